@@ -1,0 +1,190 @@
+// The kef command: run, validate, plugins, score.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include <CLI/CLI.hpp>
+
+#include "kef/data_io.hpp"
+#include "kef/error.hpp"
+#include "kef/model_archive.hpp"
+#include "kef/npy.hpp"
+#include "kef/parallel.hpp"
+#include "kef/pipeline.hpp"
+#include "kef/registry.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void load_default_plugins(kef::Registry& registry, const std::vector<std::string>& extra) {
+  kef::register_core_components(registry);
+  registry.load_plugins(kef::plugin_search_path(extra));
+}
+
+int cmd_plugins(const std::vector<std::string>& paths, const std::string& describe) {
+  kef::Registry registry;
+  load_default_plugins(registry, paths);
+  const kef::ComponentKind kinds[] = {kef::ComponentKind::DataSource, kef::ComponentKind::Kernel,
+                                      kef::ComponentKind::FeatureMap, kef::ComponentKind::BaseMeasure,
+                                      kef::ComponentKind::Estimator,  kef::ComponentKind::Evaluator,
+                                      kef::ComponentKind::Model};
+  if (!describe.empty()) {
+    // "kernel/gaussian" or just "gaussian" (every kind that has it).
+    std::string kind_part, type = describe;
+    if (auto slash = describe.find('/'); slash != std::string::npos) {
+      for (auto k : kinds)
+        if (describe.substr(0, slash) == kef::to_string(k)) kind_part = kef::to_string(k);
+      if (!kind_part.empty()) type = describe.substr(slash + 1);
+    }
+    int found = 0;
+    for (auto k : kinds) {
+      if (!kind_part.empty() && kind_part != kef::to_string(k)) continue;
+      const kef::ComponentInfo* info = registry.find(k, type);
+      if (!info) continue;
+      ++found;
+      std::cout << kef::to_string(k) << "/" << info->type << "  (plugin " << info->plugin << ")\n  "
+                << info->summary << "\n";
+      if (!info->reference.empty()) std::cout << "  reference: " << info->reference << "\n";
+      if (info->keys.empty()) std::cout << "  keys: none besides `type`\n";
+      for (const auto& key : info->keys) {
+        std::cout << "  " << key.name << " (" << kef::to_string(key.kind) << ", default "
+                  << key.default_text() << ")";
+        if (std::isfinite(key.min) || std::isfinite(key.max)) {
+          std::cout << " range";
+          if (std::isfinite(key.min)) std::cout << (key.min_exclusive ? " > " : " >= ") << key.min;
+          if (std::isfinite(key.max)) std::cout << " <= " << key.max;
+        }
+        if (!key.choices.empty()) {
+          std::cout << " one of";
+          for (const auto& c : key.choices) std::cout << " " << c;
+        }
+        std::cout << "\n      " << key.doc << "\n";
+      }
+    }
+    if (!found) throw kef::ConfigError("--describe " + describe + ": no component of that type; run `kef plugins`");
+    return 0;
+  }
+  std::cout << "plugins:\n";
+  for (const auto& p : registry.plugins()) {
+    const char* status = p.status == kef::PluginRecord::Status::Loaded    ? "loaded"
+                         : p.status == kef::PluginRecord::Status::Shadowed ? "shadowed"
+                                                                           : "REFUSED";
+    std::cout << "  " << (p.name.empty() ? p.path.filename().string() : p.name) << " " << p.version << " ["
+              << status << "] " << p.path.string() << "\n";
+    if (!p.reason.empty()) std::cout << "      " << p.reason << "\n";
+  }
+  std::cout << "components:\n";
+  for (auto k : kinds) {
+    for (const auto& info : registry.components(k))
+      std::cout << "  " << kef::to_string(k) << "/" << info.type << "  " << info.summary << "\n";
+  }
+  return 0;
+}
+
+int cmd_score(const std::string& model_dir, const std::string& data, const std::string& out,
+              const std::vector<std::string>& columns, int threads) {
+  kef::Registry registry;
+  load_default_plugins(registry, {});
+  kef::ModelPtr model = kef::load_model(model_dir, registry);
+  kef::TableData table = kef::read_table(data, columns);
+  if (table.values.cols() != model->dim())
+    throw kef::DataError(data + ": has " + std::to_string(table.values.cols()) + " columns, the model at " +
+                         model_dir + " has dimension " + std::to_string(model->dim()));
+  (void)threads;
+  kef::Matrix result(table.values.rows(), 1 + model->dim());
+  result.col(0) = model->log_unnormalized(table.values);
+  result.rightCols(model->dim()) = model->score(table.values);
+  for (kef::Index n = 0; n < result.rows(); ++n)
+    if (!result.row(n).allFinite())
+      throw kef::NumericalError(data + ": the model's log density or score is not finite at data row " +
+                                std::to_string(n));
+  fs::path out_path(out);
+  if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
+    throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() + " does not exist");
+  kef::write_npy(out_path, result);
+  std::cerr << "[kef] wrote " << result.rows() << " x " << result.cols() << " (log p~, score) to " << out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kef: kernel exponential family densities.\n"
+               "Fit, evaluate and use unnormalised densities log p~(x) = f(x) + log q0(x)."};
+  app.set_version_flag("--version", std::string("kef ") + kef::version());
+  app.require_subcommand(1);
+
+  std::string file, output, describe, model_dir, data, out;
+  std::vector<std::string> overrides, plugin_paths, columns;
+  int threads = 0;
+  bool quiet = false;
+
+  auto* run = app.add_subcommand("run", "Run a TOML pipeline: fit every [[model]], evaluate, write results.json");
+  run->add_option("file", file, "pipeline file")->required();
+  run->add_option("--set", overrides, "override a key: a.b.c=value (model.NAME.key or model[i].key for one model)");
+  run->add_option("--output", output, "output directory (replaces [output] dir)");
+  run->add_option("--threads", threads, "worker threads (default: all cores; results do not depend on it)")
+      ->check(CLI::PositiveNumber);
+  run->add_flag("--quiet", quiet, "no progress output on stderr");
+
+  auto* validate = app.add_subcommand("validate", "Check a pipeline (keys, types, plugins, data) without fitting");
+  validate->add_option("file", file, "pipeline file")->required();
+  validate->add_option("--set", overrides, "override a key: a.b.c=value");
+
+  auto* plugins = app.add_subcommand("plugins", "List plugins and their components");
+  plugins->add_option("--describe", describe, "print the keys of one component, e.g. kernel/gaussian");
+  plugins->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
+
+  auto* score = app.add_subcommand("score", "Write log p~(x) and its gradient for data under a saved model");
+  score->add_option("model_dir", model_dir, "saved model directory (runs/NAME/models/MODEL)")->required();
+  score->add_option("--data", data, "data file (.csv or .npy)")->required();
+  score->add_option("--out", out, "output .npy: N x (1 + D), log p~ then the score")->required();
+  score->add_option("--columns", columns, "CSV columns to use");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  try {
+    if (threads > 0) kef::set_default_threads(threads);
+    if (run->parsed()) {
+      kef::RunOptions opts;
+      opts.overrides = overrides;
+      if (!output.empty()) opts.output_dir = output;
+      opts.threads = threads;
+      opts.quiet = quiet;
+      kef::RunSummary s = kef::run_pipeline(file, opts);
+      std::cout << s.table << "results: " << (s.output_dir / "results.json").string() << "\n";
+      return 0;
+    }
+    if (validate->parsed()) {
+      kef::RunOptions opts;
+      opts.overrides = overrides;
+      kef::validate_pipeline(file, opts);
+      std::cout << file << ": ok\n";
+      return 0;
+    }
+    if (plugins->parsed()) return cmd_plugins(plugin_paths, describe);
+    if (score->parsed()) return cmd_score(model_dir, data, out, columns, threads);
+  } catch (const kef::Error& e) {
+    std::cerr << "kef: " << e.kind() << ": " << e.what() << "\n";
+    return e.exit_status();
+  } catch (const std::exception& e) {
+    std::cerr << "kef: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

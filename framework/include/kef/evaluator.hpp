@@ -1,0 +1,40 @@
+#pragma once
+// An evaluator measures a model on the held-out data (and against the truth, when known).
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kef/dataset.hpp"
+#include "kef/model.hpp"
+#include "kef/progress.hpp"
+#include "kef/random.hpp"
+
+namespace kef {
+
+struct EvalInput {
+  const Model& model;
+  const std::string& model_name;
+  const Dataset& data;
+  RandomStream& rng;
+  Progress& progress;
+  int threads = 1;
+  const Model* other = nullptr;  // second model of comparative evaluators
+  std::string other_name;
+};
+
+struct EvaluationResult {
+  std::vector<std::pair<std::string, double>> metrics;
+  std::vector<std::string> notes;
+  std::string summary;
+};
+
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  virtual EvaluationResult evaluate(const EvalInput& input) = 0;
+};
+
+using EvaluatorPtr = std::shared_ptr<Evaluator>;
+
+}  // namespace kef

@@ -1,0 +1,37 @@
+#pragma once
+// Dense linear-algebra building blocks shared by every estimator and evaluator.
+#include <string_view>
+
+#include "kef/types.hpp"
+
+namespace kef {
+
+// Cholesky factor of a symmetric positive definite matrix. When the plain factorisation fails, a
+// jitter of c·mean(diag A)·I is added with c = 1e-10, 1e-9, ..., 1e-3; the jitter actually used is
+// reported so the caller can log it. NumericalError (naming `where`) when even that fails.
+class SpdFactor {
+ public:
+  SpdFactor() = default;
+  SpdFactor(const Matrix& A, std::string_view where);
+  Vector solve(const Vector& b) const;
+  Matrix solve(const Matrix& B) const;
+  double jitter() const { return jitter_; }
+  Index size() const { return llt_.rows(); }
+  double log_determinant() const;
+
+ private:
+  Eigen::LLT<Matrix> llt_;
+  double jitter_ = 0.0;
+};
+
+double logsumexp(const Vector& v);
+
+// NumericalError naming `where` and the first (row, column) that is NaN or infinite.
+void check_finite(const Matrix& m, std::string_view where);
+void check_finite(const Vector& v, std::string_view where);
+
+// Median of the pairwise Euclidean distances of the rows of X (on at most max_rows rows, a
+// deterministic prefix), the usual bandwidth heuristic.
+double median_pairwise_distance(const Matrix& X, Index max_rows = 1000);
+
+}  // namespace kef

@@ -1,0 +1,42 @@
+#pragma once
+// The linear system of the "lite" kernel exponential family (MATH.md §4, DKEF Proposition 3):
+//   α = −(G + λ_α I + λ_H K + λ_C U)^{-1} b,
+//   G = B1ᵀB1/N, U = B2ᵀB2/N, b = (B2ᵀ1 + B1ᵀq1 + λ_C B2ᵀq2)/N.
+// Accumulated over chunks of rows so memory stays flat in N; parallel over a fixed number of row
+// blocks whose partial sums are added in block order, so the result does not depend on threads.
+#include "kef/base_measure.hpp"
+#include "kef/kernel.hpp"
+#include "kef/progress.hpp"
+#include "kef/types.hpp"
+
+namespace kef {
+
+struct LiteSystem {
+  Matrix G;       // M x M
+  Matrix U;       // M x M (empty when not requested)
+  Vector b_main;  // (B2ᵀ1 + B1ᵀq1)/N
+  Vector b_c;     // B2ᵀq2/N, so that b = b_main + λ_C b_c
+  Index rows = 0;
+  Vector b(double lambda_c) const { return b_main + lambda_c * b_c; }
+};
+
+struct LiteAccumulateOptions {
+  bool need_U = true;
+  Index chunk_rows = 0;  // 0: chosen from D and M (about 4 MB of stacks per chunk)
+  int threads = 1;
+  Progress* progress = nullptr;
+};
+
+LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
+                                  const Matrix& Z, const LiteAccumulateOptions& options);
+
+struct LiteSolution {
+  Vector alpha;
+  double jitter = 0;
+};
+
+// K is needed only when lambda_h > 0 (pass an empty matrix otherwise).
+LiteSolution solve_lite_system(const LiteSystem& system, const Matrix& K, double lambda_alpha,
+                               double lambda_h, double lambda_c);
+
+}  // namespace kef

@@ -1,0 +1,52 @@
+#pragma once
+// A fitted (or known) unnormalised density log p~(x). Estimators return one; the ground truth of a
+// synthetic data source is one too, so evaluators compare any model with the truth the same way.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kef/random.hpp"
+#include "kef/types.hpp"
+
+namespace kef {
+
+class ModelWriter;
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  virtual Index dim() const = 0;
+  virtual std::string type_name() const = 0;
+
+  virtual Vector log_unnormalized(const Matrix& X) const = 0;
+  virtual Matrix score(const Matrix& X) const = 0;  // N x D: ∇ log p~
+  // score (N x D) and the diagonal of the Hessian of log p~ (N x D): what score matching needs.
+  virtual void score_and_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const = 0;
+
+  // Full Hessian of log p~ at one point (D x D), for models that can give it (synthetic truths);
+  // needed to carry the exact second derivatives through a non-diagonal change of coordinates.
+  virtual bool has_hessian() const { return false; }
+  virtual Matrix hessian(const Vector& x) const;
+
+  // log Z when known exactly (normalised truths, q0-only models); otherwise empty.
+  virtual std::optional<double> log_normalizer() const { return std::nullopt; }
+
+  // Densities with bounded support report where they are positive; score-based metrics use only
+  // those rows and say so.
+  virtual bool bounded_support() const { return false; }
+  virtual std::vector<bool> in_support(const Matrix& X) const;
+
+  virtual bool can_sample() const { return false; }
+  virtual Matrix sample(Index n, RandomStream& rng) const;
+
+  virtual std::string describe() const = 0;
+
+  virtual bool can_save() const { return false; }
+  virtual void save(ModelWriter& writer) const;
+};
+
+using ModelPtr = std::shared_ptr<const Model>;
+
+}  // namespace kef

@@ -1,0 +1,54 @@
+#pragma once
+// A saved model is a directory: model.toml (type, scalars, component tables, provenance) and NumPy
+// .npy arrays, so it reloads with kef and reads from Python with numpy.load.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "kef/base_measure.hpp"
+#include "kef/config.hpp"
+#include "kef/kernel.hpp"
+#include "kef/model.hpp"
+
+namespace kef {
+
+class Registry;
+
+class ModelWriter {
+ public:
+  ModelWriter(std::filesystem::path dir, std::string model_type);
+  Config& manifest() { return manifest_; }  // top-level keys of model.toml
+  void write_array(const std::string& name, const Matrix& array);  // name.npy
+  // [section] = the component's resolved config; its parameters go to section_parameters.npy.
+  void write_component(const std::string& section, const Component& component);
+  void finish();  // writes model.toml
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+  Config manifest_;
+};
+
+class ModelReader {
+ public:
+  explicit ModelReader(std::filesystem::path dir);
+  const Config& manifest() const { return manifest_; }
+  std::string model_type() const;
+  Matrix read_array(const std::string& name) const;
+  KernelPtr read_kernel(const std::string& section, Registry& registry) const;
+  BaseMeasurePtr read_base_measure(const std::string& section, Registry& registry) const;
+  const std::filesystem::path& dir() const { return dir_; }
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  void restore_parameters(const std::string& section, Component& component) const;
+  std::filesystem::path dir_;
+  Config manifest_;
+};
+
+// Writes a model into dir (created; must not exist).
+void save_model(const Model& model, const std::filesystem::path& dir);
+// Reads model.toml's `type` and dispatches to the registered loader.
+ModelPtr load_model(const std::filesystem::path& dir, Registry& registry);
+
+}  // namespace kef

@@ -1,0 +1,42 @@
+#pragma once
+// Running a TOML pipeline: data -> split -> fit each [[model]] -> save -> each [[evaluate]] ->
+// results.json, all written atomically into the output directory.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kef/config.hpp"
+#include "kef/dataset.hpp"
+#include "kef/registry.hpp"
+
+namespace kef {
+
+struct RunOptions {
+  std::vector<std::string> overrides;        // "a.b.c=value"
+  std::optional<std::string> output_dir;     // replaces [output] dir
+  int threads = 0;                            // 0: default_threads()
+  bool quiet = false;
+};
+
+struct RunSummary {
+  std::filesystem::path output_dir;
+  std::string table;  // short human-readable table of the metrics
+};
+
+// Parses the file, applies overrides, and checks the top-level schema (not the components).
+Config load_pipeline_config(const std::string& path, const std::vector<std::string>& overrides);
+
+// Everything a run checks before it starts work: schema, plugins, every component's keys.
+void validate_pipeline(const std::string& path, const RunOptions& options);
+RunSummary run_pipeline(const std::string& path, const RunOptions& options);
+
+// Components that come with the framework itself (the `file` data source).
+void register_core_components(Registry& registry);
+// Keys of [data] that the host handles for every source.
+std::vector<std::string> data_host_keys();
+
+// The data of a pipeline's [data] table: load, split, standardise/whiten (train statistics).
+Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint64_t seed);
+
+}  // namespace kef

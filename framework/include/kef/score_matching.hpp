@@ -1,0 +1,22 @@
+#pragma once
+// The score-matching objective of MATH.md §1 and the Fisher divergence, evaluated from a model's
+// score and Hessian diagonal.
+#include <string_view>
+#include <vector>
+
+#include "kef/model.hpp"
+#include "kef/types.hpp"
+
+namespace kef {
+
+// J = (1/N) Σ_n Σ_d [ lap(n,d) + ½ score(n,d)² ]; NumericalError naming the first non-finite row.
+double score_matching_objective(const Matrix& score, const Matrix& laplacian, std::string_view where);
+
+// Evaluates a model on X in chunks (threads over chunks, fixed order). rows: optional mask.
+double score_matching_loss(const Model& model, const Matrix& X, int threads,
+                           const std::vector<bool>* rows = nullptr);
+// ½ mean ‖∇log p~ − ∇log p0‖² over the rows of X (mask optional).
+double fisher_divergence(const Model& model, const Model& truth, const Matrix& X, int threads,
+                         const std::vector<bool>* rows = nullptr);
+
+}  // namespace kef

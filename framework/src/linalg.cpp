@@ -1,0 +1,80 @@
+#include "kef/linalg.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kef/error.hpp"
+
+namespace kef {
+
+SpdFactor::SpdFactor(const Matrix& A, std::string_view where) {
+  if (A.rows() != A.cols())
+    throw Error(std::string(where) + ": Cholesky of a non-square matrix");
+  check_finite(A, where);
+  llt_.compute(A);
+  if (llt_.info() == Eigen::Success) return;
+  // Rank-deficient systems (duplicate inducing points, tiny λ) are made definite by the smallest
+  // jitter that works; the caller reports it.
+  const double scale = std::max(A.diagonal().cwiseAbs().mean(), 1e-300);
+  for (double c = 1e-10; c <= 1.001e-3; c *= 10) {
+    Matrix B = A;
+    B.diagonal().array() += c * scale;
+    llt_.compute(B);
+    if (llt_.info() == Eigen::Success) {
+      jitter_ = c * scale;
+      return;
+    }
+  }
+  throw NumericalError(std::string(where) +
+                       ": matrix is not positive definite even with jitter 1e-3·mean(diag); "
+                       "increase the regularisation (e.g. lambda_alpha)");
+}
+
+Vector SpdFactor::solve(const Vector& b) const { return llt_.solve(b); }
+Matrix SpdFactor::solve(const Matrix& B) const { return llt_.solve(B); }
+
+double SpdFactor::log_determinant() const {
+  return 2.0 * llt_.matrixLLT().diagonal().array().log().sum();
+}
+
+double logsumexp(const Vector& v) {
+  if (v.size() == 0) return -std::numeric_limits<double>::infinity();
+  const double m = v.maxCoeff();
+  if (!std::isfinite(m)) return m;
+  return m + std::log((v.array() - m).exp().sum());
+}
+
+void check_finite(const Matrix& m, std::string_view where) {
+  if (m.allFinite()) return;
+  for (Index j = 0; j < m.cols(); ++j)
+    for (Index i = 0; i < m.rows(); ++i)
+      if (!std::isfinite(m(i, j)))
+        throw NumericalError(std::string(where) + ": non-finite value " + std::to_string(m(i, j)) +
+                             " at row " + std::to_string(i) + ", column " + std::to_string(j));
+}
+
+void check_finite(const Vector& v, std::string_view where) {
+  if (v.allFinite()) return;
+  for (Index i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw NumericalError(std::string(where) + ": non-finite value " + std::to_string(v[i]) +
+                           " at index " + std::to_string(i));
+}
+
+double median_pairwise_distance(const Matrix& X, Index max_rows) {
+  const Index n = std::min(X.rows(), max_rows);
+  if (n < 2) throw DataError("median heuristic: needs at least 2 rows, got " + std::to_string(n));
+  std::vector<double> d;
+  d.reserve(static_cast<std::size_t>(n * (n - 1) / 2));
+  for (Index i = 0; i < n; ++i)
+    for (Index j = i + 1; j < n; ++j) d.push_back((X.row(i) - X.row(j)).norm());
+  auto mid = d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2);
+  std::nth_element(d.begin(), mid, d.end());
+  double med = *mid;
+  if (d.size() % 2 == 0) med = 0.5 * (med + *std::max_element(d.begin(), mid));
+  return med;
+}
+
+}  // namespace kef

@@ -1,0 +1,111 @@
+#include "kef/model_archive.hpp"
+
+#include <fstream>
+#include <system_error>
+
+#include "kef/error.hpp"
+#include "kef/npy.hpp"
+#include "kef/registry.hpp"
+
+namespace kef {
+
+namespace fs = std::filesystem;
+
+ModelWriter::ModelWriter(fs::path dir, std::string model_type) : dir_(std::move(dir)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) throw Error(dir_.string() + ": cannot create model directory: " + ec.message());
+  manifest_.set("type", model_type);
+  manifest_.set("kef_version", std::string(version()));
+}
+
+void ModelWriter::write_array(const std::string& name, const Matrix& array) {
+  write_npy(dir_ / (name + ".npy"), array);
+}
+
+void ModelWriter::write_component(const std::string& section, const Component& component) {
+  Config table = component.config();
+  manifest_.set_table(section, table);
+  Config written = manifest_.table(section);
+  written.set("type", component.type_name());
+  if (component.parameter_count() > 0) {
+    Vector theta = component.parameters();
+    write_npy(dir_ / (section + "_parameters.npy"), theta);
+  }
+}
+
+void ModelWriter::finish() {
+  const fs::path path = dir_ / "model.toml";
+  std::ofstream out(path);
+  out << "# kef saved model: reload with `kef score`, or read the .npy arrays with numpy.load\n";
+  out << manifest_.to_toml(false) << "\n";
+  if (!out) throw Error(path.string() + ": cannot write");
+}
+
+ModelReader::ModelReader(fs::path dir) : dir_(std::move(dir)) {
+  const fs::path path = dir_ / "model.toml";
+  if (!fs::is_directory(dir_)) throw ModelFileError(dir_.string() + ": not a model directory");
+  if (!fs::exists(path))
+    throw ModelFileError(dir_.string() + ": no model.toml (is this a kef model directory?)");
+  try {
+    manifest_ = Config::parse_file(path.string());
+  } catch (const ConfigError& e) {
+    throw ModelFileError(e.what());
+  }
+  if (!manifest_.type()) fail("model.toml has no `type`");
+}
+
+std::string ModelReader::model_type() const { return *manifest_.type(); }
+
+Matrix ModelReader::read_array(const std::string& name) const {
+  const fs::path path = dir_ / (name + ".npy");
+  if (!fs::exists(path)) fail("missing array " + path.filename().string());
+  try {
+    return read_npy(path);
+  } catch (const DataError& e) {
+    throw ModelFileError(e.what());
+  }
+}
+
+void ModelReader::restore_parameters(const std::string& section, Component& component) const {
+  if (component.parameter_count() == 0) return;
+  Matrix theta = read_array(section + "_parameters");
+  if (theta.size() != component.parameter_count())
+    fail(section + "_parameters.npy has " + std::to_string(theta.size()) + " values, the " +
+         component.type_name() + " " + section + " expects " +
+         std::to_string(component.parameter_count()));
+  component.set_parameters(Eigen::Map<const Vector>(theta.data(), theta.size()));
+}
+
+KernelPtr ModelReader::read_kernel(const std::string& section, Registry& registry) const {
+  if (!manifest_.has(section)) fail("model.toml has no [" + section + "] table");
+  KernelPtr k = registry.make_kernel(manifest_.table(section), BuildContext{-1, &registry, nullptr});
+  restore_parameters(section, *k);
+  return k;
+}
+
+BaseMeasurePtr ModelReader::read_base_measure(const std::string& section, Registry& registry) const {
+  if (!manifest_.has(section)) fail("model.toml has no [" + section + "] table");
+  BaseMeasurePtr b =
+      registry.make_base_measure(manifest_.table(section), BuildContext{-1, &registry, nullptr});
+  restore_parameters(section, *b);
+  return b;
+}
+
+void ModelReader::fail(const std::string& what) const {
+  throw ModelFileError((dir_ / "model.toml").string() + ": " + what);
+}
+
+void save_model(const Model& model, const fs::path& dir) {
+  if (!model.can_save()) throw ModelFileError("model " + model.type_name() + " cannot be saved");
+  ModelWriter writer(dir, model.type_name());
+  model.save(writer);
+  writer.finish();
+}
+
+ModelPtr load_model(const fs::path& dir, Registry& registry) {
+  ModelReader reader(dir);
+  return registry.load_model(reader);
+}
+
+}  // namespace kef

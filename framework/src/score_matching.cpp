@@ -1,0 +1,94 @@
+#include "kef/score_matching.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "kef/error.hpp"
+#include "kef/linalg.hpp"
+#include "kef/parallel.hpp"
+
+namespace kef {
+
+namespace {
+constexpr Index kEvalChunk = 2048;
+
+// Per-row sums over fixed chunks, reduced in chunk order: identical for any thread count.
+template <class RowTerm>
+double chunked_mean(const Matrix& X, int threads, const std::vector<bool>* rows, RowTerm term,
+                    Index* used_out) {
+  const Index n = X.rows();
+  const Index chunks = (n + kEvalChunk - 1) / kEvalChunk;
+  std::vector<double> sums(static_cast<std::size_t>(chunks), 0.0);
+  std::vector<Index> counts(static_cast<std::size_t>(chunks), 0);
+  parallel_for(chunks, threads, [&](Index c) {
+    const Index begin = c * kEvalChunk, len = std::min(kEvalChunk, n - begin);
+    Vector v = term(X.middleRows(begin, len), begin);
+    double s = 0;
+    Index k = 0;
+    for (Index i = 0; i < len; ++i) {
+      if (rows && !(*rows)[static_cast<std::size_t>(begin + i)]) continue;
+      s += v[i];
+      ++k;
+    }
+    sums[static_cast<std::size_t>(c)] = s;
+    counts[static_cast<std::size_t>(c)] = k;
+  });
+  double total = 0;
+  Index used = 0;
+  for (Index c = 0; c < chunks; ++c) {
+    total += sums[static_cast<std::size_t>(c)];
+    used += counts[static_cast<std::size_t>(c)];
+  }
+  if (used_out) *used_out = used;
+  if (used == 0) throw DataError("score-based metric: no rows to evaluate");
+  return total / static_cast<double>(used);
+}
+
+void check_rows_finite(const Matrix& m, Index offset, const char* what, const std::vector<bool>* rows) {
+  for (Index i = 0; i < m.rows(); ++i) {
+    if (rows && !(*rows)[static_cast<std::size_t>(offset + i)]) continue;
+    for (Index d = 0; d < m.cols(); ++d)
+      if (!std::isfinite(m(i, d)))
+        throw NumericalError(std::string(what) + " is not finite at data row " +
+                             std::to_string(offset + i) + " (coordinate " + std::to_string(d) +
+                             ", value " + std::to_string(m(i, d)) + ")");
+  }
+}
+}  // namespace
+
+double score_matching_objective(const Matrix& score, const Matrix& laplacian, std::string_view where) {
+  if (score.rows() == 0) throw DataError(std::string(where) + ": no rows");
+  check_finite(score, std::string(where) + ": score");
+  check_finite(laplacian, std::string(where) + ": Hessian diagonal");
+  return (laplacian.array() + 0.5 * score.array().square()).rowwise().sum().mean();
+}
+
+double score_matching_loss(const Model& model, const Matrix& X, int threads,
+                           const std::vector<bool>* rows) {
+  return chunked_mean(
+      X, threads, rows,
+      [&](const auto& block, Index offset) {
+        Matrix s, l;
+        model.score_and_laplacian(block, s, l);
+        check_rows_finite(s, offset, "the model's score", rows);
+        check_rows_finite(l, offset, "the model's Hessian diagonal", rows);
+        return Vector((l.array() + 0.5 * s.array().square()).rowwise().sum());
+      },
+      nullptr);
+}
+
+double fisher_divergence(const Model& model, const Model& truth, const Matrix& X, int threads,
+                         const std::vector<bool>* rows) {
+  return chunked_mean(
+      X, threads, rows,
+      [&](const auto& block, Index offset) {
+        Matrix s = model.score(block);
+        Matrix t = truth.score(block);
+        check_rows_finite(s, offset, "the model's score", rows);
+        check_rows_finite(t, offset, "the true score", rows);
+        return Vector(0.5 * (s - t).rowwise().squaredNorm());
+      },
+      nullptr);
+}
+
+}  // namespace kef

@@ -1,0 +1,41 @@
+#pragma once
+// f(x) = Σ_m α_m k(x, z_m);  log p~(x) = f(x) + log q0(x)  (MATH.md §4).
+#include "kef/base_measure.hpp"
+#include "kef/kernel.hpp"
+#include "kef/model.hpp"
+#include "kef/model_archive.hpp"
+#include "kef/registry.hpp"
+
+namespace kef::lite {
+
+class LiteModel final : public Model {
+ public:
+  LiteModel(KernelPtr kernel, BaseMeasurePtr base, Matrix inducing, Vector alpha);
+
+  Index dim() const override { return inducing_.cols(); }
+  std::string type_name() const override { return "lite"; }
+  Vector log_unnormalized(const Matrix& X) const override;
+  Matrix score(const Matrix& X) const override;
+  void score_and_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const override;
+  std::string describe() const override;
+  bool can_save() const override { return true; }
+  void save(ModelWriter& writer) const override;
+
+  // Extra provenance written to model.toml (λ values, training size).
+  void set_fit_info(std::vector<std::pair<std::string, double>> info) { fit_info_ = std::move(info); }
+
+  const Vector& alpha() const { return alpha_; }
+  const Matrix& inducing_points() const { return inducing_; }
+
+  static ModelPtr load(const ModelReader& reader, Registry& registry);
+
+ private:
+  void check_input(const Matrix& X) const;
+  KernelPtr kernel_;
+  BaseMeasurePtr base_;
+  Matrix inducing_;
+  Vector alpha_;
+  std::vector<std::pair<std::string, double>> fit_info_;
+};
+
+}  // namespace kef::lite

@@ -1,0 +1,27 @@
+#include "kef/sdk/plugin.hpp"
+#include "lite_estimator.hpp"
+#include "lite_model.hpp"
+
+namespace {
+
+void register_lite(kef::PluginRegistrar& r) {
+  kef::ComponentInfo est;
+  est.type = "lite";
+  est.summary = "Lite kernel exponential family: closed-form score matching on M inducing points";
+  est.reference = "DKEF (Wenliang et al. 2019) Proposition 3; MATH.md §4";
+  est.keys = kef::lite::lite_keys();
+  est.uses_kernel = true;
+  est.uses_base_measure = true;
+  r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext&) {
+    return std::make_unique<kef::lite::LiteEstimator>(cfg, parts);
+  });
+
+  kef::ComponentInfo model;
+  model.type = "lite";
+  model.summary = "Saved lite model: kernel, base measure, inducing_points.npy, alpha.npy";
+  r.add_model_loader(model, &kef::lite::LiteModel::load);
+}
+
+}  // namespace
+
+KEF_PLUGIN("lite", "0.1.0", "Lite kernel exponential family estimator", register_lite)

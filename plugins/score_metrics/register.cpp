@@ -1,0 +1,33 @@
+#include "kef/sdk/plugin.hpp"
+#include "score_evaluators.hpp"
+
+namespace {
+
+void add(kef::PluginRegistrar& r, const char* type, const char* summary, const char* reference,
+         kef::score_metrics::Metric metric, bool needs_truth) {
+  kef::ComponentInfo info;
+  info.type = type;
+  info.summary = summary;
+  info.reference = reference;
+  info.keys = kef::score_metrics::split_keys();
+  info.needs_truth = needs_truth;
+  r.add_evaluator(info, [metric](const kef::Config& cfg, const kef::BuildContext&) {
+    return std::make_unique<kef::score_metrics::ScoreEvaluator>(metric, cfg);
+  });
+}
+
+void register_score_metrics(kef::PluginRegistrar& r) {
+  using kef::score_metrics::Metric;
+  add(r, "score_matching_loss",
+      "Held-out score-matching loss J = mean Σ_d [∂²_d log p~ + ½(∂_d log p~)²] (and J of the truth when known)",
+      "DKEF eq. 4; MATH.md §1", Metric::ScoreMatching, false);
+  add(r, "fisher_divergence", "½ mean ‖∇log p~ − ∇log p0‖² against the exact score of a synthetic source",
+      "MATH.md §1", Metric::FisherDivergence, true);
+  add(r, "true_log_likelihood", "Mean log density of the true distribution on the split (a reference value)",
+      "MATH.md §1", Metric::TrueLogLikelihood, true);
+}
+
+}  // namespace
+
+KEF_PLUGIN("score_metrics", "0.1.0", "Score matching loss, Fisher divergence, true log-likelihood",
+           register_score_metrics)

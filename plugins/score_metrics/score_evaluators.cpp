@@ -1,0 +1,66 @@
+#include "score_evaluators.hpp"
+
+#include <algorithm>
+
+#include "kef/error.hpp"
+#include "kef/score_matching.hpp"
+
+namespace kef::score_metrics {
+
+KeyList split_keys() {
+  return {KeySpec::string("split", "which held-out split to evaluate on", std::string("test"))
+              .one_of({"test", "validation", "train"})};
+}
+
+ScoreEvaluator::ScoreEvaluator(Metric metric, const Config& cfg)
+    : metric_(metric), cfg_(cfg), split_(cfg.string("split")) {}
+
+EvaluationResult ScoreEvaluator::evaluate(const EvalInput& in) {
+  const Matrix& X = split_ == "test" ? in.data.test : split_ == "validation" ? in.data.validation : in.data.train;
+  if (X.rows() == 0) cfg_.fail("split", "the " + split_ + " split is empty");
+  if (X.cols() != in.model.dim())
+    throw DataError("model " + in.model_name + " has dimension " + std::to_string(in.model.dim()) +
+                    ", the data " + std::to_string(X.cols()));
+  EvaluationResult r;
+  const Model* truth = in.data.truth.get();
+  if (metric_ != Metric::ScoreMatching && !truth)
+    cfg_.fail("type", "needs the exact density of the data source, and this source has none");
+
+  // Score-based quantities exist only where the true density is positive and smooth.
+  std::vector<bool> mask;
+  const std::vector<bool>* rows = nullptr;
+  if (truth && truth->bounded_support() && metric_ != Metric::TrueLogLikelihood) {
+    mask = truth->in_support(X);
+    rows = &mask;
+    const auto used = std::count(mask.begin(), mask.end(), true);
+    r.notes.push_back("the true density has bounded support: computed on the " + std::to_string(used) + " of " +
+                      std::to_string(X.rows()) + " " + split_ + " rows where it is positive");
+  }
+  switch (metric_) {
+    case Metric::ScoreMatching: {
+      double j = score_matching_loss(in.model, X, in.threads, rows);
+      r.metrics.emplace_back("score_matching_loss", j);
+      if (truth) {
+        // J(p~) − J(p0) estimates the Fisher divergence without the true score (MATH.md §1).
+        r.metrics.emplace_back("score_matching_loss_truth", score_matching_loss(*truth, X, in.threads, rows));
+      }
+      break;
+    }
+    case Metric::FisherDivergence:
+      r.metrics.emplace_back("fisher_divergence", fisher_divergence(in.model, *truth, X, in.threads, rows));
+      break;
+    case Metric::TrueLogLikelihood: {
+      Vector lp = truth->log_unnormalized(X);
+      const double log_z = truth->log_normalizer().value_or(0.0);
+      for (Index i = 0; i < lp.size(); ++i)
+        if (!std::isfinite(lp[i]))
+          throw NumericalError("true_log_likelihood: log density of the truth is not finite at " + split_ +
+                               " row " + std::to_string(i));
+      r.metrics.emplace_back("true_log_likelihood", lp.mean() - log_z);
+      break;
+    }
+  }
+  return r;
+}
+
+}  // namespace kef::score_metrics

@@ -1,0 +1,23 @@
+#pragma once
+// Held-out score matching, Fisher divergence against the truth, and the truth's own log-likelihood.
+#include "kef/config.hpp"
+#include "kef/evaluator.hpp"
+
+namespace kef::score_metrics {
+
+enum class Metric { ScoreMatching, FisherDivergence, TrueLogLikelihood };
+
+class ScoreEvaluator final : public Evaluator {
+ public:
+  ScoreEvaluator(Metric metric, const Config& cfg);
+  EvaluationResult evaluate(const EvalInput& input) override;
+
+ private:
+  Metric metric_;
+  Config cfg_;
+  std::string split_;
+};
+
+KeyList split_keys();
+
+}  // namespace kef::score_metrics

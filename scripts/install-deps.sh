@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kef needs to build, test and benchmark, and only the missing ones.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libeigen3-dev          # dense linear algebra
+  libceres-dev           # L-BFGS / first-order solvers (wrapped in the framework)
+  libboost1.74-dev       # Boost.DLL (header-only, used with BOOST_DLL_USE_STD_FS)
+  libtomlplusplus-dev    # TOML++ 3.3, pipeline files with source positions
+  nlohmann-json3-dev     # results.json
+  libcli11-dev           # the kef command line
+  libgtest-dev libgmock-dev googletest
+  libbenchmark-dev       # bench/
+  libopenblas0-pthread   # NumPy anchors run against OpenBLAS
+  python3-numpy          # anchors and the .npy round-trip test
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
+"${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,60 @@
+#pragma once
+// Shared pieces of the plugin-host fixtures: a trivial kernel and a descriptor whose fields can be
+// set wrong on purpose (KEF_PLUGIN always writes the right ones).
+#include <memory>
+
+#include "kef/sdk/plugin.hpp"
+
+// Same fields as KEF_PLUGIN_DESCRIPTOR_VALUE, with the ABI version and kef major chosen by the fixture.
+#define FIXTURE_DESCRIPTOR(ABI_VERSION, KEF_MAJOR, NAME)                                        \
+  extern "C" __attribute__((visibility("default"))) const kef_plugin_descriptor_t              \
+      kef_plugin_descriptor = {ABI_VERSION,                                                    \
+                               sizeof(kef_plugin_descriptor_t),                                \
+                               KEF_MAJOR,                                                      \
+                               static_cast<uint32_t>(::kef::kVersionMinor),                    \
+                               KEF_PLUGIN_COMPILER_ID_,                                        \
+                               KEF_PLUGIN_COMPILER_MAJOR_,                                     \
+                               KEF_PLUGIN_COMPILER_MINOR_,                                     \
+                               KEF_PLUGIN_CXX11_ABI_,                                          \
+                               EIGEN_WORLD_VERSION,                                            \
+                               EIGEN_MAJOR_VERSION,                                            \
+                               EIGEN_MINOR_VERSION,                                            \
+                               static_cast<uint32_t>(sizeof(void*)),                           \
+                               static_cast<uint32_t>(EIGEN_MAX_ALIGN_BYTES),                   \
+                               NAME,                                                           \
+                               "0.0.1",                                                        \
+                               "plugin-host test fixture"};
+
+namespace fixture {
+
+// k(x, y) = value: every input derivative is zero.
+class ConstantKernel final : public kef::Kernel {
+ public:
+  explicit ConstantKernel(double value) : value_(value) {}
+  kef::KernelCapabilities capabilities() const override { return {}; }
+  kef::Matrix gram(const kef::Matrix& X, const kef::Matrix& Y) const override {
+    return kef::Matrix::Constant(X.rows(), Y.rows(), value_);
+  }
+  void derivatives(const kef::Matrix& X, const kef::Matrix& Y, int order,
+                   kef::KernelStacks& out) const override {
+    out.value = gram(X, Y);
+    if (order >= 1) out.d1 = kef::Matrix::Zero(X.rows() * X.cols(), Y.rows());
+    if (order >= 2) out.d2 = kef::Matrix::Zero(X.rows() * X.cols(), Y.rows());
+  }
+
+ private:
+  double value_;
+};
+
+inline kef::ComponentInfo info(const char* type) {
+  kef::ComponentInfo i;
+  i.type = type;
+  i.summary = "fixture";
+  return i;
+}
+
+inline std::unique_ptr<kef::Kernel> make_constant(const kef::Config&, const kef::BuildContext&) {
+  return std::make_unique<ConstantKernel>(1.0);
+}
+
+}  // namespace fixture

@@ -1,0 +1,135 @@
+// parallel_for and the thread budget. Tests touching KEF_THREADS come before the one that sets the
+// process-wide override, because an override cannot be cleared.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kef/error.hpp"
+#include "kef/parallel.hpp"
+#include "kef/random.hpp"
+
+namespace kef {
+namespace {
+
+// Sets an environment variable for one scope and restores the previous value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Per-item work with its own random stream and an Eigen product, like a real chunked evaluation.
+std::vector<double> run(int threads) {
+  const Index n = 64;
+  std::vector<double> out(static_cast<std::size_t>(n));
+  RandomStream root(11, "parallel");
+  parallel_for(n, threads, [&](Index i) {
+    RandomStream r = root.derive(static_cast<std::uint64_t>(i));
+    const Matrix a = r.normal_matrix(40, 40);
+    const Matrix p = a * a.transpose();
+    double s = 0;
+    for (int k = 0; k < 1000; ++k) s += r.normal() * r.gamma(1.5);
+    out[static_cast<std::size_t>(i)] = s + p.sum();
+  });
+  return out;
+}
+
+TEST(ParallelFor, ResultsIdenticalForAnyThreadCount) {
+  const std::vector<double> one = run(1);
+  for (int threads : {2, 4}) {
+    const std::vector<double> many = run(threads);
+    ASSERT_EQ(many.size(), one.size());
+    EXPECT_EQ(std::memcmp(many.data(), one.data(), one.size() * sizeof(double)), 0) << threads << " threads";
+  }
+}
+
+TEST(ParallelFor, EveryIndexRunsExactlyOnce) {
+  for (int threads : {-3, 0, 1, 2, 4, 100}) {
+    const Index n = 257;
+    std::vector<std::atomic<int>> calls(static_cast<std::size_t>(n));
+    parallel_for(n, threads, [&](Index i) { calls[static_cast<std::size_t>(i)]++; });
+    for (Index i = 0; i < n; ++i) EXPECT_EQ(calls[static_cast<std::size_t>(i)].load(), 1) << threads;
+  }
+  int calls = 0;
+  parallel_for(0, 4, [&](Index) { ++calls; });
+  parallel_for(-5, 4, [&](Index) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(ParallelFor, LowestFailingIndexIsRethrown) {
+  for (int threads : {1, 2, 4}) {
+    try {
+      parallel_for(200, threads, [](Index i) {
+        if (i == 3) {
+          // Fail late, so that with several threads higher indices fail first in time.
+          std::this_thread::sleep_for(std::chrono::milliseconds(30));
+          throw DataError("item " + std::to_string(i));
+        }
+        if (i == 7 || i == 50 || i == 199) throw std::runtime_error("item " + std::to_string(i));
+      });
+      FAIL() << "no exception";
+    } catch (const DataError& e) {  // the original type survives the rethrow
+      EXPECT_STREQ(e.what(), "item 3") << threads;
+    }
+  }
+}
+
+TEST(Threads, EnvironmentVariable) {
+  {
+    ScopedEnv env("KEF_THREADS", nullptr);
+    EXPECT_EQ(default_threads(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  }
+  {
+    ScopedEnv env("KEF_THREADS", "3");
+    EXPECT_EQ(default_threads(), 3);
+  }
+  for (const char* bad : {"0", "-2", "abc", "4x", " 3"}) {
+    ScopedEnv env("KEF_THREADS", bad);
+    try {
+      default_threads();
+      FAIL() << "accepted KEF_THREADS='" << bad << "'";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("KEF_THREADS"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string("got '") + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Threads, EigenDoesNotMultithread) { EXPECT_EQ(Eigen::nbThreads(), 1); }
+
+TEST(Threads, SetDefaultThreads) {
+  EXPECT_THROW(set_default_threads(0), ConfigError);
+  EXPECT_THROW(set_default_threads(-1), ConfigError);
+  set_default_threads(2);
+  EXPECT_EQ(default_threads(), 2);
+  ScopedEnv env("KEF_THREADS", "5");  // an explicit setting (--threads) wins over the environment
+  EXPECT_EQ(default_threads(), 2);
+}
+
+}  // namespace
+}  // namespace kef

@@ -1,0 +1,81 @@
+#include "test_support.hpp"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "kef/config.hpp"
+
+namespace kef::test {
+
+Registry& plugin_registry() {
+  static Registry* registry = [] {
+    auto* r = new Registry();
+    r->load_plugins({plugin_dir()});
+    return r;
+  }();
+  return *registry;
+}
+
+std::filesystem::path source_dir() { return KEF_TEST_SOURCE_DIR; }
+std::filesystem::path binary_dir() { return KEF_TEST_BINARY_DIR; }
+std::filesystem::path plugin_dir() { return KEF_TEST_PLUGIN_DIR; }
+std::string kef_executable() { return KEF_TEST_KEF_EXE; }
+
+namespace {
+struct TempDirs {
+  std::mutex mutex;
+  std::vector<std::filesystem::path> dirs;
+  ~TempDirs() {
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+};
+TempDirs& temp_dirs() {
+  static TempDirs t;
+  return t;
+}
+}  // namespace
+
+std::filesystem::path temp_dir(const std::string& tag) {
+  std::string pattern = (std::filesystem::temp_directory_path() / ("kef-test-" + tag + "-XXXXXX")).string();
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (!mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
+  std::filesystem::path p(buf.data());
+  std::lock_guard<std::mutex> lock(temp_dirs().mutex);
+  temp_dirs().dirs.push_back(p);
+  return p;
+}
+
+int run_command(const std::string& command, std::string* output) {
+  std::string full = command + " 2>&1";
+  FILE* pipe = popen(full.c_str(), "r");
+  if (!pipe) return -1;
+  std::array<char, 4096> buf{};
+  std::string out;
+  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  if (output) *output = out;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return -1;
+}
+
+Config config_from(const std::string& toml_text) { return Config::parse_string(toml_text, "test"); }
+
+Vector numerical_gradient(const std::function<double(const Vector&)>& f, const Vector& x, double h) {
+  Vector g(x.size());
+  for (Index i = 0; i < x.size(); ++i) {
+    Vector xp = x, xm = x;
+    xp[i] += h;
+    xm[i] -= h;
+    g[i] = (f(xp) - f(xm)) / (2 * h);
+  }
+  return g;
+}
+
+}  // namespace kef::test

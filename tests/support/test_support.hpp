@@ -1,0 +1,33 @@
+#pragma once
+// Helpers shared by the test suites.
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "kef/registry.hpp"
+#include "kef/types.hpp"
+
+namespace kef::test {
+
+// A registry with every plugin of the build tree loaded (once per test program).
+Registry& plugin_registry();
+
+std::filesystem::path source_dir();   // repository root
+std::filesystem::path binary_dir();   // build tree root
+std::filesystem::path plugin_dir();   // build tree plugin directory
+std::string kef_executable();         // path to the built kef command
+
+// A fresh, empty temporary directory removed at process exit.
+std::filesystem::path temp_dir(const std::string& tag);
+
+// Runs a shell command, capturing stdout+stderr; returns the exit status.
+int run_command(const std::string& command, std::string* output);
+
+// Parses a TOML table given as text (source name "test") into a Config.
+Config config_from(const std::string& toml_text);
+
+// Central differences of a scalar function of a vector: gradient at x with step h.
+Vector numerical_gradient(const std::function<double(const Vector&)>& f, const Vector& x,
+                          double h = 1e-5);
+
+}  // namespace kef::test
