@@ -4,4 +4,7 @@
 # 
 # This file includes the relevant testing commands required for 
 # testing this directory and lists subdirectories to be tested as well.
+subdirs("bad_plugins")
 subdirs("io")
+subdirs("synthetic")
+subdirs("unit")

@@ -295,7 +295,7 @@ void write_array(const std::filesystem::path& path, const std::string& shape, co
   bytes += static_cast<char>(len & 0xff);
   bytes += static_cast<char>(len >> 8);
   bytes += header;
-  bytes.append(reinterpret_cast<const char*>(row_major), count * sizeof(double));
+  if (count > 0) bytes.append(reinterpret_cast<const char*>(row_major), count * sizeof(double));
   write_atomically(path, bytes);
 }
 

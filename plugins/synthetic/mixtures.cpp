@@ -52,11 +52,14 @@ void radial_derivatives(double y0, double y1, double l1, double l2, Vector& grad
   grad.setZero(2);
   if (hessian) hessian->setZero(2, 2);
   if (rho == 0.0) return;
-  const Eigen::Vector2d u(y0 / rho, y1 / rho);
-  grad = l1 * u;
-  if (!hessian) return;
-  const Eigen::Matrix2d uu = u * u.transpose();
-  *hessian = l2 * uu + (l1 / rho) * (Eigen::Matrix2d::Identity() - uu);
+  const double u[2] = {y0 / rho, y1 / rho};
+  const double tangential = l1 / rho;
+  for (int a = 0; a < 2; ++a) {
+    grad[a] = l1 * u[a];
+    if (!hessian) continue;
+    for (int b = 0; b < 2; ++b)
+      (*hessian)(a, b) = (l2 - tangential) * u[a] * u[b] + (a == b ? tangential : 0.0);
+  }
 }
 
 std::string number_text(double v) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "densities.hpp"
 #include "kef/config.hpp"
@@ -68,6 +69,7 @@ std::string parameters_text(const Config& cfg, const KeyList& keys) {
   std::string text;
   for (const KeySpec& key : keys) {
     if (key.name == "n") continue;
+    if (!cfg.has(key.name) && std::holds_alternative<std::monostate>(key.default_value)) continue;
     std::string value;
     switch (key.kind) {
       case ValueKind::Boolean: value = cfg.boolean(key.name) ? "true" : "false"; break;
@@ -271,16 +273,21 @@ std::vector<SourceDefinition> definitions() {
                    return [=](RandomStream&) { return make_two_moons(d); };
                  }));
   out.push_back(source("synthetic/gaussian", "Isotropic Gaussian N(mean, std^2 I)", "kef (tests)",
-                  {n_key(), dim_key(1, "taken from mean when mean has several entries"),
+                  {n_key(),
+                   KeySpec::integer("dim", "dimension D (default: the length of mean when it has "
+                                           "several entries, else 2)")
+                       .at_least(1),
                    rotate_key(false),
                    KeySpec::numbers("mean", "mean: one number (broadcast) or one per dimension",
                                     std::vector<double>{0.0}),
                    positive_number("std", "standard deviation of every coordinate", 1.0)},
                  [](const Config& c) -> Builder {
                    std::vector<double> mean = c.numbers("mean");
-                   Index d = c.integer("dim");
                    if (mean.empty()) c.fail("mean", "needs at least one number (got an empty list)");
-                   if (mean.size() > 1 && !c.has("dim")) d = Index(mean.size());
+                   // dim has no declared default, so has() tells whether the user gave it.
+                   const Index d = c.has("dim") ? Index(c.integer("dim"))
+                                   : mean.size() > 1 ? Index(mean.size())
+                                                     : 2;
                    if (mean.size() == 1) mean.assign(size_t(d), mean[0]);
                    if (Index(mean.size()) != d) {
                      c.fail("mean", "has " + std::to_string(mean.size()) + " entries but dim = " +
@@ -291,7 +298,8 @@ std::vector<SourceDefinition> definitions() {
                    const Matrix means = Eigen::Map<const Matrix>(mean.data(), 1, d);
                    return [=](RandomStream&) {
                      return make_gaussian_mixture({1.0}, means, {s},
-                                                  "gaussian: N(mean, " + number_text(s) + "^2 I)");
+                                                  "gaussian: N(mean, " + number_text(s) + "^2 I) in " +
+                                                      std::to_string(d) + " dimensions");
                    };
                  }));
   out.push_back(source("synthetic/mixture_1d", "0.3 N(-1, 0.2^2) + 0.7 N(1, 1) in one dimension",

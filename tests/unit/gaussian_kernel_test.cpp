@@ -1,0 +1,156 @@
+// Every analytic derivative of the Gaussian kernel against central differences.
+#include <gtest/gtest.h>
+
+#include "kef/config.hpp"
+#include "kef/kernel.hpp"
+#include "kef/random.hpp"
+#include "test_support.hpp"
+
+namespace kef {
+namespace {
+
+KernelPtr make_gaussian(double sigma) {
+  return test::plugin_registry().make_kernel(
+      test::config_from("type = \"gaussian\"\nsigma = " + std::to_string(sigma)), BuildContext{});
+}
+
+struct Points {
+  Matrix X, Y;
+};
+
+Points random_points(Index n, Index m, Index d, std::uint64_t seed) {
+  RandomStream rng(seed, "kernel-test");
+  return {rng.normal_matrix(n, d), rng.normal_matrix(m, d)};
+}
+
+// Central differences with h = 1e-5 have truncation error O(h²·k''') ~ 1e-10 and rounding error
+// ~ 1e-16/h = 1e-11 for O(1) values; 1e-7 absolute leaves a wide margin for both.
+constexpr double kTol = 1e-7;
+constexpr double kStep = 1e-5;
+
+TEST(GaussianKernel, ValueMatchesDefinition) {
+  auto k = make_gaussian(0.8);
+  auto p = random_points(5, 4, 3, 1);
+  Matrix G = k->gram(p.X, p.Y);
+  for (Index n = 0; n < 5; ++n)
+    for (Index m = 0; m < 4; ++m)
+      EXPECT_NEAR(G(n, m), std::exp(-(p.X.row(n) - p.Y.row(m)).squaredNorm() / (2 * 0.64)), 1e-14);
+}
+
+TEST(GaussianKernel, FirstAndSecondDerivativesMatchCentralDifferences) {
+  auto k = make_gaussian(0.9);
+  auto p = random_points(6, 5, 3, 2);
+  const Index N = 6, M = 5, D = 3;
+  KernelStacks st;
+  k->derivatives(p.X, p.Y, 2, st);
+  ASSERT_EQ(st.d1.rows(), N * D);
+  ASSERT_EQ(st.d2.cols(), M);
+  EXPECT_TRUE(st.value.isApprox(k->gram(p.X, p.Y), 1e-14));
+  for (Index d = 0; d < D; ++d) {
+    Matrix Xp = p.X, Xm = p.X;
+    Xp.col(d).array() += kStep;
+    Xm.col(d).array() -= kStep;
+    Matrix Gp = k->gram(Xp, p.Y), Gm = k->gram(Xm, p.Y), G0 = k->gram(p.X, p.Y);
+    Matrix fd1 = (Gp - Gm) / (2 * kStep);
+    Matrix fd2 = (Gp - 2 * G0 + Gm) / (kStep * kStep);
+    EXPECT_LT((st.d1.middleRows(d * N, N) - fd1).cwiseAbs().maxCoeff(), kTol) << "d = " << d;
+    // The second difference loses more digits (rounding ~ 1e-16/h² = 1e-6).
+    EXPECT_LT((st.d2.middleRows(d * N, N) - fd2).cwiseAbs().maxCoeff(), 2e-5) << "d = " << d;
+  }
+  // The second derivative also equals the difference of the analytic first derivative.
+  for (Index d = 0; d < D; ++d) {
+    Matrix Xp = p.X, Xm = p.X;
+    Xp.col(d).array() += kStep;
+    Xm.col(d).array() -= kStep;
+    KernelStacks sp, sm;
+    k->derivatives(Xp, p.Y, 1, sp);
+    k->derivatives(Xm, p.Y, 1, sm);
+    Matrix fd = (sp.d1.middleRows(d * N, N) - sm.d1.middleRows(d * N, N)) / (2 * kStep);
+    EXPECT_LT((st.d2.middleRows(d * N, N) - fd).cwiseAbs().maxCoeff(), kTol);
+  }
+}
+
+TEST(GaussianKernel, CrossDerivativesMatchCentralDifferencesInY) {
+  auto k = make_gaussian(1.1);
+  auto p = random_points(4, 3, 3, 3);
+  const Index N = 4, M = 3, D = 3;
+  KernelCrossStacks cs;
+  k->cross_derivatives(p.X, p.Y, cs);
+  ASSERT_EQ(cs.dxdy.rows(), N * D);
+  ASSERT_EQ(cs.dxdy.cols(), M * D);
+  for (Index j = 0; j < D; ++j) {
+    Matrix Yp = p.Y, Ym = p.Y;
+    Yp.col(j).array() += kStep;
+    Ym.col(j).array() -= kStep;
+    KernelStacks sp, sm;
+    k->derivatives(p.X, Yp, 2, sp);
+    k->derivatives(p.X, Ym, 2, sm);
+    Matrix fd1 = (sp.d1 - sm.d1) / (2 * kStep);  // ∂_{y_j} of ∂_{x_i} k, all i stacked
+    Matrix fd2 = (sp.d2 - sm.d2) / (2 * kStep);
+    EXPECT_LT((cs.dxdy.middleCols(j * M, M) - fd1).cwiseAbs().maxCoeff(), kTol) << "j = " << j;
+    EXPECT_LT((cs.d2xdy.middleCols(j * M, M) - fd2).cwiseAbs().maxCoeff(), kTol) << "j = " << j;
+  }
+}
+
+// A scalar loss L = Σ Ā ⊙ stacks; backward() must give dL/dlogσ and dL/dY.
+TEST(GaussianKernel, BackwardMatchesCentralDifferences) {
+  auto k = make_gaussian(0.7);
+  auto p = random_points(5, 4, 2, 4);
+  RandomStream rng(5, "adjoints");
+  KernelStacks adj;
+  adj.value = rng.normal_matrix(5, 4);
+  adj.d1 = rng.normal_matrix(10, 4);
+  adj.d2 = rng.normal_matrix(10, 4);
+  auto loss = [&](const Kernel& kk, const Matrix& Y) {
+    KernelStacks st;
+    kk.derivatives(p.X, Y, 2, st);
+    return (adj.value.array() * st.value.array()).sum() + (adj.d1.array() * st.d1.array()).sum() +
+           (adj.d2.array() * st.d2.array()).sum();
+  };
+  Vector gp = Vector::Zero(1);
+  Matrix gy = Matrix::Zero(4, 2);
+  k->backward(p.X, p.Y, adj, &gp, &gy);
+
+  Vector theta = k->parameters();
+  auto fd_param = test::numerical_gradient(
+      [&](const Vector& t) {
+        auto kk = make_gaussian(1.0);
+        kk->set_parameters(t);
+        return loss(*kk, p.Y);
+      },
+      theta);
+  EXPECT_NEAR(gp[0], fd_param[0], 1e-6 * std::max(1.0, std::abs(fd_param[0])));
+
+  Eigen::Map<const Vector> y0(p.Y.data(), p.Y.size());
+  auto fd_y = test::numerical_gradient(
+      [&](const Vector& yv) { return loss(*k, Eigen::Map<const Matrix>(yv.data(), 4, 2)); }, Vector(y0));
+  Eigen::Map<const Vector> gyv(gy.data(), gy.size());
+  EXPECT_LT((gyv - fd_y).cwiseAbs().maxCoeff(), 1e-6);
+
+  // Only some adjoints present: the empty ones count as zero.
+  KernelStacks only_d2;
+  only_d2.d2 = adj.d2;
+  Vector gp2 = Vector::Zero(1);
+  k->backward(p.X, p.Y, only_d2, &gp2, nullptr);
+  auto fd2 = test::numerical_gradient(
+      [&](const Vector& t) {
+        auto kk = make_gaussian(1.0);
+        kk->set_parameters(t);
+        KernelStacks st;
+        kk->derivatives(p.X, p.Y, 2, st);
+        return (adj.d2.array() * st.d2.array()).sum();
+      },
+      theta);
+  EXPECT_NEAR(gp2[0], fd2[0], 1e-6 * std::max(1.0, std::abs(fd2[0])));
+}
+
+TEST(GaussianKernel, ParametersRoundTripAndAreValidated) {
+  auto k = make_gaussian(2.0);
+  EXPECT_NEAR(k->parameters()[0], std::log(2.0), 1e-15);
+  EXPECT_THROW(k->set_parameters(Vector::Zero(2)), Error);
+  EXPECT_THROW(test::plugin_registry().make_kernel(test::config_from("type = \"gaussian\"\nsigma = -1"), {}),
+               ConfigError);
+}
+
+}  // namespace
+}  // namespace kef

@@ -1,0 +1,63 @@
+#include <gtest/gtest.h>
+
+#include "kef/error.hpp"
+#include "kef/linalg.hpp"
+#include "kef/random.hpp"
+
+namespace kef {
+namespace {
+
+TEST(Linalg, CholeskySolvesAndReportsNoJitterWhenDefinite) {
+  RandomStream rng(1, "spd");
+  Matrix B = rng.normal_matrix(20, 20);
+  Matrix A = B * B.transpose() + Matrix::Identity(20, 20);
+  Vector b = rng.normal_matrix(20, 1).col(0);
+  SpdFactor f(A, "test");
+  EXPECT_EQ(f.jitter(), 0.0);
+  EXPECT_LT((A * f.solve(b) - b).norm(), 1e-10);
+  EXPECT_NEAR(f.log_determinant(), std::log(A.determinant()), 1e-9);
+}
+
+TEST(Linalg, SingularMatrixGetsTheSmallestWorkingJitter) {
+  Matrix v = Matrix::Ones(5, 1);
+  Matrix A = v * v.transpose();  // rank one
+  SpdFactor f(A, "test");
+  EXPECT_GT(f.jitter(), 0.0);
+  EXPECT_LE(f.jitter(), 1e-3);
+}
+
+TEST(Linalg, IndefiniteMatrixIsANumericalErrorNamingThePlace) {
+  Matrix A = -Matrix::Identity(3, 3);
+  try {
+    SpdFactor f(A, "my system");
+    FAIL();
+  } catch (const NumericalError& e) {
+    EXPECT_NE(std::string(e.what()).find("my system"), std::string::npos);
+  }
+}
+
+TEST(Linalg, NonFiniteInputIsNamedWithItsPosition) {
+  Matrix A = Matrix::Identity(3, 3);
+  A(2, 1) = std::nan("");
+  try {
+    check_finite(A, "where");
+    FAIL();
+  } catch (const NumericalError& e) {
+    EXPECT_NE(std::string(e.what()).find("row 2, column 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Linalg, LogSumExpIsStable) {
+  Vector v(3);
+  v << 1000.0, 1000.0, -1e300;
+  EXPECT_NEAR(logsumexp(v), 1000.0 + std::log(2.0), 1e-12);
+}
+
+TEST(Linalg, MedianPairwiseDistance) {
+  Matrix X(3, 1);
+  X << 0.0, 1.0, 3.0;  // distances 1, 3, 2
+  EXPECT_DOUBLE_EQ(median_pairwise_distance(X), 2.0);
+}
+
+}  // namespace
+}  // namespace kef
