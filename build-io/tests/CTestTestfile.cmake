@@ -6,5 +6,6 @@
 # testing this directory and lists subdirectories to be tested as well.
 subdirs("bad_plugins")
 subdirs("io")
+subdirs("sdk_consumer")
 subdirs("synthetic")
 subdirs("unit")

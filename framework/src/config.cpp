@@ -206,6 +206,14 @@ std::string Config::dotted(std::string_view key) const {
 std::string Config::where(std::string_view key) const {
   const toml::node* n = key.empty() ? nullptr : node_->table->get(key);
   std::string pos = detail::position_of(*node_, n);
+  // Cite the key itself (its line), not its value, when the document says where it is.
+  if (n && n->source().begin.line > 0) {
+    auto it = node_->table->find(key);
+    const auto& ks = it->first.source();
+    if (ks.begin.line > 0)
+      pos = (ks.path ? *ks.path : node_->source) + ":" + std::to_string(ks.begin.line) + ":" +
+            std::to_string(ks.begin.column);
+  }
   std::string name = dotted(key);
   return name.empty() ? pos : pos + ": " + name;
 }

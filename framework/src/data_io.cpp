@@ -25,7 +25,8 @@ namespace {
 std::string single_quoted(const std::string& s) { return "'" + s + "'"; }
 
 std::string column_label(const std::string& name, std::size_t index) {
-  return name.empty() ? "column " + std::to_string(index + 1) + " (unnamed)" : "column " + single_quoted(name);
+  return name.empty() ? "column " + std::to_string(index + 1) + " (unnamed)"
+                      : "column " + single_quoted(name);
 }
 
 std::string join_names(const std::vector<std::string>& names, const char* quote) {
@@ -110,8 +111,10 @@ class CsvReader {
       }
       skip_blanks();
       if (pos_ < text_.size() && !at_field_end()) {
-        fail(path_, "line " + std::to_string(line_) + ": unexpected text after a closing quote (expected ',' "
-                    "or the end of the line, got '" + std::string(1, text_[pos_]) + "')");
+        fail(path_, "line " + std::to_string(line_) +
+                        ": unexpected text after a closing quote (expected ',' "
+                        "or the end of the line, got '" +
+                        std::string(1, text_[pos_]) + "')");
       }
       return;
     }
@@ -182,13 +185,15 @@ TableData read_csv(const std::filesystem::path& path, const std::vector<std::str
     for (const auto& name : columns) {
       auto it = std::find(names.begin(), names.end(), name);
       if (it == names.end()) {
-        fail(path, "no column named " + single_quoted(name) + " (expected one of " + join_names(names, "'") + ")");
+        fail(path,
+             "no column named " + single_quoted(name) + " (expected one of " + join_names(names, "'") + ")");
       }
       auto index = static_cast<std::size_t>(it - names.begin());
       if (std::find(it + 1, names.end(), name) != names.end())
         fail(path, "column name " + single_quoted(name) + " appears more than once in the header (line 1)");
       if (std::find(selected.begin(), selected.end(), index) != selected.end())
-        fail(path, "column " + single_quoted(name) + " is selected twice (expected distinct names in columns)");
+        fail(path,
+             "column " + single_quoted(name) + " is selected twice (expected distinct names in columns)");
       selected.push_back(index);
     }
   } else {
@@ -220,7 +225,8 @@ TableData read_csv(const std::filesystem::path& path, const std::vector<std::str
       std::string problem;
       double v = 0;
       if (is_missing(f)) {
-        problem = where + ": missing value (expected a number, got " + (f.text.empty() ? "an empty field" : "NA") + ")";
+        problem = where + ": missing value (expected a number, got " +
+                  (f.text.empty() ? "an empty field" : "NA") + ")";
       } else if (auto parsed = parse_number(f.text); !parsed || (f.quoted && !explicit_selection)) {
         // Without an explicit selection a quoted field marks a string column (R quotes strings and
         // factors only), even when its text looks like a number, e.g. row names "85".
@@ -280,7 +286,8 @@ TableData read_table(const std::filesystem::path& path, const std::vector<std::s
   }
   Matrix all = read_npy(path);
   if (all.rows() == 0) {
-    fail(path, "no data rows (expected at least one sample, got shape (0, " + std::to_string(all.cols()) + "))");
+    fail(path,
+         "no data rows (expected at least one sample, got shape (0, " + std::to_string(all.cols()) + "))");
   }
   std::vector<std::string> names;
   for (Index j = 0; j < all.cols(); ++j) names.push_back(std::string("x").append(std::to_string(j)));
@@ -296,7 +303,8 @@ TableData read_table(const std::filesystem::path& path, const std::vector<std::s
       }
       auto index = static_cast<Index>(it - names.begin());
       if (std::find(selected.begin(), selected.end(), index) != selected.end())
-        fail(path, "column " + single_quoted(name) + " is selected twice (expected distinct names in columns)");
+        fail(path,
+             "column " + single_quoted(name) + " is selected twice (expected distinct names in columns)");
       selected.push_back(index);
     }
   }
@@ -309,7 +317,8 @@ TableData read_table(const std::filesystem::path& path, const std::vector<std::s
       if (!std::isfinite(v)) {
         std::ostringstream got;
         got << v;
-        fail(path, "row " + std::to_string(i) + " (0-based), column " + single_quoted(names[static_cast<std::size_t>(j)]) +
+        fail(path, "row " + std::to_string(i) + " (0-based), column " +
+                       single_quoted(names[static_cast<std::size_t>(j)]) +
                        ": non-finite value (expected a finite number, got " + got.str() + ")");
       }
     }

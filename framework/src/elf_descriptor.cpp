@@ -32,13 +32,20 @@ constexpr std::uint16_t kHostMachine = EM_NONE;  // unknown host: dlopen will ju
 
 std::string machine_name(std::uint16_t machine) {
   switch (machine) {
-    case EM_X86_64: return "x86-64";
-    case EM_386: return "i386";
-    case EM_AARCH64: return "AArch64";
-    case EM_ARM: return "ARM";
-    case EM_PPC64: return "PowerPC64";
-    case EM_RISCV: return "RISC-V";
-    default: return "machine " + std::to_string(machine);
+    case EM_X86_64:
+      return "x86-64";
+    case EM_386:
+      return "i386";
+    case EM_AARCH64:
+      return "AArch64";
+    case EM_ARM:
+      return "ARM";
+    case EM_PPC64:
+      return "PowerPC64";
+    case EM_RISCV:
+      return "RISC-V";
+    default:
+      return "machine " + std::to_string(machine);
   }
 }
 
@@ -60,12 +67,11 @@ class FileReader {
 
   std::uint64_t size() const { return size_; }
 
-  bool fits(std::uint64_t offset, std::uint64_t n) const {
-    return offset <= size_ && n <= size_ - offset;
-  }
+  bool fits(std::uint64_t offset, std::uint64_t n) const { return offset <= size_ && n <= size_ - offset; }
 
   void read(std::uint64_t offset, std::uint64_t n, void* out, const char* what) {
-    if (!fits(offset, n)) throw Malformed{std::string("truncated ELF file (") + what + " lies beyond the end of the file)"};
+    if (!fits(offset, n))
+      throw Malformed{std::string("truncated ELF file (") + what + " lies beyond the end of the file)"};
     in_.clear();
     in_.seekg(static_cast<std::streamoff>(offset));
     in_.read(static_cast<char*>(out), static_cast<std::streamsize>(n));
@@ -98,8 +104,8 @@ kef_plugin_descriptor_t read_descriptor(const std::filesystem::path& file) {
     throw Malformed{"not a shared library (ELF type " + std::to_string(header.e_type) + ")"};
   }
   if (kHostMachine != EM_NONE && header.e_machine != kHostMachine) {
-    throw Malformed{"built for another architecture (expected " + machine_name(kHostMachine) +
-                    ", got " + machine_name(header.e_machine) + ")"};
+    throw Malformed{"built for another architecture (expected " + machine_name(kHostMachine) + ", got " +
+                    machine_name(header.e_machine) + ")"};
   }
   if (header.e_shoff == 0) throw Malformed{"ELF file has no section headers"};
   if (header.e_shentsize != sizeof(Elf64_Shdr)) {
@@ -160,8 +166,9 @@ kef_plugin_descriptor_t read_descriptor(const std::filesystem::path& file) {
   }
   const Elf64_Shdr& section = sections[symbol->st_shndx];
   if (section.sh_type == SHT_NOBITS) {
-    throw Malformed{"symbol kef_plugin_descriptor has no contents in the file (it is zero-initialised "
-                    "or dynamically initialised; KEF_PLUGIN defines it as a constant)"};
+    throw Malformed{
+        "symbol kef_plugin_descriptor has no contents in the file (it is zero-initialised "
+        "or dynamically initialised; KEF_PLUGIN defines it as a constant)"};
   }
   constexpr std::uint64_t kHeaderBytes = 2 * sizeof(std::uint32_t);  // abi_version, struct_size
   if (symbol->st_size < kHeaderBytes) {

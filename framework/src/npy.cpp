@@ -366,7 +366,8 @@ Matrix read_npy(const std::filesystem::path& path) {
 
 void write_npy(const std::filesystem::path& path, const Matrix& m) {
   RowMatrix row_major = m;
-  const std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(m.rows()), static_cast<std::uint64_t>(m.cols())};
+  const std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(m.rows()),
+                                         static_cast<std::uint64_t>(m.cols())};
   write_array(path, shape_text(shape), row_major.data(), static_cast<std::size_t>(m.size()));
 }
 

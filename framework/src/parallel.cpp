@@ -32,7 +32,8 @@ int threads_from_environment() {
   char* end = nullptr;
   errno = 0;
   const long n = std::strtol(value.c_str(), &end, 10);
-  if (!std::isdigit(static_cast<unsigned char>(value[0])) || end != value.c_str() + value.size() || errno == ERANGE || n < 1 || n > 1 << 16) {
+  if (!std::isdigit(static_cast<unsigned char>(value[0])) || end != value.c_str() + value.size() ||
+      errno == ERANGE || n < 1 || n > 1 << 16) {
     throw ConfigError("KEF_THREADS: invalid thread count (expected a positive integer, got '" + value +
                       "'); unset it to use every core");
   }

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/dll/shared_library.hpp>
+#include <boost/dll/shared_library_load_mode.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -19,9 +21,6 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
-
-#include <boost/dll/shared_library.hpp>
-#include <boost/dll/shared_library_load_mode.hpp>
 
 #include "elf_descriptor.hpp"
 #include "kef/error.hpp"
@@ -34,13 +33,20 @@ namespace kef {
 
 const char* to_string(ComponentKind kind) {
   switch (kind) {
-    case ComponentKind::Kernel: return "kernel";
-    case ComponentKind::FeatureMap: return "feature_map";
-    case ComponentKind::BaseMeasure: return "base_measure";
-    case ComponentKind::Estimator: return "estimator";
-    case ComponentKind::Evaluator: return "evaluator";
-    case ComponentKind::DataSource: return "data_source";
-    case ComponentKind::Model: return "model";
+    case ComponentKind::Kernel:
+      return "kernel";
+    case ComponentKind::FeatureMap:
+      return "feature_map";
+    case ComponentKind::BaseMeasure:
+      return "base_measure";
+    case ComponentKind::Estimator:
+      return "estimator";
+    case ComponentKind::Evaluator:
+      return "evaluator";
+    case ComponentKind::DataSource:
+      return "data_source";
+    case ComponentKind::Model:
+      return "model";
   }
   return "component";
 }
@@ -51,13 +57,20 @@ constexpr std::size_t kKindCount = 7;
 
 const char* noun(ComponentKind kind) {
   switch (kind) {
-    case ComponentKind::Kernel: return "kernel";
-    case ComponentKind::FeatureMap: return "feature map";
-    case ComponentKind::BaseMeasure: return "base measure";
-    case ComponentKind::Estimator: return "estimator";
-    case ComponentKind::Evaluator: return "evaluator";
-    case ComponentKind::DataSource: return "data source";
-    case ComponentKind::Model: return "model";
+    case ComponentKind::Kernel:
+      return "kernel";
+    case ComponentKind::FeatureMap:
+      return "feature map";
+    case ComponentKind::BaseMeasure:
+      return "base measure";
+    case ComponentKind::Estimator:
+      return "estimator";
+    case ComponentKind::Evaluator:
+      return "evaluator";
+    case ComponentKind::DataSource:
+      return "data source";
+    case ComponentKind::Model:
+      return "model";
   }
   return "component";
 }
@@ -109,10 +122,14 @@ const kef_plugin_descriptor_t& host_descriptor() {
 
 std::string compiler_text(std::uint32_t id, std::uint32_t major) {
   switch (id) {
-    case KEF_PLUGIN_COMPILER_GCC: return "GCC " + std::to_string(major);
-    case KEF_PLUGIN_COMPILER_CLANG: return "Clang " + std::to_string(major);
-    case KEF_PLUGIN_COMPILER_OTHER: return "an unknown compiler";
-    default: return "compiler id " + std::to_string(id);
+    case KEF_PLUGIN_COMPILER_GCC:
+      return "GCC " + std::to_string(major);
+    case KEF_PLUGIN_COMPILER_CLANG:
+      return "Clang " + std::to_string(major);
+    case KEF_PLUGIN_COMPILER_OTHER:
+      return "an unknown compiler";
+    default:
+      return "compiler id " + std::to_string(id);
   }
 }
 
@@ -122,7 +139,7 @@ std::string bounded(const char* text, std::size_t capacity) {
 }
 
 std::string mismatch_text(const std::string& what, const std::string& expected, const std::string& got,
-                     const std::string& hint) {
+                          const std::string& hint) {
   return what + " (expected " + expected + ", got " + got + "); " + hint;
 }
 
@@ -134,42 +151,41 @@ std::string incompatibility(const kef_plugin_descriptor_t& d) {
   auto ver = [](std::uint32_t a, std::uint32_t b) { return std::to_string(a) + "." + std::to_string(b); };
   if (d.kef_major != h.kef_major) {
     return mismatch_text("built for kef " + ver(d.kef_major, d.kef_minor) + ", this is kef " +
-                        ver(h.kef_major, h.kef_minor) + ": kef major version mismatch",
-                    std::to_string(h.kef_major), std::to_string(d.kef_major), rebuild);
+                             ver(h.kef_major, h.kef_minor) + ": kef major version mismatch",
+                         std::to_string(h.kef_major), std::to_string(d.kef_major), rebuild);
   }
   if (d.kef_minor > h.kef_minor) {
     return mismatch_text("built for the newer kef " + ver(d.kef_major, d.kef_minor) + ", this is kef " +
-                        ver(h.kef_major, h.kef_minor) + ": kef minor version too new",
-                    "at most " + std::to_string(h.kef_minor), std::to_string(d.kef_minor),
-                    "upgrade kef or rebuild the plugin against this kef");
+                             ver(h.kef_major, h.kef_minor) + ": kef minor version too new",
+                         "at most " + std::to_string(h.kef_minor), std::to_string(d.kef_minor),
+                         "upgrade kef or rebuild the plugin against this kef");
   }
   if (d.compiler_id != h.compiler_id || d.compiler_major != h.compiler_major) {
     return mismatch_text("compiler mismatch", compiler_text(h.compiler_id, h.compiler_major),
-                    compiler_text(d.compiler_id, d.compiler_major),
-                    "build the plugin with the compiler kef was built with");
+                         compiler_text(d.compiler_id, d.compiler_major),
+                         "build the plugin with the compiler kef was built with");
   }
   if (d.cxx11_abi != h.cxx11_abi) {
     return mismatch_text("C++ standard library ABI mismatch",
-                    "_GLIBCXX_USE_CXX11_ABI=" + std::to_string(h.cxx11_abi),
-                    "_GLIBCXX_USE_CXX11_ABI=" + std::to_string(d.cxx11_abi), rebuild);
+                         "_GLIBCXX_USE_CXX11_ABI=" + std::to_string(h.cxx11_abi),
+                         "_GLIBCXX_USE_CXX11_ABI=" + std::to_string(d.cxx11_abi), rebuild);
   }
-  if (d.eigen_world != h.eigen_world || d.eigen_major != h.eigen_major ||
-      d.eigen_minor != h.eigen_minor) {
+  if (d.eigen_world != h.eigen_world || d.eigen_major != h.eigen_major || d.eigen_minor != h.eigen_minor) {
     auto eigen = [](const kef_plugin_descriptor_t& x) {
       return std::to_string(x.eigen_world) + "." + std::to_string(x.eigen_major) + "." +
              std::to_string(x.eigen_minor);
     };
     return mismatch_text("Eigen version mismatch", eigen(h), eigen(d),
-                    "build the plugin with the Eigen kef was built with");
+                         "build the plugin with the Eigen kef was built with");
   }
   if (d.pointer_size != h.pointer_size) {
     return mismatch_text("pointer size mismatch", std::to_string(h.pointer_size) + " bytes",
-                    std::to_string(d.pointer_size) + " bytes", rebuild);
+                         std::to_string(d.pointer_size) + " bytes", rebuild);
   }
   if (d.eigen_max_align_bytes != h.eigen_max_align_bytes) {
     return mismatch_text("EIGEN_MAX_ALIGN_BYTES mismatch", std::to_string(h.eigen_max_align_bytes),
-                    std::to_string(d.eigen_max_align_bytes),
-                    "build the plugin with the same -march as kef (CMake option KEF_ARCH)");
+                         std::to_string(d.eigen_max_align_bytes),
+                         "build the plugin with the same -march as kef (CMake option KEF_ARCH)");
   }
   return {};
 }
@@ -336,7 +352,8 @@ class StagingRegistrar final : public PluginRegistrar {
  private:
   Entry& stage(ComponentKind kind, ComponentInfo info, bool has_factory) {
     const std::string name = qualified(kind, info.type);
-    if (info.type.empty()) problems_.push_back("registers a " + std::string(noun(kind)) + " with an empty type name");
+    if (info.type.empty())
+      problems_.push_back("registers a " + std::string(noun(kind)) + " with an empty type name");
     if (!has_factory) problems_.push_back("registers " + name + " with an empty factory");
     for (const Entry& e : entries_)
       if (e.kind == kind && e.info.type == info.type) problems_.push_back("registers " + name + " twice");
@@ -418,8 +435,8 @@ struct Registry::Impl {
     if (!staging.problems().empty()) return join(staging.problems(), "; ");
     for (const Entry& e : staging.entries()) {
       if (const Entry* existing = find(e.kind, e.info.type)) {
-        return "registers " + qualified(e.kind, e.info.type) + ", which " +
-               existing->origin->label() + " already registered";
+        return "registers " + qualified(e.kind, e.info.type) + ", which " + existing->origin->label() +
+               " already registered";
       }
     }
     for (Entry& e : staging.entries()) {
@@ -461,13 +478,12 @@ const PluginRecord& Registry::Impl::load_one(const fs::path& requested) {
   const kef_plugin_descriptor_t& host = host_descriptor();
   if (d.abi_version != host.abi_version) {
     return refuse(mismatch_text("plugin ABI version mismatch", std::to_string(host.abi_version),
-                           std::to_string(d.abi_version),
-                           "rebuild the plugin with this kef's SDK"));
+                                std::to_string(d.abi_version), "rebuild the plugin with this kef's SDK"));
   }
   if (d.struct_size < host.struct_size) {
-    return refuse(mismatch_text("plugin descriptor too small", "at least " + std::to_string(host.struct_size) + " bytes",
-                           std::to_string(d.struct_size) + " bytes",
-                           "rebuild the plugin with this kef's SDK"));
+    return refuse(mismatch_text(
+        "plugin descriptor too small", "at least " + std::to_string(host.struct_size) + " bytes",
+        std::to_string(d.struct_size) + " bytes", "rebuild the plugin with this kef's SDK"));
   }
   record.name = bounded(d.name, sizeof d.name);
   record.version = bounded(d.version, sizeof d.version);
@@ -478,9 +494,8 @@ const PluginRecord& Registry::Impl::load_one(const fs::path& requested) {
   // even checked further, let alone loaded.
   for (const PluginRecord& r : records) {
     if (r.status == PluginRecord::Status::Loaded && !r.path.empty() && r.name == record.name) {
-      return finish(PluginRecord::Status::Shadowed,
-                    "shadowed by plugin " + r.name + " from " + r.path.string() +
-                        " (earlier in the search path)");
+      return finish(PluginRecord::Status::Shadowed, "shadowed by plugin " + r.name + " from " +
+                                                        r.path.string() + " (earlier in the search path)");
     }
   }
   if (std::string why = incompatibility(d); !why.empty()) return refuse(why);
@@ -551,8 +566,7 @@ void Registry::load_plugin(const fs::path& file) {
 
 const std::vector<PluginRecord>& Registry::plugins() const { return impl_->records; }
 
-void Registry::register_builtin(const std::string& origin_name,
-                                const std::function<RegisterFunction>& fn) {
+void Registry::register_builtin(const std::string& origin_name, const std::function<RegisterFunction>& fn) {
   auto origin = std::make_shared<const Origin>(Origin{origin_name, {}, nullptr});
   std::vector<std::string> components;
   StagingRegistrar staging(origin);
@@ -636,8 +650,7 @@ BaseMeasurePtr Registry::make_base_measure(Config cfg, const BuildContext& ctx) 
   return hold(std::move(object), e.origin->library);
 }
 
-EstimatorPtr Registry::make_estimator(Config cfg, const EstimatorParts& parts,
-                                      const BuildContext& ctx) {
+EstimatorPtr Registry::make_estimator(Config cfg, const EstimatorParts& parts, const BuildContext& ctx) {
   const Entry& e = impl_->entry_for(ComponentKind::Estimator, cfg);
   cfg.validate(e.info.keys);
   const BuildContext local = with_registry(ctx, this);
@@ -646,8 +659,7 @@ EstimatorPtr Registry::make_estimator(Config cfg, const EstimatorParts& parts,
   auto object = build<Estimator>(e, cfg, [&] { return e.estimator(cfg, local_parts, local); });
   EstimatorPtr inner = hold(std::move(object), e.origin->library);
   if (!e.origin->is_plugin()) return inner;
-  return std::make_shared<PluginEstimator>(std::move(inner), e.origin,
-                                           qualified(e.kind, e.info.type));
+  return std::make_shared<PluginEstimator>(std::move(inner), e.origin, qualified(e.kind, e.info.type));
 }
 
 EvaluatorPtr Registry::make_evaluator(Config cfg, const BuildContext& ctx,
@@ -658,8 +670,7 @@ EvaluatorPtr Registry::make_evaluator(Config cfg, const BuildContext& ctx,
   auto object = build<Evaluator>(e, cfg, [&] { return e.evaluator(cfg, local); });
   EvaluatorPtr inner = hold(std::move(object), e.origin->library);
   if (!e.origin->is_plugin()) return inner;
-  return std::make_shared<PluginEvaluator>(std::move(inner), e.origin,
-                                           qualified(e.kind, e.info.type));
+  return std::make_shared<PluginEvaluator>(std::move(inner), e.origin, qualified(e.kind, e.info.type));
 }
 
 DataSourcePtr Registry::make_data_source(Config cfg, const BuildContext& ctx,
@@ -670,16 +681,15 @@ DataSourcePtr Registry::make_data_source(Config cfg, const BuildContext& ctx,
   auto object = build<DataSource>(e, cfg, [&] { return e.data_source(cfg, local); });
   DataSourcePtr inner = hold(std::move(object), e.origin->library);
   if (!e.origin->is_plugin()) return inner;
-  return std::make_shared<PluginDataSource>(std::move(inner), e.origin,
-                                            qualified(e.kind, e.info.type));
+  return std::make_shared<PluginDataSource>(std::move(inner), e.origin, qualified(e.kind, e.info.type));
 }
 
 ModelPtr Registry::load_model(const ModelReader& reader) {
   const std::string type = reader.model_type();
   const Entry* e = impl_->find(ComponentKind::Model, type);
   if (!e) {
-    reader.fail("unknown model type `" + type + "`; valid types: " +
-                impl_->valid_types(ComponentKind::Model));
+    reader.fail("unknown model type `" + type +
+                "`; valid types: " + impl_->valid_types(ComponentKind::Model));
   }
   const std::string name = qualified(e->kind, e->info.type);
   ModelPtr model = guarded(*e->origin, name + " failed while loading " + reader.dir().string(),
@@ -724,8 +734,8 @@ fs::path installed_plugin_dir() {
 }
 
 const char* version() {
-  static const std::string text = std::to_string(kVersionMajor) + "." + std::to_string(kVersionMinor) +
-                                  "." + std::to_string(kVersionPatch);
+  static const std::string text = std::to_string(kVersionMajor) + "." + std::to_string(kVersionMinor) + "." +
+                                  std::to_string(kVersionPatch);
   return text.c_str();
 }
 

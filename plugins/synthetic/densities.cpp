@@ -69,7 +69,7 @@ class Funnel final : public Density {
       const double x0 = std_ * rng.normal();
       const double v = x0 <= kink_ ? max_variance_ : std::exp(-x0);
       out(i, 0) = x0;
-      for (Index j = 1; j < dim_; ++j) out(i, j) = std::sqrt(v) * rng.normal();
+      for (Index j = 1; j < dim_; ++j) out(i, j) = v * rng.normal();
     }
     return out;
   }

@@ -276,7 +276,8 @@ std::vector<SourceDefinition> definitions() {
                   {n_key(),
                    KeySpec::integer("dim", "dimension D (default: the length of mean when it has "
                                            "several entries, else 2)")
-                       .at_least(1),
+                       .at_least(1)
+                       .optional(),
                    rotate_key(false),
                    KeySpec::numbers("mean", "mean: one number (broadcast) or one per dimension",
                                     std::vector<double>{0.0}),

@@ -56,16 +56,18 @@ void register_components(kef::PluginRegistrar& r) {
   });
 
   kef::ComponentInfo estimator = fixture::info("fixture_mean");
-  estimator.keys = {kef::KeySpec::string("fail", "none, std or kef", std::string("none"))
-                        .one_of({"none", "std", "kef"})};
-  r.add_estimator(estimator, [](const kef::Config& cfg, const kef::EstimatorParts&,
-                                const kef::BuildContext&) -> std::unique_ptr<kef::Estimator> {
-    return std::make_unique<MeanEstimator>(cfg.string("fail"));
-  });
+  estimator.keys = {
+      kef::KeySpec::string("fail", "none, std or kef", std::string("none")).one_of({"none", "std", "kef"})};
+  r.add_estimator(estimator,
+                  [](const kef::Config& cfg, const kef::EstimatorParts&,
+                     const kef::BuildContext&) -> std::unique_ptr<kef::Estimator> {
+                    return std::make_unique<MeanEstimator>(cfg.string("fail"));
+                  });
 
   r.add_model_loader(fixture::info("fixture_mean"),
                      [](const kef::ModelReader& reader, kef::Registry&) -> kef::ModelPtr {
-                       if (reader.manifest().has("explode")) throw std::runtime_error("fixture loader exploded");
+                       if (reader.manifest().has("explode"))
+                         throw std::runtime_error("fixture loader exploded");
                        return std::make_shared<MeanModel>(
                            Vector::Zero(static_cast<Index>(reader.manifest().integer("dim"))));
                      });

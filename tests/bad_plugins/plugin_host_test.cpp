@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
-#include <tuple>
 #include <stdexcept>
+#include <tuple>
 
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
@@ -63,8 +63,10 @@ class ScopedEnv {
     setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
   }
 
  private:
@@ -95,9 +97,9 @@ TEST(PluginHost, RefusesEveryBrokenFixtureAndLoadsTheGoodOne) {
   EXPECT_EQ(good->name, "fixture_good");
   EXPECT_EQ(good->version, "1.2.3");
   EXPECT_EQ(good->summary, "plugin-host test fixture that works");
-  EXPECT_EQ(component_list(*good),
-            (std::vector<std::string>{"kernel/fixture_constant", "estimator/fixture_mean",
-                                      "model/fixture_mean"}));
+  EXPECT_EQ(
+      component_list(*good),
+      (std::vector<std::string>{"kernel/fixture_constant", "estimator/fixture_mean", "model/fixture_mean"}));
 
   const std::string good_label = "plugin fixture_good (" + good_plugin().string() + ")";
   const std::vector<std::pair<std::string, std::string>> refused = {
@@ -136,9 +138,9 @@ TEST(PluginHost, RefusesEveryBrokenFixtureAndLoadsTheGoodOne) {
 }
 
 TEST(PluginHost, LoadPluginThrowsPluginErrorNamingTheFile) {
-  for (const char* file : {"kef_fixture_wrong_abi.so", "kef_fixture_wrong_major.so",
-                           "kef_fixture_no_descriptor.so", "kef_fixture_throwing_registration.so",
-                           "kef_fixture_double_registration.so", "kef_garbage.so"}) {
+  for (const char* file :
+       {"kef_fixture_wrong_abi.so", "kef_fixture_wrong_major.so", "kef_fixture_no_descriptor.so",
+        "kef_fixture_throwing_registration.so", "kef_fixture_double_registration.so", "kef_garbage.so"}) {
     SCOPED_TRACE(file);
     Registry r;
     const std::string msg = message_of<PluginError>([&] { r.load_plugin(fixture(file)); });
@@ -200,8 +202,7 @@ TEST(PluginHost, MalformedFilesAreRefusedCleanly) {
 TEST(PluginHost, UnknownOrMissingTypeListsTheValidTypes) {
   Registry r;
   r.load_plugins({fixture_dir()});
-  std::string msg = message_of<ConfigError>(
-      [&] { r.make_kernel(test::config_from("type = \"nope\""), {}); });
+  std::string msg = message_of<ConfigError>([&] { r.make_kernel(test::config_from("type = \"nope\""), {}); });
   EXPECT_THAT(msg, HasSubstr("unknown kernel type `nope`; valid types: fixture_constant"));
   EXPECT_THAT(msg, HasSubstr("(7 plugins were refused; run `kef plugins`)"));
 
@@ -213,8 +214,7 @@ TEST(PluginHost, UnknownOrMissingTypeListsTheValidTypes) {
   EXPECT_THAT(msg, HasSubstr("unknown evaluator type `fssd`; valid types: (none)"));
 
   // The type's keys are checked before the factory runs.
-  EXPECT_THROW(r.make_kernel(test::config_from("type = \"fixture_constant\"\nsigma = 1.0"), {}),
-               ConfigError);
+  EXPECT_THROW(r.make_kernel(test::config_from("type = \"fixture_constant\"\nsigma = 1.0"), {}), ConfigError);
   EXPECT_THROW(r.make_kernel(test::config_from("type = \"fixture_constant\"\nvalue = -1.0"), {}),
                ConfigError);
 }
@@ -224,9 +224,8 @@ TEST(PluginHost, ExceptionsFromPluginCodeBecomeHostExceptions) {
   r.load_plugin(good_plugin());
   const std::string label = "plugin fixture_good (" + good_plugin().string() + ")";
 
-  std::string msg = message_of<PluginError>([&] {
-    r.make_kernel(test::config_from("type = \"fixture_constant\"\nexplode = true"), {});
-  });
+  std::string msg = message_of<PluginError>(
+      [&] { r.make_kernel(test::config_from("type = \"fixture_constant\"\nexplode = true"), {}); });
   EXPECT_THAT(msg, HasSubstr(label + ": kernel/fixture_constant failed"));
   EXPECT_THAT(msg, HasSubstr("fixture factory exploded"));
 
@@ -309,8 +308,7 @@ TEST(PluginHost, SearchPathOrder) {
 
 TEST(PluginHost, FirstPluginOfANameInSearchOrderWins) {
   const fs::path a = fixture_dir() / "shadow_a", b = fixture_dir() / "shadow_b";
-  for (const auto& [first, second, winner] :
-       {std::tuple{a, b, "a"}, std::tuple{b, a, "b"}}) {
+  for (const auto& [first, second, winner] : {std::tuple{a, b, "a"}, std::tuple{b, a, "b"}}) {
     SCOPED_TRACE(winner);
     ScopedEnv env("KEF_PLUGIN_PATH", second.string());
     std::vector<fs::path> path = plugin_search_path({first.string()});
@@ -322,8 +320,8 @@ TEST(PluginHost, FirstPluginOfANameInSearchOrderWins) {
     EXPECT_EQ(r.plugins()[0].status, PluginRecord::Status::Loaded);
     EXPECT_EQ(r.plugins()[0].version, std::string("0.0.") + winner);
     EXPECT_EQ(r.plugins()[1].status, PluginRecord::Status::Shadowed);
-    EXPECT_THAT(r.plugins()[1].reason,
-                HasSubstr("shadowed by plugin fixture_shadow from " + (first / "kef_fixture_shadow.so").string()));
+    EXPECT_THAT(r.plugins()[1].reason, HasSubstr("shadowed by plugin fixture_shadow from " +
+                                                 (first / "kef_fixture_shadow.so").string()));
     EXPECT_NE(r.find(ComponentKind::Kernel, std::string("fixture_shadow_") + winner), nullptr);
     EXPECT_EQ(r.components(ComponentKind::Kernel).size(), 1u);
     EXPECT_FALSE(is_loaded(second / "kef_fixture_shadow.so"));
@@ -346,7 +344,8 @@ TEST(PluginHost, BuiltinsShareTheRegistrationRules) {
 
   // A plugin clashing with a builtin is refused, naming both.
   const std::string msg = message_of<PluginError>([&] { r.load_plugin(good_plugin()); });
-  EXPECT_THAT(msg, HasSubstr("registers kernel/fixture_constant, which builtin test builtins already registered"));
+  EXPECT_THAT(msg,
+              HasSubstr("registers kernel/fixture_constant, which builtin test builtins already registered"));
   EXPECT_EQ(r.find(ComponentKind::Estimator, "fixture_mean"), nullptr);
 
   // And a builtin clashing with a plugin is refused too, leaving the registry unchanged.

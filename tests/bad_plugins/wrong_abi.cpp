@@ -5,7 +5,9 @@
 
 namespace {
 [[maybe_unused]] const bool ran = [] { return setenv("KEF_FIXTURE_WRONG_ABI_RAN", "1", 1) == 0; }();
-void register_components(kef::PluginRegistrar& r) { r.add_kernel(fixture::info("fixture_wrong_abi"), fixture::make_constant); }
+void register_components(kef::PluginRegistrar& r) {
+  r.add_kernel(fixture::info("fixture_wrong_abi"), fixture::make_constant);
+}
 }  // namespace
 
 FIXTURE_DESCRIPTOR(999u, static_cast<uint32_t>(::kef::kVersionMajor), "fixture_wrong_abi")

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 
 fs::path data_dir() { return test::source_dir() / ".." / "shared" / "data"; }
 
-#define REQUIRE_DATA(name)                                                       \
+#define REQUIRE_DATA(name) \
   if (!fs::exists(data_dir() / (name))) GTEST_SKIP() << "no " << (data_dir() / (name))
 
 fs::path write_file(const std::string& name, const std::string& text) {
@@ -52,14 +52,17 @@ void expect_data_error(const fs::path& p, F&& read, std::initializer_list<std::s
   } catch (const DataError& e) {
     const std::string msg = e.what();
     EXPECT_EQ(msg.rfind(p.string() + ": ", 0), 0u) << msg;
-    for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+    for (const auto& f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
   }
 }
 
-void expect_csv_error(const std::string& name, const std::string& text, std::initializer_list<std::string> fragments,
+void expect_csv_error(const std::string& name, const std::string& text,
+                      std::initializer_list<std::string> fragments,
                       const std::vector<std::string>& columns = {}) {
   const fs::path p = write_file(name, text);
-  expect_data_error(p, [&] { read_csv(p, columns); }, fragments);
+  expect_data_error(
+      p, [&] { read_csv(p, columns); }, fragments);
 }
 
 TEST(CsvData, WineQualityRed) {
@@ -97,7 +100,8 @@ TEST(CsvData, ParkinsonsExponents) {
 TEST(CsvData, BirthwtNeedsColumns) {
   REQUIRE_DATA("birthwt.csv");
   const fs::path p = data_dir() / "birthwt.csv";
-  expect_data_error(p, [&] { read_csv(p); }, {"column 'rowname' is not numeric", "line 2", "columns = [\"low\""});
+  expect_data_error(p, [&] { read_csv(p); },
+                    {"column 'rowname' is not numeric", "line 2", "columns = [\"low\""});
   TableData t = read_csv(p, {"age", "lwt", "bwt"});
   ASSERT_EQ(t.values.rows(), 189);
   EXPECT_EQ(t.values.row(0), Eigen::RowVector3d(19, 182, 2523));
@@ -106,11 +110,16 @@ TEST(CsvData, BirthwtNeedsColumns) {
 TEST(CsvData, UN3MissingValues) {
   REQUIRE_DATA("UN3.csv");
   const fs::path p = data_dir() / "UN3.csv";
-  expect_data_error(p, [&] { read_csv(p, {"Change", "ModernC"}); }, {"line 2, column 'ModernC'", "missing value"});
+  expect_data_error(p,
+                    [&] {
+                      read_csv(p, {"Change", "ModernC"});
+                    },
+                    {"line 2, column 'ModernC'", "missing value"});
 }
 
 TEST(Csv, QuotingLineEndingsAndSelection) {
-  TableData t = read_csv(write_file("q.csv", "\"a,b\",\"say \"\"hi\"\"\",c\r\n1,2,3\r\n4.5, -5e-3 ,6\r\n\r\n\n"));
+  TableData t =
+      read_csv(write_file("q.csv", "\"a,b\",\"say \"\"hi\"\"\",c\r\n1,2,3\r\n4.5, -5e-3 ,6\r\n\r\n\n"));
   EXPECT_EQ(t.columns, (std::vector<std::string>{"a,b", "say \"hi\"", "c"}));
   ASSERT_EQ(t.values.rows(), 2);
   EXPECT_EQ(t.values(1, 0), 4.5);
@@ -124,8 +133,8 @@ TEST(Csv, QuotingLineEndingsAndSelection) {
   TableData sel = read_csv(names, {"y", "x"});
   EXPECT_EQ(sel.columns, (std::vector<std::string>{"y", "x"}));
   EXPECT_EQ(sel.values.row(1), Eigen::RowVector2d(4, 3));
-  expect_data_error(names, [&] { read_csv(names); }, {"column 'name' is not numeric", "\"Smith, J\"",
-                                                      "columns = [\"x\", \"y\"]"});
+  expect_data_error(names, [&] { read_csv(names); },
+                    {"column 'name' is not numeric", "\"Smith, J\"", "columns = [\"x\", \"y\"]"});
 }
 
 TEST(Csv, MissingValues) {
@@ -143,7 +152,8 @@ TEST(Csv, NonFiniteValues) {
 }
 
 TEST(Csv, StructuralErrors) {
-  expect_csv_error("ragged.csv", "a,b\n1,2\n3,4,5\n", {"line 3", "wrong number of fields", "expected 2", "got 3"});
+  expect_csv_error("ragged.csv", "a,b\n1,2\n3,4,5\n",
+                   {"line 3", "wrong number of fields", "expected 2", "got 3"});
   expect_csv_error("short.csv", "a,b,c\n1,2,3\n4,5\n", {"line 3", "expected 3", "got 2"});
   expect_csv_error("empty.csv", "", {"file is empty"});
   expect_csv_error("newlines.csv", "\n\n", {"file is empty"});
@@ -156,9 +166,12 @@ TEST(Csv, StructuralErrors) {
 }
 
 TEST(Csv, ColumnErrors) {
-  expect_csv_error("unknown.csv", "alpha,beta\n1,2\n", {"no column named 'gamma'", "'alpha', 'beta'"}, {"gamma"});
-  expect_csv_error("text.csv", "a,b\n1,x\n2,y\n", {"column 'b' is not numeric", "line 2", "got 'x'", "columns = [\"a\"]"});
-  expect_csv_error("text_selected.csv", "a,b\n1,2\n2,1.5x\n", {"line 3, column 'b'", "not a number", "'1.5x'"}, {"b"});
+  expect_csv_error("unknown.csv", "alpha,beta\n1,2\n", {"no column named 'gamma'", "'alpha', 'beta'"},
+                   {"gamma"});
+  expect_csv_error("text.csv", "a,b\n1,x\n2,y\n",
+                   {"column 'b' is not numeric", "line 2", "got 'x'", "columns = [\"a\"]"});
+  expect_csv_error("text_selected.csv", "a,b\n1,2\n2,1.5x\n",
+                   {"line 3, column 'b'", "not a number", "'1.5x'"}, {"b"});
   expect_csv_error("twice.csv", "a,b\n1,2\n", {"selected twice"}, {"a", "a"});
   // The text column is reported before the missing value it would otherwise hide behind.
   expect_csv_error("both.csv", "id,v\n\"r1\",NA\n\"r2\",2\n", {"column 'id' is not numeric"});
@@ -195,7 +208,8 @@ TEST(Table, NpyColumnsAndErrors) {
   expect_data_error(empty, [&] { read_table(empty); }, {"no data rows"});
 
   const fs::path txt = write_file("t.txt", "a\n1\n");
-  expect_data_error(txt, [&] { read_table(txt); }, {"unsupported file type '.txt'", "expected a .csv or .npy"});
+  expect_data_error(txt, [&] { read_table(txt); },
+                    {"unsupported file type '.txt'", "expected a .csv or .npy"});
   EXPECT_EQ(read_table(write_file("UPPER.CSV", "a\n1\n")).values(0, 0), 1.0);
 }
 

@@ -1,4 +1,6 @@
 // read_npy / write_npy: round trips, files written by NumPy itself, and every rejected input.
+#include "kef/npy.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,7 +11,6 @@
 #include <string>
 
 #include "kef/error.hpp"
-#include "kef/npy.hpp"
 #include "kef/random.hpp"
 #include "test_support.hpp"
 
@@ -59,7 +60,8 @@ void expect_data_error(const fs::path& p, std::initializer_list<std::string> fra
   } catch (const DataError& e) {
     const std::string msg = e.what();
     EXPECT_EQ(msg.rfind(p.string() + ": ", 0), 0u) << msg;
-    for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+    for (const auto& f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
     EXPECT_EQ(e.exit_status(), 2);
   }
 }
@@ -67,7 +69,8 @@ void expect_data_error(const fs::path& p, std::initializer_list<std::string> fra
 bool same_bits(const Matrix& a, const Matrix& b) {
   // memcmp on the null data() of an empty matrix would be undefined behaviour.
   return a.rows() == b.rows() && a.cols() == b.cols() &&
-         (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0);
+         (a.size() == 0 ||
+          std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0);
 }
 
 Matrix known_matrix() {  // the same values the Python fixtures use: a[i, j] = 10 i + j + 0.25
@@ -115,7 +118,8 @@ TEST(Npy, HeaderIsPaddedTo64BytesAndWriteLeavesNoTemporaryFile) {
   const std::string bytes = read_file(dir / "a.npy");
   ASSERT_GT(bytes.size(), 10u);
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
-  const std::size_t header_len = static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
+  const std::size_t header_len = static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9])
+                                                                            << 8;
   EXPECT_EQ((10 + header_len) % 64, 0u);
   EXPECT_EQ(bytes[10 + header_len - 1], '\n');
   EXPECT_EQ(bytes.size(), 10 + header_len + 12 * sizeof(double));
@@ -139,11 +143,14 @@ TEST(Npy, HandMadeVersionsAndOrders) {
   write_file(dir / "v2.npy", make_npy(c_header, doubles(6), 2));
   write_file(dir / "v3.npy", make_npy(c_header, doubles(6), 3));
   // Python 2 era headers: "L" suffixes, double quotes, no trailing comma, no padding.
-  write_file(dir / "old.npy", make_npy("{\"descr\": \"<f8\", \"fortran_order\": False, \"shape\": (2L, 3L)}", doubles(6)));
+  write_file(dir / "old.npy",
+             make_npy("{\"descr\": \"<f8\", \"fortran_order\": False, \"shape\": (2L, 3L)}", doubles(6)));
   Matrix expected(2, 3);
   expected << 0.5, 1.5, 2.5, 3.5, 4.5, 5.5;
-  for (const char* name : {"v1.npy", "v2.npy", "v3.npy", "old.npy"}) EXPECT_EQ(read_npy(dir / name), expected) << name;
-  write_file(dir / "f.npy", make_npy("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", doubles(6)));
+  for (const char* name : {"v1.npy", "v2.npy", "v3.npy", "old.npy"})
+    EXPECT_EQ(read_npy(dir / name), expected) << name;
+  write_file(dir / "f.npy",
+             make_npy("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", doubles(6)));
   Matrix fortran(2, 3);  // the same bytes, read column by column
   fortran << 0.5, 2.5, 4.5, 1.5, 3.5, 5.5;
   EXPECT_EQ(read_npy(dir / "f.npy"), fortran);
@@ -151,7 +158,8 @@ TEST(Npy, HandMadeVersionsAndOrders) {
 
 TEST(Npy, RejectsMalformedFiles) {
   const fs::path dir = test::temp_dir("npy-bad");
-  auto write_and_check = [&](const std::string& name, const std::string& bytes, std::initializer_list<std::string> f) {
+  auto write_and_check = [&](const std::string& name, const std::string& bytes,
+                             std::initializer_list<std::string> f) {
     write_file(dir / name, bytes);
     expect_data_error(dir / name, f);
   };
@@ -165,17 +173,23 @@ TEST(Npy, RejectsMalformedFiles) {
   write_and_check("extra_key.npy",
                   make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'x': 1}", doubles(6)),
                   {"malformed .npy header"});
-  write_and_check("garbage.npy", make_npy("descr = f8", doubles(6)), {"malformed .npy header", "expected a '{'"});
-  write_and_check("bad_bool.npy", make_npy("{'descr': '<f8', 'fortran_order': Maybe, 'shape': (2, 3)}", doubles(6)),
+  write_and_check("garbage.npy", make_npy("descr = f8", doubles(6)),
+                  {"malformed .npy header", "expected a '{'"});
+  write_and_check("bad_bool.npy",
+                  make_npy("{'descr': '<f8', 'fortran_order': Maybe, 'shape': (2, 3)}", doubles(6)),
                   {"malformed .npy header", "True, False"});
-  write_and_check("bad_shape.npy", make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3)}", doubles(6)),
+  write_and_check("bad_shape.npy",
+                  make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, -3)}", doubles(6)),
                   {"malformed .npy header", "non-negative integer"});
-  write_and_check("three_d.npy", make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2, 3)}", doubles(6)),
+  write_and_check("three_d.npy",
+                  make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2, 3)}", doubles(6)),
                   {"(1, 2, 3)", "expected a 1-D or 2-D array, got 3-D"});
   write_and_check("scalar.npy", make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': ()}", doubles(1)),
                   {"got 0-D"});
-  write_and_check("truncated.npy", make_npy(good, doubles(5)), {"truncated data", "expected 48 bytes", "got 40"});
-  write_and_check("trailing.npy", make_npy(good, doubles(7)), {"trailing data", "expected 48 bytes", "got 56"});
+  write_and_check("truncated.npy", make_npy(good, doubles(5)),
+                  {"truncated data", "expected 48 bytes", "got 40"});
+  write_and_check("trailing.npy", make_npy(good, doubles(7)),
+                  {"trailing data", "expected 48 bytes", "got 56"});
   write_and_check("f2.npy", make_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3)}", doubles(2)),
                   {"unsupported dtype '<f2'", "expected '<f8' or '<f4'"});
   expect_data_error(dir / "does_not_exist.npy", {"cannot open"});
@@ -194,7 +208,8 @@ class NumpyFiles : public ::testing::Test {
     const fs::path file = dir_ / "script.py";
     write_file(file, script);
     std::string output;
-    const int status = test::run_command(std::string(kPython) + " " + file.string() + " " + dir_.string(), &output);
+    const int status =
+        test::run_command(std::string(kPython) + " " + file.string() + " " + dir_.string(), &output);
     ASSERT_EQ(status, 0) << output;
     output_ = output;
   }

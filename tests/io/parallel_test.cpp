@@ -1,5 +1,7 @@
 // parallel_for and the thread budget. Tests touching KEF_THREADS come before the one that sets the
 // process-wide override, because an override cannot be cleared.
+#include "kef/parallel.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "kef/error.hpp"
-#include "kef/parallel.hpp"
 #include "kef/random.hpp"
 
 namespace kef {

@@ -1,6 +1,8 @@
 // RandomStream: reproducibility, stream independence, and sampler moments. Statistical checks use
 // 10^5 draws from fixed seeds and accept deviations up to 5 standard errors of the estimate, where
 // the standard error is derived from the distribution's own moments (comments give the formulas).
+#include "kef/random.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "kef/error.hpp"
-#include "kef/random.hpp"
 
 namespace kef {
 namespace {
@@ -202,7 +203,8 @@ TEST(RandomStream, NormalMatrixIsFilledRowByRow) {
 
 TEST(SampleWithoutReplacement, SortedDistinctInRange) {
   RandomStream r(8, "subset");
-  for (auto [n, k] : {std::pair<Index, Index>{10, 3}, {100, 100}, {1000, 999}, {1000000, 10}, {5, 0}, {0, 0}}) {
+  for (auto [n, k] :
+       {std::pair<Index, Index>{10, 3}, {100, 100}, {1000, 999}, {1000000, 10}, {5, 0}, {0, 0}}) {
     const std::vector<Index> s = sample_without_replacement(n, k, r);
     ASSERT_EQ(static_cast<Index>(s.size()), k);
     for (std::size_t i = 0; i < s.size(); ++i) {

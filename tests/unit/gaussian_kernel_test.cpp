@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "kef/config.hpp"
+#include "kef/error.hpp"
 #include "kef/kernel.hpp"
 #include "kef/random.hpp"
 #include "test_support.hpp"

@@ -11,15 +11,15 @@
 namespace kef {
 namespace {
 
-struct Setup {
+struct LiteSetup {
   KernelPtr kernel;
   BaseMeasurePtr base;
   Matrix X, Z;
   double sigma = 0.9, std0 = 1.5;
 };
 
-Setup make_setup(Index n, Index m, Index d) {
-  Setup s;
+LiteSetup make_setup(Index n, Index m, Index d) {
+  LiteSetup s;
   s.kernel = test::plugin_registry().make_kernel(test::config_from("type = \"gaussian\"\nsigma = 0.9"), {});
   s.base = test::plugin_registry().make_base_measure(test::config_from("type = \"gaussian\"\nstd = 1.5"), {});
   RandomStream rng(11, "lite-system");
@@ -29,7 +29,7 @@ Setup make_setup(Index n, Index m, Index d) {
 }
 
 // G, U, b written straight from MATH.md §4 with explicit loops: no stacks, no chunks.
-LiteSystem brute_force(const Setup& s) {
+LiteSystem brute_force(const LiteSetup& s) {
   const Index N = s.X.rows(), M = s.Z.rows(), D = s.X.cols();
   const double s2 = s.sigma * s.sigma, v0 = s.std0 * s.std0;
   LiteSystem out;
@@ -62,7 +62,7 @@ LiteSystem brute_force(const Setup& s) {
 }
 
 TEST(LiteSystem, ChunkedAccumulationEqualsBruteForce) {
-  Setup s = make_setup(203, 17, 3);
+  LiteSetup s = make_setup(203, 17, 3);
   LiteSystem ref = brute_force(s);
   for (Index chunk : {1, 7, 64, 1000}) {
     LiteAccumulateOptions opt;
@@ -78,7 +78,7 @@ TEST(LiteSystem, ChunkedAccumulationEqualsBruteForce) {
 }
 
 TEST(LiteSystem, ResultDoesNotDependOnThreadCount) {
-  Setup s = make_setup(1500, 40, 4);
+  LiteSetup s = make_setup(1500, 40, 4);
   LiteAccumulateOptions opt;
   opt.chunk_rows = 50;
   opt.threads = 1;
@@ -93,7 +93,7 @@ TEST(LiteSystem, ResultDoesNotDependOnThreadCount) {
 }
 
 // The regularised objective of MATH.md §4, computed from the definition.
-double objective(const Setup& s, const Vector& alpha, double la, double lh, double lc) {
+double objective(const LiteSetup& s, const Vector& alpha, double la, double lh, double lc) {
   KernelStacks st;
   s.kernel->derivatives(s.X, s.Z, 2, st);
   Matrix q1, q2;
@@ -109,7 +109,7 @@ double objective(const Setup& s, const Vector& alpha, double la, double lh, doub
 }
 
 TEST(LiteSystem, ClosedFormAlphaHasZeroGradientOfItsObjective) {
-  Setup s = make_setup(300, 12, 2);
+  LiteSetup s = make_setup(300, 12, 2);
   const double la = 1e-2, lh = 1e-3, lc = 1e-2;
   LiteAccumulateOptions opt;
   LiteSystem sys = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt);
@@ -129,7 +129,7 @@ TEST(LiteSystem, ClosedFormAlphaHasZeroGradientOfItsObjective) {
 }
 
 TEST(LiteSystem, RejectsMismatchedDimensions) {
-  Setup s = make_setup(10, 3, 2);
+  LiteSetup s = make_setup(10, 3, 2);
   Matrix Zbad = Matrix::Zero(3, 3);
   EXPECT_THROW(accumulate_lite_system(*s.kernel, *s.base, s.X, Zbad, {}), DataError);
 }

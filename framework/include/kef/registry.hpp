@@ -95,7 +95,8 @@ class Registry {
   // Loads every kef_*.so in each directory, in order. A broken, mismatched or conflicting plugin is
   // refused (recorded in plugins(), with the reason); it never stops the others.
   void load_plugins(const std::vector<std::filesystem::path>& directories);
-  // Loads one file; throws PluginError with the reason when it is refused.
+  // Loads one file; throws PluginError with the reason when it is refused. A file whose plugin name
+  // is already loaded is recorded as Shadowed and not loaded; that is not an error.
   void load_plugin(const std::filesystem::path& file);
   const std::vector<PluginRecord>& plugins() const;
 

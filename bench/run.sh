@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs kef's benchmarks against their baselines in the same run and prints the ratios.
+#   bash bench/run.sh [BUILD_DIR]
+set -euo pipefail
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+anchors="$root/../shared/anchors"
+py=/usr/bin/python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+val() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+"$build/bin/bench_lite" gemm | tee "$work/gemm.txt"
+gemm=$(val gemm_gflops "$work/gemm.txt")
+
+N=20000 D=10 M=300
+echo "== lite fit N=$N D=$D M=$M (kef, best of 3)"
+"$build/bin/bench_lite" fit $N $D $M "$work" | tee "$work/kef.txt"
+kef_s=$(val fit_seconds "$work/kef.txt")
+flops=$(val syrk_flops "$work/kef.txt")
+
+if [ -f "$anchors/lite_numpy.py" ] && $py -c "import numpy" 2>/dev/null; then
+  echo "== NumPy anchor (OpenBLAS), same inputs: sigma 2, std 3, lambda_alpha 1e-3, lambda_C 1e-3"
+  best=""
+  for rep in 1 2 3; do
+    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+      $py "$anchors/lite_numpy.py" "$work/train.npy" "$work/inducing.npy" 2.0 3.0 1e-3 1e-3 > "$work/np.txt"
+    s=$(val fit_seconds "$work/np.txt")
+    if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a<b)}'; then best=$s; fi
+  done
+  echo "numpy_fit_seconds $best"
+  awk -v a="$best" -v b="$kef_s" 'BEGIN{printf "ratio numpy/kef = %.2fx (target >= 6x)\n", a/b}'
+else
+  echo "NumPy anchor not available (needs /usr/bin/python3 with numpy and ../shared/anchors)"
+fi
+awk -v f="$flops" -v g="$gemm" -v t="$kef_s" \
+  'BEGIN{ideal=f/(g*1e9); printf "ideal at DGEMM rate = %.4f s; kef / ideal = %.2f (target <= 1.5)\n", ideal, t/ideal}'
+
+echo "== peak memory N=200000 D=10 M=300"
+"$build/bin/bench_lite" memory 200000 10 300 | tee "$work/mem.txt"
+awk -v d="$(val data_mb "$work/mem.txt")" -v p="$(val peak_rss_mb "$work/mem.txt")" \
+  'BEGIN{printf "peak RSS - data = %.1f MB (target <= 200 MB)\n", p-d}'

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# sdk_consumer.sh BUILD_DIR SOURCE_DIR CMAKE NINJA CXX [BUILD_TYPE]
+#
+# Installs the kef build tree into a temporary prefix, builds sdk/examples/imq_kernel and
+# sdk/examples/embed against the installed package only (find_package(kef) with
+# CMAKE_PREFIX_PATH=<prefix>), then runs the installed `kef` on the example pipeline with the new
+# plugin found through KEF_PLUGIN_PATH.
+set -euo pipefail
+
+build_dir=$1 source_dir=$2 cmake=$3 ninja=$4 cxx=$5 build_type=${6:-Release}
+
+# Physical path: kef reports plugin directories with symlinks resolved.
+work=$(cd "$(mktemp -d "${TMPDIR:-/tmp}/kef-sdk-consumer-XXXXXX")" && pwd -P)
+# KEF_SDK_TEST_KEEP=1 keeps the directory (logs, builds, install tree) for inspection.
+if [[ ${KEF_SDK_TEST_KEEP:-0} == 1 ]]; then echo "keeping $work"; else trap 'rm -rf "$work"' EXIT; fi
+prefix=$work/prefix
+
+fail() { echo "sdk_consumer: FAILED: $*" >&2; exit 1; }
+# Runs a command with its output in a log, shown only when it fails.
+run() {
+  local log=$1; shift
+  if ! "$@" >"$work/$log.log" 2>&1; then
+    cat "$work/$log.log" >&2
+    fail "$log: $*"
+  fi
+}
+
+echo "== install into $prefix"
+run install "$cmake" --install "$build_dir" --prefix "$prefix"
+config=$(find "$prefix" -name kefConfig.cmake -print -quit)
+[[ -n $config ]] || fail "no kefConfig.cmake installed"
+libdir=$(dirname "$(dirname "$(dirname "$config")")")
+for f in "$prefix/bin/kef" "$libdir/libkef.so" "$prefix/include/kef/registry.hpp" \
+         "$prefix/include/kef/plugin_abi.h" "$prefix/include/kef/sdk/plugin.hpp" \
+         "$(dirname "$config")/KefPlugin.cmake"; do
+  [[ -e $f ]] || fail "missing from the install tree: ${f#"$prefix"/}"
+done
+[[ -d $libdir/kef/plugins ]] || fail "no plugin directory ${libdir#"$prefix"/}/kef/plugins"
+
+configure() {  # configure NAME SOURCE
+  run "configure-$1" "$cmake" -S "$2" -B "$work/$1" -G Ninja -DCMAKE_MAKE_PROGRAM="$ninja" \
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_PREFIX_PATH="$prefix"
+  # The package must come from the prefix, never from the build or source tree.
+  grep -qF "kef_DIR:PATH=$prefix/" "$work/$1/CMakeCache.txt" \
+    || fail "$1 found kef outside the prefix: $(grep '^kef_DIR' "$work/$1/CMakeCache.txt")"
+  run "build-$1" "$cmake" --build "$work/$1" --parallel 1
+}
+
+echo "== build sdk/examples/imq_kernel"
+configure imq "$source_dir/sdk/examples/imq_kernel"
+[[ -f $work/imq/kef_imq.so ]] || fail "kef_imq.so not built"
+
+echo "== build sdk/examples/embed"
+configure embed "$source_dir/sdk/examples/embed"
+
+export KEF_PLUGIN_PATH=$work/imq
+# Nothing may come from the build tree: the installed kef finds its libkef through its RPATH.
+unset LD_LIBRARY_PATH
+
+echo "== embed: list plugins, build kernel/imq"
+run embed "$work/embed/kef_embed" --kernel imq
+grep -q "kernel/imq" "$work/embed.log" || { cat "$work/embed.log"; fail "kef_embed did not list kernel/imq"; }
+grep -qF "$libdir/kef/plugins/" "$work/embed.log" \
+  || { cat "$work/embed.log"; fail "kef_embed did not load the installed plugins"; }
+if grep -qF "$build_dir" "$work/embed.log"; then cat "$work/embed.log"; fail "a plugin was loaded from the build tree"; fi
+
+echo "== kef plugins --describe kernel/imq"
+run describe "$prefix/bin/kef" plugins --describe kernel/imq
+grep -q "beta" "$work/describe.log" || { cat "$work/describe.log"; fail "kernel/imq keys not described"; }
+
+echo "== kef run pipeline.toml"
+cd "$work"
+run pipeline "$prefix/bin/kef" run "$source_dir/sdk/examples/imq_kernel/pipeline.toml" \
+    --output "$work/out" --quiet
+[[ -s $work/out/results.json ]] || { cat "$work/pipeline.log"; fail "no results.json"; }
+grep -q '"imq"' "$work/out/results.json" || fail "results.json does not mention the imq plugin"
+echo "sdk_consumer: OK"
