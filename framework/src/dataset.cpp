@@ -130,6 +130,7 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
   DataSourcePtr source = registry.make_data_source(data, ctx, data_host_keys());
   RandomStream load_rng = rng.derive("source");
   SourceData raw = source->load(load_rng);
+  data.fill_defaults();
 
   Dataset out;
   out.columns = raw.columns;

@@ -23,6 +23,10 @@ void ModelWriter::write_array(const std::string& name, const Matrix& array) {
   write_npy(dir_ / (name + ".npy"), array);
 }
 
+void ModelWriter::write_array(const std::string& name, const Vector& array) {
+  write_npy(dir_ / (name + ".npy"), array);
+}
+
 void ModelWriter::write_component(const std::string& section, const Component& component) {
   Config table = component.config();
   manifest_.set_table(section, table);

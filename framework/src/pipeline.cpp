@@ -136,22 +136,27 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
     Config est = m.table("estimator");
     const ComponentInfo& info = plan.registry->info_for(ComponentKind::Estimator, est);
     RandomStream init_rng(plan.seed, m.dotted("init"));
-    BuildContext ctx{D, plan.registry.get(), &init_rng};
+    BuildContext ctx{D, plan.registry.get(), &init_rng, plan.data.train.rows()};
     if (info.uses_kernel) {
       if (!m.has("kernel")) m.fail("", "estimator `" + info.type + "` needs a [" + m.dotted("kernel") + "] table");
-      mp.kernel = plan.registry->make_kernel(m.table("kernel"), ctx);
+      Config kcfg = m.table("kernel");
+      mp.kernel = plan.registry->make_kernel(kcfg, ctx);
+      kcfg.fill_defaults();
     } else if (m.has("kernel")) {
       m.fail("kernel", "estimator `" + info.type + "` does not use a kernel");
     }
     if (info.uses_base_measure) {
       if (!m.has("base_measure"))
         m.fail("", "estimator `" + info.type + "` needs a [" + m.dotted("base_measure") + "] table");
-      mp.base_measure = plan.registry->make_base_measure(m.table("base_measure"), ctx);
+      Config bcfg = m.table("base_measure");
+      mp.base_measure = plan.registry->make_base_measure(bcfg, ctx);
+      bcfg.fill_defaults();
       mp.base_measure->check_dimension(D);
     } else if (m.has("base_measure")) {
       m.fail("base_measure", "estimator `" + info.type + "` does not use a base measure");
     }
     mp.estimator = plan.registry->make_estimator(est, EstimatorParts{mp.kernel, mp.base_measure, plan.registry.get()}, ctx);
+    est.fill_defaults();
     plan.models.push_back(std::move(mp));
   }
 
@@ -181,7 +186,8 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
       e.fail("type", "`" + ep.info->type + "` needs the exact density of the data, and this data source has none "
                      "(use a synthetic source)");
     RandomStream init_rng(plan.seed, e.dotted("init"));
-    ep.evaluator = plan.registry->make_evaluator(e, BuildContext{D, plan.registry.get(), &init_rng}, host);
+    ep.evaluator = plan.registry->make_evaluator(e, BuildContext{D, plan.registry.get(), &init_rng, plan.data.train.rows()}, host);
+    e.fill_defaults();
     plan.evaluations.push_back(std::move(ep));
   }
   root.fill_defaults();

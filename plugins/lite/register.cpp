@@ -12,7 +12,11 @@ void register_lite(kef::PluginRegistrar& r) {
   est.keys = kef::lite::lite_keys();
   est.uses_kernel = true;
   est.uses_base_measure = true;
-  r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext&) {
+  r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext& ctx) {
+    // Caught at validation time when the training size is already known.
+    if (ctx.train_rows >= 0 && cfg.has("inducing_points") && cfg.integer("inducing_points") > ctx.train_rows)
+      cfg.fail("inducing_points", std::to_string(cfg.integer("inducing_points")) + " inducing points but only " +
+                                      std::to_string(ctx.train_rows) + " training rows");
     return std::make_unique<kef::lite::LiteEstimator>(cfg, parts);
   });
 

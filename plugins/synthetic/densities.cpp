@@ -22,8 +22,8 @@ std::string number_text(double v) {
 }
 
 // x0 ~ N(0, s²); x_{1:} ~ N(0, v I), v = min(exp(-x0), v_max). The clip makes log p non-smooth at
-// x0 = -log v_max; we put that point on the clipped side (v = v_max, derivative of v is zero) and use
-// the same predicate in every function so that log p, its gradient and its Hessian agree.
+// x0 = -log v_max; we put that point on the clipped side (v = v_max, derivative of v is zero) and
+// use the same predicate in every function so that log p, its gradient and its Hessian agree.
 class Funnel final : public Density {
  public:
   Funnel(Index dim, double std, double max_variance)
@@ -69,14 +69,16 @@ class Funnel final : public Density {
       const double x0 = std_ * rng.normal();
       const double v = x0 <= kink_ ? max_variance_ : std::exp(-x0);
       out(i, 0) = x0;
-      for (Index j = 1; j < dim_; ++j) out(i, j) = v * rng.normal();
+      for (Index j = 1; j < dim_; ++j) out(i, j) = std::sqrt(v) * rng.normal();
     }
     return out;
   }
 
   std::string describe() const override {
-    return "funnel: x0 ~ N(0, " + number_text(std_) + "^2), x_{1:} ~ N(0, v I) with variance v = "
-           "min(exp(-x0), " + number_text(max_variance_) + ")";
+    return "funnel: x0 ~ N(0, " + number_text(std_) +
+           "^2), x_{1:} ~ N(0, v I) with variance v = "
+           "min(exp(-x0), " +
+           number_text(max_variance_) + ")";
   }
 
  private:
@@ -128,7 +130,8 @@ class Banana final : public Density {
 };
 
 // Uniform on [-a, a]^D. The density is constant where positive and zero elsewhere, so the score and
-// Hessian of log p are zero everywhere they are defined; we report zero outside the support as well.
+// Hessian of log p are zero everywhere they are defined; we report zero outside the support as
+// well.
 class Square final : public Density {
  public:
   Square(Index dim, double half_width) : dim_(dim), half_width_(half_width) {}
@@ -152,9 +155,7 @@ class Square final : public Density {
   }
 
   bool bounded_support() const override { return true; }
-  bool in_support(const Vector& x) const override {
-    return x.cwiseAbs().maxCoeff() <= half_width_;
-  }
+  bool in_support(const Vector& x) const override { return x.cwiseAbs().maxCoeff() <= half_width_; }
 
   std::string describe() const override {
     return "square: uniform on [-" + number_text(half_width_) + ", " + number_text(half_width_) +
@@ -166,8 +167,8 @@ class Square final : public Density {
   double half_width_;
 };
 
-// Two-dimensional core: x0 ~ U(-a, a), x1 ~ N(A cos(ω x0), σ²). Zero density for |x0| > a, where the
-// score and Hessian are reported as zero.
+// Two-dimensional core: x0 ~ U(-a, a), x1 ~ N(A cos(ω x0), σ²). Zero density for |x0| > a, where
+// the score and Hessian are reported as zero.
 class Cosine final : public Density {
  public:
   Cosine(double half_width, double amplitude, double frequency, double noise)
@@ -322,8 +323,8 @@ DensityPtr make_square(Index dim, double half_width) {
 
 DensityPtr make_cosine(Index dim, double half_width, double amplitude, double frequency,
                        double noise) {
-  return with_gaussian_extras(
-      std::make_shared<Cosine>(half_width, amplitude, frequency, noise), dim, 1.0);
+  return with_gaussian_extras(std::make_shared<Cosine>(half_width, amplitude, frequency, noise),
+                              dim, 1.0);
 }
 
 }  // namespace kef::synthetic

@@ -1,7 +1,7 @@
 #pragma once
-// Exact densities of the synthetic data sets, one point at a time. Each density is normalised (log p
-// includes the constant) and gives the exact gradient and Hessian of log p; TruthModel turns one into
-// a batched kef::Model and applies the optional rotation, so no density carries batch loops.
+// Exact densities of the synthetic data sets, one point at a time. Each density is normalised (log
+// p includes the constant) and gives the exact gradient and Hessian of log p; TruthModel turns one
+// into a batched kef::Model and applies the optional rotation, so no density carries batch loops.
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,8 +42,8 @@ DensityPtr make_cosine(Index dim, double half_width, double amplitude, double fr
                        double noise);
 
 // Mixture of isotropic Gaussians N(means.row(k), stds[k]² I) with weights (normalised here).
-DensityPtr make_gaussian_mixture(std::vector<double> weights, Matrix means, std::vector<double> stds,
-                                 std::string description);
+DensityPtr make_gaussian_mixture(std::vector<double> weights, Matrix means,
+                                 std::vector<double> stds, std::string description);
 // Rings in the (x0, x1) plane: ring k chosen with probability weights[k], radius r ~ N(radii[k],
 // noise²), uniform angle; x_{2:} ~ N(0, noise² I).
 DensityPtr make_rings(Index dim, std::vector<double> radii, std::vector<double> weights,

@@ -148,10 +148,11 @@ class GaussianMixture final : public Density {
   std::string description_;
 };
 
-// Planar rings: radius r ~ Σ_k w_k N(r_k, s²) and a uniform angle, x = (r sin θ, r cos θ). A negative
-// draw of r lands at distance |r|, so the exact density of ρ = ‖x‖ is the folded mixture
-// f(ρ) = Σ_k w_k (N(ρ; r_k, s²) + N(ρ; -r_k, s²)) on ρ > 0, and p(x) = f(ρ) / (2πρ) (polar Jacobian).
-// The folded terms are negligible for the paper's settings but make the density exact for any.
+// Planar rings: radius r ~ Σ_k w_k N(r_k, s²) and a uniform angle, x = (r sin θ, r cos θ). A
+// negative draw of r lands at distance |r|, so the exact density of ρ = ‖x‖ is the folded mixture
+// f(ρ) = Σ_k w_k (N(ρ; r_k, s²) + N(ρ; -r_k, s²)) on ρ > 0, and p(x) = f(ρ) / (2πρ) (polar
+// Jacobian). The folded terms are negligible for the paper's settings but make the density exact
+// for any.
 class Rings final : public Density {
  public:
   Rings(std::vector<double> radii, std::vector<double> weights, double noise,
@@ -218,12 +219,13 @@ double log_radial(double rho) {
   return -0.5 * t * t;
 }
 
-// log Z by quadrature in polar coordinates, Z = ∫_0^R ρ exp(-½((ρ-2)/0.4)²) ∫_0^{2π} B(ρ cos θ) dθ dρ.
-// Angle: the trapezoid rule on a periodic entire integrand, with spacing 2π/1024 ≈ 0.006 against an
-// angular feature width ≥ 0.6/R ≈ 0.08; its error is below exp(-2π²(0.08/0.006)²) (negligible).
-// Radius: 20-point Gauss-Legendre on panels of width 0.2 (half the radial width 0.4), relative error
-// far below 1e-14; the integrand is a polynomial times an entire function, smooth down to ρ = 0. The
-// cut at R = 2 + 14·0.4 drops less than exp(-98) of the mass. So log Z is exact to rounding (~1e-15).
+// log Z by quadrature in polar coordinates, Z = ∫_0^R ρ exp(-½((ρ-2)/0.4)²) ∫_0^{2π} B(ρ cos θ) dθ
+// dρ. Angle: the trapezoid rule on a periodic entire integrand, with spacing 2π/1024 ≈ 0.006
+// against an angular feature width ≥ 0.6/R ≈ 0.08; its error is below exp(-2π²(0.08/0.006)²)
+// (negligible). Radius: 20-point Gauss-Legendre on panels of width 0.2 (half the radial width 0.4),
+// relative error far below 1e-14; the integrand is a polynomial times an entire function, smooth
+// down to ρ = 0. The cut at R = 2 + 14·0.4 drops less than exp(-98) of the mass. So log Z is exact
+// to rounding (~1e-15).
 double two_moons_log_normalizer() {
   static const double log_z = [] {
     std::vector<double> nodes, weights;
@@ -285,9 +287,8 @@ class TwoMoons final : public Density {
     const double log_b_max = std::log1p(std::exp(-0.5 * z * z));
     Matrix out(n, 2);
     for (Index i = 0; i < n;) {
-      const double t = rng.uniform() < normal_share
-                           ? rng.normal()
-                           : std::sqrt(-2.0 * std::log1p(-rng.uniform()));
+      const double t = rng.uniform() < normal_share ? rng.normal()
+                                                    : std::sqrt(-2.0 * std::log1p(-rng.uniform()));
       const double accept_radius = (mu + s * t) / (mu + s * std::max(t, 0.0));
       if (accept_radius <= 0.0 || rng.uniform() >= accept_radius) continue;
       const double rho = mu + s * t;
@@ -313,16 +314,16 @@ class TwoMoons final : public Density {
 
 }  // namespace
 
-DensityPtr make_gaussian_mixture(std::vector<double> weights, Matrix means, std::vector<double> stds,
-                                 std::string description) {
+DensityPtr make_gaussian_mixture(std::vector<double> weights, Matrix means,
+                                 std::vector<double> stds, std::string description) {
   return std::make_shared<GaussianMixture>(std::move(weights), std::move(means), std::move(stds),
                                            std::move(description));
 }
 
 DensityPtr make_rings(Index dim, std::vector<double> radii, std::vector<double> weights,
                       double noise, std::string description) {
-  auto core = std::make_shared<Rings>(std::move(radii), std::move(weights), noise,
-                                      std::move(description));
+  auto core =
+      std::make_shared<Rings>(std::move(radii), std::move(weights), noise, std::move(description));
   return with_gaussian_extras(std::move(core), dim, noise);
 }
 

@@ -13,7 +13,9 @@ constexpr Index kChunkRows = 512;
 }
 
 TruthModel::TruthModel(DensityPtr density, std::optional<Matrix> rotation, std::string type_name)
-    : density_(std::move(density)), rotation_(std::move(rotation)), type_name_(std::move(type_name)) {}
+    : density_(std::move(density)),
+      rotation_(std::move(rotation)),
+      type_name_(std::move(type_name)) {}
 
 Matrix TruthModel::to_local(const Matrix& X, const char* what) const {
   if (X.cols() != dim()) {

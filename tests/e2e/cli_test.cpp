@@ -116,7 +116,7 @@ TEST(Cli, RunWritesResultsAndAReloadableModel) {
   }
 
   // Score on data of the wrong dimension: exit 2 naming the file.
-  write_npy(dir / "x3.npy", Matrix::Zero(2, 3));
+  write_npy(dir / "x3.npy", Matrix(Matrix::Zero(2, 3)));
   Result bad = kef_cmd("score " + model_dir.string() + " --data " + (dir / "x3.npy").string() + " --out " + (dir / "t.npy").string());
   EXPECT_EQ(bad.status, 2) << bad.output;
   EXPECT_NE(bad.output.find("x3.npy"), std::string::npos) << bad.output;
@@ -159,11 +159,11 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 TEST(Cli, BadConfigsExitWithStatus2NamingThePlaceAndLeaveNoOutput) {
   const std::vector<BadCase> cases = {
       {"unknown key", "sigma = 1.5", "sigmaa = 1.5", {"p.toml:14:1", "model[0].kernel.sigmaa", "did you mean `sigma`"}},
-      {"wrong type", "inducing_points = 60", "inducing_points = \"many\"", {"p.toml:10:1", "inducing_points", "expected an integer, got a string"}},
+      {"wrong type", "inducing_points = 60", "inducing_points = \"many\"", {"p.toml:11:1", "inducing_points", "expected an integer, got a string"}},
       {"out of range", "sigma = 1.5", "sigma = 0", {"model[0].kernel.sigma", "expected > 0"}},
       {"unknown type", "type = \"gaussian\"\nsigma", "type = \"gausian\"\nsigma", {"model[0].kernel.type", "valid types", "gaussian"}},
       {"too many points", "inducing_points = 60", "inducing_points = 5000", {"inducing_points", "only 1000 training rows"}},
-      {"needs truth", "type = \"synthetic/banana\"\nn = 1200", "type = \"file\"\npath = \"data.csv\"",
+      {"needs truth", "type = \"synthetic/banana\"\nn = 1200\nsplit = { test = 200, validation = 0 }", "type = \"file\"\npath = \"data.csv\"",
        {"evaluate[1].type", "fisher_divergence", "exact density"}},
       {"syntax", "[data]", "[data", {"p.toml:3", "TOML syntax error"}},
       {"bad split", "test = 200", "test = 1.5", {"data.split.test", "fraction out of range"}},
@@ -172,7 +172,9 @@ TEST(Cli, BadConfigsExitWithStatus2NamingThePlaceAndLeaveNoOutput) {
        {"model[1].name", "duplicate model name"}},
   };
   fs::path dir = test::temp_dir("cli-bad");
-  write_file(dir, "data.csv", "a,b\n1,2\n3,4\n5,6\n7,8\n9,10\n");
+  std::string csv = "a,b\n";
+  for (int i = 0; i < 100; ++i) csv += std::to_string(i % 7) + "," + std::to_string(i % 5) + "\n";
+  write_file(dir, "data.csv", csv);
   for (const auto& c : cases) {
     fs::path cfg = write_file(dir, "p.toml", replaced(kBanana, c.replace_from, c.replace_to));
     fs::path out = dir / "out";

@@ -4,10 +4,10 @@
 
 #include <cmath>
 #include <functional>
-#include <optional>
-#include <utility>
 #include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kef/error.hpp"
@@ -33,17 +33,30 @@ std::string config(const std::string& type, const std::string& extra = "", long 
 // Every source in its paper setting plus higher-dimensional and (un)rotated variants.
 const std::vector<std::string>& derivative_cases() {
   static const std::vector<std::string> cases = {
-      config("funnel"), config("funnel", "rotate = false"), config("funnel", "dim = 4"),
-      config("banana"), config("banana", "dim = 3\nrotate = false"),
-      config("ring"), config("ring", "dim = 3\nrotate = true"),
-      config("square"), config("square", "dim = 3"),
-      config("cosine"), config("cosine", "dim = 3"),
-      config("mog"), config("mog", "dim = 3\nrotate = true"),
-      config("mor"), config("mor", "dim = 3"),
-      config("grid"), config("grid", "dim = 5"), config("grid", "dim = 1"),
-      config("rings"), config("rings", "dim = 4\nrotate = true"),
-      config("two_moons"), config("two_moons", "dim = 3\nrotate = true"),
-      config("gaussian", "mean = [1.0, 2.0, 3.0]\nstd = 0.5"), config("gaussian", "dim = 1"),
+      config("funnel"),
+      config("funnel", "rotate = false"),
+      config("funnel", "dim = 4"),
+      config("banana"),
+      config("banana", "dim = 3\nrotate = false"),
+      config("ring"),
+      config("ring", "dim = 3\nrotate = true"),
+      config("square"),
+      config("square", "dim = 3"),
+      config("cosine"),
+      config("cosine", "dim = 3"),
+      config("mog"),
+      config("mog", "dim = 3\nrotate = true"),
+      config("mor"),
+      config("mor", "dim = 3"),
+      config("grid"),
+      config("grid", "dim = 5"),
+      config("grid", "dim = 1"),
+      config("rings"),
+      config("rings", "dim = 4\nrotate = true"),
+      config("two_moons"),
+      config("two_moons", "dim = 3\nrotate = true"),
+      config("gaussian", "mean = [1.0, 2.0, 3.0]\nstd = 0.5"),
+      config("gaussian", "dim = 1"),
       config("mixture_1d")};
   return cases;
 }
@@ -92,8 +105,8 @@ void check_derivatives(const std::string& toml) {
       EXPECT_NEAR(score(i, j), fd_grad, kRelTol * g_scale) << "point " << i << " coordinate " << j;
       const Vector fd_col = (score_p.row(r) - score_p.row(r + 1)).transpose() / (2 * kStep);
       for (Index k = 0; k < d; ++k)
-        EXPECT_NEAR(hessian(k, j), fd_col[k], kRelTol * h_scale) << "point " << i << " H(" << k
-                                                                   << ", " << j << ")";
+        EXPECT_NEAR(hessian(k, j), fd_col[k], kRelTol * h_scale)
+            << "point " << i << " H(" << k << ", " << j << ")";
       EXPECT_NEAR(laplacian(i, j), hessian(j, j), 1e-12 * h_scale);
     }
   }
@@ -103,8 +116,8 @@ TEST(SyntheticSources, ScoreAndHessianMatchCentralDifferences) {
   for (const std::string& toml : derivative_cases()) check_derivatives(toml);
 }
 
-// Composite Gauss-Legendre: 16 nodes per panel. Nodes from the Golub-Welsch eigenproblem (the plugin
-// uses Newton's method, so this is an independent implementation).
+// Composite Gauss-Legendre: 16 nodes per panel. Nodes from the Golub-Welsch eigenproblem (the
+// plugin uses Newton's method, so this is an independent implementation).
 struct Rule {
   std::vector<double> x, w;
 };
@@ -191,48 +204,92 @@ std::function<std::pair<double, double>(double)> fixed(double lo, double hi) {
 struct QuadratureCase {
   std::string type, extra;
   Domain domain;
+  // Closed-form moments from the definitions in research-notes/synthetic-datasets.md, as
+  // (feature index, value): they pin the parameters, which self-consistency alone cannot.
+  std::vector<std::pair<int, double>> known;
 };
 
 // Unrotated 2-D sets (and the 1-D mixture). Each box reaches at least 8 standard deviations beyond
-// the mass in every direction (dropped mass < 1e-14); breakpoints sit on every kink and support edge,
-// and panels are at most ~2.5 times the narrowest feature width, where the 16-point rule's error on
-// these analytic integrands is far below 1e-10. The one non-analytic point is the origin for the
-// ring mixtures, where p ~ c/|x| with c < 3e-7 (mor; e^-300 for ring, e^-1250 for rings): all its
-// mass within |x| < 0.2 is below 4e-7. Hence |∫p - 1| < 1e-6 is a sharp test (a wrong constant or a
-// missing Jacobian is off by O(1)).
+// the mass in every direction (dropped mass < 1e-14); breakpoints sit on every kink and support
+// edge, and panels are at most ~2.5 times the narrowest feature width, where the 16-point rule's
+// error on these analytic integrands is far below 1e-10. The one non-analytic point is the origin
+// for the ring mixtures, where p ~ c/|x| with c < 3e-7 (mor; e^-300 for ring, e^-1250 for rings):
+// all its mass within |x| < 0.2 is below 4e-7. Hence |∫p - 1| < 1e-6 is a sharp test (a wrong
+// constant or a missing Jacobian is off by O(1)).
 std::vector<QuadratureCase> quadrature_cases() {
   const double kink = -std::log(10.0);
+  // Funnel: E[v] = 10 P(x0 ≤ c) + E[e^-x0; x0 > c] = 10 Φ(c/2) + e² P(N(-4, 4) > c), c = -log 10.
+  auto phi = [](double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); };
+  const double funnel_v = 10.0 * phi(kink / 2.0) + std::exp(2.0) * (1.0 - phi((kink + 4.0) / 2.0));
+  // Ring mixtures: E|x|² = Σ w_k (r_k² + s²) with w_k ∝ r_k, and E[x0²] = E|x|²/2.
+  const double mor_r2 = (1.0 + 27.0 + 125.0) / 9.0;
   return {
-      {"funnel", "rotate = false",
-       {{-16.0, kink, 16.0}, 0.5,
+      {"funnel",
+       "rotate = false",
+       {{-16.0, kink, 16.0},
+        0.5,
         [=](double x0) {
           const double sd = std::sqrt(x0 <= kink ? 10.0 : std::exp(-x0));
           return std::make_pair(-12.0 * sd, 12.0 * sd);
         },
-        12}},
-      {"banana", "rotate = false",
-       {{-16.0, 16.0}, 0.5,
+        12},
+       {{1, 0.0}, {2, 0.0}, {3, 4.0}, {4, funnel_v}, {5, 0.0}}},
+      {"banana",
+       "rotate = false",
+       {{-16.0, 16.0},
+        0.5,
         [](double x0) {
           const double m = 0.2 * (x0 * x0 - 4.0);
           return std::make_pair(m - 12.0, m + 12.0);
         },
-        48}},
-      {"ring", "", {{-7.0, 0.0, 7.0}, 0.25, fixed(-7.0, 7.0), 56}},
-      {"square", "rotate = false", {{-3.0, 3.0}, 6.0, fixed(-3.0, 3.0), 1}},
-      {"cosine", "rotate = false", {{-4.0, 4.0}, 0.25, fixed(-13.0, 13.0), 52}},
-      {"mog", "", {{-8.0, 8.0}, 0.25, fixed(-4.0, 4.0), 32}},
-      {"mor", "", {{-7.0, 0.0, 7.0}, 0.25, fixed(-7.0, 7.0), 56}},
-      {"grid", "", {{-1.0, 2.0}, 0.1, fixed(-1.0, 2.0), 30}},
-      {"rings", "", {{-7.0, 0.0, 7.0}, 0.25, fixed(-7.0, 7.0), 56}},
-      {"two_moons", "", {{-6.0, 0.0, 6.0}, 0.2, fixed(-6.0, 6.0), 60}},
-      {"gaussian", "mean = [0.5, -1.0]\nstd = 1.5",
-       {{-17.5, 18.5}, 0.5, fixed(-19.0, 17.0), 72}},
-      {"mixture_1d", "", {{-10.0, 10.0}, 0.1, nullptr, 0}},
+        48},
+       {{1, 0.0}, {2, 0.0}, {3, 4.0}, {4, 1.0 + 0.04 * 32.0}, {5, 0.0}}},
+      {"ring",
+       "",
+       {{-7.0, 0.0, 7.0}, 0.25, fixed(-7.0, 7.0), 56},
+       {{1, 0.0}, {3, (25.0 + 0.04) / 2}, {4, (25.0 + 0.04) / 2}, {5, 0.0}}},
+      {"square",
+       "rotate = false",
+       {{-3.0, 3.0}, 6.0, fixed(-3.0, 3.0), 1},
+       {{1, 0.0}, {3, 3.0}, {4, 3.0}, {5, 0.0}}},
+      {"cosine",
+       "rotate = false",
+       {{-4.0, 4.0}, 0.25, fixed(-13.0, 13.0), 52},
+       {{1, 0.0},
+        {2, 3.0 * std::sin(8.0) / 8.0},
+        {3, 16.0 / 3.0},
+        {4, 1.0 + 9.0 * (0.5 + std::sin(16.0) / 32.0)}}},
+      {"mog",
+       "",
+       {{-8.0, 8.0}, 0.25, fixed(-4.0, 4.0), 32},
+       {{1, 0.0}, {2, 0.0}, {3, 16.25}, {4, 0.25}}},
+      {"mor",
+       "",
+       {{-7.0, 0.0, 7.0}, 0.25, fixed(-7.0, 7.0), 56},
+       {{3, (mor_r2 + 0.04) / 2}, {4, (mor_r2 + 0.04) / 2}}},
+      {"grid",
+       "",
+       {{-1.0, 2.0}, 0.1, fixed(-1.0, 2.0), 30},
+       {{1, 0.5}, {2, 1.0}, {3, 0.51}, {4, 1.01}, {5, 0.5}}},
+      {"rings",
+       "",
+       {{-7.0, 0.0, 7.0}, 0.25, fixed(-7.0, 7.0), 56},
+       {{3, (mor_r2 + 0.01) / 2}, {4, (mor_r2 + 0.01) / 2}}},
+      {"two_moons", "", {{-6.0, 0.0, 6.0}, 0.2, fixed(-6.0, 6.0), 60}, {{1, 0.0}, {2, 0.0}}},
+      {"gaussian",
+       "mean = [0.5, -1.0]\nstd = 1.5",
+       {{-17.5, 18.5}, 0.5, fixed(-19.0, 17.0), 72},
+       {{1, 0.5}, {2, -1.0}, {3, 2.5}, {4, 3.25}, {5, -0.5}}},
+      {"mixture_1d",
+       "",
+       {{-10.0, 10.0}, 0.1, nullptr, 0},
+       {{1, 0.4}, {2, 0.3 * (1.0 + 0.04) + 0.7 * 2.0}}},
   };
 }
 
-// ∫p = 1, and samples agree with the density: the sample means of x, x², x0 x1 and log p (minus the
-// entropy) match their quadrature values within 5 standard errors (n = 20000, fixed seed).
+// ∫p = 1, the closed-form moments hold, and samples agree with the density: the sample means of x,
+// x², x0 x1 and log p (minus the entropy) match their quadrature values within 5 standard errors (n
+// = 20000, fixed seed).
 TEST(SyntheticSources, NormalisedAndSamplesMatchQuadratureMoments) {
   for (const QuadratureCase& c : quadrature_cases()) {
     const std::string toml = config(c.type, c.extra, 20000);
@@ -240,6 +297,7 @@ TEST(SyntheticSources, NormalisedAndSamplesMatchQuadratureMoments) {
     const SourceData data = load(toml);
     const Vector q = integrate(*data.truth, c.domain);
     EXPECT_NEAR(q[0], 1.0, 1e-6);
+    for (const auto& [k, value] : c.known) EXPECT_NEAR(q[k], value, 1e-6) << "moment " << k;
     const Matrix& X = data.samples;
     const Vector logp = data.truth->log_unnormalized(X);
     Matrix f(X.rows(), q.size());
@@ -254,20 +312,25 @@ TEST(SyntheticSources, NormalisedAndSamplesMatchQuadratureMoments) {
 }
 
 // Stein's identities tie the samples to the density in any dimension and under rotation:
-// E[∇log p] = 0 whenever p is continuous with decaying tails, and E[Δlog p + |∇log p|²] = 0 when the
-// score is continuous as well (not for the funnel's kink; square and cosine have edges). The origin
-// singularity of the ring mixtures adds at most ~1e-6, far below the standard errors.
+// E[∇log p] = 0 whenever p is continuous with decaying tails, and E[Δlog p + |∇log p|²] = 0 when
+// the score is continuous as well (not for the funnel's kink; square and cosine have edges). The
+// origin singularity of the ring mixtures adds at most ~1e-6, far below the standard errors.
 TEST(SyntheticSources, SamplesSatisfySteinIdentities) {
   struct Case {
     std::string type, extra;
     bool second;
   };
   const std::vector<Case> cases = {
-      {"funnel", "dim = 4", false},          {"banana", "", true},
-      {"banana", "dim = 3", true},           {"ring", "dim = 3\nrotate = true", true},
-      {"mog", "dim = 3\nrotate = true", true}, {"mor", "dim = 3", true},
-      {"grid", "dim = 5\nrotate = true", true}, {"grid", "dim = 1", true},
-      {"rings", "dim = 4\nrotate = true", true}, {"two_moons", "dim = 3\nrotate = true", true},
+      {"funnel", "dim = 4", false},
+      {"banana", "", true},
+      {"banana", "dim = 3", true},
+      {"ring", "dim = 3\nrotate = true", true},
+      {"mog", "dim = 3\nrotate = true", true},
+      {"mor", "dim = 3", true},
+      {"grid", "dim = 5\nrotate = true", true},
+      {"grid", "dim = 1", true},
+      {"rings", "dim = 4\nrotate = true", true},
+      {"two_moons", "dim = 3\nrotate = true", true},
       {"gaussian", "dim = 3\nstd = 0.5\nmean = 2.0", true},
   };
   for (const Case& c : cases) {
@@ -282,7 +345,8 @@ TEST(SyntheticSources, SamplesSatisfySteinIdentities) {
       const double se = std::sqrt((v.array() - mean).square().sum() / (n - 1) / n);
       EXPECT_NEAR(mean, 0.0, 5.0 * se) << what;
     };
-    for (Index j = 0; j < score.cols(); ++j) check_zero_mean(score.col(j), "E[score_j], j = " + std::to_string(j));
+    for (Index j = 0; j < score.cols(); ++j)
+      check_zero_mean(score.col(j), "E[score_j], j = " + std::to_string(j));
     if (c.second) {
       const Vector stein = laplacian.rowwise().sum() + score.rowwise().squaredNorm();
       check_zero_mean(stein, "E[laplacian + |score|^2]");
@@ -291,15 +355,16 @@ TEST(SyntheticSources, SamplesSatisfySteinIdentities) {
 }
 
 // The known value: for the DKEF ring, E[log p] = E[log N(r; 5, 0.04)] - log 2π - E[log |x|] with
-// E[log N] = -log(0.2 sqrt(2π)) - 1/2 and E[log |x|] = log 5 - 0.04/50 + O(s⁴): -3.2560. (DKEF's demo
-// reports a test log-likelihood of -3.246 on 1000 points, standard error 0.022.)
+// E[log N] = -log(0.2 sqrt(2π)) - 1/2 and E[log |x|] = log 5 - 0.04/50 + O(s⁴): -3.2560. (DKEF's
+// demo reports a test log-likelihood of -3.246 on 1000 points, standard error 0.022.)
 TEST(SyntheticSources, RingEntropyMatchesClosedForm) {
   const SourceData data = load(config("ring", "", 20000));
   const Vector logp = data.truth->log_unnormalized(data.samples);
   const double expected =
       -std::log(0.2 * std::sqrt(2 * M_PI)) - 0.5 - std::log(2 * M_PI) - (std::log(5.0) - 0.04 / 50);
   const double mean = logp.mean();
-  const double se = std::sqrt((logp.array() - mean).square().sum() / (logp.size() - 1.0) / logp.size());
+  const double se =
+      std::sqrt((logp.array() - mean).square().sum() / (logp.size() - 1.0) / logp.size());
   EXPECT_NEAR(mean, expected, 5 * se);
   EXPECT_NEAR(expected, -3.2560, 1e-3);
 }
@@ -322,8 +387,8 @@ TEST(SyntheticSources, SameSeedSameData) {
 }
 
 TEST(SyntheticSources, MetadataAndTruthProperties) {
-  const std::vector<std::string> types = {"funnel", "banana", "ring",      "square",
-                                          "cosine", "mog",    "mor",       "grid",
+  const std::vector<std::string> types = {"funnel", "banana",    "ring",     "square",
+                                          "cosine", "mog",       "mor",      "grid",
                                           "rings",  "two_moons", "gaussian", "mixture_1d"};
   Registry& registry = test::plugin_registry();
   for (const std::string& type : types) {

@@ -18,7 +18,8 @@ class ModelWriter {
  public:
   ModelWriter(std::filesystem::path dir, std::string model_type);
   Config& manifest() { return manifest_; }  // top-level keys of model.toml
-  void write_array(const std::string& name, const Matrix& array);  // name.npy
+  void write_array(const std::string& name, const Matrix& array);  // name.npy, 2-D
+  void write_array(const std::string& name, const Vector& array);  // name.npy, 1-D
   // [section] = the component's resolved config; its parameters go to section_parameters.npy.
   void write_component(const std::string& section, const Component& component);
   void finish();  // writes model.toml

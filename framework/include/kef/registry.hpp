@@ -45,6 +45,7 @@ struct BuildContext {
   Index dim = -1;                 // data dimension when known
   Registry* registry = nullptr;
   RandomStream* rng = nullptr;    // the component's own stream (initialisation)
+  Index train_rows = -1;          // size of the training split when known (early validation)
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const Config&, const BuildContext&)>;

@@ -59,6 +59,7 @@ endif()
 add_library(kef::framework SHARED IMPORTED)
 
 set_target_properties(kef::framework PROPERTIES
+  INTERFACE_COMPILE_DEFINITIONS "EIGEN_DONT_PARALLELIZE"
   INTERFACE_COMPILE_FEATURES "cxx_std_20"
   INTERFACE_COMPILE_OPTIONS "-march=native"
   INTERFACE_INCLUDE_DIRECTORIES "${_IMPORT_PREFIX}/include;${_IMPORT_PREFIX}/include"
