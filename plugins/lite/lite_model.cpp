@@ -71,6 +71,11 @@ void LiteModel::score_and_laplacian(const Matrix& X, Matrix& score, Matrix& lapl
   }
 }
 
+std::optional<double> LiteModel::log_ratio_lower_bound() const {
+  if (!kernel_->capabilities().bounded_unit) return std::nullopt;
+  return alpha_.cwiseMin(0.0).sum();
+}
+
 std::string LiteModel::describe() const {
   std::ostringstream os;
   os << "lite kernel exponential family: " << inducing_.rows() << " inducing points, kernel "

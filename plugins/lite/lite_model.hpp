@@ -18,6 +18,9 @@ class LiteModel final : public Model {
   Matrix score(const Matrix& X) const override;
   void score_and_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const override;
   std::string describe() const override;
+  const BaseMeasure* base_measure() const override { return base_.get(); }
+  // With 0 <= k <= 1, f(x) = Σ α_m k(x, z_m) >= Σ_m min(α_m, 0) (MATH.md §8).
+  std::optional<double> log_ratio_lower_bound() const override;
   bool can_save() const override { return true; }
   void save(ModelWriter& writer) const override;
 

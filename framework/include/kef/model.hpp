@@ -11,6 +11,7 @@
 
 namespace kef {
 
+class BaseMeasure;
 class ModelWriter;
 
 class Model {
@@ -32,6 +33,12 @@ class Model {
 
   // log Z when known exactly (normalised truths, q0-only models); otherwise empty.
   virtual std::optional<double> log_normalizer() const { return std::nullopt; }
+
+  // For importance sampling from the base measure (log-likelihood evaluation): the model's
+  // normalised q0, when log p~ = f + log q0 with a samplable q0; and an almost-sure lower bound of
+  // f = log p~ − log q0 (for the bias bound of DKEF Proposition 1), when one is known.
+  virtual const BaseMeasure* base_measure() const { return nullptr; }
+  virtual std::optional<double> log_ratio_lower_bound() const { return std::nullopt; }
 
   // Densities with bounded support report where they are positive; score-based metrics use only
   // those rows and say so.
