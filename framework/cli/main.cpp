@@ -7,6 +7,8 @@
 #include <map>
 
 #include <CLI/CLI.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
@@ -110,6 +112,38 @@ int cmd_score(const std::string& model_dir, const std::string& data, const std::
   return 0;
 }
 
+int cmd_eval(const kef::SavedEvalOptions& opts, const std::string& out) {
+  kef::Registry registry;
+  load_default_plugins(registry, {});
+  kef::EvaluationResult r = kef::evaluate_saved_model(registry, opts);
+  nlohmann::ordered_json j;
+  j["kef_version"] = kef::version();
+  j["model_dir"] = opts.model_dir;
+  if (!opts.against_dir.empty()) j["against"] = opts.against_dir;
+  j["data"] = opts.data_file;
+  j["evaluator"] = opts.evaluator;
+  j["seed"] = opts.seed;
+  for (const auto& [k, v] : r.metrics) {
+    j["metrics"][k] = v;
+    std::cout << k << " = " << v << "\n";
+  }
+  for (const auto& n : r.notes) {
+    j["notes"].push_back(n);
+    std::cerr << "[kef] note: " << n << "\n";
+  }
+  if (!out.empty()) {
+    // Written to a temporary name and renamed: no partial file on failure.
+    std::string tmp = out + ".kef-tmp";
+    {
+      std::ofstream f(tmp);
+      f << j.dump(2) << "\n";
+      if (!f) throw kef::ConfigError("--out " + out + ": cannot write");
+    }
+    fs::rename(tmp, out);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,6 +179,20 @@ int main(int argc, char** argv) {
   score->add_option("--out", out, "output .npy: N x (1 + D), log p~ then the score")->required();
   score->add_option("--columns", columns, "CSV columns to use");
 
+  kef::SavedEvalOptions eval_opts;
+  std::string eval_out;
+  auto* eval = app.add_subcommand("eval", "Run one evaluator on a saved model, with a data file as the held-out set");
+  eval->add_option("model_dir", eval_opts.model_dir, "saved model directory")->required();
+  eval->add_option("--data", eval_opts.data_file, "data file (.csv or .npy)")->required();
+  eval->add_option("--type", eval_opts.evaluator, "evaluator type (see `kef plugins`)")->required();
+  eval->add_option("--against", eval_opts.against_dir, "second saved model, for comparative evaluators");
+  eval->add_option("--set", eval_opts.settings, "an evaluator key: key=value");
+  eval->add_option("--columns", eval_opts.columns, "CSV columns to use");
+  eval->add_option("--seed", eval_opts.seed, "seed of the evaluator's random streams (default 0)");
+  eval->add_option("--out", eval_out, "also write the metrics as JSON to this file");
+  eval->add_option("--threads", threads, "worker threads")->check(CLI::PositiveNumber);
+  eval->add_flag("--quiet", eval_opts.quiet, "no progress output");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -179,6 +227,10 @@ int main(int argc, char** argv) {
     }
     if (plugins->parsed()) return cmd_plugins(plugin_paths, describe);
     if (score->parsed()) return cmd_score(model_dir, data, out, columns, threads);
+    if (eval->parsed()) {
+      eval_opts.threads = threads;
+      return cmd_eval(eval_opts, eval_out);
+    }
   } catch (const kef::Error& e) {
     std::cerr << "kef: " << e.kind() << ": " << e.what() << "\n";
     return e.exit_status();

@@ -115,6 +115,23 @@ TEST(Cli, RunWritesResultsAndAReloadableModel) {
     EXPECT_NE(py_out.find("(60,) float64"), std::string::npos) << py_out;
   }
 
+  // kef eval: an evaluator on the saved model with the file as the held-out set.
+  Result ev = kef_cmd("eval " + model_dir.string() + " --data " + xfile.string() +
+                      " --type score_matching_loss --quiet --out " + (dir / "eval.json").string());
+  ASSERT_EQ(ev.status, 0) << ev.output;
+  Json ej = read_json(dir / "eval.json");
+  Matrix sc, lap;
+  model->score_and_laplacian(X, sc, lap);
+  EXPECT_NEAR(ej["metrics"]["score_matching_loss"].get<double>(),
+              (lap.array() + 0.5 * sc.array().square()).rowwise().sum().mean(), 1e-12);
+  Result ev_truth = kef_cmd("eval " + model_dir.string() + " --data " + xfile.string() + " --type fisher_divergence");
+  EXPECT_EQ(ev_truth.status, 2) << ev_truth.output;
+  EXPECT_NE(ev_truth.output.find("exact density"), std::string::npos) << ev_truth.output;
+  Result ev_key = kef_cmd("eval " + model_dir.string() + " --data " + xfile.string() +
+                          " --type score_matching_loss --set split=nope");
+  EXPECT_EQ(ev_key.status, 2) << ev_key.output;
+  EXPECT_NE(ev_key.output.find("split"), std::string::npos) << ev_key.output;
+
   // Score on data of the wrong dimension: exit 2 naming the file.
   write_npy(dir / "x3.npy", Matrix(Matrix::Zero(2, 3)));
   Result bad = kef_cmd("score " + model_dir.string() + " --data " + (dir / "x3.npy").string() + " --out " + (dir / "t.npy").string());

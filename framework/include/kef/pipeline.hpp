@@ -31,6 +31,20 @@ Config load_pipeline_config(const std::string& path, const std::vector<std::stri
 void validate_pipeline(const std::string& path, const RunOptions& options);
 RunSummary run_pipeline(const std::string& path, const RunOptions& options);
 
+// `kef eval`: one evaluator on saved models, with a data file as the test split.
+struct SavedEvalOptions {
+  std::string model_dir;
+  std::string against_dir;               // second model of comparative evaluators (optional)
+  std::string data_file;
+  std::vector<std::string> columns;
+  std::string evaluator;                 // evaluator type
+  std::vector<std::string> settings;     // "key=value" for the evaluator
+  std::uint64_t seed = 0;
+  int threads = 0;
+  bool quiet = false;
+};
+EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions& options);
+
 // Components that come with the framework itself (the `file` data source).
 void register_core_components(Registry& registry);
 // Keys of [data] that the host handles for every source.
