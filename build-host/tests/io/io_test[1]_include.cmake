@@ -1,5 +1,0 @@
-if(EXISTS "/work/main/build-host/tests/io/io_test[1]_tests.cmake")
-  include("/work/main/build-host/tests/io/io_test[1]_tests.cmake")
-else()
-  add_test(io_test_NOT_BUILT io_test_NOT_BUILT)
-endif()

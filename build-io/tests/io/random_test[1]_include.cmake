@@ -1,5 +1,0 @@
-if(EXISTS "/work/main/build-io/tests/io/random_test[1]_tests.cmake")
-  include("/work/main/build-io/tests/io/random_test[1]_tests.cmake")
-else()
-  add_test(random_test_NOT_BUILT random_test_NOT_BUILT)
-endif()
