@@ -35,40 +35,37 @@ Vector LiteModel::log_unnormalized(const Matrix& X) const {
   return out;
 }
 
-Matrix LiteModel::score(const Matrix& X) const {
-  Matrix s, l;
+// One chunked pass computes the score, and the Hessian diagonal when `laplacian` is given.
+void LiteModel::evaluate_derivatives(const Matrix& X, Matrix& score, Matrix* laplacian) const {
   check_input(X);
   const Index N = X.rows(), D = X.cols();
-  s.resize(N, D);
+  const int order = laplacian ? 2 : 1;
+  score.resize(N, D);
+  if (laplacian) laplacian->resize(N, D);
   KernelStacks st;
   Matrix q1, q2;
   for (Index r = 0; r < N; r += kChunk) {
     const Index len = std::min(kChunk, N - r);
     const Matrix Xc = X.middleRows(r, len);
-    kernel_->derivatives(Xc, inducing_, 1, st);
+    kernel_->derivatives(Xc, inducing_, order, st);
     base_->derivatives(Xc, q1, q2);
     Vector g = st.d1 * alpha_;  // (d, n) order = column-major len x D
-    s.middleRows(r, len) = Eigen::Map<const Matrix>(g.data(), len, D) + q1;
+    score.middleRows(r, len) = Eigen::Map<const Matrix>(g.data(), len, D) + q1;
+    if (laplacian) {
+      Vector h = st.d2 * alpha_;
+      laplacian->middleRows(r, len) = Eigen::Map<const Matrix>(h.data(), len, D) + q2;
+    }
   }
+}
+
+Matrix LiteModel::score(const Matrix& X) const {
+  Matrix s;
+  evaluate_derivatives(X, s, nullptr);
   return s;
 }
 
 void LiteModel::score_and_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const {
-  check_input(X);
-  const Index N = X.rows(), D = X.cols();
-  score.resize(N, D);
-  laplacian.resize(N, D);
-  KernelStacks st;
-  Matrix q1, q2;
-  for (Index r = 0; r < N; r += kChunk) {
-    const Index len = std::min(kChunk, N - r);
-    const Matrix Xc = X.middleRows(r, len);
-    kernel_->derivatives(Xc, inducing_, 2, st);
-    base_->derivatives(Xc, q1, q2);
-    Vector g = st.d1 * alpha_, h = st.d2 * alpha_;
-    score.middleRows(r, len) = Eigen::Map<const Matrix>(g.data(), len, D) + q1;
-    laplacian.middleRows(r, len) = Eigen::Map<const Matrix>(h.data(), len, D) + q2;
-  }
+  evaluate_derivatives(X, score, &laplacian);
 }
 
 std::optional<double> LiteModel::log_ratio_lower_bound() const {

@@ -34,6 +34,7 @@ class LiteModel final : public Model {
 
  private:
   void check_input(const Matrix& X) const;
+  void evaluate_derivatives(const Matrix& X, Matrix& score, Matrix* laplacian) const;
   KernelPtr kernel_;
   BaseMeasurePtr base_;
   Matrix inducing_;
