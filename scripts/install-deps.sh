@@ -12,7 +12,8 @@ packages=(
   libcli11-dev           # the kef command line
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev       # bench/
-  libopenblas0-pthread   # NumPy anchors run against OpenBLAS
+  libopenblas-dev        # dsyrk for the lite system (faster than Eigen's rank update)
+  libopenblas0-pthread   # the OpenBLAS kef links and the NumPy anchors use
   python3-numpy          # anchors and the .npy round-trip test
 )
 

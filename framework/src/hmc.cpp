@@ -99,6 +99,7 @@ Matrix starting_points(const Model& model, const HmcOptions& o, RandomStream rng
 
 // Shared by the groups: progress over all chains, reported from one thread at a time.
 struct ProgressTicker {
+  ProgressTicker(const HmcOptions& options, Index total_iterations) : o(options), total(total_iterations) {}
   const HmcOptions& o;
   Index total;
   std::atomic<Index> done{0};
@@ -151,6 +152,7 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
         X1.row(r).array() += eps[r] * chains[r].inv_mass.transpose().array() * P1.row(r).array();
       }
       S1 = model.score(X1);
+      if (S1.rows() != n || S1.cols() != D) throw Error("HMC: model " + model.type_name() + " returned a score of the wrong shape");
       for (Index r = 0; r < n; ++r) {
         auto a = static_cast<std::size_t>(r);
         if (!alive[a]) continue;
@@ -165,6 +167,7 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
       }
     }
     const Vector logp1 = model.log_unnormalized(X1);
+    if (logp1.size() != n) throw Error("HMC: model " + model.type_name() + " returned log p~ of the wrong size");
     const bool keep = !warm && (it - W + 1) % o.thinning == 0;
     for (Index r = 0; r < n; ++r) {
       Chain& ch = chains[r];
@@ -356,7 +359,7 @@ Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& o, HmcDi
     ch.draws.resize(o.samples, D);
   }
   const Index groups = (o.chains + o.chains_per_batch - 1) / o.chains_per_batch;
-  ProgressTicker ticker{o, o.chains * (o.warmup + o.samples * o.thinning)};
+  ProgressTicker ticker(o, o.chains * (o.warmup + o.samples * o.thinning));
   const int threads = o.threads > 0 ? o.threads : default_threads();
   parallel_for(groups, threads, [&](Index g) {
     const Index first = g * o.chains_per_batch, n = std::min(o.chains_per_batch, o.chains - first);

@@ -1,5 +1,7 @@
 #include "kef/lite_system.hpp"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -11,6 +13,12 @@
 namespace kef {
 
 namespace {
+
+// C (lower triangle) += AᵀA with OpenBLAS, on one thread: kef parallelises over row blocks itself.
+void syrk_lower(const Matrix& A, Matrix& C) {
+  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, static_cast<blasint>(C.rows()), static_cast<blasint>(A.rows()),
+              1.0, A.data(), static_cast<blasint>(A.rows()), 1.0, C.data(), static_cast<blasint>(C.rows()));
+}
 
 struct BlockSums {
   Matrix G, U;
@@ -57,8 +65,8 @@ LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base,
       base.derivatives(Xc, q1, q2);
       // Column-major N x D flattens in (d, n) order, the row order of the stacks.
       Eigen::Map<const Vector> q1v(q1.data(), len * D), q2v(q2.data(), len * D);
-      s.G.selfadjointView<Eigen::Lower>().rankUpdate(st.d1.transpose());
-      if (need_U) s.U.selfadjointView<Eigen::Lower>().rankUpdate(st.d2.transpose());
+      syrk_lower(st.d1, s.G);
+      if (need_U) syrk_lower(st.d2, s.U);
       s.b_main.noalias() += st.d2.colwise().sum().transpose();
       s.b_main.noalias() += st.d1.transpose() * q1v;
       s.b_c.noalias() += st.d2.transpose() * q2v;

@@ -1,6 +1,7 @@
 // Thread budget and the OpenMP loop behind parallel_for.
 #include "kef/parallel.hpp"
 
+#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -16,10 +17,12 @@
 namespace kef {
 namespace {
 
-// kef parallelises over fixed work items; if Eigen split products across threads as well, results
-// would depend on the thread count and threads would be oversubscribed. Runs when libkef is loaded.
+// kef parallelises over fixed work items; if Eigen or OpenBLAS split products across threads as
+// well, results would depend on the thread count and threads would be oversubscribed. Runs when
+// libkef is loaded.
 const bool kEigenSingleThreaded = [] {
   Eigen::setNbThreads(1);
+  openblas_set_num_threads(1);
   return true;
 }();
 
