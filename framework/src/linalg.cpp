@@ -39,6 +39,13 @@ double SpdFactor::log_determinant() const {
   return 2.0 * llt_.matrixLLT().diagonal().array().log().sum();
 }
 
+Matrix squared_distances(const Matrix& X, const Matrix& Y) {
+  Matrix d = -2.0 * X * Y.transpose();
+  d.colwise() += X.rowwise().squaredNorm();
+  d.rowwise() += Y.rowwise().squaredNorm().transpose();
+  return d.cwiseMax(0.0);
+}
+
 double logsumexp(const Vector& v) {
   if (v.size() == 0) return -std::numeric_limits<double>::infinity();
   const double m = v.maxCoeff();

@@ -83,7 +83,7 @@ void ModelReader::restore_parameters(const std::string& section, Component& comp
 
 KernelPtr ModelReader::read_kernel(const std::string& section, Registry& registry) const {
   if (!manifest_.has(section)) fail("model.toml has no [" + section + "] table");
-  KernelPtr k = registry.make_kernel(manifest_.table(section), BuildContext{-1, &registry, nullptr});
+  KernelPtr k = registry.make_kernel(manifest_.table(section), BuildContext{dim(), &registry, nullptr});
   restore_parameters(section, *k);
   return k;
 }
@@ -91,9 +91,15 @@ KernelPtr ModelReader::read_kernel(const std::string& section, Registry& registr
 BaseMeasurePtr ModelReader::read_base_measure(const std::string& section, Registry& registry) const {
   if (!manifest_.has(section)) fail("model.toml has no [" + section + "] table");
   BaseMeasurePtr b =
-      registry.make_base_measure(manifest_.table(section), BuildContext{-1, &registry, nullptr});
+      registry.make_base_measure(manifest_.table(section), BuildContext{dim(), &registry, nullptr});
   restore_parameters(section, *b);
   return b;
+}
+
+Index ModelReader::dim() const {
+  if (!manifest_.has("dim")) return -1;
+  if (!manifest_.holds_integer("dim") || manifest_.integer("dim") < 1) fail("`dim` must be a positive integer");
+  return manifest_.integer("dim");
 }
 
 void ModelReader::fail(const std::string& what) const {

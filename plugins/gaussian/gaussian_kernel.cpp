@@ -3,18 +3,11 @@
 #include <cmath>
 
 #include "kef/error.hpp"
+#include "kef/linalg.hpp"
 
 namespace kef::gaussian {
 
 namespace {
-// Squared distances by the expansion ‖x‖² + ‖y‖² − 2xᵀy (one GEMM); clamped at 0 against rounding.
-Matrix squared_distances(const Matrix& X, const Matrix& Y) {
-  Matrix d = -2.0 * X * Y.transpose();
-  d.colwise() += X.rowwise().squaredNorm();
-  d.rowwise() += Y.rowwise().squaredNorm().transpose();
-  return d.cwiseMax(0.0);
-}
-
 void check_dims(const Matrix& X, const Matrix& Y) {
   if (X.cols() != Y.cols())
     throw DataError("gaussian kernel: inputs of dimension " + std::to_string(X.cols()) + " and " +

@@ -26,6 +26,9 @@ class SpdFactor {
 
 double logsumexp(const Vector& v);
 
+// ‖x_n − y_m‖² for all rows (N x M), by ‖x‖² + ‖y‖² − 2xᵀy (one GEMM), clamped at 0 against rounding.
+Matrix squared_distances(const Matrix& X, const Matrix& Y);
+
 // NumericalError naming `where` and the first (row, column) that is NaN or infinite.
 void check_finite(const Matrix& m, std::string_view where);
 void check_finite(const Vector& v, std::string_view where);

@@ -14,6 +14,7 @@ namespace kef {
 
 class Registry;
 
+// Models write their dimension as `dim` so that components needing it (deep kernels) rebuild.
 class ModelWriter {
  public:
   ModelWriter(std::filesystem::path dir, std::string model_type);
@@ -35,6 +36,8 @@ class ModelReader {
   explicit ModelReader(std::filesystem::path dir);
   const Config& manifest() const { return manifest_; }
   std::string model_type() const;
+  // The model's dimension (`dim` in model.toml), passed to rebuilt components; −1 when absent.
+  Index dim() const;
   Matrix read_array(const std::string& name) const;
   KernelPtr read_kernel(const std::string& section, Registry& registry) const;
   BaseMeasurePtr read_base_measure(const std::string& section, Registry& registry) const;

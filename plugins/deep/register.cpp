@@ -1,0 +1,69 @@
+#include "deep_kernel.hpp"
+#include "kef/sdk/plugin.hpp"
+#include "mlp_feature_map.hpp"
+
+namespace {
+
+using kef::KeySpec;
+
+const std::vector<double> kDkefSigmaInit = {1.0, 3.16, 10.0};
+
+kef::Index require_dim(const kef::Config& cfg, const kef::BuildContext& ctx, const char* what) {
+  if (ctx.dim < 1) cfg.fail("type", std::string(what) + " needs the data dimension, which is not known here");
+  return ctx.dim;
+}
+
+void register_deep(kef::PluginRegistrar& r) {
+  kef::ComponentInfo kernel;
+  kernel.type = "deep";
+  kernel.summary = "DKEF deep kernel: a softmax-weighted mixture of Gaussian (or linear) kernels on MLP features";
+  kernel.reference = "DKEF (Wenliang et al. 2019) eq. 7; MATH.md §2";
+  kernel.keys = {
+      KeySpec::integer("components", "R, the number of mixture components", 3).at_least(1),
+      KeySpec::integer("layers", "L, fully connected layers per feature map", 3).at_least(1),
+      KeySpec::integer("width", "W, the width of every layer", 30).at_least(1),
+      KeySpec::numbers("sigma_init", "initial length scales σ_r: one value, or one per component "
+                                     "(default DKEF's [1.0, 3.16, 10], its first R values when R < 3)")
+          .optional()
+          .positive(),
+      KeySpec::string("on", "kernel on the features: gaussian (DKEF-G) or linear (DKEF-L)", std::string("gaussian"))
+          .one_of({"gaussian", "linear"}),
+  };
+  r.add_kernel(kernel, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
+    const kef::Index D = require_dim(cfg, ctx, "the deep kernel");
+    const kef::Index R = cfg.integer("components");
+    std::vector<double> sigma;
+    if (cfg.has("sigma_init")) {
+      sigma = cfg.numbers("sigma_init");
+      if (sigma.size() != 1 && static_cast<kef::Index>(sigma.size()) != R)
+        cfg.fail("sigma_init", "has " + std::to_string(sigma.size()) + " values for " + std::to_string(R) +
+                                   " components (give one, or one per component)");
+    } else if (R <= 3) {
+      sigma.assign(kDkefSigmaInit.begin(), kDkefSigmaInit.begin() + R);
+    } else {
+      cfg.fail("sigma_init", "needed when components > 3 (DKEF's default covers 3)");
+    }
+    kef::RandomStream fallback(0, "kernel/deep");
+    kef::RandomStream& rng = ctx.rng ? *ctx.rng : fallback;
+    return std::make_unique<kef::deep::DeepKernel>(
+        D, R, cfg.integer("layers"), cfg.integer("width"), sigma,
+        cfg.string("on") == "linear" ? kef::deep::OnFeatures::Linear : kef::deep::OnFeatures::Gaussian, rng);
+  });
+
+  kef::ComponentInfo fm;
+  fm.type = "mlp";
+  fm.summary = "DKEF's network: L softplus layers of width W, skip connection into the last layer";
+  fm.reference = "DKEF (Wenliang et al. 2019) section 2; MATH.md §2";
+  fm.keys = {KeySpec::integer("layers", "L, fully connected layers", 3).at_least(1),
+             KeySpec::integer("width", "W, the width of every layer", 30).at_least(1)};
+  r.add_feature_map(fm, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
+    const kef::Index D = require_dim(cfg, ctx, "the mlp feature map");
+    kef::RandomStream fallback(0, "feature_map/mlp");
+    kef::RandomStream& rng = ctx.rng ? *ctx.rng : fallback;
+    return std::make_unique<kef::deep::MlpFeatureMap>(D, cfg.integer("width"), cfg.integer("layers"), rng);
+  });
+}
+
+}  // namespace
+
+KEF_PLUGIN("deep", "0.1.0", "Deep kernels of DKEF: MLP feature maps and the deep mixture kernel", register_deep)

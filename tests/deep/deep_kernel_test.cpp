@@ -1,0 +1,145 @@
+// The deep kernel: derivative stacks and the backward pass (logits, length scales, every network
+// weight, inducing points) against central differences, for Gaussian and linear components.
+#include <gtest/gtest.h>
+
+#include "kef/error.hpp"
+#include "kef/kernel.hpp"
+#include "kef/model_archive.hpp"
+#include "kef/progress.hpp"
+#include "test_support.hpp"
+
+namespace kef {
+namespace {
+
+KernelPtr make_deep(const std::string& on, Index dim, std::uint64_t seed) {
+  RandomStream rng(seed, "deep");
+  auto k = test::plugin_registry().make_kernel(
+      test::config_from("type = \"deep\"\ncomponents = 2\nlayers = 2\nwidth = 3\nsigma_init = [0.8, 1.5]\non = \"" + on + "\""),
+      BuildContext{dim, &test::plugin_registry(), &rng});
+  // Unequal mixture weights and non-zero biases, so no term of the gradient vanishes by symmetry.
+  Vector theta = k->parameters();
+  theta += 0.2 * rng.normal_matrix(theta.size(), 1).col(0);
+  k->set_parameters(theta);
+  return k;
+}
+
+class DeepKernelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeepKernelTest, DerivativeStacksMatchCentralDifferences) {
+  auto k = make_deep(GetParam(), 2, 1);
+  RandomStream rng(2, "points");
+  Matrix X = rng.normal_matrix(4, 2), Y = rng.normal_matrix(3, 2);
+  KernelStacks st;
+  k->derivatives(X, Y, 2, st);
+  EXPECT_LT((st.value - k->gram(X, Y)).cwiseAbs().maxCoeff(), 1e-14);
+  const double h = 1e-5;
+  for (Index d = 0; d < 2; ++d) {
+    Matrix Xp = X, Xm = X;
+    Xp.col(d).array() += h;
+    Xm.col(d).array() -= h;
+    KernelStacks p, m;
+    k->derivatives(Xp, Y, 1, p);
+    k->derivatives(Xm, Y, 1, m);
+    // Truncation O(h²) and rounding O(1e-16/h) are both far below 1e-8 for O(1) values.
+    EXPECT_LT((st.d1.middleRows(d * 4, 4) - (p.value - m.value) / (2 * h)).cwiseAbs().maxCoeff(), 1e-8);
+    EXPECT_LT((st.d2.middleRows(d * 4, 4) - (p.d1.middleRows(d * 4, 4) - m.d1.middleRows(d * 4, 4)) / (2 * h))
+                  .cwiseAbs()
+                  .maxCoeff(),
+              1e-8);
+  }
+}
+
+TEST_P(DeepKernelTest, BackwardMatchesCentralDifferences) {
+  auto k = make_deep(GetParam(), 2, 3);
+  RandomStream rng(4, "adjoints");
+  Matrix X = rng.normal_matrix(4, 2), Y = rng.normal_matrix(3, 2);
+  // Every combination of present adjoints: value only, d1 only, d2 only, all three.
+  std::vector<std::array<bool, 3>> combos = {{true, false, false}, {false, true, false}, {false, false, true}, {true, true, true}};
+  for (const auto& c : combos) {
+    KernelStacks adj;
+    if (c[0]) adj.value = rng.normal_matrix(4, 3);
+    if (c[1]) adj.d1 = rng.normal_matrix(8, 3);
+    if (c[2]) adj.d2 = rng.normal_matrix(8, 3);
+    auto loss = [&](const Kernel& kk, const Matrix& Yv) {
+      KernelStacks st;
+      kk.derivatives(X, Yv, 2, st);
+      double v = 0;
+      if (c[0]) v += (adj.value.array() * st.value.array()).sum();
+      if (c[1]) v += (adj.d1.array() * st.d1.array()).sum();
+      if (c[2]) v += (adj.d2.array() * st.d2.array()).sum();
+      return v;
+    };
+    Vector gp = Vector::Zero(k->parameter_count());
+    Matrix gy = Matrix::Zero(3, 2);
+    k->backward(X, Y, adj, &gp, &gy);
+    KernelPtr probe = make_deep(GetParam(), 2, 3);
+    Vector fd = test::numerical_gradient(
+        [&](const Vector& t) {
+          probe->set_parameters(t);
+          return loss(*probe, Y);
+        },
+        k->parameters());
+    const double scale = std::max(1.0, fd.cwiseAbs().maxCoeff());
+    EXPECT_LT((gp - fd).cwiseAbs().maxCoeff(), 1e-7 * scale)
+        << "adjoints " << c[0] << c[1] << c[2] << "\nanalytic " << gp.transpose() << "\nnumeric  " << fd.transpose();
+    Eigen::Map<const Vector> y0(Y.data(), Y.size());
+    Vector fdy = test::numerical_gradient(
+        [&](const Vector& yv) { return loss(*k, Eigen::Map<const Matrix>(yv.data(), 3, 2)); }, Vector(y0));
+    Eigen::Map<const Vector> gyv(gy.data(), gy.size());
+    EXPECT_LT((gyv - fdy).cwiseAbs().maxCoeff(), 1e-7 * std::max(1.0, fdy.cwiseAbs().maxCoeff()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OnFeatures, DeepKernelTest, ::testing::Values("gaussian", "linear"));
+
+TEST(DeepKernel, GaussianMixtureIsBoundedAndWeightsSumToOne) {
+  auto k = make_deep("gaussian", 3, 5);
+  RandomStream rng(6, "x");
+  Matrix X = rng.normal_matrix(20, 3);
+  Matrix G = k->gram(X, X);
+  EXPECT_LE(G.maxCoeff(), 1.0 + 1e-15);
+  EXPECT_GE(G.minCoeff(), 0.0);
+  EXPECT_NEAR(G.diagonal().minCoeff(), 1.0, 1e-12);  // k(x, x) = Σ ρ_r = 1
+  EXPECT_TRUE(k->capabilities().bounded_unit);
+}
+
+TEST(DeepKernel, BadKeysAreConfigErrorsNamingTheKey) {
+  auto expect = [](const std::string& toml, const std::string& key, Index dim) {
+    try {
+      test::plugin_registry().make_kernel(test::config_from("type = \"deep\"\n" + toml), BuildContext{dim});
+      ADD_FAILURE() << toml;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  expect("width = 0", "width", 2);
+  expect("components = 0", "components", 2);
+  expect("components = 2\nsigma_init = [1, 2, 3]", "sigma_init", 2);
+  expect("components = 5", "sigma_init", 2);
+  expect("on = \"cubic\"", "on", 2);
+  expect("", "dimension", -1);
+}
+
+TEST(DeepKernel, LiteModelWithADeepKernelSavesAndReloads) {
+  Registry& reg = test::plugin_registry();
+  RandomStream init(7, "init");
+  auto kernel = reg.make_kernel(test::config_from("type = \"deep\"\ncomponents = 2\nlayers = 2\nwidth = 4"),
+                                BuildContext{2, &reg, &init});
+  auto base = reg.make_base_measure(test::config_from("type = \"gaussian\"\nstd = 2.0"), {});
+  auto est = reg.make_estimator(test::config_from("type = \"lite\"\ninducing_points = 20"),
+                                EstimatorParts{kernel, base, &reg}, {});
+  RandomStream rng(8, "data");
+  Matrix train = rng.normal_matrix(200, 2), empty(0, 2);
+  auto progress = make_silent_progress();
+  FitReport report;
+  ModelPtr model = est->fit(FitInput{train, empty, rng, *progress, 2, report});
+  auto dir = test::temp_dir("deep-save") / "m";
+  save_model(*model, dir);
+  ModelPtr back = load_model(dir, reg);
+  Matrix X = rng.normal_matrix(10, 2);
+  EXPECT_EQ((back->log_unnormalized(X) - model->log_unnormalized(X)).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_EQ((back->score(X) - model->score(X)).cwiseAbs().maxCoeff(), 0.0);
+}
+
+}  // namespace
+}  // namespace kef
