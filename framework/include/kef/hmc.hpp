@@ -43,8 +43,9 @@ struct HmcOptions {
   double step_size_jitter = 0.2;     // each iteration uses ε·U(1 − j, 1 + j), against periodic orbits
   Index thinning = 1;                // keep every thinning-th draw after warm-up
   bool adapt_step_size = true;
-  // Diagonal mass matrix from the variance of the middle 75% of warm-up (per chain; Stan's
-  // regularisation); identity otherwise, or when warm-up is shorter than 20 iterations.
+  // Diagonal mass matrix (per chain) from the variance of the draws in 15%–50% of warm-up, with
+  // Stan's regularisation; the step size is then adapted afresh over the second half of warm-up.
+  // Identity otherwise, or when warm-up is shorter than 20 iterations.
   bool adapt_mass = true;
   Index chains_per_batch = 4;        // chains advanced together in one model call (see above)
   double max_energy_error = 1000.0;  // |ΔH| above this is a divergence (as in Stan)
