@@ -6,6 +6,7 @@
 #include "affine_model.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
+#include "kef/lite_model.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/random.hpp"
 
@@ -116,6 +117,10 @@ void register_core_components(Registry& registry) {
     r.add_data_source(info, [](const Config& cfg, const BuildContext&) {
       return std::make_unique<FileSource>(cfg);
     });
+    ComponentInfo model;
+    model.type = "lite";
+    model.summary = "Saved inducing-point model (lite, dkef): kernel, base measure, inducing_points.npy, alpha.npy";
+    r.add_model_loader(model, &LiteModel::load);
   });
 }
 

@@ -5,7 +5,7 @@
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/lite_system.hpp"
-#include "lite_model.hpp"
+#include "kef/lite_model.hpp"
 
 namespace kef::lite {
 
@@ -77,7 +77,7 @@ ModelPtr LiteEstimator::fit(const FitInput& in) {
   if (sol.jitter > 0)
     in.report.notes.push_back("the lite system needed jitter " + std::to_string(sol.jitter) +
                               " on its diagonal to factorise");
-  auto model = std::make_shared<LiteModel>(kernel_, base_, Z, sol.alpha);
+  auto model = std::make_shared<kef::LiteModel>(kernel_, base_, Z, sol.alpha);
   model->set_fit_info({{"lambda_alpha", lambda_alpha_},
                        {"lambda_h", lambda_h_},
                        {"lambda_c", lambda_c_},

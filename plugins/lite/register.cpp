@@ -1,6 +1,5 @@
 #include "kef/sdk/plugin.hpp"
 #include "lite_estimator.hpp"
-#include "lite_model.hpp"
 
 namespace {
 
@@ -19,11 +18,6 @@ void register_lite(kef::PluginRegistrar& r) {
                                       std::to_string(ctx.train_rows) + " training rows");
     return std::make_unique<kef::lite::LiteEstimator>(cfg, parts);
   });
-
-  kef::ComponentInfo model;
-  model.type = "lite";
-  model.summary = "Saved lite model: kernel, base measure, inducing_points.npy, alpha.npy";
-  r.add_model_loader(model, &kef::lite::LiteModel::load);
 }
 
 }  // namespace

@@ -7,12 +7,14 @@
 #include <vector>
 
 #include "kef/config.hpp"
+#include "kef/pipeline.hpp"
 
 namespace kef::test {
 
 Registry& plugin_registry() {
   static Registry* registry = [] {
     auto* r = new Registry();
+    register_core_components(*r);
     r->load_plugins({plugin_dir()});
     return r;
   }();

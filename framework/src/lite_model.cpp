@@ -1,10 +1,10 @@
-#include "lite_model.hpp"
+#include "kef/lite_model.hpp"
 
 #include <sstream>
 
 #include "kef/error.hpp"
 
-namespace kef::lite {
+namespace kef {
 
 namespace {
 // Evaluation is chunked so that the (N·D) x M stacks stay small for any N.
@@ -104,4 +104,4 @@ ModelPtr LiteModel::load(const ModelReader& reader, Registry& registry) {
   return std::make_shared<LiteModel>(kernel, base, Z, a.col(0));
 }
 
-}  // namespace kef::lite
+}  // namespace kef

@@ -1,12 +1,13 @@
 #pragma once
-// f(x) = Σ_m α_m k(x, z_m);  log p~(x) = f(x) + log q0(x)  (MATH.md §4).
+// The model of every inducing-point estimator (lite, DKEF): f(x) = Σ_m α_m k(x, z_m) and
+// log p~(x) = f(x) + log q0(x) (MATH.md §4). Saved as type "lite"; the framework registers its loader.
 #include "kef/base_measure.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/registry.hpp"
 
-namespace kef::lite {
+namespace kef {
 
 class LiteModel final : public Model {
  public:
@@ -42,4 +43,4 @@ class LiteModel final : public Model {
   std::vector<std::pair<std::string, double>> fit_info_;
 };
 
-}  // namespace kef::lite
+}  // namespace kef
