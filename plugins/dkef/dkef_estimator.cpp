@@ -1,0 +1,262 @@
+#include "dkef_estimator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "kef/adam.hpp"
+#include "kef/closed_form_gradient.hpp"
+#include "kef/error.hpp"
+#include "kef/lite_model.hpp"
+#include "kef/lite_system.hpp"
+
+namespace kef::dkef {
+
+namespace {
+const std::vector<std::string> kGroups = {"kernel", "points", "lambda", "base_measure"};
+
+Matrix rows_of(const Matrix& X, const std::vector<Index>& idx, std::size_t begin, std::size_t count) {
+  Matrix out(static_cast<Index>(count), X.cols());
+  for (std::size_t i = 0; i < count; ++i) out.row(static_cast<Index>(i)) = X.row(idx[begin + i]);
+  return out;
+}
+}  // namespace
+
+KeyList dkef_keys() {
+  return {
+      KeySpec::integer("inducing_points", "M, initialised from a seeded random subset of the fit split", 300).at_least(1),
+      KeySpec::integer("batch_fit", "rows of the training minibatch Dt (α is fitted on it)", 100).at_least(1),
+      KeySpec::integer("batch_loss", "rows of the validation minibatch Dv (the loss is taken on it)", 100).at_least(1),
+      KeySpec::number("learning_rate", "Adam's learning rate", 1e-2).positive(),
+      KeySpec::integer("max_steps", "stage-1 steps at most", 10000).at_least(1),
+      KeySpec::integer("patience", "stage 1 stops after this many steps without a better validation loss", 200)
+          .at_least(1),
+      KeySpec::integer("eval_every", "steps between validation-loss evaluations (early stopping, curve)", 10)
+          .at_least(1),
+      KeySpec::integer("validation_fit_rows", "rows of the fit split α is fitted on for early stopping "
+                                              "(a fixed seeded subsample; 0: all)", 1000)
+          .non_negative(),
+      KeySpec::number("init_log10_lambda", "initial log10 of λ_α and λ_C", -2.0),
+      KeySpec::number("train_noise_std", "std of Gaussian noise added to each minibatch (0; DKEF used 0.05 on real data)",
+                      0.0)
+          .non_negative(),
+      KeySpec::integer("stage2_steps", "Adam steps on log λ (and q0) with the kernel frozen, α on the whole fit split",
+                       50)
+          .non_negative(),
+      KeySpec::strings("train", "parameter groups that learn: kernel, points, lambda, base_measure (default all)"),
+  };
+}
+
+struct DkefEstimator::State {
+  // θ = [kernel parameters | Z (M x D, column-major) | log λ_α, log λ_C | q0 parameters]
+  Vector theta;
+  Index n_kernel = 0, n_points = 0, n_base = 0, M = 0, D = 0;
+  Index off_points() const { return n_kernel; }
+  Index off_lambda() const { return n_kernel + n_points; }
+  Index off_base() const { return off_lambda() + 2; }
+  Matrix Z() const { return Eigen::Map<const Matrix>(theta.data() + off_points(), M, D); }
+  double lambda_alpha() const { return std::exp(theta[off_lambda()]); }
+  double lambda_c() const { return std::exp(theta[off_lambda() + 1]); }
+};
+
+DkefEstimator::DkefEstimator(const Config& cfg, const EstimatorParts& parts, Index train_rows)
+    : cfg_(cfg), kernel_(parts.kernel), base_(parts.base_measure) {
+  inducing_ = cfg.integer("inducing_points");
+  batch_fit_ = cfg.integer("batch_fit");
+  batch_loss_ = cfg.integer("batch_loss");
+  max_steps_ = cfg.integer("max_steps");
+  patience_ = cfg.integer("patience");
+  eval_every_ = cfg.integer("eval_every");
+  validation_fit_rows_ = cfg.integer("validation_fit_rows");
+  stage2_steps_ = cfg.integer("stage2_steps");
+  learning_rate_ = cfg.number("learning_rate");
+  init_log_lambda_ = cfg.number("init_log10_lambda") * std::log(10.0);
+  noise_std_ = cfg.number("train_noise_std");
+  train_groups_ = cfg.has("train") ? cfg.strings("train") : kGroups;
+  for (const auto& g : train_groups_)
+    if (std::find(kGroups.begin(), kGroups.end(), g) == kGroups.end())
+      cfg.fail("train", "unknown parameter group \"" + g + "\" (expected kernel, points, lambda, base_measure)");
+  if (train_rows >= 0) {
+    if (inducing_ > train_rows)
+      cfg.fail("inducing_points", std::to_string(inducing_) + " inducing points but only " + std::to_string(train_rows) +
+                                      " training rows");
+    if (batch_fit_ + batch_loss_ > train_rows)
+      cfg.fail("batch_fit", "batch_fit + batch_loss = " + std::to_string(batch_fit_ + batch_loss_) +
+                                " exceeds the " + std::to_string(train_rows) + " rows of the fit split");
+  }
+}
+
+bool DkefEstimator::learns(const std::string& group) const {
+  return std::find(train_groups_.begin(), train_groups_.end(), group) != train_groups_.end();
+}
+
+double DkefEstimator::validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation) const {
+  return closed_form_validation_loss(*kernel_, *base_, fit_rows, validation, s.Z(), s.lambda_alpha(), s.lambda_c());
+}
+
+ModelPtr DkefEstimator::fit(const FitInput& in) {
+  const Matrix& X = in.train;
+  const Matrix& V = in.validation;
+  const Index N = X.rows(), D = X.cols();
+  if (V.rows() == 0)
+    throw ConfigError(cfg_.where("type") + ": dkef early-stops on a validation split; set "
+                      "`split = { validation = ... }` in [data]");
+  if (inducing_ > N)
+    cfg_.fail("inducing_points", std::to_string(inducing_) + " inducing points but only " + std::to_string(N) + " training rows");
+  if (batch_fit_ + batch_loss_ > N)
+    cfg_.fail("batch_fit", "batch_fit + batch_loss exceeds the " + std::to_string(N) + " rows of the fit split");
+  base_->check_dimension(D);
+
+  State s;
+  s.M = inducing_;
+  s.D = D;
+  s.n_kernel = kernel_->parameter_count();
+  s.n_points = inducing_ * D;
+  s.n_base = base_->parameter_count();
+  s.theta = Vector::Zero(s.n_kernel + s.n_points + 2 + s.n_base);
+  s.theta.head(s.n_kernel) = kernel_->parameters();
+  {
+    RandomStream pick = in.rng.derive("inducing_points");
+    auto idx = sample_without_replacement(N, inducing_, pick);
+    Matrix Z(inducing_, D);
+    for (Index i = 0; i < inducing_; ++i) Z.row(i) = X.row(idx[static_cast<std::size_t>(i)]);
+    s.theta.segment(s.off_points(), s.n_points) = Eigen::Map<const Vector>(Z.data(), Z.size());
+  }
+  s.theta.segment(s.off_lambda(), 2).setConstant(init_log_lambda_);
+  s.theta.tail(s.n_base) = base_->parameters();
+  auto apply = [&](const Vector& theta) {
+    s.theta = theta;
+    if (s.n_kernel) kernel_->set_parameters(theta.head(s.n_kernel));
+    if (s.n_base) base_->set_parameters(theta.tail(s.n_base));
+  };
+
+  // Which entries learn, per group.
+  Vector mask = Vector::Zero(s.theta.size());
+  auto enable = [&](const std::string& group, Index off, Index len) {
+    if (learns(group)) mask.segment(off, len).setOnes();
+  };
+  enable("kernel", 0, s.n_kernel);
+  if (kernel_->capabilities().inducing_point_gradients) enable("points", s.off_points(), s.n_points);
+  enable("lambda", s.off_lambda(), 2);
+  enable("base_measure", s.off_base(), s.n_base);
+
+  // Early stopping fits α on a fixed subsample of the fit split.
+  Matrix fit_rows = X;
+  if (validation_fit_rows_ > 0 && validation_fit_rows_ < N) {
+    RandomStream sub = in.rng.derive("validation_fit_rows");
+    auto idx = sample_without_replacement(N, validation_fit_rows_, sub);
+    fit_rows = rows_of(X, idx, 0, idx.size());
+  }
+
+  auto group_of = [&](Index i) -> std::string {
+    if (i < s.n_kernel) return "kernel";
+    if (i < s.off_lambda()) return "points";
+    if (i < s.off_base()) return "lambda";
+    return "base_measure";
+  };
+  auto gradient_of = [&](const ClosedFormGradient& g, long step) {
+    Vector grad(s.theta.size());
+    grad.head(s.n_kernel) = g.kernel;
+    grad.segment(s.off_points(), s.n_points) = Eigen::Map<const Vector>(g.inducing.data(), g.inducing.size());
+    grad[s.off_lambda()] = g.log_lambda_alpha;
+    grad[s.off_lambda() + 1] = g.log_lambda_c;
+    grad.tail(s.n_base) = g.base;
+    for (Index i = 0; i < grad.size(); ++i)
+      if (!std::isfinite(grad[i]))
+        throw NumericalError("dkef step " + std::to_string(step) + ": the gradient of parameter group " + group_of(i) +
+                             " is not finite (entry " + std::to_string(i) + "); try a smaller learning_rate");
+    return Vector(grad.cwiseProduct(mask));
+  };
+
+  // ---- Stage 1 ----
+  Adam adam(AdamOptions{learning_rate_}, cfg_.where("learning_rate"));
+  RandomStream batches = in.rng.derive("minibatches");
+  double best = validation_loss(s, fit_rows, V);
+  Vector best_theta = s.theta;
+  long best_step = 0, step = 0;
+  in.report.curve.emplace_back(0, best);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (step = 1; step <= max_steps_; ++step) {
+    auto idx = sample_without_replacement(N, batch_fit_ + batch_loss_, batches);
+    // sample_without_replacement returns sorted indices; shuffle so Dt and Dv are random halves.
+    for (std::size_t i = idx.size() - 1; i > 0; --i)
+      std::swap(idx[i], idx[static_cast<std::size_t>(batches.uniform_int(i + 1))]);
+    Matrix Dt = rows_of(X, idx, 0, static_cast<std::size_t>(batch_fit_));
+    Matrix Dv = rows_of(X, idx, static_cast<std::size_t>(batch_fit_), static_cast<std::size_t>(batch_loss_));
+    if (noise_std_ > 0) {
+      Dt += noise_std_ * batches.normal_matrix(Dt.rows(), D);
+      Dv += noise_std_ * batches.normal_matrix(Dv.rows(), D);
+    }
+    ClosedFormGradient g = closed_form_validation_gradient(*kernel_, *base_, Dt, Dv, s.Z(), s.lambda_alpha(), s.lambda_c());
+    if (!std::isfinite(g.loss))
+      throw NumericalError("dkef step " + std::to_string(step) + ": the minibatch loss is not finite");
+    apply(adam.step(s.theta, gradient_of(g, step)));
+    if (step % eval_every_ == 0) {
+      const double loss = validation_loss(s, fit_rows, V);
+      if (!std::isfinite(loss))
+        throw NumericalError("dkef step " + std::to_string(step) + ": the validation loss is not finite");
+      in.report.curve.emplace_back(step, loss);
+      if (loss < best) {
+        best = loss;
+        best_theta = s.theta;
+        best_step = step;
+      }
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::ostringstream msg;
+      msg << "step " << step << " loss " << g.loss << " best validation " << best << " (" << step / std::max(secs, 1e-9)
+          << " steps/s)";
+      in.progress.update("dkef stage 1", static_cast<double>(step) / static_cast<double>(max_steps_), msg.str());
+      if (step - best_step >= patience_) break;
+    }
+  }
+  in.report.iterations = std::min<long>(step, max_steps_);
+  apply(best_theta);
+  in.report.values["best_step"] = static_cast<double>(best_step);
+  in.report.values["stage1_validation_loss"] = best;
+
+  // ---- Stage 2: kernel and points frozen; λ (and q0) on α fitted to the whole fit split ----
+  Vector mask2 = Vector::Zero(s.theta.size());
+  if (learns("lambda")) mask2.segment(s.off_lambda(), 2).setOnes();
+  if (learns("base_measure")) mask2.tail(s.n_base).setOnes();
+  if (stage2_steps_ > 0 && mask2.any()) {
+    Adam adam2(AdamOptions{learning_rate_}, cfg_.where("learning_rate"));
+    double best2 = validation_loss(s, X, V);
+    Vector best2_theta = s.theta;
+    for (Index k = 1; k <= stage2_steps_; ++k) {
+      ClosedFormGradient g = closed_form_validation_gradient(*kernel_, *base_, X, V, s.Z(), s.lambda_alpha(), s.lambda_c());
+      if (g.loss < best2) {
+        best2 = g.loss;
+        best2_theta = s.theta;
+      }
+      Vector grad = gradient_of(g, max_steps_ + k).cwiseProduct(mask2);
+      apply(adam2.step(s.theta, grad));
+      in.progress.update("dkef stage 2", static_cast<double>(k) / static_cast<double>(stage2_steps_), "");
+    }
+    const double last = validation_loss(s, X, V);
+    if (last < best2) best2_theta = s.theta, best2 = last;
+    apply(best2_theta);
+    in.report.values["stage2_validation_loss"] = best2;
+  }
+
+  // ---- Final α on the fit split ----
+  LiteAccumulateOptions opt;
+  opt.need_U = true;
+  opt.threads = in.threads;
+  opt.progress = &in.progress;
+  const Matrix Z = s.Z();
+  LiteSolution sol = solve_lite_system(accumulate_lite_system(*kernel_, *base_, X, Z, opt), Matrix(), s.lambda_alpha(),
+                                       0.0, s.lambda_c());
+  in.report.values["lambda_alpha"] = s.lambda_alpha();
+  in.report.values["lambda_c"] = s.lambda_c();
+  in.report.values["jitter"] = sol.jitter;
+  auto model = std::make_shared<LiteModel>(kernel_, base_, Z, sol.alpha);
+  model->set_fit_info({{"lambda_alpha", s.lambda_alpha()},
+                       {"lambda_c", s.lambda_c()},
+                       {"train_rows", static_cast<double>(N)},
+                       {"stage1_steps", static_cast<double>(in.report.iterations)},
+                       {"best_step", static_cast<double>(best_step)}});
+  return model;
+}
+
+}  // namespace kef::dkef

@@ -1,0 +1,117 @@
+// The dkef estimator end to end on small problems: it learns, early-stops, reloads, is deterministic,
+// and rejects bad input naming the key.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kef/model_archive.hpp"
+#include "kef/npy.hpp"
+#include "test_support.hpp"
+
+namespace kef {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string pipeline(const std::string& kernel, const std::string& extra) {
+  return R"(schema_version = 1
+seed = 12
+[data]
+type = "synthetic/banana"
+n = 1500
+split = { test = 300, validation = 200 }
+[[model]]
+name = "m"
+[model.estimator]
+type = "dkef"
+inducing_points = 40
+batch_fit = 50
+batch_loss = 50
+max_steps = 150
+patience = 60
+eval_every = 10
+validation_fit_rows = 400
+stage2_steps = 10
+learning_rate = 0.03
+)" + extra + "\n[model.kernel]\n" + kernel + R"(
+[model.base_measure]
+type = "gaussian"
+std = 4.0
+[[evaluate]]
+type = "score_matching_loss"
+[[evaluate]]
+type = "fisher_divergence"
+)";
+}
+
+nlohmann::json run(const std::string& text, const fs::path& dir, const std::string& args = "") {
+  fs::path cfg = dir / "p.toml";
+  std::ofstream(cfg) << text;
+  std::string out;
+  int st = test::run_command(test::kef_executable() + " run " + cfg.string() + " --quiet --output " +
+                                 (dir / "out").string() + " " + args,
+                             &out);
+  EXPECT_EQ(st, 0) << out;
+  std::ifstream in(dir / "out" / "results.json");
+  return nlohmann::json::parse(in);
+}
+
+TEST(Dkef, KefGLearnsTheBandwidthAndImprovesTheValidationLoss) {
+  fs::path dir = test::temp_dir("dkef-g");
+  auto j = run(pipeline("type = \"gaussian\"\nsigma = 0.3", ""), dir);
+  const auto& fit = j["models"]["m"]["fit"];
+  const auto& curve = fit["curve"];
+  ASSERT_GE(curve.size(), 2u);
+  const double first = curve[0][1].get<double>();
+  EXPECT_LT(fit["stage1_validation_loss"].get<double>(), first) << "stage 1 must improve on the initial kernel";
+  EXPECT_GT(fit["iterations"].get<long>(), 0);
+  // The learned σ is saved with the model and differs from the initial 0.3.
+  Matrix theta = read_npy(dir / "out/models/m/kernel_parameters.npy");
+  EXPECT_GT(std::abs(std::exp(theta(0, 0)) - 0.3), 0.05);
+  // Reloads with identical outputs.
+  ModelPtr m = load_model(dir / "out/models/m", test::plugin_registry());
+  EXPECT_EQ(m->dim(), 2);
+}
+
+TEST(Dkef, DeepKernelRunsAndIsDeterministicAcrossThreads) {
+  fs::path a = test::temp_dir("dkef-a"), b = test::temp_dir("dkef-b");
+  const std::string kernel = "type = \"deep\"\ncomponents = 2\nlayers = 2\nwidth = 8";
+  std::string text = pipeline(kernel, "");
+  text.replace(text.find("max_steps = 150"), 15, "max_steps = 40");
+  auto ja = run(text, a, "--threads 1");
+  auto jb = run(text, b, "--threads 2");
+  EXPECT_EQ(ja["models"]["m"]["metrics"], jb["models"]["m"]["metrics"]);
+  EXPECT_EQ(read_npy(a / "out/models/m/alpha.npy"), read_npy(b / "out/models/m/alpha.npy"));
+  EXPECT_TRUE(fs::exists(a / "out/models/m/kernel_parameters.npy"));
+}
+
+TEST(Dkef, BadInputIsAConfigErrorNamingTheKey) {
+  fs::path dir = test::temp_dir("dkef-bad");
+  struct Case {
+    std::string from, to, expect;
+  } cases[] = {
+      {"learning_rate = 0.03", "learning_rate = 0", "learning_rate"},
+      {"batch_fit = 50", "batch_fit = 990", "batch_fit"},  // 990 + 50 > the 1000 fit rows
+      {"inducing_points = 40", "inducing_points = 5000", "inducing_points"},
+      {"validation = 200", "validation = 0", "validation"},
+      {"type = \"gaussian\"\nsigma = 0.3", "type = \"deep\"\nwidth = 0", "width"},
+      {"type = \"gaussian\"\nsigma = 0.3", "type = \"deep\"\ncomponents = 0", "components"},
+  };
+  for (const auto& c : cases) {
+    std::string text = pipeline("type = \"gaussian\"\nsigma = 0.3", "");
+    auto pos = text.find(c.from);
+    ASSERT_NE(pos, std::string::npos) << c.from;
+    text.replace(pos, c.from.size(), c.to);
+    fs::path cfg = dir / "p.toml";
+    std::ofstream(cfg) << text;
+    std::string out;
+    int st = test::run_command(test::kef_executable() + " run " + cfg.string() + " --quiet --output " + (dir / "o").string(), &out);
+    EXPECT_EQ(st, 2) << c.to << ": " << out;
+    EXPECT_NE(out.find(c.expect), std::string::npos) << c.to << ": " << out;
+    EXPECT_FALSE(fs::exists(dir / "o"));
+  }
+}
+
+}  // namespace
+}  // namespace kef
