@@ -12,6 +12,7 @@
 
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
+#include "kef/hmc.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
 #include "kef/parallel.hpp"
@@ -112,6 +113,31 @@ int cmd_score(const std::string& model_dir, const std::string& data, const std::
   return 0;
 }
 
+int cmd_sample(const std::string& model_dir, long n, const std::string& out, std::uint64_t seed, int threads,
+               bool quiet) {
+  if (n < 1) throw kef::ConfigError("-n " + std::to_string(n) + ": expected a positive number of samples");
+  fs::path out_path(out);
+  if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
+    throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() + " does not exist");
+  kef::Registry registry;
+  load_default_plugins(registry, {});
+  kef::ModelPtr model = kef::load_model(model_dir, registry);
+  kef::HmcOptions options;
+  options.threads = threads;
+  auto progress = quiet ? kef::make_silent_progress() : kef::make_stderr_progress();
+  options.progress = progress.get();
+  kef::RandomStream rng(seed, "sample");
+  kef::HmcDiagnostics diag;
+  kef::Matrix X = kef::draw_samples(*model, n, rng, options, &diag);
+  kef::write_npy(out_path, X);
+  if (!quiet) {
+    if (diag.ran) std::cerr << "[kef] HMC: " << diag.summary() << "\n";
+    else std::cerr << "[kef] drawn with the model's exact sampler\n";
+  }
+  std::cerr << "[kef] wrote " << X.rows() << " x " << X.cols() << " samples to " << out << "\n";
+  return 0;
+}
+
 int cmd_eval(const kef::SavedEvalOptions& opts, const std::string& out) {
   kef::Registry registry;
   load_default_plugins(registry, {});
@@ -193,6 +219,17 @@ int main(int argc, char** argv) {
   eval->add_option("--threads", threads, "worker threads")->check(CLI::PositiveNumber);
   eval->add_flag("--quiet", eval_opts.quiet, "no progress output");
 
+  std::string sample_dir, sample_out;
+  long sample_n = 0;
+  std::uint64_t sample_seed = 0;
+  auto* sample = app.add_subcommand("sample", "Draw samples from a saved model (its exact sampler, else HMC)");
+  sample->add_option("model_dir", sample_dir, "saved model directory")->required();
+  sample->add_option("-n", sample_n, "number of samples")->required();
+  sample->add_option("--out", sample_out, "output .npy (n x D)")->required();
+  sample->add_option("--seed", sample_seed, "seed (default 0)");
+  sample->add_option("--threads", threads, "worker threads (results do not depend on it)")->check(CLI::PositiveNumber);
+  sample->add_flag("--quiet", quiet, "no progress or diagnostics on stderr");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -227,6 +264,7 @@ int main(int argc, char** argv) {
     }
     if (plugins->parsed()) return cmd_plugins(plugin_paths, describe);
     if (score->parsed()) return cmd_score(model_dir, data, out, columns, threads);
+    if (sample->parsed()) return cmd_sample(sample_dir, sample_n, sample_out, sample_seed, threads, quiet);
     if (eval->parsed()) {
       eval_opts.threads = threads;
       return cmd_eval(eval_opts, eval_out);

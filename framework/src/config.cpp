@@ -1,6 +1,7 @@
 #include "kef/config.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -43,11 +44,11 @@ const char* toml_type_name(const toml::node& n) {
   }
 }
 
+// Shortest text that reads back as the same double (0.4, not 0.40000000000000002).
 std::string format_number(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {

@@ -132,6 +132,19 @@ TEST(Cli, RunWritesResultsAndAReloadableModel) {
   EXPECT_EQ(ev_key.status, 2) << ev_key.output;
   EXPECT_NE(ev_key.output.find("split"), std::string::npos) << ev_key.output;
 
+  // kef sample: HMC on the saved model (it has no exact sampler); reproducible by seed.
+  Result s1 = kef_cmd("sample " + model_dir.string() + " -n 200 --seed 4 --quiet --out " + (dir / "s1.npy").string());
+  ASSERT_EQ(s1.status, 0) << s1.output;
+  Result s2 = kef_cmd("sample " + model_dir.string() + " -n 200 --seed 4 --quiet --threads 1 --out " + (dir / "s2.npy").string());
+  ASSERT_EQ(s2.status, 0) << s2.output;
+  Matrix a = read_npy(dir / "s1.npy");
+  EXPECT_EQ(a.rows(), 200);
+  EXPECT_EQ(a.cols(), 2);
+  EXPECT_EQ(a, read_npy(dir / "s2.npy"));
+  EXPECT_TRUE(a.allFinite());
+  EXPECT_EQ(kef_cmd("sample " + model_dir.string() + " -n 0 --out " + (dir / "s3.npy").string()).status, 2);
+  EXPECT_FALSE(fs::exists(dir / "s3.npy"));
+
   // Score on data of the wrong dimension: exit 2 naming the file.
   write_npy(dir / "x3.npy", Matrix(Matrix::Zero(2, 3)));
   Result bad = kef_cmd("score " + model_dir.string() + " --data " + (dir / "x3.npy").string() + " --out " + (dir / "t.npy").string());

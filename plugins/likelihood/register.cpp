@@ -1,0 +1,20 @@
+#include "kef/sdk/plugin.hpp"
+#include "likelihood_evaluator.hpp"
+
+namespace {
+
+void register_likelihood(kef::PluginRegistrar& r) {
+  kef::ComponentInfo info;
+  info.type = "log_likelihood";
+  info.summary =
+      "Held-out log p~(x) − log Ẑ, Ẑ by importance sampling from the model's base measure, with DKEF's bias bound";
+  info.reference = "DKEF (Wenliang et al. 2019) section 3.2, Proposition 1 and appendix D.1; MATH.md §8";
+  info.keys = kef::likelihood::likelihood_keys();
+  r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext&) {
+    return std::make_unique<kef::likelihood::LikelihoodEvaluator>(cfg);
+  });
+}
+
+}  // namespace
+
+KEF_PLUGIN("likelihood", "0.1.0", "Importance-sampled log-likelihood with DKEF's bias bound", register_likelihood)

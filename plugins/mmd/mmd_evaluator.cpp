@@ -1,0 +1,157 @@
+#include "mmd_evaluator.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "kef/base_measure.hpp"
+#include "kef/error.hpp"
+#include "kef/linalg.hpp"
+#include "mmd_statistic.hpp"
+
+namespace kef::mmd {
+namespace {
+
+// Rows spread evenly over X: a deterministic subsample that, unlike a prefix, is not just the first
+// (autocorrelated) draws of the chains.
+Matrix spread_rows(const Matrix& X, Index k) {
+  k = std::min(k, X.rows());
+  Matrix out(k, X.cols());
+  for (Index i = 0; i < k; ++i) out.row(i) = X.row(i * X.rows() / k);
+  return out;
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+}  // namespace
+
+KeyList mmd_keys() {
+  const HmcOptions d;
+  return {
+      KeySpec::string("split", "held-out split the model samples are compared with", std::string("test"))
+          .one_of({"test", "validation", "train"}),
+      KeySpec::integer("samples", "number of model samples (default: the size of the split)").optional().at_least(2),
+      KeySpec::number("bandwidth", "Gaussian kernel length scale σ (default: median pairwise distance of the pooled sample)")
+          .optional()
+          .positive(),
+      KeySpec::integer("permutations", "random relabellings for the p-value (0: no p-value)", 200).non_negative(),
+      KeySpec::integer("hmc_chains", "HMC chains (models without an exact sampler)", d.chains).at_least(1),
+      KeySpec::integer("hmc_warmup", "HMC warm-up iterations per chain (discarded)", d.warmup).non_negative(),
+      KeySpec::integer("hmc_leapfrog_steps", "leapfrog steps per HMC iteration", d.leapfrog_steps).at_least(1),
+      KeySpec::number("hmc_step_size", "initial leapfrog step size (adapted in warm-up)", d.step_size).positive(),
+      KeySpec::number("hmc_target_acceptance", "acceptance rate the step-size adaptation aims at", d.target_acceptance)
+          .positive()
+          .at_most(0.99),
+      KeySpec::number("hmc_step_size_jitter", "each iteration uses step·U(1 − j, 1 + j)", d.step_size_jitter)
+          .non_negative()
+          .at_most(0.9),
+      KeySpec::integer("hmc_thinning", "keep every k-th HMC draw", d.thinning).at_least(1),
+      KeySpec::boolean("hmc_adapt_mass", "estimate a diagonal mass matrix in warm-up", d.adapt_mass),
+      KeySpec::integer("hmc_chains_per_batch", "chains advanced together in one model evaluation", d.chains_per_batch)
+          .at_least(1),
+      KeySpec::string("hmc_init", "HMC starting points: random training rows, or draws from the model's base measure",
+                      std::string("train"))
+          .one_of({"train", "base_measure"}),
+  };
+}
+
+MmdEvaluator::MmdEvaluator(const Config& cfg, const BuildContext& ctx)
+    : cfg_(cfg), registry_(ctx.registry), split_(cfg.string("split")) {
+  if (!registry_) throw Error("mmd: built without a registry (needed for kernel/gaussian)");
+  hmc_.chains = cfg.integer("hmc_chains");
+  hmc_.warmup = cfg.integer("hmc_warmup");
+  hmc_.leapfrog_steps = cfg.integer("hmc_leapfrog_steps");
+  hmc_.step_size = cfg.number("hmc_step_size");
+  hmc_.target_acceptance = cfg.number("hmc_target_acceptance");
+  hmc_.step_size_jitter = cfg.number("hmc_step_size_jitter");
+  hmc_.thinning = cfg.integer("hmc_thinning");
+  hmc_.adapt_mass = cfg.boolean("hmc_adapt_mass");
+  hmc_.chains_per_batch = cfg.integer("hmc_chains_per_batch");
+  init_from_train_ = cfg.string("hmc_init") == "train";
+  permutations_ = cfg.integer("permutations");
+  // Fail before any model is fitted, not after, if the Gaussian kernel is missing.
+  (void)registry_->make_kernel(Config::parse_string("type = \"gaussian\"\nsigma = 1.0", "mmd"), {});
+}
+
+EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
+  const Matrix& Y = split_ == "test" ? in.data.test : split_ == "validation" ? in.data.validation : in.data.train;
+  if (Y.rows() < 2) cfg_.fail("split", "the " + split_ + " split has " + std::to_string(Y.rows()) + " rows; MMD needs at least 2");
+  if (Y.cols() != in.model.dim())
+    throw DataError("mmd: model " + in.model_name + " has dimension " + std::to_string(in.model.dim()) + ", the data " +
+                    std::to_string(Y.cols()));
+  const Index n = cfg_.has("samples") ? cfg_.integer("samples") : Y.rows();
+
+  HmcOptions o = hmc_;
+  o.threads = in.threads;
+  o.progress = &in.progress;
+  o.progress_task = "mmd " + in.model_name + ": HMC";
+  if (!in.model.can_sample() && init_from_train_) {
+    if (in.data.train.rows() == 0) cfg_.fail("hmc_init", "the training split is empty; use \"base_measure\"");
+    o.init = HmcInit::Points;
+    o.init_points = in.data.train;
+  } else if (!in.model.can_sample()) {
+    const BaseMeasure* base = in.model.base_measure();
+    if (!base || !base->can_sample())
+      cfg_.fail("hmc_init", "model " + in.model_name + " has no base measure that can be sampled; use \"train\"");
+    o.init = HmcInit::BaseMeasure;
+  }
+  HmcDiagnostics diag;
+  RandomStream sample_rng = in.rng.derive("samples");
+  const Matrix X = draw_samples(in.model, n, sample_rng, o, &diag);
+  check_finite(X, "mmd: samples of model " + in.model_name);
+
+  double sigma = 0;
+  if (cfg_.has("bandwidth")) {
+    sigma = cfg_.number("bandwidth");
+  } else {
+    // Median heuristic on the pooled sample, up to 500 rows of each side.
+    const Matrix Xs = spread_rows(X, 500), Ys = spread_rows(Y, 500);
+    Matrix pooled(Xs.rows() + Ys.rows(), X.cols());
+    pooled << Xs, Ys;
+    sigma = median_pairwise_distance(pooled, pooled.rows());
+    if (!(sigma > 0) || !std::isfinite(sigma))
+      throw NumericalError("mmd: median-heuristic bandwidth is " + fmt(sigma) +
+                           " (the pooled sample has repeated points); set `bandwidth`");
+  }
+  char text[96];
+  std::snprintf(text, sizeof text, "type = \"gaussian\"\nsigma = %.17g", sigma);
+  const KernelPtr kernel = registry_->make_kernel(Config::parse_string(text, "mmd"), {});
+
+  RandomStream perm_rng = in.rng.derive("permutations");
+  const MmdTest t = mmd_test(*kernel, X, Y, permutations_, perm_rng, in.threads);
+
+  EvaluationResult r;
+  r.metrics.emplace_back("mmd2", t.mmd2);
+  if (permutations_ > 0) r.metrics.emplace_back("mmd_pvalue", t.p_value);
+  r.metrics.emplace_back("mmd_bandwidth", sigma);
+  std::ostringstream summary;
+  summary << "mmd: mmd2 = " << fmt(t.mmd2) << (permutations_ > 0 ? ", p = " + fmt(t.p_value) : "") << " (" << n
+          << " model samples vs " << Y.rows() << " " << split_ << " rows, sigma = " << fmt(sigma) << ")";
+  if (!diag.ran) {
+    r.notes.push_back("model samples from the model's exact sampler");
+  } else {
+    r.metrics.emplace_back("hmc_acceptance", diag.mean_acceptance());
+    if (std::isfinite(diag.min_ess())) r.metrics.emplace_back("hmc_min_ess", diag.min_ess());
+    if (std::isfinite(diag.max_r_hat())) r.metrics.emplace_back("hmc_max_rhat", diag.max_r_hat());
+    r.metrics.emplace_back("hmc_divergences", static_cast<double>(diag.total_divergences()));
+    r.notes.push_back("model samples by " + diag.summary());
+    // The permutation null assumes independent draws; autocorrelated ones make p-values too small.
+    if (!(diag.min_ess() >= 0.5 * static_cast<double>(n)))
+      r.notes.push_back("HMC min ESS " + fmt(diag.min_ess()) + " is below half of the " + std::to_string(n) +
+                        " samples: the p-value (which assumes independent samples) may be too small; raise "
+                        "hmc_thinning or hmc_leapfrog_steps");
+    if (diag.total_divergences() > 0)
+      r.notes.push_back(std::to_string(diag.total_divergences()) +
+                        " HMC divergences after warm-up: the samples may miss regions of the model");
+    if (std::isfinite(diag.max_r_hat()) && diag.max_r_hat() > 1.05)
+      r.notes.push_back("HMC split-R^ " + fmt(diag.max_r_hat()) + " > 1.05: chains disagree; raise hmc_warmup");
+  }
+  r.summary = summary.str();
+  return r;
+}
+
+}  // namespace kef::mmd

@@ -1,0 +1,99 @@
+#include "mmd_statistic.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "kef/error.hpp"
+#include "kef/parallel.hpp"
+
+namespace kef::mmd {
+namespace {
+
+// Entries of one Gram block (8 MB): large enough for efficient products, small for any N.
+constexpr Index kBlockEntries = Index{1} << 20;
+
+// Per-block partial sums; for labelling p (column p of A, 1 = "first sample"):
+// aKa[p] = Σ_i a_i (K a)_i, aK1[p] = Σ_i a_i (K 1)_i, adiag[p] = Σ_i a_i K_ii.
+struct Partial {
+  Vector aKa, aK1, adiag;
+  double oneK1 = 0, trace = 0;
+};
+
+}  // namespace
+
+MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations, RandomStream& rng,
+                 int threads, Index block_rows) {
+  const Index n = X.rows(), m = Y.rows(), N = n + m, D = X.cols();
+  if (n < 2 || m < 2) throw Error("mmd: needs at least 2 rows in each sample, got " + std::to_string(n) + " and " +
+                                  std::to_string(m));
+  if (Y.cols() != D) throw DataError("mmd: samples of dimension " + std::to_string(D) + " and " + std::to_string(Y.cols()));
+  if (permutations < 0) throw Error("mmd: negative number of permutations");
+  Matrix Z(N, D);
+  Z.topRows(n) = X;
+  Z.bottomRows(m) = Y;
+
+  // Column 0 is the observed labelling; every statistic is a function of K·A, so all labellings cost
+  // one product per Gram block rather than one pass over the Gram matrix each.
+  const Index L = permutations + 1;
+  Matrix A = Matrix::Zero(N, L);
+  A.col(0).head(n).setOnes();
+  std::vector<Index> order(static_cast<std::size_t>(N));
+  std::iota(order.begin(), order.end(), Index{0});
+  for (Index p = 1; p < L; ++p) {
+    // A partial Fisher–Yates shuffle gives a uniform n-subset whatever the array's current order.
+    for (Index i = 0; i < n; ++i) {
+      const auto j = i + static_cast<Index>(rng.uniform_int(static_cast<std::uint64_t>(N - i)));
+      std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+      A(order[static_cast<std::size_t>(i)], p) = 1.0;
+    }
+  }
+
+  const Index rows = block_rows > 0 ? block_rows : std::clamp<Index>(kBlockEntries / N, 16, 512);
+  const Index blocks = (N + rows - 1) / rows;
+  std::vector<Partial> parts(static_cast<std::size_t>(blocks));
+  parallel_for(blocks, threads, [&](Index b) {
+    const Index r0 = b * rows, len = std::min(rows, N - r0);
+    const Matrix Kb = kernel.gram(Z.middleRows(r0, len), Z);
+    if (Kb.rows() != len || Kb.cols() != N) throw Error("mmd: kernel returned a Gram block of the wrong shape");
+    if (!Kb.allFinite()) throw NumericalError("mmd: kernel values are not finite (rows " + std::to_string(r0) + "..)");
+    const Matrix KA = Kb * A;
+    const Vector k1 = Kb.rowwise().sum();
+    Vector diag(len);
+    for (Index i = 0; i < len; ++i) diag[i] = Kb(i, r0 + i);
+    const auto Ab = A.middleRows(r0, len);
+    Partial& part = parts[static_cast<std::size_t>(b)];
+    part.aKa = Ab.cwiseProduct(KA).colwise().sum().transpose();
+    part.aK1 = Ab.transpose() * k1;
+    part.adiag = Ab.transpose() * diag;
+    part.oneK1 = k1.sum();
+    part.trace = diag.sum();
+  });
+  Vector aKa = Vector::Zero(L), aK1 = Vector::Zero(L), adiag = Vector::Zero(L);
+  double oneK1 = 0, trace = 0;
+  for (const Partial& part : parts) {
+    aKa += part.aKa;
+    aK1 += part.aK1;
+    adiag += part.adiag;
+    oneK1 += part.oneK1;
+    trace += part.trace;
+  }
+  const double nn = static_cast<double>(n), mm = static_cast<double>(m);
+  Vector stat(L);
+  for (Index p = 0; p < L; ++p) {
+    const double sxx = aKa[p] - adiag[p];
+    const double sxy = aK1[p] - aKa[p];                                  // aᵀK(1 − a)
+    const double syy = (oneK1 - 2 * aK1[p] + aKa[p]) - (trace - adiag[p]);  // (1 − a)ᵀK(1 − a) off-diagonal
+    stat[p] = sxx / (nn * (nn - 1)) + syy / (mm * (mm - 1)) - 2 * sxy / (nn * mm);
+  }
+  MmdTest out;
+  out.mmd2 = stat[0];
+  out.permuted = stat.tail(permutations);
+  if (permutations > 0) {
+    const auto exceed = (out.permuted.array() >= out.mmd2).count();
+    out.p_value = static_cast<double>(1 + exceed) / static_cast<double>(1 + permutations);
+  }
+  return out;
+}
+
+}  // namespace kef::mmd

@@ -1,0 +1,91 @@
+#pragma once
+// Test models with closed-form normalisers for the log_likelihood evaluator, and a runner.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "kef/dataset.hpp"
+#include "kef/error.hpp"
+#include "kef/evaluator.hpp"
+#include "kef/registry.hpp"
+#include "test_support.hpp"
+
+namespace kef::likelihood_test {
+
+using LogRatio = std::function<Vector(const Matrix&)>;
+
+// log p~(x) = f(x) + log q0(x) for a given f: r = exp f is then known in closed form under q0.
+class FunctionModel final : public Model {
+ public:
+  FunctionModel(BaseMeasurePtr base, Index dim, LogRatio f) : base_(std::move(base)), dim_(dim), f_(std::move(f)) {}
+
+  Index dim() const override { return dim_; }
+  std::string type_name() const override { return "test_function"; }
+  Vector log_unnormalized(const Matrix& X) const override {
+    if (X.cols() != dim_) throw DataError("test model: wrong dimension");
+    Vector out = f_(X);
+    if (base_) out += base_->log_density(X);
+    return out;
+  }
+  Matrix score(const Matrix&) const override { throw std::logic_error("not used"); }
+  void score_and_laplacian(const Matrix&, Matrix&, Matrix&) const override { throw std::logic_error("not used"); }
+  std::string describe() const override { return "test model"; }
+
+  const BaseMeasure* base_measure() const override { return expose_base_ ? base_.get() : nullptr; }
+  std::optional<double> log_ratio_lower_bound() const override { return lower_; }
+  std::optional<double> log_normalizer() const override { return log_z_; }
+
+  FunctionModel& with_lower_bound(double log_a) { lower_ = log_a; return *this; }
+  FunctionModel& with_exact_log_normalizer(double log_z) { log_z_ = log_z; return *this; }
+  FunctionModel& hide_base_measure() { expose_base_ = false; return *this; }
+
+ private:
+  BaseMeasurePtr base_;
+  Index dim_;
+  LogRatio f_;
+  std::optional<double> lower_, log_z_;
+  bool expose_base_ = true;
+};
+
+inline BaseMeasurePtr gaussian_base(double std) {
+  return test::plugin_registry().make_base_measure(
+      test::config_from("type = \"gaussian\"\nstd = " + std::to_string(std)), BuildContext{});
+}
+
+inline EvaluationResult run_log_likelihood(const Model& model, const Matrix& test_rows, const std::string& keys,
+                                           int threads = 2, std::uint64_t seed = 1) {
+  Registry& reg = test::plugin_registry();
+  auto ev = reg.make_evaluator(test::config_from("type = \"log_likelihood\"\n" + keys),
+                               BuildContext{model.dim(), &reg});
+  Dataset data;
+  data.train = test_rows;
+  data.test = test_rows;
+  RandomStream rng(seed, "evaluate[0].m");
+  auto progress = make_silent_progress();
+  const std::string name = "m";
+  EvalInput in{model, name, data, rng, *progress, threads};
+  return ev->evaluate(in);
+}
+
+inline std::optional<double> find_metric(const EvaluationResult& r, const std::string& name) {
+  for (const auto& [k, v] : r.metrics)
+    if (k == name) return v;
+  return std::nullopt;
+}
+
+inline double metric(const EvaluationResult& r, const std::string& name) {
+  auto v = find_metric(r, name);
+  if (!v) throw std::runtime_error("no metric " + name);
+  return *v;
+}
+
+inline bool has_note(const EvaluationResult& r, const std::string& text) {
+  for (const auto& n : r.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace kef::likelihood_test
