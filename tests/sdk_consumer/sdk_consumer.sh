@@ -48,7 +48,7 @@ configure() {  # configure NAME SOURCE
 
 echo "== build sdk/examples/imq_kernel"
 configure imq "$source_dir/sdk/examples/imq_kernel"
-[[ -f $work/imq/kef_imq.so ]] || fail "kef_imq.so not built"
+[[ -f $work/imq/kef_imq_example.so ]] || fail "kef_imq_example.so not built"
 
 echo "== build sdk/examples/embed"
 configure embed "$source_dir/sdk/examples/embed"
@@ -57,21 +57,22 @@ export KEF_PLUGIN_PATH=$work/imq
 # Nothing may come from the build tree: the installed kef finds its libkef through its RPATH.
 unset LD_LIBRARY_PATH
 
-echo "== embed: list plugins, build kernel/imq"
-run embed "$work/embed/kef_embed" --kernel imq
-grep -q "kernel/imq" "$work/embed.log" || { cat "$work/embed.log"; fail "kef_embed did not list kernel/imq"; }
+echo "== embed: list plugins, build kernel/imq_example"
+run embed "$work/embed/kef_embed" --kernel imq_example
+grep -qF "loaded  imq_example 1.0.0  $work/imq/kef_imq_example.so" "$work/embed.log" \
+  || { cat "$work/embed.log"; fail "kef_embed did not load the example's kef_imq_example.so"; }
 grep -qF "$libdir/kef/plugins/" "$work/embed.log" \
   || { cat "$work/embed.log"; fail "kef_embed did not load the installed plugins"; }
 if grep -qF "$build_dir" "$work/embed.log"; then cat "$work/embed.log"; fail "a plugin was loaded from the build tree"; fi
 
-echo "== kef plugins --describe kernel/imq"
-run describe "$prefix/bin/kef" plugins --describe kernel/imq
-grep -q "beta" "$work/describe.log" || { cat "$work/describe.log"; fail "kernel/imq keys not described"; }
+echo "== kef plugins --describe kernel/imq_example"
+run describe "$prefix/bin/kef" plugins --describe kernel/imq_example
+grep -q "beta" "$work/describe.log" || { cat "$work/describe.log"; fail "kernel/imq_example keys not described"; }
 
 echo "== kef run pipeline.toml"
 cd "$work"
 run pipeline "$prefix/bin/kef" run "$source_dir/sdk/examples/imq_kernel/pipeline.toml" \
     --output "$work/out" --quiet
 [[ -s $work/out/results.json ]] || { cat "$work/pipeline.log"; fail "no results.json"; }
-grep -q '"imq"' "$work/out/results.json" || fail "results.json does not mention the imq plugin"
+grep -Eq '"imq_example": *"1\.0\.0"' "$work/out/results.json" || fail "results.json does not list the example plugin imq_example 1.0.0"
 echo "sdk_consumer: OK"

@@ -68,7 +68,7 @@ class ImqKernel final : public kef::Kernel {
 
   static void check(const Matrix& X, const Matrix& Y) {
     if (X.cols() != Y.cols())
-      throw kef::DataError("kernel imq: X and Y have different dimensions (" + std::to_string(X.cols()) +
+      throw kef::DataError("kernel imq_example: X and Y have different dimensions (" + std::to_string(X.cols()) +
                            " and " + std::to_string(Y.cols()) + ")");
   }
 
@@ -79,7 +79,7 @@ class ImqKernel final : public kef::Kernel {
 
 void register_components(kef::PluginRegistrar& registrar) {
   kef::ComponentInfo info;
-  info.type = "imq";
+  info.type = "imq_example";
   info.summary = "Inverse multiquadric kernel (c² + ‖x−y‖²)^β";
   info.reference = "Gorham & Mackey (2017), Measuring sample quality with kernels, §3";
   info.keys = {
@@ -102,4 +102,4 @@ void register_components(kef::PluginRegistrar& registrar) {
 
 }  // namespace
 
-KEF_PLUGIN("imq", "1.0.0", "Inverse multiquadric kernel (SDK example)", register_components)
+KEF_PLUGIN("imq_example", "1.0.0", "Inverse multiquadric kernel (SDK example)", register_components)
