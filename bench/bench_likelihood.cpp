@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "bench_common.hpp"
 #include "kef/config.hpp"
 #include "kef/dataset.hpp"
 #include "kef/parallel.hpp"
@@ -18,29 +19,13 @@
 #include "kef/registry.hpp"
 
 using namespace kef;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::measure_gemm_gflops;
+using bench::seconds_since;
 
 namespace {
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double measure_gemm_gflops(int threads) {
-  const Index n = 1024;
-  std::vector<Matrix> A(static_cast<std::size_t>(threads)), C(static_cast<std::size_t>(threads));
-  RandomStream rng(1, "gemm");
-  Matrix B = rng.normal_matrix(n, n);
-  for (auto& a : A) a = rng.normal_matrix(n, n);
-  for (auto& c : C) c = Matrix::Zero(n, n);
-  double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
-    auto t0 = Clock::now();
-    parallel_for(threads, threads, [&](Index t) {
-      C[static_cast<std::size_t>(t)].noalias() = A[static_cast<std::size_t>(t)] * B;
-    });
-    best = std::min(best, seconds_since(t0));
-  }
-  return 2.0 * n * n * n * threads / best / 1e9;
-}
 
 Config cfg(const std::string& text) { return Config::parse_string(text, "bench"); }
 

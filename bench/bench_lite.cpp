@@ -3,7 +3,6 @@
 //   bench_lite gemm               the machine's DGEMM rate with Eigen on all threads (GFLOP/s)
 //   bench_lite memory N D M       fit only; the caller reads peak RSS
 // Output lines are "key value" for bench/run.sh to parse.
-#include <cblas.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -12,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "bench_common.hpp"
 #include "kef/config.hpp"
 #include "kef/lite_system.hpp"
 #include "kef/npy.hpp"
@@ -20,33 +20,13 @@
 #include "kef/registry.hpp"
 
 using namespace kef;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::measure_gemm_gflops;
+using bench::seconds_since;
 
 namespace {
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The machine's DGEMM rate: OpenBLAS (the fastest DGEMM available here), one single-threaded product
-// per thread as kef splits work, best of several repetitions.
-double measure_gemm_gflops(int threads) {
-  const Index n = 1024;
-  std::vector<Matrix> A(static_cast<std::size_t>(threads)), C(static_cast<std::size_t>(threads));
-  RandomStream rng(1, "gemm");
-  Matrix B = rng.normal_matrix(n, n);
-  for (auto& a : A) a = rng.normal_matrix(n, n);
-  for (auto& c : C) c = Matrix::Zero(n, n);
-  double best = 1e30;
-  for (int rep = 0; rep < 5; ++rep) {
-    auto t0 = Clock::now();
-    parallel_for(threads, threads, [&](Index t) {
-      const auto& a = A[static_cast<std::size_t>(t)];
-      auto& c = C[static_cast<std::size_t>(t)];
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, B.data(), n, 0.0, c.data(), n);
-    });
-    best = std::min(best, seconds_since(t0));
-  }
-  return 2.0 * n * n * n * threads / best / 1e9;
-}
 
 struct Fit {
   double seconds;

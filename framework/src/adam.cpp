@@ -28,9 +28,10 @@ Adam::Adam(AdamOptions options, std::string where) : options_(options), where_(s
 }
 
 std::string Adam::label(Index i) const {
-  std::string s = "[" + std::to_string(i) + "]";
-  if (i < static_cast<Index>(names_.size())) s += " (" + names_[static_cast<std::size_t>(i)] + ")";
-  return s;
+  std::ostringstream os;  // (not string operator+, which trips a false -Wrestrict in g++ 12)
+  os << '[' << i << ']';
+  if (i < static_cast<Index>(names_.size())) os << " (" << names_[static_cast<std::size_t>(i)] << ')';
+  return os.str();
 }
 
 Vector Adam::step(const Vector& theta, const Vector& gradient) {

@@ -139,7 +139,11 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
   enable("kernel", 0, s.n_kernel);
   if (kernel_->capabilities().inducing_point_gradients) enable("points", s.off_points(), s.n_points);
   enable("lambda", s.off_lambda(), 2);
-  enable("base_measure", s.off_base(), s.n_base);
+  // A base measure may declare `learn = false` (generalized_normal does) to stay fixed under dkef.
+  const auto& base_keys = base_->config().declared_keys();
+  const bool base_learns = std::none_of(base_keys.begin(), base_keys.end(), [](const KeySpec& k) { return k.name == "learn"; }) ||
+                           base_->config().boolean("learn");
+  if (base_learns) enable("base_measure", s.off_base(), s.n_base);
 
   // Early stopping fits α on a fixed subsample of the fit split.
   Matrix fit_rows = X;
@@ -218,7 +222,7 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
   // ---- Stage 2: kernel and points frozen; λ (and q0) on α fitted to the whole fit split ----
   Vector mask2 = Vector::Zero(s.theta.size());
   if (learns("lambda")) mask2.segment(s.off_lambda(), 2).setOnes();
-  if (learns("base_measure")) mask2.tail(s.n_base).setOnes();
+  if (learns("base_measure") && base_learns) mask2.tail(s.n_base).setOnes();
   if (stage2_steps_ > 0 && mask2.any()) {
     Adam adam2(AdamOptions{learning_rate_}, cfg_.where("learning_rate"));
     double best2 = validation_loss(s, X, V);

@@ -86,6 +86,26 @@ TEST(Dkef, DeepKernelRunsAndIsDeterministicAcrossThreads) {
   EXPECT_TRUE(fs::exists(a / "out/models/m/kernel_parameters.npy"));
 }
 
+TEST(Dkef, LearnsTheGeneralizedNormalBaseMeasureUnlessTold) {
+  for (const bool learn : {true, false}) {
+    fs::path dir = test::temp_dir("dkef-gn");
+    std::string text = pipeline("type = \"gaussian\"\nsigma = 1.0", "");
+    const std::string base = "type = \"gaussian\"\nstd = 4.0";
+    text.replace(text.find(base), base.size(),
+                 std::string("type = \"generalized_normal\"\nstd = 3.0\nbeta = 2.0\nlearn = ") + (learn ? "true" : "false"));
+    run(text, dir);
+    Matrix theta = read_npy(dir / "out/models/m/base_measure_parameters.npy");
+    ASSERT_EQ(theta.size(), 6);  // μ, log σ, b for D = 2
+    // Initial values: μ = 0, log σ = log 3, b = log(β − 1) = 0.
+    const double moved = std::abs(theta(0)) + std::abs(theta(2) - std::log(3.0)) + std::abs(theta(4));
+    if (learn) {
+      EXPECT_GT(moved, 1e-3) << "the base measure must learn";
+    } else {
+      EXPECT_EQ(moved, 0.0) << "learn = false keeps q0 fixed";
+    }
+  }
+}
+
 TEST(Dkef, BadInputIsAConfigErrorNamingTheKey) {
   fs::path dir = test::temp_dir("dkef-bad");
   struct Case {
