@@ -42,3 +42,9 @@ echo "== peak memory N=200000 D=10 M=300"
 "$build/bin/bench_lite" memory 200000 10 300 | tee "$work/mem.txt"
 awk -v d="$(val data_mb "$work/mem.txt")" -v p="$(val peak_rss_mb "$work/mem.txt")" \
   'BEGIN{printf "peak RSS - data = %.1f MB (target <= 200 MB)\n", p-d}'
+
+echo "== log_likelihood: importance sampling for a lite model, U=2000000 D=11 M=300 (best of 3)"
+"$build/bin/bench_likelihood" 2000000 11 300 | tee "$work/ll.txt"
+awk -v k="$(val kernel_gflops "$work/ll.txt")" -v m="$(val model_gflops "$work/ll.txt")" \
+    -v g="$(val gemm_gflops "$work/ll.txt")" -v r="$(val proposals_per_second "$work/ll.txt")" \
+  'BEGIN{printf "log_likelihood: %.3g proposals/s; K(Y,Z) flops at %.1f%% of DGEMM (model alone %.1f%%)\n", r, 100*k/g, 100*m/g}'

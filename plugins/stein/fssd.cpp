@@ -1,0 +1,188 @@
+#include "fssd.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "blas.hpp"
+#include "kef/error.hpp"
+#include "stein_common.hpp"
+
+namespace kef::stein {
+
+void fssd_features(const KernelStacks& st, const Matrix& S, Index J, Matrix& T) {
+  const Index N = S.rows(), D = S.cols();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D * J));
+  T.resize(N, D * J);
+  for (Index d = 0; d < D; ++d)
+    T.middleCols(d * J, J) = scale * (S.col(d).asDiagonal() * st.value + st.d1.middleRows(d * N, N));
+}
+
+void fssd_features(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S, KernelStacks& stacks,
+                   Matrix& T) {
+  kernel.derivatives(X, V, 1, stacks);
+  fssd_features(stacks, S, V.rows(), T);
+}
+
+namespace {
+
+struct Moments {
+  FeatureWorkspace ws;
+  Vector sum;         // Σ τ
+  double sum_sq = 0;  // Σ ‖τ‖²
+  Matrix gram;        // Σ τ τᵀ (lower triangle), only for the null distribution
+};
+
+void fold(Moments& acc, const Moments& part) {
+  if (acc.sum.size() == 0) {
+    acc.sum = part.sum;
+    acc.sum_sq = part.sum_sq;
+    acc.gram = part.gram;
+    return;
+  }
+  acc.sum += part.sum;
+  acc.sum_sq += part.sum_sq;
+  if (part.gram.size()) acc.gram += part.gram;
+}
+
+void check_rows(Index n, const char* what) {
+  if (n < 2) throw DataError(std::string(what) + ": needs at least 2 rows, got " + std::to_string(n));
+}
+
+}  // namespace
+
+FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S, Index null_draws,
+                     RandomStream& rng, int threads) {
+  const Index N = X.rows(), P = X.cols() * V.rows();
+  check_rows(N, "fssd");
+  const bool need_null = null_draws > 0;
+  Moments total;
+  ordered_reduce<Moments>(
+      chunk_count(N), threads,
+      [&](Index c, Moments& m) {
+        const Index b = chunk_begin(c), n = chunk_size(c, N);
+        fssd_features(kernel, V, X.middleRows(b, n), S.middleRows(b, n), m.ws.stacks, m.ws.T);
+        const Matrix& T = m.ws.T;
+        m.sum = T.colwise().sum().transpose();
+        m.sum_sq = T.squaredNorm();
+        if (need_null) {
+          m.gram.setZero(P, P);
+          syrk_lower_accumulate(T, m.gram);
+        }
+      },
+      [&](Moments& m) { fold(total, m); });
+
+  const double Nd = static_cast<double>(N);
+  FssdResult r;
+  r.fssd2 = (total.sum.squaredNorm() - total.sum_sq) / (Nd * (Nd - 1.0));
+  if (!std::isfinite(r.fssd2)) throw NumericalError("fssd: FSSD² is not finite");
+  if (!need_null) return r;
+
+  // Covariance of τ, (Σ ττᵀ − N μμᵀ)/(N − 1); only the lower triangle is read by the solver.
+  const Vector mu = total.sum / Nd;
+  Matrix cov = total.gram;
+  cov.selfadjointView<Eigen::Lower>().rankUpdate(mu, -Nd);
+  cov /= Nd - 1.0;
+  Eigen::SelfAdjointEigenSolver<Matrix> eig(cov, Eigen::EigenvaluesOnly);
+  if (eig.info() != Eigen::Success) throw NumericalError("fssd: eigenvalues of the feature covariance failed");
+  // Negative eigenvalues of a covariance are rounding: the null uses ω ≥ 0.
+  const Vector omega = eig.eigenvalues().cwiseMax(0.0);
+  // Draws in fixed groups, each from its own derived stream: parallel, and the same for any thread count.
+  constexpr Index kGroup = 64;
+  std::vector<double> sims(static_cast<std::size_t>(null_draws));
+  const RandomStream draws = rng.derive("fssd-null");
+  parallel_for((null_draws + kGroup - 1) / kGroup, threads, [&](Index grp) {
+    RandomStream z = draws.derive(static_cast<std::uint64_t>(grp));
+    for (Index b = grp * kGroup; b < std::min(null_draws, (grp + 1) * kGroup); ++b) {
+      double v = 0.0;
+      for (Index i = 0; i < P; ++i) {
+        const double x = z.normal();
+        v += omega[i] * (x * x - 1.0);
+      }
+      sims[static_cast<std::size_t>(b)] = v;
+    }
+  });
+  r.pvalue = monte_carlo_pvalue(Nd * r.fssd2, sims);
+  return r;
+}
+
+RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S_p,
+                                      const Matrix& S_q, int threads) {
+  const Index N = X.rows(), J = V.rows();
+  check_rows(N, "relative_fssd");
+  struct First {
+    FeatureWorkspace ws;
+    Vector sum_p, sum_q;
+    double sq_p = 0, sq_q = 0;
+  };
+  struct Second {
+    FeatureWorkspace ws;
+    double pp = 0, qq = 0, pq = 0;  // Σ a_p², Σ a_q², Σ a_p a_q with a = τ·μ
+  };
+  auto features = [&](Index c, FeatureWorkspace& ws) {
+    const Index b = chunk_begin(c), n = chunk_size(c, N);
+    fssd_features(kernel, V, X.middleRows(b, n), S_p.middleRows(b, n), ws.stacks, ws.T);
+    fssd_features(ws.stacks, S_q.middleRows(b, n), J, ws.Tq);
+  };
+  First one;
+  ordered_reduce<First>(
+      chunk_count(N), threads,
+      [&](Index c, First& f) {
+        features(c, f.ws);
+        const Matrix &Tp = f.ws.T, &Tq = f.ws.Tq;
+        f.sum_p = Tp.colwise().sum().transpose();
+        f.sum_q = Tq.colwise().sum().transpose();
+        f.sq_p = Tp.squaredNorm();
+        f.sq_q = Tq.squaredNorm();
+      },
+      [&](First& f) {
+        if (one.sum_p.size() == 0) {
+          one.sum_p = f.sum_p;
+          one.sum_q = f.sum_q;
+          one.sq_p = f.sq_p;
+          one.sq_q = f.sq_q;
+          return;
+        }
+        one.sum_p += f.sum_p;
+        one.sum_q += f.sum_q;
+        one.sq_p += f.sq_p;
+        one.sq_q += f.sq_q;
+      });
+  const double Nd = static_cast<double>(N);
+  const Vector mu_p = one.sum_p / Nd, mu_q = one.sum_q / Nd;
+  Second two;
+  ordered_reduce<Second>(
+      chunk_count(N), threads,
+      [&](Index c, Second& s) {
+        features(c, s.ws);
+        const Vector ap = s.ws.T * mu_p, aq = s.ws.Tq * mu_q;
+        s.pp = ap.squaredNorm();
+        s.qq = aq.squaredNorm();
+        s.pq = ap.dot(aq);
+      },
+      [&](Second& s) {
+        two.pp += s.pp;
+        two.qq += s.qq;
+        two.pq += s.pq;
+      });
+
+  RelativeFssdResult r;
+  r.fssd2_p = (one.sum_p.squaredNorm() - one.sq_p) / (Nd * (Nd - 1.0));
+  r.fssd2_q = (one.sum_q.squaredNorm() - one.sq_q) / (Nd * (Nd - 1.0));
+  r.statistic = std::sqrt(Nd) * (r.fssd2_p - r.fssd2_q);
+  const double mp2 = mu_p.squaredNorm(), mq2 = mu_q.squaredNorm();
+  const double v_p = 4.0 * two.pp / Nd - 4.0 * mp2 * mp2;
+  const double v_q = 4.0 * two.qq / Nd - 4.0 * mq2 * mq2;
+  const double c_pq = 4.0 * two.pq / Nd - 4.0 * mp2 * mq2;
+  // (v_p + v_q) first: the sum commutes exactly, so swapping p and q gives the same σ bit for bit.
+  const double var = (v_p + v_q) - 2.0 * c_pq;
+  if (!std::isfinite(r.statistic) || !std::isfinite(var))
+    throw NumericalError("relative_fssd: the statistic or its variance is not finite");
+  r.sigma = std::sqrt(std::max(var, 0.0));
+  if (r.sigma > 0.0)
+    r.pvalue = normal_upper_tail(r.statistic / r.sigma);
+  else  // identical features: no evidence either way unless the statistic itself differs
+    r.pvalue = r.statistic > 0.0 ? 0.0 : r.statistic < 0.0 ? 1.0 : 0.5;
+  return r;
+}
+
+}  // namespace kef::stein

@@ -1,0 +1,50 @@
+#pragma once
+// The finite-set Stein discrepancy (Jitkrittum et al. 2017) and its relative test (Jitkrittum et al.
+// 2018), MATH.md §8. Everything streams over the rows in kRowChunk chunks.
+#include <limits>
+
+#include "kef/kernel.hpp"
+#include "kef/random.hpp"
+#include "kef/types.hpp"
+
+namespace kef::stein {
+
+// τ(x_n) for the rows of X with scores S, written into T (N x (D·J)): column d·J + j is
+// ξ_d(x_n, v_j) / √(DJ), ξ(x, v) = s(x) k(x, v) + ∇_x k(x, v). `stacks` receives the kernel's value
+// and first-derivative stacks at (X, V), which the backward pass of the power criterion reuses. T and
+// the stacks are only resized when their shape changes, so chunked loops reuse their buffers (fresh
+// multi-megabyte buffers per chunk cost more in page faults than the arithmetic).
+void fssd_features(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S, KernelStacks& stacks,
+                   Matrix& T);
+// The same from stacks already computed (two models sharing the kernel evaluations).
+void fssd_features(const KernelStacks& stacks, const Matrix& S, Index J, Matrix& T);
+
+// Buffers a chunked loop keeps per work slot.
+struct FeatureWorkspace {
+  KernelStacks stacks;
+  Matrix T, Tq;
+};
+
+struct FssdResult {
+  double fssd2 = 0.0;  // unbiased: (‖Σ τ‖² − Σ ‖τ‖²) / (N(N − 1))
+  double pvalue = std::numeric_limits<double>::quiet_NaN();  // NaN when null_draws = 0
+};
+
+// FSSD² of the scores S at locations V, and the p-value of N·FSSD² under its null Σ ω_i (χ²_1 − 1),
+// ω the eigenvalues of the covariance of τ (unbiased, as numpy.cov), simulated with null_draws
+// draws from rng. Needs N ≥ 2.
+FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S, Index null_draws,
+                     RandomStream& rng, int threads);
+
+struct RelativeFssdResult {
+  double fssd2_p = 0.0, fssd2_q = 0.0;
+  double statistic = 0.0;  // √N (FSSD²_p − FSSD²_q)
+  double sigma = 0.0;      // √(v_p − 2 c_pq + v_q)
+  double pvalue = 0.5;     // 1 − Φ(statistic / sigma): small when q fits better than p
+};
+
+// Both models at the same locations and kernel, on the same rows X (scores S_p, S_q).
+RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S_p,
+                                      const Matrix& S_q, int threads);
+
+}  // namespace kef::stein

@@ -1,0 +1,221 @@
+#include "fssd_evaluator.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "fssd.hpp"
+#include "fssd_power.hpp"
+#include "kef/data_io.hpp"
+#include "kef/error.hpp"
+#include "kef/linalg.hpp"
+#include "stein_common.hpp"
+
+namespace kef::stein {
+
+namespace {
+
+constexpr Index kDkefLocations = 100;      // DKEF's protocol (MATH.md §8)
+constexpr Index kOptimizedLocations = 10;  // kgof's experiments use J ≤ 10: optimised locations overfit less
+
+std::vector<KeySpec> location_keys(bool relative) {
+  std::vector<std::string> modes = {"dkef", "given"};
+  if (!relative) modes.push_back("optimized");
+  return {
+      KeySpec::string("locations", "how the test locations and bandwidth are chosen", std::string("dkef"))
+          .one_of(modes),
+      KeySpec::integer("J", "number of test locations (default 100 with dkef, 10 with optimized; given: the "
+                            "file's rows)")
+          .at_least(1)
+          .optional(),
+      KeySpec::number("noise", "std of the Gaussian noise added to the data points chosen as locations", 0.2)
+          .non_negative(),
+      KeySpec::number("bandwidth", "Gaussian kernel length scale σ (default: median pairwise distance)")
+          .positive()
+          .optional(),
+      KeySpec::string("locations_file", "J x D test locations (.npy or .csv), for locations = \"given\"")
+          .optional(),
+      split_key(),
+  };
+}
+
+std::string format(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+KeyList fssd_keys() {
+  KeyList keys = location_keys(false);
+  keys.push_back(KeySpec::integer("null_draws", "draws from the null Σ ω_i (χ²_1 − 1) for the p-value (0: no test)",
+                                  std::int64_t{2000})
+                     .non_negative());
+  keys.push_back(KeySpec::number("train_fraction", "optimized: fraction of the split used to choose the locations",
+                                 0.2)
+                     .positive()
+                     .at_most(1.0));
+  keys.push_back(KeySpec::integer("optimization_steps", "optimized: Adam steps of the power criterion",
+                                  std::int64_t{100})
+                     .non_negative());
+  keys.push_back(KeySpec::number("learning_rate",
+                                 "optimized: Adam step size (locations in units of the initial bandwidth, log σ)", 0.05)
+                     .positive());
+  keys.push_back(KeySpec::number("gamma", "optimized: regulariser γ of the criterion FSSD² / √(σ²_H1 + γ)", 1e-4)
+                     .positive());
+  return keys;
+}
+
+KeyList relative_fssd_keys() { return location_keys(true); }
+
+FssdEvaluator::FssdEvaluator(const Config& cfg, const BuildContext& ctx, bool relative)
+    : cfg_(cfg), registry_(ctx.registry), relative_(relative) {
+  if (!registry_) throw Error(std::string(relative ? "relative_fssd" : "fssd") + ": built without a registry");
+  split_ = cfg.string("split");
+  mode_ = cfg.string("locations");
+  noise_ = cfg.number("noise");
+  if (cfg.has("J")) J_ = cfg.integer("J");
+  if (cfg.has("bandwidth")) bandwidth_ = cfg.number("bandwidth");
+  if (!relative) {
+    null_draws_ = cfg.integer("null_draws");
+    train_fraction_ = cfg.number("train_fraction");
+    steps_ = cfg.integer("optimization_steps");
+    learning_rate_ = cfg.number("learning_rate");
+    gamma_ = cfg.number("gamma");
+    if (mode_ == "optimized" && train_fraction_ >= 1.0)
+      cfg.fail("train_fraction", "must leave rows to test on (expected < 1, got " + format(train_fraction_) + ")");
+  }
+  if (cfg.has("locations_file") != (mode_ == "given"))
+    cfg.fail(cfg.has("locations_file") ? "locations_file" : "locations",
+             "`locations_file` goes with locations = \"given\", and only with it");
+  if (mode_ == "given") {
+    if (!bandwidth_) cfg.fail("bandwidth", "locations = \"given\" needs the kernel's `bandwidth`");
+    std::filesystem::path path(cfg.string("locations_file"));
+    // Relative paths are relative to the pipeline file, like data files.
+    if (path.is_relative()) path = std::filesystem::path(cfg.source()).parent_path() / path;
+    given_ = read_table(path).values;
+    if (given_.rows() == 0) cfg.fail("locations_file", "the file has no rows");
+    if (ctx.dim > 0 && given_.cols() != ctx.dim)
+      cfg.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) + ", the data has " +
+                                     std::to_string(ctx.dim));
+    if (J_ && *J_ != given_.rows())
+      cfg.fail("J", "J = " + std::to_string(*J_) + " but the locations file has " + std::to_string(given_.rows()) +
+                        " rows");
+  }
+  if (ctx.rng) stream_ = ctx.rng->derive("locations");
+}
+
+Index FssdEvaluator::locations_for(Index rows) const {
+  const Index J = J_.value_or(mode_ == "optimized" ? kOptimizedLocations : kDkefLocations);
+  if (J > rows)
+    cfg_.fail(J_ ? "J" : "locations",
+              "J = " + std::to_string(J) + " test locations are drawn from the data, which has only " +
+                  std::to_string(rows) + " rows" + (mode_ == "optimized" ? " in its training part" : "") +
+                  "; set a smaller `J`");
+  return J;
+}
+
+namespace {
+
+// J distinct rows of X plus N(0, noise²) noise (DKEF's protocol).
+Matrix random_locations(const Matrix& X, Index J, double noise, RandomStream& rng) {
+  const auto rows = sample_without_replacement(X.rows(), J, rng);
+  Matrix V(J, X.cols());
+  for (Index j = 0; j < J; ++j) V.row(j) = X.row(rows[static_cast<std::size_t>(j)]);
+  if (noise > 0.0) V += noise * rng.normal_matrix(J, X.cols());
+  return V;
+}
+
+Matrix take_rows(const Matrix& X, const std::vector<Index>& rows, Index begin, Index end) {
+  Matrix out(end - begin, X.cols());
+  for (Index i = begin; i < end; ++i) out.row(i - begin) = X.row(rows[static_cast<std::size_t>(i)]);
+  return out;
+}
+
+}  // namespace
+
+EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
+  const std::string name = relative_ ? "relative_fssd" : "fssd";
+  const Matrix& X = select_split(in.data, split_, cfg_);
+  check_dimension(in.model, in.model_name, X);
+  if (relative_) {
+    if (!in.other) cfg_.fail("against", "relative_fssd compares two models: set `against = \"NAME\"`");
+    check_dimension(*in.other, in.other_name, X);
+  }
+  if (mode_ == "given" && given_.cols() != X.cols())
+    cfg_.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) + ", the data has " +
+                                    std::to_string(X.cols()));
+  if (X.rows() < 2) cfg_.fail("split", "the " + split_ + " split has " + std::to_string(X.rows()) + " row; FSSD needs 2");
+  auto what = [&](const std::string& model) { return name + ": the score of model " + model + " on the " + split_ + " split"; };
+  const Matrix S = checked_score_all(in.model, X, in.threads, what(in.model_name));
+  RandomStream locations_rng = stream_ ? *stream_ : in.rng.derive("locations");
+
+  EvaluationResult r;
+  Matrix V, X_test = X, S_test = S;
+  double sigma = 0.0;
+  KernelPtr kernel;
+  if (mode_ == "optimized") {
+    // kgof: choose locations on a random training part, test on the disjoint rest.
+    const Index N = X.rows();
+    const Index n_train = static_cast<Index>(std::llround(train_fraction_ * static_cast<double>(N)));
+    if (n_train < 2 || N - n_train < 2)
+      cfg_.fail("train_fraction", "splits the " + std::to_string(N) + " rows into " + std::to_string(n_train) +
+                                      " to optimise and " + std::to_string(N - n_train) + " to test; each needs 2");
+    std::vector<Index> perm(static_cast<std::size_t>(N));
+    for (Index i = 0; i < N; ++i) perm[static_cast<std::size_t>(i)] = i;
+    for (Index i = N - 1; i > 0; --i)  // Fisher–Yates with kef's own integer draws (portable)
+      std::swap(perm[static_cast<std::size_t>(i)],
+                perm[static_cast<std::size_t>(locations_rng.uniform_int(static_cast<std::uint64_t>(i + 1)))]);
+    const Matrix X_train = take_rows(X, perm, 0, n_train), S_train = take_rows(S, perm, 0, n_train);
+    X_test = take_rows(X, perm, n_train, N);
+    S_test = take_rows(S, perm, n_train, N);
+    const Index J = locations_for(n_train);
+    const double sigma0 = bandwidth_.value_or(median_pairwise_distance(X_train));
+    if (!(sigma0 > 0.0)) cfg_.fail("bandwidth", "the median distance of the training part is 0; set `bandwidth`");
+    kernel = make_gaussian_kernel(*registry_, sigma0);
+    PowerOptions opt{gamma_, steps_, learning_rate_};
+    const OptimizedLocations best = optimize_fssd_locations(
+        *kernel, random_locations(X_train, J, noise_, locations_rng), sigma0, X_train, S_train, opt, in.threads,
+        &in.progress);
+    V = best.V;
+    sigma = best.bandwidth;
+    r.notes.push_back("locations and bandwidth optimised on " + std::to_string(n_train) + " rows (power criterion " +
+                      format(best.initial_criterion) + " -> " + format(best.final_criterion) + "), tested on the other " +
+                      std::to_string(N - n_train));
+  } else {
+    if (mode_ == "given") {
+      V = given_;
+    } else {
+      V = random_locations(X, locations_for(X.rows()), noise_, locations_rng);
+    }
+    sigma = bandwidth_ ? *bandwidth_ : median_pairwise_distance(X);
+    if (!(sigma > 0.0)) cfg_.fail("bandwidth", "the median pairwise distance of the data is 0; set `bandwidth`");
+    kernel = make_gaussian_kernel(*registry_, sigma);
+  }
+
+  if (relative_) {
+    const Matrix S_q = checked_score_all(*in.other, X, in.threads, what(in.other_name));
+    const RelativeFssdResult rel = relative_fssd_test(*kernel, V, X, S, S_q, in.threads);
+    r.metrics = {{"relative_fssd_statistic", rel.statistic},
+                 {"relative_fssd_pvalue", rel.pvalue},
+                 {"relative_fssd_fssd2", rel.fssd2_p},
+                 {"relative_fssd_fssd2_against", rel.fssd2_q},
+                 {"relative_fssd_bandwidth", sigma},
+                 {"relative_fssd_locations", static_cast<double>(V.rows())}};
+    if (rel.sigma == 0.0) r.notes.push_back("the two models have identical FSSD features: the p-value is not informative");
+    r.summary = "relative_fssd against " + in.other_name + ": statistic " + format(rel.statistic) + ", p-value " +
+                format(rel.pvalue) + " (small: " + in.other_name + " fits better)";
+    return r;
+  }
+  RandomStream null_rng = in.rng.derive("null");
+  const FssdResult res = fssd_test(*kernel, V, X_test, S_test, null_draws_, null_rng, in.threads);
+  r.metrics.emplace_back("fssd2", res.fssd2);
+  if (null_draws_ > 0) r.metrics.emplace_back("fssd_pvalue", res.pvalue);
+  r.metrics.emplace_back("fssd_bandwidth", sigma);
+  r.metrics.emplace_back("fssd_locations", static_cast<double>(V.rows()));
+  r.summary = "fssd: FSSD² " + format(res.fssd2) + (null_draws_ > 0 ? ", p-value " + format(res.pvalue) : "");
+  return r;
+}
+
+}  // namespace kef::stein

@@ -1,0 +1,69 @@
+#include "stein_common.hpp"
+
+#include <cmath>
+
+#include "kef/error.hpp"
+#include "kef/registry.hpp"
+
+namespace kef::stein {
+
+KeySpec split_key() {
+  return KeySpec::string("split", "which split to evaluate on", std::string("test"))
+      .one_of({"test", "validation", "train"});
+}
+
+const Matrix& select_split(const Dataset& data, const std::string& split, const Config& cfg) {
+  const Matrix& X = split == "test" ? data.test : split == "validation" ? data.validation : data.train;
+  if (X.rows() == 0) cfg.fail("split", "the " + split + " split is empty");
+  return X;
+}
+
+void check_dimension(const Model& model, const std::string& model_name, const Matrix& X) {
+  if (X.cols() != model.dim())
+    throw DataError("model " + model_name + " has dimension " + std::to_string(model.dim()) + ", the data " +
+                    std::to_string(X.cols()));
+}
+
+Matrix checked_score(const Model& model, const Matrix& X, Index row_offset, const std::string& what) {
+  Matrix S = model.score(X);
+  if (S.rows() != X.rows() || S.cols() != X.cols())
+    throw NumericalError(what + " has shape " + std::to_string(S.rows()) + " x " +
+                         std::to_string(S.cols()) + ", expected " + std::to_string(X.rows()) + " x " +
+                         std::to_string(X.cols()));
+  for (Index n = 0; n < S.rows(); ++n)
+    if (!S.row(n).allFinite())
+      throw NumericalError(what + " is not finite at row " + std::to_string(row_offset + n) + " (0-based)");
+  return S;
+}
+
+Matrix checked_score_all(const Model& model, const Matrix& X, int threads, const std::string& what) {
+  Matrix S(X.rows(), X.cols());
+  parallel_for(chunk_count(X.rows()), threads, [&](Index c) {
+    const Index b = chunk_begin(c), n = chunk_size(c, X.rows());
+    S.middleRows(b, n) = checked_score(model, X.middleRows(b, n), b, what);
+  });
+  return S;
+}
+
+KernelPtr make_gaussian_kernel(Registry& registry, double sigma) {
+  auto k = registry.make_kernel(Config::parse_string("type = \"gaussian\"", "stein"), BuildContext{});
+  k->set_parameters(Vector::Constant(1, std::log(sigma)));
+  return k;
+}
+
+KernelPtr make_imq_kernel(Registry& registry, double c, double beta) {
+  Config cfg = Config::parse_string("type = \"imq\"", "stein");
+  cfg.set("c", c);
+  cfg.set("beta", beta);
+  return registry.make_kernel(cfg, BuildContext{});
+}
+
+double monte_carlo_pvalue(double stat, const std::vector<double>& simulated) {
+  std::size_t above = 0;
+  for (double s : simulated) above += s >= stat ? 1 : 0;
+  return (1.0 + static_cast<double>(above)) / (1.0 + static_cast<double>(simulated.size()));
+}
+
+double normal_upper_tail(double z) { return 0.5 * std::erfc(z / std::sqrt(2.0)); }
+
+}  // namespace kef::stein

@@ -1,0 +1,200 @@
+// FSSD and relative FSSD: calibration under the null, power, the power criterion's gradient, and
+// independence from the thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fssd.hpp"
+#include "fssd_power.hpp"
+#include "kef/random.hpp"
+#include "stein_common.hpp"
+#include "stein_test_util.hpp"
+
+namespace kef::stein {
+namespace {
+
+using test_util::GaussianModel;
+
+KernelPtr gaussian(double sigma) { return make_gaussian_kernel(kef::test::plugin_registry(), sigma); }
+
+// Under H0 the scores are the truth's, E τ(x) = 0 (Stein's identity) and the FSSD² U-statistic has mean
+// exactly 0; the mean of R independent copies then exceeds 4 sd/√R with probability 6e-5 (CLT).
+// p-values: the Kolmogorov–Smirnov distance of R uniform p-values exceeds 1.949/√R with probability
+// 0.001 (asymptotic Kolmogorov law); Monte Carlo p-values (1 + k)/(1 + B) are within 1/(B + 1) of the
+// continuous p-value, so the bound grows by that. The null Σ ω (χ² − 1) with estimated ω is itself
+// asymptotic; for N = 1000 its error on these quadratic forms is O(1/N) (Götze 1991), far below 0.14.
+// The locations are drawn independently of the sample, as the test's theory assumes.
+TEST(Fssd, NullStatisticIsCentredAndPValuesAreUniform) {
+  constexpr int R = 200;
+  constexpr Index N = 1000, D = 2, J = 5, B = 500;
+  auto k = gaussian(1.2);
+  GaussianModel truth(D, 0.0, 1.0);
+  std::vector<double> stats, pvalues;
+  for (int r = 0; r < R; ++r) {
+    RandomStream rng(static_cast<std::uint64_t>(r), "fssd-null");
+    const Matrix X = rng.normal_matrix(N, D), V = rng.normal_matrix(J, D);
+    const FssdResult res = fssd_test(*k, V, X, truth.score(X), B, rng, 1);
+    stats.push_back(res.fssd2);
+    pvalues.push_back(res.pvalue);
+  }
+  const auto [mean, sd] = test_util::mean_sd(stats);
+  EXPECT_LT(std::abs(mean), 4.0 * sd / std::sqrt(double(R))) << "mean " << mean << " sd " << sd;
+  EXPECT_LT(test_util::ks_uniform(pvalues), 1.949 / std::sqrt(double(R)) + 1.0 / (B + 1));
+}
+
+// Power against a model shifted by 1 in every coordinate. Under H1, √N(FSSD²_est − FSSD²) → N(0, σ²_H1),
+// so the test rejects unless the estimate falls √N·FSSD²/σ_H1 − c standard deviations low, c the null
+// quantile on that scale (O(1/√N)). The test computes z = √N·FSSD²/σ_H1 from a large independent
+// sample and requires z > 5 (a rejection probability above 1 − 3e-7 up to c); then fewer than 18 of 20
+// rejections at level 0.05 has probability < 1e-10.
+TEST(Fssd, DetectsAShiftedModel) {
+  constexpr Index N = 500, D = 2, J = 5, B = 500;
+  auto k = gaussian(1.2);
+  GaussianModel wrong(D, 1.0, 1.0);
+  RandomStream big(99, "fssd-power-big");
+  const Matrix Xbig = big.normal_matrix(20000, D), Vfix = big.normal_matrix(J, D);
+  const PowerCriterion pc = fssd_power_criterion(*k, Vfix, Xbig, wrong.score(Xbig), 0.0, 2);
+  EXPECT_GT(std::sqrt(double(N)) * pc.fssd2 / std::sqrt(pc.variance), 5.0);
+  int rejections = 0;
+  for (int r = 0; r < 20; ++r) {
+    RandomStream rng(static_cast<std::uint64_t>(r), "fssd-power");
+    const Matrix X = rng.normal_matrix(N, D);
+    rejections += fssd_test(*k, Vfix, X, wrong.score(X), B, rng, 1).pvalue < 0.05;
+  }
+  EXPECT_GE(rejections, 18);
+}
+
+// The criterion is a smooth function of θ = (V, log σ); central differences with h = 1e-5 err by
+// h²/6·|c'''| + ε|c|/h. Its third derivatives are those of exp(−r²/(2σ²)) (≤ ~10/σ³ per unit of |c|)
+// times O(1) factors, about 10² |c| here, so the error is ≲ 2e-9 |c| + 1e-11: a relative 1e-6 is safe.
+TEST(FssdPower, GradientMatchesCentralDifferences) {
+  constexpr Index N = 300, D = 2, J = 3;  // two row chunks
+  RandomStream rng(7, "fssd-grad");
+  const Matrix X = rng.normal_matrix(N, D);
+  const Matrix V0 = 0.8 * rng.normal_matrix(J, D);
+  GaussianModel wrong(Vector::Constant(D, 0.3), 1.2);
+  const Matrix S = wrong.score(X);
+  const double gamma = 1e-4, log_sigma = std::log(1.3);
+  auto k = gaussian(1.3);
+  Matrix gV;
+  double gs = 0.0;
+  const PowerCriterion pc = fssd_power_criterion(*k, V0, X, S, gamma, 1, &gV, &gs);
+  ASSERT_GT(std::abs(pc.value), 1e-3);
+
+  Vector theta(J * D + 1);
+  theta.head(J * D) = Eigen::Map<const Vector>(V0.data(), J * D);
+  theta[J * D] = log_sigma;
+  auto f = [&](const Vector& t) {
+    auto kk = gaussian(1.0);
+    kk->set_parameters(Vector::Constant(1, t[J * D]));
+    return fssd_power_criterion(*kk, Eigen::Map<const Matrix>(t.data(), J, D), X, S, gamma, 1).value;
+  };
+  const Vector fd = kef::test::numerical_gradient(f, theta);
+  const double scale = std::max(1.0, fd.cwiseAbs().maxCoeff());
+  for (Index i = 0; i < J * D; ++i) EXPECT_NEAR(gV.data()[i], fd[i], 1e-6 * scale) << "location entry " << i;
+  EXPECT_NEAR(gs, fd[J * D], 1e-6 * scale);
+}
+
+TEST(FssdPower, OptimisationDoesNotDecreaseTheCriterion) {
+  constexpr Index N = 400, D = 2, J = 3;
+  RandomStream rng(8, "fssd-opt");
+  const Matrix X = rng.normal_matrix(N, D);
+  GaussianModel wrong(Vector::Constant(D, 0.3), 1.0);
+  auto k = gaussian(1.0);
+  const OptimizedLocations o =
+      optimize_fssd_locations(*k, X.topRows(J), 1.0, X, wrong.score(X), PowerOptions{1e-4, 30, 0.05}, 1, nullptr);
+  EXPECT_GE(o.final_criterion, o.initial_criterion);
+  // The kernel is left at the returned bandwidth, and the criterion there is the reported one.
+  EXPECT_DOUBLE_EQ(std::exp(k->parameters()[0]), o.bandwidth);
+  EXPECT_EQ(fssd_power_criterion(*k, o.V, X, wrong.score(X), 1e-4, 1).value, o.final_criterion);
+}
+
+// Locations optimised on one part and tested on the disjoint rest: the p-values stay uniform under the
+// null (same KS bound as above, R = 100).
+TEST(Fssd, OptimizedLocationsKeepTheTestCalibrated) {
+  constexpr int R = 100;
+  constexpr Index N = 500, D = 2;
+  GaussianModel truth(D, 0.0, 1.0);
+  std::vector<double> pvalues;
+  for (int r = 0; r < R; ++r) {
+    RandomStream rng(static_cast<std::uint64_t>(r), "fssd-opt-null");
+    const Dataset data = test_util::test_data(rng.normal_matrix(N, D));
+    auto ev = test_util::make_evaluator(
+        "type = \"fssd\"\nlocations = \"optimized\"\nJ = 3\noptimization_steps = 10\nnull_draws = 300", D,
+        static_cast<std::uint64_t>(r));
+    pvalues.push_back(test_util::run(*ev, truth, data, static_cast<std::uint64_t>(r))["fssd_pvalue"]);
+  }
+  EXPECT_LT(test_util::ks_uniform(pvalues), 1.949 / std::sqrt(double(R)) + 1.0 / 301);
+}
+
+TEST(Fssd, DkefLocationsWithASyntheticTruth) {
+  auto& reg = kef::test::plugin_registry();
+  RandomStream init(3, "source");
+  auto source = reg.make_data_source(kef::test::config_from("type = \"synthetic/gaussian\"\nn = 500"),
+                                     BuildContext{-1, &reg, &init, -1});
+  RandomStream load(3, "load");
+  SourceData sd = source->load(load);
+  const Dataset data = test_util::test_data(sd.samples);
+  auto e = test_util::make_evaluator("type = \"fssd\"\nJ = 20", sd.samples.cols());
+  const auto truth = test_util::run(*e, *sd.truth, data, 5);
+  GaussianModel shifted(sd.samples.cols(), 1.0, 1.0);
+  const auto wrong = test_util::run(*e, shifted, data, 5);
+  EXPECT_EQ(truth["fssd_locations"], 20.0);
+  EXPECT_EQ(truth["fssd_bandwidth"], wrong["fssd_bandwidth"]);  // median heuristic of the same rows
+  EXPECT_LT(truth["fssd2"], wrong["fssd2"]);
+  EXPECT_LT(wrong["fssd_pvalue"], 0.01);
+}
+
+TEST(Fssd, ResultsDoNotDependOnTheThreadCount) {
+  constexpr Index N = 700, D = 3;  // three row chunks
+  RandomStream rng(11, "fssd-threads");
+  const Dataset data = test_util::test_data(rng.normal_matrix(N, D));
+  GaussianModel model(Vector::Constant(D, 0.2), 1.1);
+  for (const char* toml : {"type = \"fssd\"\nJ = 7", "type = \"fssd\"\nlocations = \"optimized\"\nJ = 4\noptimization_steps = 15"}) {
+    auto e = test_util::make_evaluator(toml, D);
+    const auto one = test_util::run(*e, model, data, 4, 1);
+    for (int threads : {2, 3}) {
+      const auto many = test_util::run(*e, model, data, 4, threads);
+      ASSERT_EQ(one.values.size(), many.values.size());
+      for (std::size_t i = 0; i < one.values.size(); ++i)
+        EXPECT_EQ(one.values[i].second, many.values[i].second) << toml << ": " << one.values[i].first;
+    }
+  }
+}
+
+TEST(RelativeFssd, SwappingTheModelsFlipsTheStatisticExactly) {
+  constexpr Index N = 600, D = 2;
+  RandomStream rng(12, "rel-swap");
+  const Dataset data = test_util::test_data(rng.normal_matrix(N, D));
+  GaussianModel p(Vector::Constant(D, 0.3), 1.0), q(Vector::Constant(D, -0.1), 1.4);
+  auto e = test_util::make_evaluator("type = \"relative_fssd\"\nJ = 10", D);
+  const auto pq = test_util::run(*e, p, data, 1, 1, &q);
+  const auto qp = test_util::run(*e, q, data, 2, 2, &p);  // another per-model stream and thread count
+  EXPECT_EQ(pq["relative_fssd_statistic"], -qp["relative_fssd_statistic"]);
+  EXPECT_EQ(pq["relative_fssd_fssd2"], qp["relative_fssd_fssd2_against"]);
+  // 1 − Φ(z) and 1 − Φ(−z) sum to 1 up to the rounding of erfc.
+  EXPECT_NEAR(pq["relative_fssd_pvalue"] + qp["relative_fssd_pvalue"], 1.0, 1e-15);
+}
+
+// With the truth against a model shifted by 1, z = √N (FSSD²_p − FSSD²_q)/σ grows like √N; at N = 1000
+// it is far beyond the 1e-4 tails (|z| > 3.7), checked both ways.
+TEST(RelativeFssd, FavoursTheTruthOverAPerturbedModel) {
+  constexpr Index N = 1000, D = 2;
+  RandomStream rng(13, "rel-truth");
+  const Dataset data = test_util::test_data(rng.normal_matrix(N, D));
+  GaussianModel truth(D, 0.0, 1.0), perturbed(D, 1.0, 1.0);
+  auto e = test_util::make_evaluator("type = \"relative_fssd\"\nJ = 10", D);
+  // Evaluated = perturbed, against = truth: small p-value means `against` fits better.
+  const auto a = test_util::run(*e, perturbed, data, 1, 1, &truth);
+  EXPECT_GT(a["relative_fssd_statistic"], 0.0);
+  EXPECT_LT(a["relative_fssd_pvalue"], 1e-4);
+  const auto b = test_util::run(*e, truth, data, 1, 1, &perturbed);
+  EXPECT_GT(b["relative_fssd_pvalue"], 1.0 - 1e-4);
+  // The same model on both sides: statistic exactly 0, p-value 1/2.
+  const auto c = test_util::run(*e, truth, data, 1, 1, &truth);
+  EXPECT_EQ(c["relative_fssd_statistic"], 0.0);
+  EXPECT_EQ(c["relative_fssd_pvalue"], 0.5);
+}
+
+}  // namespace
+}  // namespace kef::stein

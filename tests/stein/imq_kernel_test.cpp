@@ -1,0 +1,117 @@
+// Every analytic derivative of kernel/imq against central differences, and its key checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <utility>
+
+#include "kef/error.hpp"
+#include "kef/kernel.hpp"
+#include "kef/random.hpp"
+#include "test_support.hpp"
+
+namespace kef {
+namespace {
+
+KernelPtr make_imq(double c, double beta) {
+  return test::plugin_registry().make_kernel(
+      test::config_from("type = \"imq\"\nc = " + std::to_string(c) + "\nbeta = " + std::to_string(beta)),
+      BuildContext{});
+}
+
+struct Points {
+  Matrix X, Y;
+};
+
+Points random_points(Index n, Index m, Index d, std::uint64_t seed) {
+  RandomStream rng(seed, "imq-test");
+  return {rng.normal_matrix(n, d), rng.normal_matrix(m, d)};
+}
+
+// Central differences with h = 1e-5: truncation h^2/6 * max|k'''| (max|k''''| for the differences of
+// d2) and rounding eps*max|k|/h. With c >= 1 (u = c² + r² ≥ 1) and |β| ≤ 1, each m-th derivative of u^β
+// is a sum of a few terms 2^m |β(β−1)...(β−m+1)| u^(β−m) δ^k with δ^k / u^(k/2) ≤ 1, below 10³ for
+// m ≤ 4: truncation ≤ 2e-8 and rounding ≤ 2e-11, so 1e-7 holds with margin. Second differences of
+// values add rounding 4ε/h² ≈ 1e-5, hence 2e-5 for them.
+constexpr double kTol = 1e-7;
+constexpr double kTol2 = 2e-5;
+constexpr double kStep = 1e-5;
+
+TEST(ImqKernel, ValueMatchesDefinition) {
+  auto k = make_imq(1.3, -0.7);
+  auto p = random_points(5, 4, 3, 1);
+  Matrix G = k->gram(p.X, p.Y);
+  for (Index n = 0; n < 5; ++n)
+    for (Index m = 0; m < 4; ++m)
+      EXPECT_NEAR(G(n, m), std::pow(1.69 + (p.X.row(n) - p.Y.row(m)).squaredNorm(), -0.7), 1e-14);
+  EXPECT_TRUE(k->capabilities().cross_derivatives);
+  EXPECT_TRUE(k->capabilities().bounded_unit);       // c ≥ 1: k ≤ c^(2β) ≤ 1
+  EXPECT_FALSE(make_imq(0.8, -0.5)->capabilities().bounded_unit);
+}
+
+TEST(ImqKernel, FirstAndSecondDerivativesMatchCentralDifferences) {
+  for (auto [c, beta] : {std::pair{1.0, -0.5}, std::pair{1.2, -1.0}}) {
+    auto k = make_imq(c, beta);
+    auto p = random_points(6, 5, 3, 2);
+    const Index N = 6, M = 5, D = 3;
+    KernelStacks st;
+    k->derivatives(p.X, p.Y, 2, st);
+    ASSERT_EQ(st.d1.rows(), N * D);
+    ASSERT_EQ(st.d2.cols(), M);
+    EXPECT_TRUE(st.value.isApprox(k->gram(p.X, p.Y), 1e-14));
+    for (Index d = 0; d < D; ++d) {
+      Matrix Xp = p.X, Xm = p.X;
+      Xp.col(d).array() += kStep;
+      Xm.col(d).array() -= kStep;
+      const Matrix Gp = k->gram(Xp, p.Y), Gm = k->gram(Xm, p.Y), G0 = k->gram(p.X, p.Y);
+      EXPECT_LT((st.d1.middleRows(d * N, N) - (Gp - Gm) / (2 * kStep)).cwiseAbs().maxCoeff(), kTol);
+      EXPECT_LT((st.d2.middleRows(d * N, N) - (Gp - 2 * G0 + Gm) / (kStep * kStep)).cwiseAbs().maxCoeff(), kTol2);
+      KernelStacks sp, sm;
+      k->derivatives(Xp, p.Y, 1, sp);
+      k->derivatives(Xm, p.Y, 1, sm);
+      const Matrix fd = (sp.d1.middleRows(d * N, N) - sm.d1.middleRows(d * N, N)) / (2 * kStep);
+      EXPECT_LT((st.d2.middleRows(d * N, N) - fd).cwiseAbs().maxCoeff(), kTol) << "beta " << beta << " d " << d;
+    }
+    KernelStacks only_value;
+    k->derivatives(p.X, p.Y, 0, only_value);
+    EXPECT_EQ(only_value.d1.size(), 0);
+  }
+}
+
+TEST(ImqKernel, CrossDerivativesMatchCentralDifferencesInY) {
+  for (auto [c, beta] : {std::pair{1.0, -0.5}, std::pair{1.2, -1.0}}) {
+    auto k = make_imq(c, beta);
+    auto p = random_points(4, 3, 3, 3);
+    const Index N = 4, M = 3, D = 3;
+    KernelCrossStacks cs;
+    k->cross_derivatives(p.X, p.Y, cs);
+    ASSERT_EQ(cs.dxdy.rows(), N * D);
+    ASSERT_EQ(cs.dxdy.cols(), M * D);
+    ASSERT_EQ(cs.d2xdy.cols(), M * D);
+    for (Index j = 0; j < D; ++j) {
+      Matrix Yp = p.Y, Ym = p.Y;
+      Yp.col(j).array() += kStep;
+      Ym.col(j).array() -= kStep;
+      KernelStacks sp, sm;
+      k->derivatives(p.X, Yp, 2, sp);
+      k->derivatives(p.X, Ym, 2, sm);
+      EXPECT_LT((cs.dxdy.middleCols(j * M, M) - (sp.d1 - sm.d1) / (2 * kStep)).cwiseAbs().maxCoeff(), kTol);
+      EXPECT_LT((cs.d2xdy.middleCols(j * M, M) - (sp.d2 - sm.d2) / (2 * kStep)).cwiseAbs().maxCoeff(), kTol);
+    }
+  }
+}
+
+TEST(ImqKernel, RejectsNonNegativeBetaAndBadInputs) {
+  try {
+    make_imq(1.0, 0.0);
+    FAIL() << "beta = 0 accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("beta"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(make_imq(1.0, 0.5), ConfigError);
+  EXPECT_THROW(make_imq(-1.0, -0.5), ConfigError);
+  auto k = make_imq(1.0, -0.5);
+  EXPECT_THROW(k->gram(Matrix::Zero(2, 3), Matrix::Zero(2, 2)), DataError);
+}
+
+}  // namespace
+}  // namespace kef

@@ -1,0 +1,100 @@
+// The Stein evaluators in a real pipeline: `kef run` with two models, `against`, named evaluations.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "test_support.hpp"
+
+namespace kef {
+namespace {
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(SteinPipeline, RunsEveryEvaluatorThroughTheCommand) {
+  const auto dir = test::temp_dir("stein-pipeline");
+  std::ofstream(dir / "p.toml") << R"(schema_version = 1
+seed = 5
+[data]
+type = "synthetic/gaussian"
+n = 900
+split = { test = 400, validation = 0 }
+
+[[model]]
+name = "good"
+[model.estimator]
+type = "lite"
+inducing_points = 50
+[model.kernel]
+type = "gaussian"
+sigma = 1.5
+[model.base_measure]
+type = "gaussian"
+std = 1.0
+
+[[model]]
+name = "wide"
+[model.estimator]
+type = "lite"
+inducing_points = 50
+lambda_alpha = 10.0
+[model.kernel]
+type = "gaussian"
+sigma = 1.5
+[model.base_measure]
+type = "gaussian"
+std = 3.0
+
+[[evaluate]]
+type = "fssd"
+J = 10
+
+[[evaluate]]
+type = "fssd"
+name = "opt"
+locations = "optimized"
+J = 3
+optimization_steps = 20
+
+[[evaluate]]
+type = "relative_fssd"
+against = "good"
+J = 10
+
+[[evaluate]]
+type = "ksd"
+bootstrap_draws = 100
+
+[[evaluate]]
+type = "ksd"
+name = "imq"
+kernel = "imq"
+bootstrap_draws = 100
+)";
+  std::string out;
+  const int status = test::run_command(test::kef_executable() + " run " + (dir / "p.toml").string() + " --output " +
+                                           (dir / "out").string() + " --quiet",
+                                       &out);
+  ASSERT_EQ(status, 0) << out;
+  const std::string json = read_file(dir / "out" / "results.json");
+  for (const char* key : {"\"fssd2\"", "\"fssd_pvalue\"", "\"opt.fssd2\"", "\"relative_fssd_statistic\"",
+                          "\"relative_fssd_pvalue\"", "\"ksd2\"", "\"ksd_pvalue\"", "\"imq.ksd2\"", "\"imq.ksd_pvalue\""})
+    EXPECT_NE(json.find(key), std::string::npos) << key;
+  // relative_fssd runs on every model but the one it compares against.
+  std::size_t count = 0;
+  for (std::size_t pos = json.find("\"relative_fssd_statistic\""); pos != std::string::npos;
+       pos = json.find("\"relative_fssd_statistic\"", pos + 1))
+    ++count;
+  EXPECT_EQ(count, 1u);
+
+  ASSERT_EQ(test::run_command(test::kef_executable() + " plugins --describe evaluator/fssd", &out), 0) << out;
+  EXPECT_NE(out.find("null_draws"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kef
