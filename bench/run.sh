@@ -48,3 +48,21 @@ echo "== log_likelihood: importance sampling for a lite model, U=2000000 D=11 M=
 awk -v k="$(val kernel_gflops "$work/ll.txt")" -v m="$(val model_gflops "$work/ll.txt")" \
     -v g="$(val gemm_gflops "$work/ll.txt")" -v r="$(val proposals_per_second "$work/ll.txt")" \
   'BEGIN{printf "log_likelihood: %.3g proposals/s; K(Y,Z) flops at %.1f%% of DGEMM (model alone %.1f%%)\n", r, 100*k/g, 100*m/g}'
+
+echo "== Stein tests (plugin stein) N=10000 D=10: FSSD (J=10 and J=100, 2000 null draws), KSD (Gaussian, 1000 bootstrap draws)"
+if $py -c "import numpy" 2>/dev/null; then
+  blas_py() { LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} $py "$@"; }
+  for J in 10 100; do
+    boot=-1; [ "$J" = 100 ] && boot=1000
+    "$build/bin/bench_stein" 10000 10 $J "$work/stein$J" 2000 $boot | tee "$work/stein$J.txt"
+    blas_py "$here/stein_numpy.py" "$work/stein$J/X.npy" "$work/stein$J/V.npy" 4.0 0.1 2000 $boot | tee "$work/stein_np$J.txt"
+    awk -v a="$(val numpy_fssd_seconds "$work/stein_np$J.txt")" -v b="$(val fssd_seconds "$work/stein$J.txt")" -v j=$J \
+      'BEGIN{printf "fssd J=%d: ratio numpy/kef = %.2fx (target >= 10x)\n", j, a/b}'
+  done
+  for t in ksd_stat ksd_test; do
+    awk -v a="$(val numpy_${t}_seconds "$work/stein_np100.txt")" -v b="$(val ${t}_seconds "$work/stein100.txt")" -v t=$t \
+      'BEGIN{printf "%s: ratio numpy/kef = %.2fx (target >= 10x)\n", t, a/b}'
+  done
+else
+  echo "NumPy not available (needs /usr/bin/python3 with numpy)"
+fi

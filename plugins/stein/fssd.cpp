@@ -1,5 +1,6 @@
 #include "fssd.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -32,18 +33,6 @@ struct Moments {
   Matrix gram;        // Σ τ τᵀ (lower triangle), only for the null distribution
 };
 
-void fold(Moments& acc, const Moments& part) {
-  if (acc.sum.size() == 0) {
-    acc.sum = part.sum;
-    acc.sum_sq = part.sum_sq;
-    acc.gram = part.gram;
-    return;
-  }
-  acc.sum += part.sum;
-  acc.sum_sq += part.sum_sq;
-  if (part.gram.size()) acc.gram += part.gram;
-}
-
 void check_rows(Index n, const char* what) {
   if (n < 2) throw DataError(std::string(what) + ": needs at least 2 rows, got " + std::to_string(n));
 }
@@ -55,21 +44,30 @@ FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, con
   const Index N = X.rows(), P = X.cols() * V.rows();
   check_rows(N, "fssd");
   const bool need_null = null_draws > 0;
-  Moments total;
-  ordered_reduce<Moments>(
+  // Each run holds a P x P Gram: at most 64 MB of them (8 runs up to P = 1000).
+  const Index max_groups = std::clamp<Index>(static_cast<Index>(8e6 / (double(P) * double(P))), 1, 8);
+  const Moments total = ordered_reduce(
       chunk_count(N), threads,
+      [&] {
+        Moments m;
+        m.sum = Vector::Zero(P);
+        if (need_null) m.gram = Matrix::Zero(P, P);
+        return m;
+      },
       [&](Index c, Moments& m) {
         const Index b = chunk_begin(c), n = chunk_size(c, N);
         fssd_features(kernel, V, X.middleRows(b, n), S.middleRows(b, n), m.ws.stacks, m.ws.T);
         const Matrix& T = m.ws.T;
-        m.sum = T.colwise().sum().transpose();
-        m.sum_sq = T.squaredNorm();
-        if (need_null) {
-          m.gram.setZero(P, P);
-          syrk_lower_accumulate(T, m.gram);
-        }
+        m.sum += T.colwise().sum().transpose();
+        m.sum_sq += T.squaredNorm();
+        if (need_null) syrk_lower_accumulate(T, m.gram);
       },
-      [&](Moments& m) { fold(total, m); });
+      [](Moments& acc, const Moments& m) {
+        acc.sum += m.sum;
+        acc.sum_sq += m.sum_sq;
+        if (m.gram.size()) acc.gram += m.gram;
+      },
+      max_groups);
 
   const double Nd = static_cast<double>(N);
   FssdResult r;
@@ -109,6 +107,7 @@ RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, con
                                       const Matrix& S_q, int threads) {
   const Index N = X.rows(), J = V.rows();
   check_rows(N, "relative_fssd");
+  const Index P = X.cols() * J;
   struct First {
     FeatureWorkspace ws;
     Vector sum_p, sum_q;
@@ -123,46 +122,41 @@ RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, con
     fssd_features(kernel, V, X.middleRows(b, n), S_p.middleRows(b, n), ws.stacks, ws.T);
     fssd_features(ws.stacks, S_q.middleRows(b, n), J, ws.Tq);
   };
-  First one;
-  ordered_reduce<First>(
+  const First one = ordered_reduce(
       chunk_count(N), threads,
+      [&] {
+        First f;
+        f.sum_p = f.sum_q = Vector::Zero(P);
+        return f;
+      },
       [&](Index c, First& f) {
         features(c, f.ws);
-        const Matrix &Tp = f.ws.T, &Tq = f.ws.Tq;
-        f.sum_p = Tp.colwise().sum().transpose();
-        f.sum_q = Tq.colwise().sum().transpose();
-        f.sq_p = Tp.squaredNorm();
-        f.sq_q = Tq.squaredNorm();
+        f.sum_p += f.ws.T.colwise().sum().transpose();
+        f.sum_q += f.ws.Tq.colwise().sum().transpose();
+        f.sq_p += f.ws.T.squaredNorm();
+        f.sq_q += f.ws.Tq.squaredNorm();
       },
-      [&](First& f) {
-        if (one.sum_p.size() == 0) {
-          one.sum_p = f.sum_p;
-          one.sum_q = f.sum_q;
-          one.sq_p = f.sq_p;
-          one.sq_q = f.sq_q;
-          return;
-        }
-        one.sum_p += f.sum_p;
-        one.sum_q += f.sum_q;
-        one.sq_p += f.sq_p;
-        one.sq_q += f.sq_q;
+      [](First& acc, const First& f) {
+        acc.sum_p += f.sum_p;
+        acc.sum_q += f.sum_q;
+        acc.sq_p += f.sq_p;
+        acc.sq_q += f.sq_q;
       });
   const double Nd = static_cast<double>(N);
   const Vector mu_p = one.sum_p / Nd, mu_q = one.sum_q / Nd;
-  Second two;
-  ordered_reduce<Second>(
-      chunk_count(N), threads,
+  const Second two = ordered_reduce(
+      chunk_count(N), threads, [] { return Second(); },
       [&](Index c, Second& s) {
         features(c, s.ws);
         const Vector ap = s.ws.T * mu_p, aq = s.ws.Tq * mu_q;
-        s.pp = ap.squaredNorm();
-        s.qq = aq.squaredNorm();
-        s.pq = ap.dot(aq);
+        s.pp += ap.squaredNorm();
+        s.qq += aq.squaredNorm();
+        s.pq += ap.dot(aq);
       },
-      [&](Second& s) {
-        two.pp += s.pp;
-        two.qq += s.qq;
-        two.pq += s.pq;
+      [](Second& acc, const Second& s) {
+        acc.pp += s.pp;
+        acc.qq += s.qq;
+        acc.pq += s.pq;
       });
 
   RelativeFssdResult r;

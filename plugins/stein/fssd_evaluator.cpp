@@ -24,8 +24,9 @@ std::vector<KeySpec> location_keys(bool relative) {
   return {
       KeySpec::string("locations", "how the test locations and bandwidth are chosen", std::string("dkef"))
           .one_of(modes),
-      KeySpec::integer("J", "number of test locations (default 100 with dkef, 10 with optimized; given: the "
-                            "file's rows)")
+      KeySpec::integer("J", relative ? "number of test locations (default 100 with dkef; given: the file's rows)"
+                                     : "number of test locations (default 100 with dkef, 10 with optimized; "
+                                       "given: the file's rows)")
           .at_least(1)
           .optional(),
       KeySpec::number("noise", "std of the Gaussian noise added to the data points chosen as locations", 0.2)

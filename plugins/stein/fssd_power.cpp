@@ -31,20 +31,22 @@ PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const
     Vector sum;
     double sum_sq = 0;
   };
-  First one;
-  ordered_reduce<First>(
+  const First one = ordered_reduce(
       chunks, threads,
+      [&] {
+        First f;
+        f.sum = Vector::Zero(P);
+        return f;
+      },
       [&](Index c, First& f) {
         const Index b = chunk_begin(c), n = chunk_size(c, N);
         fssd_features(kernel, V, X.middleRows(b, n), S.middleRows(b, n), f.ws.stacks, f.ws.T);
-        const Matrix& T = f.ws.T;
-        f.sum = T.colwise().sum().transpose();
-        f.sum_sq = T.squaredNorm();
+        f.sum += f.ws.T.colwise().sum().transpose();
+        f.sum_sq += f.ws.T.squaredNorm();
       },
-      [&](First& f) {
-        if (one.sum.size() == 0) one.sum = Vector::Zero(P);
-        one.sum += f.sum;
-        one.sum_sq += f.sum_sq;
+      [](First& acc, const First& f) {
+        acc.sum += f.sum;
+        acc.sum_sq += f.sum_sq;
       });
   const Vector mu = one.sum / Nd;
   const double mu2 = mu.squaredNorm();
@@ -56,24 +58,24 @@ PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const
     double sum_a2 = 0;
     Vector sum_at;
   };
-  Second two;
   const bool need_grad = grad_V || grad_log_sigma;
-  ordered_reduce<Second>(
+  const Second two = ordered_reduce(
       chunks, threads,
+      [&] {
+        Second s;
+        if (need_grad) s.sum_at = Vector::Zero(P);
+        return s;
+      },
       [&](Index c, Second& s) {
         const Index b = chunk_begin(c), n = chunk_size(c, N);
         fssd_features(kernel, V, X.middleRows(b, n), S.middleRows(b, n), s.ws.stacks, s.ws.T);
-        const Matrix& T = s.ws.T;
-        const Vector a = T * mu;
-        s.sum_a2 = a.squaredNorm();
-        if (need_grad) s.sum_at = T.transpose() * a;
+        const Vector a = s.ws.T * mu;
+        s.sum_a2 += a.squaredNorm();
+        if (need_grad) s.sum_at.noalias() += s.ws.T.transpose() * a;
       },
-      [&](Second& s) {
-        two.sum_a2 += s.sum_a2;
-        if (need_grad) {
-          if (two.sum_at.size() == 0) two.sum_at = Vector::Zero(P);
-          two.sum_at += s.sum_at;
-        }
+      [&](Second& acc, const Second& s) {
+        acc.sum_a2 += s.sum_a2;
+        if (need_grad) acc.sum_at += s.sum_at;
       });
   PowerCriterion pc;
   pc.fssd2 = U;
@@ -101,11 +103,14 @@ PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const
     Vector params;
     Matrix V;
   };
-  Grad total;
-  total.params = Vector::Zero(1);
-  total.V = Matrix::Zero(J, D);
-  ordered_reduce<Grad>(
+  const Grad total = ordered_reduce(
       chunks, threads,
+      [&] {
+        Grad g;
+        g.params = Vector::Zero(1);
+        g.V = Matrix::Zero(J, D);
+        return g;
+      },
       [&](Index c, Grad& g) {
         const Index b = chunk_begin(c), n = chunk_size(c, N);
         const Matrix Xc = X.middleRows(b, n), Sc = S.middleRows(b, n);
@@ -126,13 +131,11 @@ PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const
           adj.value.noalias() += scale * (Sc.col(d).asDiagonal() * block);
           adj.d1.middleRows(d * n, n) = scale * block;
         }
-        g.params = Vector::Zero(1);
-        g.V = Matrix::Zero(J, D);
-        kernel.backward(Xc, V, adj, &g.params, &g.V);
+        kernel.backward(Xc, V, adj, &g.params, &g.V);  // accumulates
       },
-      [&](Grad& g) {
-        total.params += g.params;
-        total.V += g.V;
+      [](Grad& acc, const Grad& g) {
+        acc.params += g.params;
+        acc.V += g.V;
       });
   if (grad_V) *grad_V = total.V;
   if (grad_log_sigma) *grad_log_sigma = total.params[0];

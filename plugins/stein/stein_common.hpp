@@ -50,23 +50,26 @@ double monte_carlo_pvalue(double stat, const std::vector<double>& simulated);
 // Upper normal tail 1 − Φ(z), accurate in the far tail.
 double normal_upper_tail(double z);
 
-// Runs body(item, partial) for item in [0, n) on up to `threads` threads, in rounds of `threads`
-// items, and folds each round's partials into the caller's accumulator in item order. Every partial
-// is computed by the same code whatever the thread count and folded in the same order, so the result
-// is bitwise independent of the thread count, while memory holds one partial per thread (partials may
-// be large, e.g. the (D·J)² Gram matrix of the FSSD features). A partial object is reused by later
-// items, so it can carry workspace buffers; body must set every field that fold reads.
-template <class Partial, class Body, class Fold>
-void ordered_reduce(Index n, int threads, Body&& body, Fold&& fold) {
-  const Index round = std::max(1, threads);
-  std::vector<Partial> partials(static_cast<std::size_t>(std::min(round, std::max<Index>(n, 1))));
-  for (Index start = 0; start < n; start += round) {
-    const Index count = std::min(round, n - start);
-    parallel_for(count, threads, [&](Index i) {
-      body(start + i, partials[static_cast<std::size_t>(i)]);
-    });
-    for (Index i = 0; i < count; ++i) fold(partials[static_cast<std::size_t>(i)]);
-  }
+// Reduces items [0, n) over up to `threads` threads with a result bitwise independent of the thread
+// count. The items are cut into at most max_groups contiguous runs (a number fixed by the problem,
+// never by the thread count); each run starts from init() and accumulate(item, partial)s its items in
+// order on one thread, then combine(result, partial) folds the runs in order. One parallel region per
+// reduction: under oversubscription every OpenMP barrier can cost a scheduler quantum. A run's partial
+// also carries its workspace (kernel stacks, feature matrices), reused from item to item.
+template <class Init, class Accumulate, class Combine>
+auto ordered_reduce(Index n, int threads, Init&& init, Accumulate&& accumulate, Combine&& combine,
+                    Index max_groups = 8) {
+  using Partial = decltype(init());
+  const Index groups = std::max<Index>(1, std::min(n, max_groups));
+  std::vector<Partial> parts;
+  parts.reserve(static_cast<std::size_t>(groups));
+  for (Index g = 0; g < groups; ++g) parts.push_back(init());
+  parallel_for(groups, threads, [&](Index g) {
+    for (Index i = g * n / groups; i < (g + 1) * n / groups; ++i) accumulate(i, parts[static_cast<std::size_t>(g)]);
+  });
+  Partial result = std::move(parts[0]);
+  for (Index g = 1; g < groups; ++g) combine(result, parts[static_cast<std::size_t>(g)]);
+  return result;
 }
 
 inline Index chunk_count(Index rows) { return (rows + kRowChunk - 1) / kRowChunk; }

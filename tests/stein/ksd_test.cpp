@@ -43,9 +43,12 @@ Matrix brute_force_h(const Kernel& k, const Matrix& X, const Matrix& S) {
   return H;
 }
 
-// The blocked sums reorder O(N²) additions of terms of size ≤ max|h|: the difference from the plain
-// double loop is bounded by ~N²·ε·max|h| in the sums, i.e. N²ε max|h| / N² = ε·max|h|·(few) in the
-// statistic per unit; we allow 1e3·ε·max|h|·(1 + D) to cover the per-term O(D) rounding of h as well.
+// Tolerance. Each h is a sum of O(D) products (the definition) or of four terms (the radial form),
+// each bounded by (1 + D)·max|h| here, so one entry differs by ≤ ~10(1 + D)ε·max|h| between the two.
+// The statistic and the bootstrap sums add M = N² such entries in different orders, divided by
+// ≈ N²: the summation error is ~√M·ε·max|h| = Nε·max|h| with overwhelming probability (rounding
+// errors as independent zero-mean variables; Higham & Mary 2019). Together ≤ (1 + D)(10 + N)ε·max|h|,
+// and 1e3 ≥ 10 + N for N = 300.
 TEST(Ksd, BlockedStatisticAndBootstrapEqualTheDoubleLoop) {
   constexpr Index N = 300, D = 3, B = 5;  // three row blocks, the last one partial
   RandomStream rng(21, "ksd-brute");
