@@ -18,13 +18,8 @@ KernelPtr make_imq(double c, double beta) {
       BuildContext{});
 }
 
-struct Points {
-  Matrix X, Y;
-};
-
-Points random_points(Index n, Index m, Index d, std::uint64_t seed) {
-  RandomStream rng(seed, "imq-test");
-  return {rng.normal_matrix(n, d), rng.normal_matrix(m, d)};
+test::PointPair random_points(Index n, Index m, Index d, std::uint64_t seed) {
+  return test::random_points(n, m, d, seed, "imq-test");
 }
 
 // Central differences with h = 1e-5: truncation h^2/6 * max|k'''| (max|k''''| for the differences of

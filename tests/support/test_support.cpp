@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kef/config.hpp"
+#include "kef/random.hpp"
 #include "kef/pipeline.hpp"
 
 namespace kef::test {
@@ -68,6 +69,14 @@ int run_command(const std::string& command, std::string* output) {
 }
 
 Config config_from(const std::string& toml_text) { return Config::parse_string(toml_text, "test"); }
+
+PointPair random_points(Index n, Index m, Index d, std::uint64_t seed, const std::string& tag) {
+  RandomStream rng(seed, tag);
+  PointPair p;
+  p.X = rng.normal_matrix(n, d);
+  p.Y = rng.normal_matrix(m, d);
+  return p;
+}
 
 Vector numerical_gradient(const std::function<double(const Vector&)>& f, const Vector& x, double h) {
   Vector g(x.size());

@@ -26,6 +26,12 @@ int run_command(const std::string& command, std::string* output);
 // Parses a TOML table given as text (source name "test") into a Config.
 Config config_from(const std::string& toml_text);
 
+// Two independent standard-normal point sets X (n x d) and Y (m x d), from stream (seed, tag).
+struct PointPair {
+  Matrix X, Y;
+};
+PointPair random_points(Index n, Index m, Index d, std::uint64_t seed, const std::string& tag);
+
 // Central differences of a scalar function of a vector: gradient at x with step h.
 Vector numerical_gradient(const std::function<double(const Vector&)>& f, const Vector& x,
                           double h = 1e-5);

@@ -15,13 +15,8 @@ KernelPtr make_gaussian(double sigma) {
       test::config_from("type = \"gaussian\"\nsigma = " + std::to_string(sigma)), BuildContext{});
 }
 
-struct Points {
-  Matrix X, Y;
-};
-
-Points random_points(Index n, Index m, Index d, std::uint64_t seed) {
-  RandomStream rng(seed, "kernel-test");
-  return {rng.normal_matrix(n, d), rng.normal_matrix(m, d)};
+test::PointPair random_points(Index n, Index m, Index d, std::uint64_t seed) {
+  return test::random_points(n, m, d, seed, "kernel-test");
 }
 
 // Central differences with h = 1e-5 have truncation error O(h²·k''') ~ 1e-10 and rounding error
