@@ -40,9 +40,14 @@ double SpdFactor::log_determinant() const {
 }
 
 Matrix squared_distances(const Matrix& X, const Matrix& Y) {
-  Matrix d = -2.0 * X * Y.transpose();
-  d.colwise() += X.rowwise().squaredNorm();
-  d.rowwise() += Y.rowwise().squaredNorm().transpose();
+  if (Y.rows() == 0 || X.rows() == 0) return Matrix::Zero(X.rows(), Y.rows());
+  // Distances do not change under a common shift; centring on Y's mean keeps ‖x‖² + ‖y‖² − 2xᵀy from
+  // cancelling to noise for data far from the origin (at offset 10⁴ it would cost eight digits).
+  const Eigen::RowVectorXd c = Y.colwise().mean();
+  const Matrix Xc = X.rowwise() - c, Yc = Y.rowwise() - c;
+  Matrix d = -2.0 * Xc * Yc.transpose();
+  d.colwise() += Xc.rowwise().squaredNorm();
+  d.rowwise() += Yc.rowwise().squaredNorm().transpose();
   return d.cwiseMax(0.0);
 }
 

@@ -20,17 +20,80 @@ void syrk_lower(const Matrix& A, Matrix& C) {
               1.0, A.data(), static_cast<blasint>(A.rows()), 1.0, C.data(), static_cast<blasint>(C.rows()));
 }
 
+// C += AᵀB in full, on one thread.
+void gemm_tn(const Matrix& A, const Matrix& B, Matrix& C) {
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(C.rows()),
+              static_cast<blasint>(C.cols()), static_cast<blasint>(A.rows()), 1.0, A.data(),
+              static_cast<blasint>(A.rows()), B.data(), static_cast<blasint>(B.rows()), 1.0, C.data(),
+              static_cast<blasint>(C.rows()));
+}
+
 struct BlockSums {
-  Matrix G, U;
+  Matrix G, U;     // stack path: B1ᵀB1 (lower); both paths: B2ᵀB2 (lower)
+  Matrix C, PtP;   // radial path: (Φ' ∘ r)ᵀΦ' (full) and Φ'ᵀΦ' (lower)
   Vector b_main, b_c;
 };
 
 // Partial sums are kept per block; the number of blocks depends only on M (memory), never on the
 // thread count, and blocks are added in order, so the sums are bitwise reproducible.
 Index block_count(Index M, Index N) {
-  const double bytes_per_block = 2.0 * static_cast<double>(M) * static_cast<double>(M) * 8.0;
+  const double bytes_per_block = 3.0 * static_cast<double>(M) * static_cast<double>(M) * 8.0;
   Index by_memory = static_cast<Index>(256.0e6 / std::max(bytes_per_block, 1.0));
   return std::clamp<Index>(std::min<Index>(by_memory, 8), 1, std::max<Index>(N, 1));
+}
+
+// One chunk of the general path: the kernel's derivative stacks.
+void add_stack_chunk(const Kernel& kernel, const Eigen::Ref<const Matrix>& Xc, const Matrix& Z, const Matrix& q1,
+                     const Matrix& q2, bool need_U, KernelStacks& st, BlockSums& s) {
+  const Index len = Xc.rows(), D = Xc.cols();
+  kernel.derivatives(Xc, Z, 2, st);
+  // Column-major N x D flattens in (d, n) order, the row order of the stacks.
+  Eigen::Map<const Vector> q1v(q1.data(), len * D), q2v(q2.data(), len * D);
+  syrk_lower(st.d1, s.G);
+  if (need_U) syrk_lower(st.d2, s.U);
+  s.b_main.noalias() += st.d2.colwise().sum().transpose();
+  s.b_main.noalias() += st.d1.transpose() * q1v;
+  s.b_c.noalias() += st.d2.transpose() * q2v;
+}
+
+struct RadialWork {
+  Matrix r, p1, p2, q, stack, xq;
+};
+
+// One chunk of the radial path (see lite_system.hpp). Xc and Z are centred on the same point, which
+// leaves every x − z unchanged and keeps ‖x‖² + ‖z‖² − 2xᵀz from cancelling for data far from 0.
+void add_radial_chunk(const RadialProfile& profile, const Eigen::Ref<const Matrix>& Xc, const Matrix& Z,
+                      const Matrix& q1, const Matrix& q2, bool need_U, RadialWork& w, BlockSums& s) {
+  const Index len = Xc.rows(), D = Xc.cols(), M = Z.rows();
+  w.r = squared_distances(Xc, Z);
+  profile.evaluate(w.r, nullptr, &w.p1, &w.p2);
+  w.q = w.p1.cwiseProduct(w.r);
+  gemm_tn(w.q, w.p1, s.C);
+  syrk_lower(w.p1, s.PtP);
+
+  // b_main = Σ_n Σ_d ∂²_d k + ∂_d k q1_d
+  //        = 1ᵀ(2D Φ' + 4 Φ'' ∘ r) + 2 Φ'ᵀ(Σ_d x_d q1_d) − 2 Σ_d z_d (Φ'ᵀ q1)_d
+  const Vector xq1 = Xc.cwiseProduct(q1).rowwise().sum();
+  s.b_main.noalias() += (2.0 * static_cast<double>(D)) * w.p1.colwise().sum().transpose();
+  s.b_main.noalias() += 4.0 * w.p2.cwiseProduct(w.r).colwise().sum().transpose();
+  s.b_main.noalias() += 2.0 * w.p1.transpose() * xq1;
+  s.b_main.noalias() -= 2.0 * (w.p1.transpose() * q1).cwiseProduct(Z).rowwise().sum();
+
+  // b_c = Σ_n Σ_d ∂²_d k q2_d = 2 Φ'ᵀ(Σ_d q2_d) + 4 Φ''ᵀ Σ_d (x_d − z_d)² q2_d, the square expanded.
+  w.xq = Xc.cwiseProduct(q2);
+  s.b_c.noalias() += 2.0 * w.p1.transpose() * q2.rowwise().sum();
+  s.b_c.noalias() += 4.0 * w.p2.transpose() * Xc.cwiseProduct(w.xq).rowwise().sum();
+  s.b_c.noalias() -= 8.0 * (w.p2.transpose() * w.xq).cwiseProduct(Z).rowwise().sum();
+  s.b_c.noalias() += 4.0 * (w.p2.transpose() * q2).cwiseProduct(Z.cwiseAbs2()).rowwise().sum();
+
+  if (!need_U) return;
+  // ∂²_d k = 2φ' + 4φ''(x_d − z_d)², stacked in (d, n) row order.
+  w.stack.resize(len * D, M);
+  for (Index d = 0; d < D; ++d) {
+    const auto u = (Xc.col(d).replicate(1, M).rowwise() - Z.col(d).transpose()).array();
+    w.stack.middleRows(d * len, len).array() = 2.0 * w.p1.array() + 4.0 * w.p2.array() * u.square();
+  }
+  syrk_lower(w.stack, s.U);
 }
 
 }  // namespace
@@ -42,34 +105,50 @@ LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base,
   if (Z.cols() != D)
     throw DataError("lite system: inducing points have " + std::to_string(Z.cols()) +
                     " columns, data has " + std::to_string(D));
-  Index chunk = options.chunk_rows;
-  if (chunk <= 0) chunk = std::max<Index>(16, static_cast<Index>(4.0e6 / (8.0 * D * std::max<Index>(M, 1))));
-  const Index blocks = block_count(M, N);
+  const RadialProfile* radial = options.use_radial_structure ? kernel.radial_profile() : nullptr;
   const bool need_U = options.need_U;
+  Index chunk = options.chunk_rows;
+  if (chunk <= 0) {
+    // About 4 MB of (N·D) x M stack per chunk; the radial path without U only holds N x M matrices.
+    const Index stack_width = (radial && !need_U) ? 4 : D;
+    chunk = std::max<Index>(16, static_cast<Index>(4.0e6 / (8.0 * stack_width * std::max<Index>(M, 1))));
+  }
+  const Index blocks = block_count(M, N);
+
+  Matrix Zc = Z;
+  Eigen::RowVectorXd centre;
+  if (radial) {
+    centre = Z.colwise().mean();
+    Zc.rowwise() -= centre;
+  }
 
   std::vector<BlockSums> sums(static_cast<std::size_t>(blocks));
   std::atomic<Index> rows_done{0};
   parallel_for(blocks, options.threads, [&](Index k) {
     const Index begin = N * k / blocks, end = N * (k + 1) / blocks;
     BlockSums& s = sums[static_cast<std::size_t>(k)];
-    s.G = Matrix::Zero(M, M);
+    if (radial) {
+      s.C = Matrix::Zero(M, M);
+      s.PtP = Matrix::Zero(M, M);
+    } else {
+      s.G = Matrix::Zero(M, M);
+    }
     if (need_U) s.U = Matrix::Zero(M, M);
     s.b_main = Vector::Zero(M);
     s.b_c = Vector::Zero(M);
     KernelStacks st;
-    Matrix q1, q2;
+    RadialWork work;
+    Matrix q1, q2, xc;
     for (Index r = begin; r < end; r += chunk) {
       const Index len = std::min(chunk, end - r);
       const auto Xc = X.middleRows(r, len);
-      kernel.derivatives(Xc, Z, 2, st);
       base.derivatives(Xc, q1, q2);
-      // Column-major N x D flattens in (d, n) order, the row order of the stacks.
-      Eigen::Map<const Vector> q1v(q1.data(), len * D), q2v(q2.data(), len * D);
-      syrk_lower(st.d1, s.G);
-      if (need_U) syrk_lower(st.d2, s.U);
-      s.b_main.noalias() += st.d2.colwise().sum().transpose();
-      s.b_main.noalias() += st.d1.transpose() * q1v;
-      s.b_c.noalias() += st.d2.transpose() * q2v;
+      if (radial) {
+        xc = Xc.rowwise() - centre;
+        add_radial_chunk(*radial, xc, Zc, q1, q2, need_U, work, s);
+      } else {
+        add_stack_chunk(kernel, Xc, Z, q1, q2, need_U, st, s);
+      }
       Index done = rows_done.fetch_add(len) + len;
       if (options.progress)
         options.progress->update("lite system", static_cast<double>(done) / static_cast<double>(N),
@@ -83,14 +162,33 @@ LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base,
   if (need_U) out.U = Matrix::Zero(M, M);
   out.b_main = Vector::Zero(M);
   out.b_c = Vector::Zero(M);
+  Matrix C, PtP;
+  if (radial) {
+    C = Matrix::Zero(M, M);
+    PtP = Matrix::Zero(M, M);
+  }
   for (const auto& s : sums) {
-    out.G += s.G;
+    if (radial) {
+      C += s.C;
+      PtP += s.PtP;
+    } else {
+      out.G += s.G;
+    }
     if (need_U) out.U += s.U;
     out.b_main += s.b_main;
     out.b_c += s.b_c;
   }
   const double inv_n = 1.0 / static_cast<double>(N);
-  out.G = out.G.selfadjointView<Eigen::Lower>();
+  if (radial) {
+    // Squared distances between inducing points coordinate by coordinate: exact for coincident points.
+    Matrix S = Matrix::Zero(M, M);
+    for (Index d = 0; d < D; ++d)
+      S.array() += (Zc.col(d).replicate(1, M).rowwise() - Zc.col(d).transpose()).array().square();
+    PtP = PtP.selfadjointView<Eigen::Lower>();
+    out.G = 2.0 * (C + C.transpose()) - 2.0 * S.cwiseProduct(PtP);
+  } else {
+    out.G = out.G.selfadjointView<Eigen::Lower>();
+  }
   out.G *= inv_n;
   if (need_U) {
     out.U = out.U.selfadjointView<Eigen::Lower>();

@@ -36,6 +36,15 @@ Matrix GaussianKernel::gram(const Matrix& X, const Matrix& Y) const {
   return (squared_distances(X, Y) * (-0.5 / s2)).array().exp();
 }
 
+void GaussianKernel::evaluate(const Matrix& r, Matrix* phi, Matrix* dphi, Matrix* d2phi) const {
+  const double inv_s2 = 1.0 / (sigma() * sigma());
+  Matrix local;
+  Matrix& value = phi ? *phi : local;
+  value = (r.array() * (-0.5 * inv_s2)).exp().matrix();
+  if (dphi) *dphi = value * (-0.5 * inv_s2);
+  if (d2phi) *d2phi = value * (0.25 * inv_s2 * inv_s2);
+}
+
 void GaussianKernel::derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const {
   check_dims(X, Y);
   const Index N = X.rows(), M = Y.rows(), D = X.cols();

@@ -6,7 +6,7 @@
 
 namespace kef::gaussian {
 
-class GaussianKernel final : public Kernel {
+class GaussianKernel final : public Kernel, public RadialProfile {
  public:
   explicit GaussianKernel(double sigma) : log_sigma_(std::log(sigma)) {}
 
@@ -23,6 +23,10 @@ class GaussianKernel final : public Kernel {
   std::vector<std::string> parameter_names() const override { return {"log_sigma"}; }
 
   double sigma() const { return std::exp(log_sigma_); }
+
+  // φ(r) = exp(−r / (2σ²)).
+  const RadialProfile* radial_profile() const override { return this; }
+  void evaluate(const Matrix& r, Matrix* phi, Matrix* dphi, Matrix* d2phi) const override;
 
  private:
   double log_sigma_;

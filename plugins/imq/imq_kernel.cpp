@@ -44,6 +44,16 @@ Matrix ImqKernel::gram(const Matrix& X, const Matrix& Y) const {
   return base(X, Y).array().pow(beta_).matrix();
 }
 
+void ImqKernel::evaluate(const Matrix& r, Matrix* phi, Matrix* dphi, Matrix* d2phi) const {
+  const Eigen::ArrayXXd u = r.array() + c2_;
+  const Eigen::ArrayXXd value = u.pow(beta_);
+  if (phi) *phi = value.matrix();
+  if (!dphi && !d2phi) return;
+  const Eigen::ArrayXXd p1 = value / u;  // u^(β−1) without a second pow
+  if (dphi) *dphi = (beta_ * p1).matrix();
+  if (d2phi) *d2phi = (beta_ * (beta_ - 1.0) * p1 / u).matrix();
+}
+
 void ImqKernel::derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const {
   check_dims(X, Y);
   const Index N = X.rows(), M = Y.rows(), D = X.cols();

@@ -5,7 +5,7 @@
 
 namespace kef::imq {
 
-class ImqKernel final : public Kernel {
+class ImqKernel final : public Kernel, public RadialProfile {
  public:
   ImqKernel(double c, double beta) : c2_(c * c), beta_(beta), bounded_(c >= 1.0) {}
 
@@ -13,6 +13,10 @@ class ImqKernel final : public Kernel {
   Matrix gram(const Matrix& X, const Matrix& Y) const override;
   void derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const override;
   void cross_derivatives(const Matrix& X, const Matrix& Y, KernelCrossStacks& out) const override;
+
+  // φ(r) = (c² + r)^β.
+  const RadialProfile* radial_profile() const override { return this; }
+  void evaluate(const Matrix& r, Matrix* phi, Matrix* dphi, Matrix* d2phi) const override;
 
  private:
   Matrix base(const Matrix& X, const Matrix& Y) const;

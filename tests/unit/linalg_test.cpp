@@ -61,3 +61,25 @@ TEST(Linalg, MedianPairwiseDistance) {
 
 }  // namespace
 }  // namespace kef
+
+namespace kef {
+namespace {
+
+// Far from the origin the GEMM form ‖x‖² + ‖y‖² − 2xᵀy loses digits unless the points are centred.
+TEST(SquaredDistances, AccurateFarFromTheOrigin) {
+  RandomStream rng(3, "sqdist");
+  for (double offset : {0.0, 1.0e4, -3.0e6}) {
+    Matrix X = rng.normal_matrix(13, 4).array() + offset;
+    Matrix Y = rng.normal_matrix(9, 4).array() + offset;
+    const Matrix R = squared_distances(X, Y);
+    for (Index n = 0; n < X.rows(); ++n)
+      for (Index m = 0; m < Y.rows(); ++m) {
+        const double exact = (X.row(n) - Y.row(m)).squaredNorm();
+        EXPECT_NEAR(R(n, m), exact, 1e-12 * (1.0 + exact)) << "offset " << offset;
+      }
+  }
+  EXPECT_EQ(squared_distances(Matrix(0, 2), Matrix::Ones(3, 2)).rows(), 0);
+}
+
+}  // namespace
+}  // namespace kef

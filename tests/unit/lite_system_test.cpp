@@ -5,6 +5,7 @@
 #include "kef/error.hpp"
 #include "kef/lite_system.hpp"
 #include "kef/progress.hpp"
+#include "kef/registry.hpp"
 #include "kef/score_matching.hpp"
 #include "test_support.hpp"
 
@@ -77,6 +78,62 @@ TEST(LiteSystem, ChunkedAccumulationEqualsBruteForce) {
   }
 }
 
+TEST(LiteSystem, StackPathEqualsBruteForce) {
+  LiteSetup s = make_setup(203, 17, 3);
+  LiteSystem ref = brute_force(s);
+  for (Index chunk : {1, 64}) {
+    LiteAccumulateOptions opt;
+    opt.chunk_rows = chunk;
+    opt.threads = 2;
+    opt.use_radial_structure = false;
+    LiteSystem sys = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt);
+    EXPECT_LT((sys.G - ref.G).cwiseAbs().maxCoeff(), 1e-13) << "chunk " << chunk;
+    EXPECT_LT((sys.U - ref.U).cwiseAbs().maxCoeff(), 1e-13) << "chunk " << chunk;
+    EXPECT_LT((sys.b_main - ref.b_main).cwiseAbs().maxCoeff(), 1e-13) << "chunk " << chunk;
+    EXPECT_LT((sys.b_c - ref.b_c).cwiseAbs().maxCoeff(), 1e-13) << "chunk " << chunk;
+  }
+}
+
+// The radial fast path against the general stack path, for both radial kernels, a base measure whose
+// second derivative varies with x (so every term of b_c counts), and data far from the origin (where
+// ‖x‖² + ‖z‖² − 2xᵀz would cancel without the centring).
+TEST(LiteSystem, RadialPathEqualsStackPath) {
+  const char* kernels[] = {"type = \"gaussian\"\nsigma = 0.7", "type = \"imq\"\nc = 1.3\nbeta = -0.5"};
+  for (const char* kernel_toml : kernels) {
+    for (double offset : {0.0, 1.0e4}) {
+      auto kernel = test::plugin_registry().make_kernel(test::config_from(kernel_toml), {});
+      ASSERT_NE(kernel->radial_profile(), nullptr) << kernel_toml;
+      BuildContext ctx;
+      ctx.dim = 3;
+      auto base = test::plugin_registry().make_base_measure(
+          test::config_from("type = \"generalized_normal\"\nmean = " + std::to_string(offset) +
+                            "\nstd = 1.2\nbeta = 3.0"),
+          ctx);
+      RandomStream rng(5, "radial");
+      Matrix X = rng.normal_matrix(301, 3).array() + offset;
+      Matrix Z = rng.normal_matrix(23, 3).array() + offset;
+      LiteAccumulateOptions opt;
+      opt.chunk_rows = 40;
+      opt.use_radial_structure = false;
+      LiteSystem ref = accumulate_lite_system(*kernel, *base, X, Z, opt);
+      opt.use_radial_structure = true;
+      LiteSystem fast = accumulate_lite_system(*kernel, *base, X, Z, opt);
+      auto rel = [](const auto& a, const auto& b) { return (a - b).cwiseAbs().maxCoeff() / b.cwiseAbs().maxCoeff(); };
+      EXPECT_LT(rel(fast.G, ref.G), 1e-12) << kernel_toml << " offset " << offset;
+      EXPECT_LT(rel(fast.U, ref.U), 1e-12) << kernel_toml << " offset " << offset;
+      EXPECT_LT(rel(fast.b_main, ref.b_main), 1e-12) << kernel_toml << " offset " << offset;
+      EXPECT_LT(rel(fast.b_c, ref.b_c), 1e-12) << kernel_toml << " offset " << offset;
+      EXPECT_TRUE(fast.G.isApprox(fast.G.transpose(), 0.0)) << "G must be exactly symmetric";
+      // Without U the radial path never forms a stack; G and b must not change.
+      opt.need_U = false;
+      LiteSystem no_u = accumulate_lite_system(*kernel, *base, X, Z, opt);
+      EXPECT_EQ(no_u.U.size(), 0);
+      EXPECT_LT(rel(no_u.G, ref.G), 1e-12);
+      EXPECT_LT(rel(no_u.b_c, ref.b_c), 1e-12);
+    }
+  }
+}
+
 TEST(LiteSystem, ResultDoesNotDependOnThreadCount) {
   LiteSetup s = make_setup(1500, 40, 4);
   LiteAccumulateOptions opt;
@@ -87,6 +144,7 @@ TEST(LiteSystem, ResultDoesNotDependOnThreadCount) {
     opt.threads = t;
     LiteSystem many = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt);
     EXPECT_EQ((one.G - many.G).cwiseAbs().maxCoeff(), 0.0) << t << " threads";
+    EXPECT_EQ((one.b_c - many.b_c).cwiseAbs().maxCoeff(), 0.0) << t << " threads";
     EXPECT_EQ((one.U - many.U).cwiseAbs().maxCoeff(), 0.0) << t << " threads";
     EXPECT_EQ((one.b_main - many.b_main).cwiseAbs().maxCoeff(), 0.0) << t << " threads";
   }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kef/component.hpp"
+#include "kef/radial_profile.hpp"
 #include "kef/types.hpp"
 
 namespace kef {
@@ -49,6 +50,10 @@ class Kernel : public Component {
   // which may be null.
   virtual void backward(const Matrix& X, const Matrix& Y, const KernelStacks& adjoint,
                         Vector* grad_params, Matrix* grad_Y) const;
+
+  // Non-null when k(x, y) = φ(‖x − y‖²) for the current parameters (see radial_profile.hpp); the
+  // pointer stays valid while the kernel lives and reflects later set_parameters calls.
+  virtual const RadialProfile* radial_profile() const { return nullptr; }
 };
 
 using KernelPtr = std::shared_ptr<Kernel>;

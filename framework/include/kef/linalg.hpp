@@ -26,7 +26,8 @@ class SpdFactor {
 
 double logsumexp(const Vector& v);
 
-// ‖x_n − y_m‖² for all rows (N x M), by ‖x‖² + ‖y‖² − 2xᵀy (one GEMM), clamped at 0 against rounding.
+// ‖x_n − y_m‖² for all rows (N x M), by ‖x‖² + ‖y‖² − 2xᵀy (one GEMM) after centring both on Y's
+// mean, clamped at 0 against rounding.
 Matrix squared_distances(const Matrix& X, const Matrix& Y);
 
 // NumericalError naming `where` and the first (row, column) that is NaN or infinite.

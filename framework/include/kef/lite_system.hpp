@@ -4,6 +4,12 @@
 //   G = B1ᵀB1/N, U = B2ᵀB2/N, b = (B2ᵀ1 + B1ᵀq1 + λ_C B2ᵀq2)/N.
 // Accumulated over chunks of rows so memory stays flat in N; parallel over a fixed number of row
 // blocks whose partial sums are added in block order, so the result does not depend on threads.
+//
+// Radial kernels k = φ(‖x − z‖²), with r_nz = ‖x_n − z‖², Φ' = φ'(r), Φ'' = φ''(r) (N x M):
+//   Σ_d ∂_d k(x, z) ∂_d k(x, z') = 4 φ'_z φ'_z' (x − z)·(x − z') = 2 φ'_z φ'_z' (r_z + r_z' − ‖z − z'‖²)
+// so G = (2/N) (C + Cᵀ − S ∘ Φ'ᵀΦ') with C = (Φ' ∘ r)ᵀ Φ' and S the squared distances between
+// inducing points: one GEMM and one SYRK on N x M matrices. U has no such collapse (its coordinate
+// terms do not factor) and stays a rank-(N·D) update.
 #include "kef/base_measure.hpp"
 #include "kef/kernel.hpp"
 #include "kef/progress.hpp"
@@ -25,6 +31,9 @@ struct LiteAccumulateOptions {
   Index chunk_rows = 0;  // 0: chosen from D and M (about 4 MB of stacks per chunk)
   int threads = 1;
   Progress* progress = nullptr;
+  // For radial kernels (radial_profile.hpp) G and b are formed from N x M matrices in O(N·M·(M + D))
+  // instead of O(N·D·M²); false forces the general stack path, the fast path's brute-force twin.
+  bool use_radial_structure = true;
 };
 
 LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
