@@ -75,32 +75,32 @@ FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, con
   if (!std::isfinite(r.fssd2)) throw NumericalError("fssd: FSSD² is not finite");
   if (!need_null) return r;
 
-  // Covariance of τ, (Σ ττᵀ − N μμᵀ)/(N − 1); only the lower triangle is read by the solver.
+  // Covariance of τ, (Σ ττᵀ − N μμᵀ)/(N − 1); only the lower triangle is read.
   const Vector mu = total.sum / Nd;
   Matrix cov = total.gram;
   cov.selfadjointView<Eigen::Lower>().rankUpdate(mu, -Nd);
   cov /= Nd - 1.0;
-  Eigen::SelfAdjointEigenSolver<Matrix> eig(cov, Eigen::EigenvaluesOnly);
-  if (eig.info() != Eigen::Success) throw NumericalError("fssd: eigenvalues of the feature covariance failed");
-  // Negative eigenvalues of a covariance are rounding: the null uses ω ≥ 0.
-  const Vector omega = eig.eigenvalues().cwiseMax(0.0);
-  // Draws in fixed groups, each from its own derived stream: parallel, and the same for any thread count.
-  constexpr Index kGroup = 64;
-  std::vector<double> sims(static_cast<std::size_t>(null_draws));
-  const RandomStream draws = rng.derive("fssd-null");
-  parallel_for((null_draws + kGroup - 1) / kGroup, threads, [&](Index grp) {
-    RandomStream z = draws.derive(static_cast<std::uint64_t>(grp));
-    for (Index b = grp * kGroup; b < std::min(null_draws, (grp + 1) * kGroup); ++b) {
-      double v = 0.0;
-      for (Index i = 0; i < P; ++i) {
-        const double x = z.normal();
-        v += omega[i] * (x * x - 1.0);
-      }
-      sims[static_cast<std::size_t>(b)] = v;
-    }
-  });
+  const std::vector<double> sims = simulate_quadratic_null(cov, null_draws, rng.derive("fssd-null"), threads);
   r.pvalue = monte_carlo_pvalue(Nd * r.fssd2, sims);
   return r;
+}
+
+std::vector<double> simulate_quadratic_null(const Matrix& cov, Index draws, const RandomStream& rng, int threads) {
+  const Index P = cov.rows();
+  const Matrix C = cov.selfadjointView<Eigen::Lower>();
+  const double trace = C.trace();
+  constexpr Index kGroup = 64;
+  std::vector<double> sims(static_cast<std::size_t>(draws));
+  parallel_for((draws + kGroup - 1) / kGroup, threads, [&](Index grp) {
+    RandomStream z = rng.derive(static_cast<std::uint64_t>(grp));
+    const Index first = grp * kGroup, n = std::min(draws, first + kGroup) - first;
+    Matrix Z(P, n);
+    for (Index b = 0; b < n; ++b)
+      for (Index i = 0; i < P; ++i) Z(i, b) = z.normal();
+    const Matrix CZ = C * Z;
+    for (Index b = 0; b < n; ++b) sims[static_cast<std::size_t>(first + b)] = Z.col(b).dot(CZ.col(b)) - trace;
+  });
+  return sims;
 }
 
 RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S_p,

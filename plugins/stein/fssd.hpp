@@ -2,6 +2,7 @@
 // The finite-set Stein discrepancy (Jitkrittum et al. 2017) and its relative test (Jitkrittum et al.
 // 2018), MATH.md §8. Everything streams over the rows in kRowChunk chunks.
 #include <limits>
+#include <vector>
 
 #include "kef/kernel.hpp"
 #include "kef/random.hpp"
@@ -32,9 +33,15 @@ struct FssdResult {
 
 // FSSD² of the scores S at locations V, and the p-value of N·FSSD² under its null Σ ω_i (χ²_1 − 1),
 // ω the eigenvalues of the covariance of τ (unbiased, as numpy.cov), simulated with null_draws
-// draws from rng. Needs N ≥ 2.
+// draws from rng (simulate_quadratic_null). Needs N ≥ 2.
 FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S, Index null_draws,
                      RandomStream& rng, int threads);
+
+// Draws from Σ_i ω_i (Z_i² − 1), ω the eigenvalues of the symmetric PSD matrix `cov` (lower triangle
+// read), as zᵀ cov z − tr(cov) with z ~ N(0, I): the same law (rotate z into cov's eigenbasis) without
+// an eigendecomposition, one GEMM for every 64 draws. Fixed groups with derived streams: the draws do
+// not depend on the thread count.
+std::vector<double> simulate_quadratic_null(const Matrix& cov, Index draws, const RandomStream& rng, int threads);
 
 struct RelativeFssdResult {
   double fssd2_p = 0.0, fssd2_q = 0.0;

@@ -14,17 +14,11 @@
 
 namespace kef::stein {
 
-Matrix stein_kernel(const Kernel& k, const Matrix& Xa, const Matrix& Sa, const Matrix& Xb, const Matrix& Sb) {
-  const Index na = Xa.rows(), nb = Xb.rows(), D = Xa.cols(), n = na * nb;
-  // The radial profile at every pair, from the kernel itself: 1-D probe points r against 0.
-  Matrix probe = squared_distances(Xa, Xb).cwiseSqrt();
-  KernelStacks st;
-  k.derivatives(Eigen::Map<const Matrix>(probe.data(), n, 1), Matrix::Zero(1, 1), 2, st);
-  using Map = Eigen::Map<const Eigen::ArrayXXd>;
-  const Map phi(st.value.data(), na, nb), d1(st.d1.data(), na, nb), d2(st.d2.data(), na, nb);
-  const Map r(probe.data(), na, nb);
-  // ∂_x k = g r and ∂²_x k = g + 4φ''r² along the probe; at r = 0 the latter is g itself.
-  const Eigen::ArrayXXd g = (r > 0.0).select(d1 / r, d2);
+Matrix stein_kernel(const RadialProfile& k, const Matrix& Xa, const Matrix& Sa, const Matrix& Xb, const Matrix& Sb) {
+  const Index na = Xa.rows(), nb = Xb.rows(), D = Xa.cols();
+  const Matrix r = squared_distances(Xa, Xb);
+  Matrix phi, dphi, d2phi;
+  k.evaluate(r, &phi, &dphi, &d2phi);
   // (s_b − s_a)·(x_a − x_b) = x_a·s_b + s_a·x_b − s_a·x_a − s_b·x_b
   Matrix left(na, 2 * D), right(nb, 2 * D);  // one GEMM: [x_a s_a]·[s_b x_b]ᵀ
   left << Xa, Sa;
@@ -33,8 +27,8 @@ Matrix stein_kernel(const Kernel& k, const Matrix& Xa, const Matrix& Sa, const M
   cross.colwise() -= Sa.cwiseProduct(Xa).rowwise().sum();
   cross.rowwise() -= Sb.cwiseProduct(Xb).rowwise().sum().transpose();
   Matrix H = Sa * Sb.transpose();
-  // −Σ_d ∂²_{x_d} k in D dimensions = −(D g + 4φ''r²) = −(d2 + (D − 1) g)
-  H.array() = phi * H.array() + g * cross.array() - d2 - static_cast<double>(D - 1) * g;
+  H.array() = phi.array() * H.array() + 2.0 * dphi.array() * (cross.array() - static_cast<double>(D)) -
+              4.0 * d2phi.array() * r.array();
   return H;
 }
 
@@ -86,6 +80,8 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
                    int threads) {
   const Index N = X.rows();
   if (N < 2) throw DataError("ksd: needs at least 2 rows, got " + std::to_string(N));
+  const RadialProfile* profile = k.radial_profile();
+  if (!profile) throw Error("ksd: the base kernel must be radial, k(x, y) = φ(‖x − y‖²)");
   const Index blocks = (N + kPairBlock - 1) / kPairBlock;
   auto begin = [](Index a) { return a * kPairBlock; };
   auto size = [&](Index a) { return std::min(kPairBlock, N - a * kPairBlock); };
@@ -108,7 +104,7 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
       for (Index i = 0; i < na; i += kTile)
         for (Index j = 0; j < nb; j += kTile) {
           const Index ti = std::min(kTile, na - i), tj = std::min(kTile, nb - j);
-          H.block(i, j, ti, tj) = stein_kernel(k, Xa.middleRows(i, ti), Sa.middleRows(i, ti),
+          H.block(i, j, ti, tj) = stein_kernel(*profile, Xa.middleRows(i, ti), Sa.middleRows(i, ti),
                                                X.middleRows(bb + j, tj), S.middleRows(bb + j, tj));
         }
       if (a == b) {

@@ -18,14 +18,12 @@ namespace kef::stein {
 constexpr Index kPairBlock = 128;
 
 // Stein kernel h(x_a, x_b) for a block of rows (Xa, Sa) against (Xb, Sb), na x nb, for a radial base
-// kernel k(x, y) = φ(‖x − y‖²) (Gaussian, IMQ). With g = 2φ'(r²): ∇_x k = g (x − y) = −∇_y k and
-// Σ_d ∂_{x_d}∂_{y_d} k = −Σ_d ∂²_{x_d} k = −(D g + 4φ''r²), so
-//   h = φ s_a·s_b + g (s_b − s_a)·(x_a − x_b) − (D g + 4φ''r²):
-// three GEMMs and O(1) work per pair instead of O(D) derivative stacks. φ, g and g + 4φ''r² come from
-// the kernel's own derivatives() at the 1-D points r = ‖x_a − x_b‖ against 0 (value φ, first
-// derivative g r, second g + 4φ''r²). No kernel formula is re-implemented here; the tests check h
-// against the definition built from cross_derivatives().
-Matrix stein_kernel(const Kernel& k, const Matrix& Xa, const Matrix& Sa, const Matrix& Xb, const Matrix& Sb);
+// kernel k(x, y) = φ(r), r = ‖x − y‖² (kef/radial_profile.hpp: Gaussian, IMQ). With ∇_x k = 2φ'(x − y)
+// = −∇_y k and Σ_d ∂_{x_d}∂_{y_d} k = −(2Dφ' + 4φ''r):
+//   h = φ s_a·s_b + 2φ' (s_b − s_a)·(x_a − x_b) − 2Dφ' − 4φ''r,
+// three GEMMs and O(1) work per pair instead of O(D) derivative stacks. The tests check h against the
+// definition built from the kernel's cross_derivatives().
+Matrix stein_kernel(const RadialProfile& k, const Matrix& Xa, const Matrix& Sa, const Matrix& Xb, const Matrix& Sb);
 
 struct KsdResult {
   double statistic = 0.0;  // U: Σ_{i≠j} h / (N(N − 1)); V: Σ_{i,j} h / N²
@@ -33,6 +31,7 @@ struct KsdResult {
   double pvalue = 0.0;            // (1 + #{bootstrap ≥ statistic}) / (1 + B); NaN when B = 0
 };
 
+// Error when k is not radial (radial_profile() is null).
 KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_statistic, Index bootstrap_draws,
                    RandomStream& rng, int threads);
 

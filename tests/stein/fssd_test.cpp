@@ -2,7 +2,10 @@
 // independence from the thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+
+#include <Eigen/Eigenvalues>
 
 #include "fssd.hpp"
 #include "fssd_power.hpp"
@@ -40,6 +43,50 @@ TEST(Fssd, NullStatisticIsCentredAndPValuesAreUniform) {
   const auto [mean, sd] = test_util::mean_sd(stats);
   EXPECT_LT(std::abs(mean), 4.0 * sd / std::sqrt(double(R))) << "mean " << mean << " sd " << sd;
   EXPECT_LT(test_util::ks_uniform(pvalues), 1.949 / std::sqrt(double(R)) + 1.0 / (B + 1));
+}
+
+// The null sampler zᵀCz − tr C against its brute-force twin Σ ω_i (Z_i² − 1) with ω from an explicit
+// eigendecomposition: both are samples of one law, so the two-sample Kolmogorov–Smirnov distance of
+// n draws each exceeds 1.949·√(2/n) with probability 0.001 (asymptotic law). The mean (0) and variance
+// (2 Σ ω²) are checked too, at 5 standard errors. A C with a zero and widely spread eigenvalues.
+TEST(Fssd, QuadraticNullMatchesTheEigenvalueFormula) {
+  constexpr Index P = 12, n = 20000;
+  RandomStream rng(4, "quad-null");
+  const Matrix A = rng.normal_matrix(P, P - 1);
+  Vector scale(P - 1);
+  for (Index i = 0; i < P - 1; ++i) scale[i] = std::pow(1.6, static_cast<double>(i) - 6.0);
+  const Matrix C = A * scale.asDiagonal() * A.transpose() / double(P);
+  const std::vector<double> fast = simulate_quadratic_null(C, n, rng.derive("fast"), 2);
+  const Vector omega = Eigen::SelfAdjointEigenSolver<Matrix>(C).eigenvalues().cwiseMax(0.0);
+  std::vector<double> brute(static_cast<std::size_t>(n));
+  RandomStream z = rng.derive("brute");
+  for (auto& v : brute) {
+    v = 0.0;
+    for (Index i = 0; i < P; ++i) {
+      const double x = z.normal();
+      v += omega[i] * (x * x - 1.0);
+    }
+  }
+  const auto [mean, sd] = test_util::mean_sd(fast);
+  const double var = 2.0 * omega.squaredNorm();
+  EXPECT_LT(std::abs(mean), 5.0 * std::sqrt(var / n));
+  // Var of the sample variance of a χ² mixture: bounded here by its fourth moment, ≈ 60 var² / n.
+  EXPECT_NEAR(sd * sd, var, 5.0 * std::sqrt(60.0 / n) * var);
+  std::vector<double> a = fast, b = brute;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  double ks = 0.0;
+  for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    if (a[i] <= b[j]) ++i; else ++j;
+    ks = std::max(ks, std::abs(double(i) - double(j)) / double(n));
+  }
+  EXPECT_LT(ks, 1.949 * std::sqrt(2.0 / n));
+  // A different C must be told apart (the check can fail).
+  const std::vector<double> other = simulate_quadratic_null(2.0 * C, n, rng.derive("fast"), 2);
+  const auto [m2, sd2] = test_util::mean_sd(other);
+  EXPECT_GT(sd2 * sd2, 3.0 * var);
+  // And the draws do not depend on the thread count.
+  EXPECT_EQ(simulate_quadratic_null(C, 300, rng.derive("t"), 1), simulate_quadratic_null(C, 300, rng.derive("t"), 3));
 }
 
 // Power against a model shifted by 1 in every coordinate. Under H1, √N(FSSD²_est − FSSD²) → N(0, σ²_H1),

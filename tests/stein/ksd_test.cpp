@@ -60,7 +60,7 @@ TEST(Ksd, BlockedStatisticAndBootstrapEqualTheDoubleLoop) {
     const Matrix H = brute_force_h(*k, X, S);
     const double tol = 1e3 * 2.2e-16 * H.cwiseAbs().maxCoeff() * (1 + D);
     // stein_kernel on a block equals the definition.
-    EXPECT_LT((stein_kernel(*k, X.topRows(40), S.topRows(40), X.bottomRows(50), S.bottomRows(50)) -
+    EXPECT_LT((stein_kernel(*k->radial_profile(), X.topRows(40), S.topRows(40), X.bottomRows(50), S.bottomRows(50)) -
                H.block(0, N - 50, 40, 50))
                   .cwiseAbs()
                   .maxCoeff(),
