@@ -10,6 +10,8 @@ packages=(
   libtomlplusplus-dev    # TOML++ 3.3, pipeline files with source positions
   nlohmann-json3-dev     # results.json
   libcli11-dev           # the kef command line
+  libcairo2-dev          # density plots and `kef montage` (PNG)
+  fonts-dejavu-core      # the font of the plot titles (plots are drawn without text if missing)
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev       # bench/
   libopenblas-dev        # dsyrk for the lite system (faster than Eigen's rank update)

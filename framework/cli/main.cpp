@@ -1,4 +1,4 @@
-// The kef command: run, validate, plugins, score.
+// The kef command: run, validate, plugins, score, eval, sample, montage.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -17,6 +17,7 @@
 #include "kef/npy.hpp"
 #include "kef/parallel.hpp"
 #include "kef/pipeline.hpp"
+#include "kef/png_montage.hpp"
 #include "kef/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -230,6 +231,15 @@ int main(int argc, char** argv) {
   sample->add_option("--threads", threads, "worker threads (results do not depend on it)")->check(CLI::PositiveNumber);
   sample->add_flag("--quiet", quiet, "no progress or diagnostics on stderr");
 
+  std::vector<std::string> montage_inputs;
+  std::string montage_out;
+  int montage_columns = 1;
+  auto* montage = app.add_subcommand("montage", "Paste PNG figures into one, row by row (e.g. density.png of several runs)");
+  montage->add_option("inputs", montage_inputs, "input PNG files, in reading order")->required();
+  montage->add_option("--out", montage_out, "output PNG")->required();
+  montage->add_option("--columns", montage_columns, "images per row (default 1: stacked vertically)")
+      ->check(CLI::PositiveNumber);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -265,6 +275,12 @@ int main(int argc, char** argv) {
     if (plugins->parsed()) return cmd_plugins(plugin_paths, describe);
     if (score->parsed()) return cmd_score(model_dir, data, out, columns, threads);
     if (sample->parsed()) return cmd_sample(sample_dir, sample_n, sample_out, sample_seed, threads, quiet);
+    if (montage->parsed()) {
+      std::vector<fs::path> inputs(montage_inputs.begin(), montage_inputs.end());
+      kef::MontageResult m = kef::write_png_montage(inputs, montage_columns, montage_out);
+      std::cerr << "[kef] wrote " << m.width << " x " << m.height << " pixels to " << montage_out << "\n";
+      return 0;
+    }
     if (eval->parsed()) {
       eval_opts.threads = threads;
       return cmd_eval(eval_opts, eval_out);

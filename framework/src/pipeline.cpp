@@ -2,17 +2,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "kef/density_plot.hpp"
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/parallel.hpp"
@@ -51,6 +54,14 @@ const KeyList& output_keys() {
   static const KeyList keys = {
       KeySpec::string("dir", "output directory (relative to the working directory)", std::string("runs/kef")),
       KeySpec::boolean("save_models", "save every fitted model under models/NAME", true),
+      KeySpec::boolean("plot", "write density.png: log density of every model and the truth (1-D and 2-D data)", false),
+      KeySpec::boolean("plot_points", "overlay training points (2-D) / a histogram of them (1-D) on the plot", true),
+      KeySpec::integer("plot_max_points", "at most this many training points overlaid (evenly spaced rows)", 1000)
+          .at_least(1).at_most(1000000),
+      KeySpec::integer("plot_grid", "grid cells per side (2-D) or curve points (1-D) of the plot", 200)
+          .at_least(10).at_most(2000),
+      KeySpec::numbers("plot_extent", "plotted region [xmin, xmax, ymin, ymax] (1-D: [xmin, xmax]); "
+                                      "default: the data's 0.1-99.9% quantile range padded by 15%").optional(),
   };
   return keys;
 }
@@ -81,6 +92,8 @@ struct Plan {
   std::vector<EvalPlan> evaluations;
   fs::path output_dir;
   bool save_models = true;
+  bool plot = false;
+  DensityPlotOptions plot_options;
 };
 
 std::string pipeline_stem(const std::string& path) { return fs::path(path).stem().string(); }
@@ -120,6 +133,22 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
 
   plan.data = prepare_dataset(*plan.registry, root.table("data"), plan.seed);
   const Index D = plan.data.dim();
+
+  plan.plot = output.boolean("plot");
+  plan.plot_options.show_points = output.boolean("plot_points");
+  plan.plot_options.max_points = output.integer("plot_max_points");
+  plan.plot_options.grid = output.integer("plot_grid");
+  if (output.has("plot_extent") && density_plot_supported(D)) {
+    const std::vector<double> v = output.numbers("plot_extent");
+    if (v.size() != static_cast<std::size_t>(2 * D))
+      output.fail("plot_extent", "expected " + std::string(D == 1 ? "[xmin, xmax] for 1-D data"
+                                                                  : "[xmin, xmax, ymin, ymax] for 2-D data") +
+                                     ", got " + std::to_string(v.size()) + " numbers");
+    for (std::size_t i = 0; i < v.size(); i += 2)
+      if (!std::isfinite(v[i]) || !std::isfinite(v[i + 1]) || !(v[i] < v[i + 1]))
+        output.fail("plot_extent", "each range must be finite with min < max");
+    plan.plot_options.extent = PlotExtent{v[0], v[1], D == 2 ? v[2] : 0.0, D == 2 ? v[3] : 1.0};
+  }
 
   std::set<std::string> names;
   auto model_tables = root.table_array("model");
@@ -238,6 +267,39 @@ void publish(const fs::path& staging, const fs::path& target) {
   }
 }
 
+// density.png of a run: the truth first (captioned with the metrics that describe it), then every model
+// captioned with its held-out metrics. D > 2 is skipped with a note, as there is no 2-D view to draw.
+void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fitted, const Json& models,
+                    const fs::path& staging, int threads, std::ostream& log) {
+  const Index D = plan.data.dim();
+  if (!density_plot_supported(D)) {
+    log << "density plot: skipped, the data has dimension " << D << " (plots are drawn for 1-D and 2-D data)\n";
+    return;
+  }
+  std::vector<std::pair<std::string, double>> all_metrics;
+  std::vector<PlotModel> panels;
+  std::optional<PlotModel> truth;
+  if (plan.data.truth) truth = PlotModel{"truth", plan.data.truth.get(), {}};
+  for (const auto& mp : plan.models) {
+    std::vector<std::pair<std::string, double>> metrics;
+    for (const auto& [k, v] : models.at(mp.name).at("metrics").items()) metrics.emplace_back(k, v.get<double>());
+    all_metrics.insert(all_metrics.end(), metrics.begin(), metrics.end());
+    panels.push_back(PlotModel{mp.name, fitted.at(mp.name).get(), metrics_caption(metrics, false)});
+    // The truth's metrics are computed on the same test rows for every model: take the first model's.
+    if (truth && truth->caption.empty()) truth->caption = metrics_caption(metrics, true);
+  }
+  DensityPlotOptions options = plan.plot_options;
+  options.threads = threads;
+  options.footnote = metrics_legend(all_metrics);
+  DensityPlotResult r = write_density_plot(staging / "density.png", panels, truth, plan.data.train,
+                                           plan.data.test, options);
+  log << "density plot: density.png, " << r.width << " x " << r.height << " pixels, extent x [" << r.extent.xmin
+      << ", " << r.extent.xmax << "]";
+  if (D == 2) log << " y [" << r.extent.ymin << ", " << r.extent.ymax << "]";
+  log << ", grid " << options.grid << "\n";
+  for (const auto& n : r.notes) log << n << "\n";
+}
+
 }  // namespace
 
 Config load_pipeline_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -343,6 +405,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
         if (!r.summary.empty()) log << "model " << name << ": " << r.summary << "\n";
       }
     }
+    if (plan.plot) write_run_plot(plan, fitted, models, staging, threads, log);
     results["models"] = models;
     {
       std::ofstream out(staging / "results.json");

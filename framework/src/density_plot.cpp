@@ -1,0 +1,916 @@
+// Density figures (DKEF Figs. 1 and 2) drawn with cairo.
+#include "kef/density_plot.hpp"
+
+#include <cairo.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string_view>
+
+#include "kef/error.hpp"
+#include "kef/parallel.hpp"
+#include "png_file.hpp"
+
+namespace kef {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Numbers and labels
+
+struct Rgb {
+  double r, g, b;
+};
+
+Rgb rgb_hex(unsigned hex) {
+  return {((hex >> 16) & 0xff) / 255.0, ((hex >> 8) & 0xff) / 255.0, (hex & 0xff) / 255.0};
+}
+
+// matplotlib's viridis (CC0) sampled at t = 0, 0.1, ..., 1. Linear interpolation between these
+// stays within a few 8-bit steps of the full 256-entry table, because viridis is smooth in sRGB.
+constexpr unsigned kViridis[11] = {0x440154, 0x482475, 0x414487, 0x355f8d, 0x2a788e, 0x21918c,
+                                   0x22a884, 0x44bf70, 0x7ad151, 0xbddf26, 0xfde725};
+
+// Okabe–Ito colours (distinguishable with colour-vision deficiencies) for the 1-D curves.
+constexpr unsigned kCurveColours[] = {0x0072b2, 0xd55e00, 0x009e73, 0xcc79a7, 0xe69f00, 0x56b4e9, 0xf0e442};
+
+std::string replace_minus(std::string s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '-') out += "\xe2\x88\x92";  // U+2212 MINUS SIGN
+    else out += ch;
+  }
+  return out;
+}
+
+// Tick label with just enough decimals for the step.
+std::string tick_label(double v, double step) {
+  const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  std::string s = buf;
+  if (std::strtod(buf, nullptr) == 0.0) s = decimals ? "0." + std::string(decimals, '0') : "0";
+  return replace_minus(s);
+}
+
+// Ticks at 1, 2 or 5 times a power of ten, about `target` of them inside [lo, hi].
+std::vector<double> nice_ticks(double lo, double hi, int target, double* step_out) {
+  const double raw = (hi - lo) / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / mag;
+  const double step = (f < 1.5 ? 1.0 : f < 3.0 ? 2.0 : f < 7.0 ? 5.0 : 10.0) * mag;
+  std::vector<double> ticks;
+  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + 1e-9 * step; k += 1.0) ticks.push_back(k * step);
+  *step_out = step;
+  return ticks;
+}
+
+struct MetricLabel {
+  std::string_view metric, label, meaning;
+  bool truth;
+};
+
+constexpr MetricLabel kMetricLabels[] = {
+    {"score_matching_loss", "SM", "held-out score matching loss (lower is better)", false},
+    {"score_matching_loss_truth", "SM", "held-out score matching loss (lower is better)", true},
+    {"fisher_divergence", "FD", "Fisher divergence from the truth (lower is better)", false},
+    {"log_likelihood", "LL", "held-out log-likelihood (higher is better)", false},
+    {"true_log_likelihood", "LL", "held-out log-likelihood (higher is better)", true},
+    {"mmd2", "MMD\xc2\xb2", "squared MMD to the test set", false},
+    {"mmd_pvalue", "MMD p", "p-value of the MMD test", false},
+    {"fssd2", "FSSD\xc2\xb2", "squared FSSD", false},
+    {"fssd_pvalue", "FSSD p", "p-value of the FSSD test", false},
+    {"ksd2", "KSD\xc2\xb2", "squared KSD", false},
+    {"ksd_pvalue", "KSD p", "p-value of the KSD test", false},
+    {"relative_fssd_statistic", "rel. FSSD", "relative FSSD statistic", false},
+    {"relative_fssd_pvalue", "rel. FSSD p", "p-value of the relative FSSD test", false},
+};
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Evaluator diagnostics that say how a metric was computed rather than how good the fit is.
+bool is_diagnostic(std::string_view base) {
+  static constexpr std::string_view kNames[] = {"log_normalizer", "bias_bound", "proposals",
+                                                "proposals_per_second", "relative_fssd_fssd2",
+                                                "relative_fssd_fssd2_against"};
+  for (auto n : kNames)
+    if (base == n) return true;
+  return base.starts_with("hmc_") || ends_with(base, "_bandwidth") || ends_with(base, "_locations") ||
+         ends_with(base, "_stderr");
+}
+
+std::pair<std::string, std::string> split_prefix(const std::string& metric) {
+  auto dot = metric.rfind('.');
+  if (dot == std::string::npos) return {"", metric};
+  return {metric.substr(0, dot + 1), metric.substr(dot + 1)};
+}
+
+const MetricLabel* find_label(std::string_view base) {
+  for (const auto& l : kMetricLabels)
+    if (l.metric == base) return &l;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluating models on grids
+
+void check_extent_1d(double lo, double hi, const char* axis) {
+  if (!std::isfinite(lo) || !std::isfinite(hi) || !(lo < hi))
+    throw ConfigError(std::string("plot extent: ") + axis + " range [" + format_short(lo) + ", " +
+                      format_short(hi) + "] must be finite with min < max");
+}
+
+// log p~ at n points, in fixed batches (never dependent on the thread count); row i of the batch
+// matrix is filled by point(i, row).
+template <class PointFn>
+Vector evaluate_in_batches(const Model& model, const std::string& name, Index n, Index dim, int threads,
+                           PointFn point) {
+  constexpr Index kBatch = 2048;
+  const Index batches = (n + kBatch - 1) / kBatch;
+  Vector values(n);
+  parallel_for(batches, threads > 0 ? threads : default_threads(), [&](Index b) {
+    const Index begin = b * kBatch, count = std::min(kBatch, n - begin);
+    Matrix X(count, dim);
+    for (Index i = 0; i < count; ++i) point(begin + i, X.row(i));
+    Vector v = model.log_unnormalized(X);
+    if (v.size() != count)
+      throw Error("model " + name + ": log_unnormalized returned " + std::to_string(v.size()) + " values for " +
+                  std::to_string(count) + " points");
+    values.segment(begin, count) = v;
+  });
+  return values;
+}
+
+std::string point_text(const Eigen::Ref<const Vector>& x) {
+  std::string s = "(";
+  for (Index d = 0; d < x.size(); ++d) s += (d ? ", " : "") + format_short(x[d]);
+  return s + ")";
+}
+
+// The maximum of finite values; NaN, +inf or no finite value at all are errors naming the point.
+template <class PointOf>
+double checked_max(const Vector& values, const std::string& name, PointOf point_of) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (Index i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    if (std::isnan(v) || v == std::numeric_limits<double>::infinity())
+      throw NumericalError("model " + name + ": log density is " + (std::isnan(v) ? "NaN" : "+inf") + " at " +
+                           point_text(point_of(i)) + " on the plotting grid");
+    max = std::max(max, v);
+  }
+  if (!std::isfinite(max))
+    throw NumericalError("model " + name +
+                         ": log density is -inf everywhere on the plotting grid (no support in the plotted region)");
+  return max;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drawing
+
+cairo_status_t surface_error(cairo_surface_t* s) { return cairo_surface_status(s); }
+
+struct SurfaceDeleter {
+  void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
+};
+struct ContextDeleter {
+  void operator()(cairo_t* c) const { cairo_destroy(c); }
+};
+using SurfacePtr = std::unique_ptr<cairo_surface_t, SurfaceDeleter>;
+using ContextPtr = std::unique_ptr<cairo_t, ContextDeleter>;
+
+enum class Align { Left, Centre, Right };
+
+// The characters the figures use beyond ASCII, and their ASCII stand-ins for cairo's built-in font.
+std::string to_ascii(std::string s) {
+  static const std::pair<std::string_view, std::string_view> kMap[] = {
+      {"\xe2\x88\x92", "-"}, {"\xc2\xb7", "|"}, {"\xc2\xb2", "^2"}, {"\xcc\x83", "~"}, {"\xe2\x80\xa6", "..."}};
+  for (const auto& [from, to] : kMap)
+    for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+      s.replace(pos, from.size(), to);
+  return s;
+}
+
+// Text through cairo's toy API. Each string is drawn with its own cairo context, so a font failure
+// puts only that context in an error state and never the figure's; once a failure is seen, text is
+// skipped and layout uses estimated widths. When fontconfig finds no font at all, cairo falls back to
+// its built-in stroke font, which has only ASCII glyphs: text is then transliterated.
+class Text {
+ public:
+  explicit Text(cairo_surface_t* surface) : surface_(surface) {
+    ContextPtr cr(cairo_create(surface_));
+    select(cr.get(), 12, false);
+    cairo_text_extents_t ext;
+    cairo_text_extents(cr.get(), "Hg", &ext);
+    ok_ = cairo_status(cr.get()) == CAIRO_STATUS_SUCCESS && ext.x_advance > 0;
+    builtin_ = ok_ && cairo_scaled_font_get_type(cairo_get_scaled_font(cr.get())) == CAIRO_FONT_TYPE_USER;
+  }
+  bool ok() const { return ok_; }
+  bool builtin_font() const { return builtin_; }
+
+  double width(const std::string& text, double size, bool bold) const {
+    const std::string s = builtin_ ? to_ascii(text) : text;
+    if (!ok_) return 0.6 * size * static_cast<double>(s.size());
+    ContextPtr cr(cairo_create(surface_));
+    select(cr.get(), size, bold);
+    cairo_text_extents_t ext;
+    cairo_text_extents(cr.get(), s.c_str(), &ext);
+    if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) {
+      ok_ = false;
+      return 0.6 * size * static_cast<double>(s.size());
+    }
+    return ext.x_advance;
+  }
+
+  // (x, y): the anchor on the baseline, or the vertical centre when centre_v; angle in radians.
+  void draw(const std::string& text, double x, double y, double size, bool bold, Align align, Rgb colour,
+            bool centre_v = false, double angle = 0) const {
+    const std::string s = builtin_ ? to_ascii(text) : text;
+    if (!ok_ || s.empty()) return;
+    ContextPtr cr(cairo_create(surface_));
+    select(cr.get(), size, bold);
+    cairo_text_extents_t ext;
+    cairo_text_extents(cr.get(), s.c_str(), &ext);
+    cairo_font_extents_t fext;
+    cairo_font_extents(cr.get(), &fext);
+    double dx = align == Align::Left ? 0 : align == Align::Centre ? -ext.x_advance / 2 : -ext.x_advance;
+    double dy = centre_v ? (fext.ascent - fext.descent) / 2 : 0;
+    cairo_translate(cr.get(), x, y);
+    cairo_rotate(cr.get(), angle);
+    cairo_move_to(cr.get(), dx, dy);
+    cairo_set_source_rgb(cr.get(), colour.r, colour.g, colour.b);
+    cairo_show_text(cr.get(), s.c_str());
+    if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) ok_ = false;
+  }
+
+  // Greedy wrap of items (joined by `sep`) into lines at most max_width wide; at most max_lines lines,
+  // the last ending in "…" when items were left out.
+  std::vector<std::string> wrap(const std::vector<std::string>& items, const std::string& sep, double size,
+                                double max_width, std::size_t max_lines) const {
+    std::vector<std::string> lines;
+    std::string line;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      std::string candidate = line.empty() ? items[i] : line + sep + items[i];
+      if (line.empty() || width(candidate, size, false) <= max_width) {
+        line = candidate;
+        continue;
+      }
+      lines.push_back(line);
+      line = items[i];
+      if (lines.size() == max_lines) {
+        lines.back() += " \xe2\x80\xa6";  // …
+        return lines;
+      }
+    }
+    if (!line.empty()) lines.push_back(line);
+    return lines;
+  }
+
+ private:
+  static void select(cairo_t* cr, double size, bool bold) {
+    cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
+                           bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, size);
+    // Unhinted outlines and metrics: text looks the same at every position and on every machine
+    // with the same font.
+    cairo_font_options_t* fo = cairo_font_options_create();
+    cairo_font_options_set_hint_style(fo, CAIRO_HINT_STYLE_NONE);
+    cairo_font_options_set_hint_metrics(fo, CAIRO_HINT_METRICS_OFF);
+    cairo_font_options_set_antialias(fo, CAIRO_ANTIALIAS_GRAY);
+    cairo_set_font_options(cr, fo);
+    cairo_font_options_destroy(fo);
+  }
+
+  cairo_surface_t* surface_;
+  mutable bool ok_ = false;
+  bool builtin_ = false;
+};
+
+void font_notes(const Text& text, const Text& measure, std::vector<std::string>& notes) {
+  if (!text.ok() || !measure.ok())
+    notes.push_back("density plot: no usable font (install fonts-dejavu-core); the figure has no text");
+  else if (text.builtin_font())
+    notes.push_back("density plot: no system font found; text drawn in cairo's built-in font, ASCII only "
+                    "(install fonts-dejavu-core)");
+}
+
+void set_colour(cairo_t* cr, Rgb c, double alpha = 1.0) { cairo_set_source_rgba(cr, c.r, c.g, c.b, alpha); }
+
+constexpr double kTitleSize = 14, kCaptionSize = 12, kTickSize = 11, kFootSize = 11;
+constexpr double kCaptionLine = 16;
+const Rgb kInk = {0.13, 0.13, 0.13};
+const Rgb kGrey = {0.35, 0.35, 0.35};
+
+void check_options(const DensityPlotOptions& o) {
+  if (o.grid < 2 || o.grid > 4000)
+    throw ConfigError("plot grid: " + std::to_string(o.grid) + " cells per side (expected 2 to 4000)");
+  if (o.max_points < 0) throw ConfigError("plot max points: must not be negative");
+  if (!std::isfinite(o.floor) || o.floor >= 0)
+    throw ConfigError("plot floor: " + format_short(o.floor) + " (expected a finite negative number)");
+  if (o.min_panel_pixels < 16 || o.min_panel_pixels > 4000)
+    throw ConfigError("plot panel size: " + std::to_string(o.min_panel_pixels) + " pixels (expected 16 to 4000)");
+}
+
+std::vector<Index> overlay_rows(Index n, Index max_points) {
+  const Index k = std::min(n, max_points);
+  std::vector<Index> rows(k);
+  for (Index i = 0; i < k; ++i) rows[i] = static_cast<Index>((static_cast<long double>(i) * n) / k);
+  return rows;
+}
+
+// Figures must stay below cairo's 32767-pixel limit; more would be a runaway grid or panel count.
+void check_canvas(int width, int height) {
+  if (width > 32000 || height > 32000)
+    throw ConfigError("plot: the figure would be " + std::to_string(width) + " x " + std::to_string(height) +
+                      " pixels; reduce plot_grid or the number of models");
+}
+
+struct Panel2d {
+  std::string title;
+  std::vector<std::string> caption;
+  LogDensityGrid grid;
+};
+
+DensityPlotResult render_2d(const fs::path& file, const std::vector<Panel2d>& panels, const Matrix& train,
+                            const PlotExtent& e, const DensityPlotOptions& o) {
+  DensityPlotResult result;
+  result.extent = e;
+  const int cells = static_cast<int>(o.grid);
+  const int k = std::max(1, (o.min_panel_pixels + cells - 1) / cells);
+  const int S = cells * k;
+  result.cell_pixels = k;
+
+  SurfacePtr scratch(cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1));
+  Text measure(scratch.get());
+
+  // Layout.
+  std::vector<std::vector<std::string>> captions;
+  std::size_t caption_lines = 0;
+  for (const auto& p : panels) {
+    captions.push_back(measure.wrap(p.caption, "   ", kCaptionSize, S, 4));
+    caption_lines = std::max(caption_lines, captions.back().size());
+  }
+  double xstep = 1, ystep = 1, cstep = 1;
+  const std::vector<double> xticks = nice_ticks(e.xmin, e.xmax, 5, &xstep);
+  const std::vector<double> yticks = nice_ticks(e.ymin, e.ymax, 5, &ystep);
+  std::vector<double> cticks;
+  if (o.floor == std::round(o.floor) && static_cast<long>(o.floor) % 3 == 0) {
+    cstep = -o.floor / 3;
+    for (int i = 0; i <= 3; ++i) cticks.push_back(o.floor + i * cstep);
+  } else {
+    cticks = nice_ticks(o.floor, 0, 4, &cstep);
+  }
+  double ylabel_w = 0, clabel_w = 0;
+  for (double t : yticks) ylabel_w = std::max(ylabel_w, measure.width(tick_label(t, ystep), kTickSize, false));
+  for (double t : cticks) clabel_w = std::max(clabel_w, measure.width(tick_label(t, cstep), kTickSize, false));
+
+  const int gap = 22, tick = 4;
+  const int left = 12 + static_cast<int>(std::ceil(ylabel_w)) + tick + 4;
+  const int title_h = measure.ok() ? 22 : 6;
+  const int top = 10 + title_h + static_cast<int>(caption_lines * (measure.ok() ? kCaptionLine : 0)) + 6;
+  const int bar_gap = 16, bar_w = 14;
+  const int right = bar_gap + bar_w + tick + 4 + static_cast<int>(std::ceil(clabel_w)) + 8 + 18 + 8;
+  const int P = static_cast<int>(panels.size());
+  const int width = left + P * S + (P - 1) * gap + right;
+  std::vector<std::string> foot;
+  if (!o.footnote.empty() && measure.ok()) {
+    std::vector<std::string> items;
+    std::size_t pos = 0;
+    const std::string sep = " \xc2\xb7 ";  // " · "
+    while (true) {
+      auto next = o.footnote.find(sep, pos);
+      items.push_back(o.footnote.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+      if (next == std::string::npos) break;
+      pos = next + sep.size();
+    }
+    foot = measure.wrap(items, sep, kFootSize, width - left - 12, 6);
+  }
+  const int ticks_h = measure.ok() ? tick + 4 + 12 : tick;
+  const int height = top + S + ticks_h + 10 + static_cast<int>(foot.size()) * 15 + (foot.empty() ? 0 : 4);
+  check_canvas(width, height);
+  result.width = width;
+  result.height = height;
+
+  SurfacePtr surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height));
+  ContextPtr owner(cairo_create(surface.get()));
+  cairo_t* cr = owner.get();
+  Text text(surface.get());
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+
+  // One 8-bit colour per cell, looked up once per distinct value in the panel loop below.
+  const std::vector<Index> rows = o.show_points ? overlay_rows(train.rows(), o.max_points) : std::vector<Index>{};
+  auto to_px = [&](double x, double y, int x0, int y0) {
+    return std::pair<double, double>{x0 + (x - e.xmin) / (e.xmax - e.xmin) * S,
+                                     y0 + (e.ymax - y) / (e.ymax - e.ymin) * S};
+  };
+
+  for (int p = 0; p < P; ++p) {
+    const int x0 = left + p * (S + gap), y0 = top;
+    result.panels.push_back({x0, y0, S});
+    const double cx = x0 + S / 2.0;
+    text.draw(panels[p].title, cx, 10 + 15, kTitleSize, true, Align::Centre, kInk);
+    for (std::size_t l = 0; l < captions[p].size(); ++l)
+      text.draw(captions[p][l], cx, 10 + title_h + kCaptionLine * l + 12, kCaptionSize, false, Align::Centre,
+                kGrey);
+
+    // The grid as an image, one pixel per cell (top row = ymax), scaled by k with nearest-neighbour
+    // sampling so that every cell is a k x k block of exactly its colour.
+    SurfacePtr image(cairo_image_surface_create(CAIRO_FORMAT_RGB24, cells, cells));
+    if (surface_error(image.get()) != CAIRO_STATUS_SUCCESS)
+      throw Error(file.string() + ": cannot allocate the image: " + cairo_status_to_string(surface_error(image.get())));
+    cairo_surface_flush(image.get());
+    unsigned char* data = cairo_image_surface_get_data(image.get());
+    const int stride = cairo_image_surface_get_stride(image.get());
+    const Matrix& V = panels[p].grid.values;
+    for (int r = 0; r < cells; ++r) {
+      auto* row = reinterpret_cast<std::uint32_t*>(data + static_cast<std::ptrdiff_t>(cells - 1 - r) * stride);
+      for (int c = 0; c < cells; ++c) {
+        const auto rgb = viridis((V(r, c) - o.floor) / -o.floor);
+        row[c] = (std::uint32_t{rgb[0]} << 16) | (std::uint32_t{rgb[1]} << 8) | std::uint32_t{rgb[2]};
+      }
+    }
+    cairo_surface_mark_dirty(image.get());
+    cairo_save(cr);
+    cairo_translate(cr, x0, y0);
+    cairo_scale(cr, k, k);
+    cairo_set_source_surface(cr, image.get(), 0, 0);
+    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+    cairo_rectangle(cr, 0, 0, cells, cells);
+    cairo_fill(cr);
+    cairo_restore(cr);
+
+    if (!rows.empty()) {
+      cairo_save(cr);
+      cairo_rectangle(cr, x0, y0, S, S);
+      cairo_clip(cr);
+      const double radius = std::clamp(S / 260.0, 1.0, 2.5);
+      for (Index i : rows) {
+        auto [px, py] = to_px(train(i, 0), train(i, 1), x0, y0);
+        cairo_new_sub_path(cr);
+        cairo_arc(cr, px, py, radius, 0, 2 * M_PI);
+      }
+      set_colour(cr, {1, 1, 1}, 0.55);
+      cairo_fill_preserve(cr);
+      set_colour(cr, {0, 0, 0}, 0.35);
+      cairo_set_line_width(cr, 0.5);
+      cairo_stroke(cr);
+      cairo_restore(cr);
+    }
+
+    cairo_set_line_width(cr, 1.0);
+    set_colour(cr, kInk);
+    cairo_rectangle(cr, x0 - 0.5, y0 - 0.5, S + 1, S + 1);
+    cairo_stroke(cr);
+
+    for (double t : xticks) {
+      const double px = std::round(to_px(t, 0, x0, y0).first) + 0.5;
+      cairo_move_to(cr, px, y0 + S + 0.5);
+      cairo_line_to(cr, px, y0 + S + 0.5 + tick);
+      text.draw(tick_label(t, xstep), px, y0 + S + tick + 4 + 9, kTickSize, false, Align::Centre, kInk);
+    }
+    if (p == 0) {
+      for (double t : yticks) {
+        const double py = std::round(to_px(0, t, x0, y0).second) + 0.5;
+        cairo_move_to(cr, x0 - 0.5, py);
+        cairo_line_to(cr, x0 - 0.5 - tick, py);
+        text.draw(tick_label(t, ystep), x0 - tick - 4, py, kTickSize, false, Align::Right, kInk, true);
+      }
+    }
+    cairo_stroke(cr);
+  }
+
+  // Colour bar: floor at the bottom, 0 at the top.
+  {
+    const int bx = left + P * S + (P - 1) * gap + bar_gap, by = top;
+    for (int i = 0; i < S; ++i) {
+      const auto rgb = viridis(1.0 - (i + 0.5) / S);
+      cairo_set_source_rgb(cr, rgb[0] / 255.0, rgb[1] / 255.0, rgb[2] / 255.0);
+      cairo_rectangle(cr, bx, by + i, bar_w, 1);
+      cairo_fill(cr);
+    }
+    set_colour(cr, kInk);
+    cairo_set_line_width(cr, 1.0);
+    cairo_rectangle(cr, bx - 0.5, by - 0.5, bar_w + 1, S + 1);
+    for (double t : cticks) {
+      const double py = std::round(by + (0 - t) / (0 - o.floor) * S) + 0.5;
+      cairo_move_to(cr, bx + bar_w + 0.5, py);
+      cairo_line_to(cr, bx + bar_w + 0.5 + tick, py);
+      text.draw(tick_label(t, cstep), bx + bar_w + tick + 4, py, kTickSize, false, Align::Left, kInk, true);
+    }
+    cairo_stroke(cr);
+    const double lx = bx + bar_w + tick + 4 + std::ceil(clabel_w) + 8 + 9;
+    text.draw("log p\xcc\x83(x) \xe2\x88\x92 max", lx, by + S / 2.0, kTickSize, false, Align::Centre, kInk, true,
+              -M_PI / 2);
+  }
+
+  for (std::size_t l = 0; l < foot.size(); ++l)
+    text.draw(foot[l], left, top + S + ticks_h + 10 + 11 + 15.0 * l, kFootSize, false, Align::Left, kGrey);
+
+  if (cairo_status(cr) != CAIRO_STATUS_SUCCESS)
+    throw Error(file.string() + ": cannot render the figure: " + cairo_status_to_string(cairo_status(cr)));
+  font_notes(text, measure, result.notes);
+  owner.reset();
+  detail::write_png_file(surface.get(), file);
+  return result;
+}
+
+struct Curve {
+  std::string name;
+  std::vector<std::string> caption;
+  DensityCurve curve;
+  bool truth = false;
+};
+
+DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curves, const Matrix& train,
+                            const PlotExtent& e, const DensityPlotOptions& o) {
+  DensityPlotResult result;
+  result.extent = e;
+
+  // Histogram of the training data: Rice's rule for the bin count, clamped to [10, 80]; bar heights
+  // are densities relative to all training rows (rows outside the extent count but are not drawn).
+  const Index n = train.rows();
+  const int bins = std::clamp(static_cast<int>(std::ceil(2.0 * std::cbrt(static_cast<double>(n)))), 10, 80);
+  const double bin_w = (e.xmax - e.xmin) / bins;
+  std::vector<double> hist(bins, 0.0);
+  if (o.show_points && n > 0) {
+    for (Index i = 0; i < n; ++i) {
+      const double x = train(i, 0);
+      if (x < e.xmin || x > e.xmax) continue;
+      const int b = std::min(bins - 1, static_cast<int>((x - e.xmin) / bin_w));
+      hist[b] += 1.0;
+    }
+    for (double& h : hist) h /= static_cast<double>(n) * bin_w;
+  }
+  double ymax = 0;
+  for (double h : hist) ymax = std::max(ymax, h);
+  for (const auto& c : curves) ymax = std::max(ymax, c.curve.density.maxCoeff());
+  ymax *= 1.08;
+
+  SurfacePtr scratch(cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1));
+  Text measure(scratch.get());
+  double xstep = 1, ystep = 1;
+  const std::vector<double> xticks = nice_ticks(e.xmin, e.xmax, 6, &xstep);
+  const std::vector<double> yticks = nice_ticks(0, ymax, 5, &ystep);
+  double ylabel_w = 0;
+  for (double t : yticks) ylabel_w = std::max(ylabel_w, measure.width(tick_label(t, ystep), kTickSize, false));
+
+  const int PW = std::max(480, static_cast<int>(1.6 * o.min_panel_pixels)), PH = std::max(300, o.min_panel_pixels);
+  const int tick = 4;
+  const int left = 10 + 16 + static_cast<int>(std::ceil(ylabel_w)) + tick + 6;
+  const int top = 14;
+  const double legend_max_w = 230;
+  const int swatch = 26;
+  // Legend: per entry, the name line and its caption lines; as wide as its widest line.
+  std::vector<std::vector<std::string>> captions;
+  double legend_text_w = measure.width("training data", kCaptionSize, false);
+  for (const auto& c : curves) {
+    captions.push_back(measure.wrap(c.caption, "   ", kCaptionSize, legend_max_w, 4));
+    legend_text_w = std::max(legend_text_w, measure.width(c.name, kCaptionSize + 1, true));
+    for (const auto& line : captions.back()) legend_text_w = std::max(legend_text_w, measure.width(line, kCaptionSize, false));
+  }
+  legend_text_w = std::ceil(legend_text_w);
+  const int legend_x = left + PW + 20;
+  const int width = legend_x + swatch + static_cast<int>(legend_text_w) + 24;
+  double legend_h = 0;
+  for (const auto& cap : captions) legend_h += 20 + kCaptionLine * cap.size() + 6;
+  if (o.show_points) legend_h += 22;
+  std::vector<std::string> foot;
+  if (!o.footnote.empty() && measure.ok()) {
+    std::vector<std::string> items;
+    std::size_t pos = 0;
+    const std::string sep = " \xc2\xb7 ";
+    while (true) {
+      auto next = o.footnote.find(sep, pos);
+      items.push_back(o.footnote.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+      if (next == std::string::npos) break;
+      pos = next + sep.size();
+    }
+    foot = measure.wrap(items, sep, kFootSize, width - left - 12, 6);
+  }
+  const int axis_h = tick + 4 + 12 + 8 + 14;
+  const int height =
+      std::max(top + PH, top + static_cast<int>(legend_h)) + axis_h + 10 + static_cast<int>(foot.size()) * 15;
+  check_canvas(width, height);
+  result.width = width;
+  result.height = height;
+
+  SurfacePtr surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height));
+  ContextPtr owner(cairo_create(surface.get()));
+  cairo_t* cr = owner.get();
+  Text text(surface.get());
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  const int x0 = left, y0 = top;
+  auto px = [&](double x) { return x0 + (x - e.xmin) / (e.xmax - e.xmin) * PW; };
+  auto py = [&](double y) { return y0 + PH - y / ymax * PH; };
+
+  const Rgb hist_colour = {0.80, 0.80, 0.80};
+  cairo_save(cr);
+  cairo_rectangle(cr, x0, y0, PW, PH);
+  cairo_clip(cr);
+  for (int b = 0; b < bins; ++b) {
+    if (hist[b] <= 0) continue;
+    const double a = px(e.xmin + b * bin_w), z = px(e.xmin + (b + 1) * bin_w);
+    cairo_rectangle(cr, a, py(hist[b]), z - a, py(0) - py(hist[b]));
+  }
+  set_colour(cr, hist_colour);
+  cairo_fill_preserve(cr);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_set_line_width(cr, 0.8);
+  cairo_stroke(cr);
+
+  std::size_t colour_index = 0;
+  std::vector<Rgb> colours;
+  for (const auto& c : curves) {
+    const Rgb colour = c.truth ? kInk : rgb_hex(kCurveColours[colour_index++ % std::size(kCurveColours)]);
+    colours.push_back(colour);
+    const Vector& x = c.curve.x;
+    const Vector& d = c.curve.density;
+    for (Index i = 0; i < x.size(); ++i) {
+      if (i == 0) cairo_move_to(cr, px(x[i]), py(d[i]));
+      else cairo_line_to(cr, px(x[i]), py(d[i]));
+    }
+    set_colour(cr, colour);
+    cairo_set_line_width(cr, c.truth ? 1.6 : 2.0);
+    const double dash[] = {5.0, 3.0};
+    if (c.truth) cairo_set_dash(cr, dash, 2, 0);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, nullptr, 0, 0);
+  }
+  cairo_restore(cr);
+
+  // Axes: left and bottom spines with ticks.
+  set_colour(cr, kInk);
+  cairo_set_line_width(cr, 1.0);
+  cairo_move_to(cr, x0 - 0.5, y0);
+  cairo_line_to(cr, x0 - 0.5, y0 + PH + 0.5);
+  cairo_line_to(cr, x0 + PW, y0 + PH + 0.5);
+  for (double t : xticks) {
+    const double p = std::round(px(t)) + 0.5;
+    cairo_move_to(cr, p, y0 + PH + 0.5);
+    cairo_line_to(cr, p, y0 + PH + 0.5 + tick);
+    text.draw(tick_label(t, xstep), p, y0 + PH + tick + 4 + 9, kTickSize, false, Align::Centre, kInk);
+  }
+  for (double t : yticks) {
+    const double p = std::round(py(t)) + 0.5;
+    cairo_move_to(cr, x0 - 0.5, p);
+    cairo_line_to(cr, x0 - 0.5 - tick, p);
+    text.draw(tick_label(t, ystep), x0 - tick - 4, p, kTickSize, false, Align::Right, kInk, true);
+  }
+  cairo_stroke(cr);
+  text.draw("x", x0 + PW / 2.0, y0 + PH + tick + 4 + 12 + 16, kTickSize, false, Align::Centre, kInk);
+  text.draw("density", 10 + 7, y0 + PH / 2.0, kTickSize, false, Align::Centre, kInk, true, -M_PI / 2);
+
+  // Legend.
+  double ly = top + 4;
+  for (std::size_t i = 0; i < curves.size(); ++i) {
+    cairo_move_to(cr, legend_x, ly + 8);
+    cairo_line_to(cr, legend_x + swatch - 6, ly + 8);
+    set_colour(cr, colours[i]);
+    cairo_set_line_width(cr, curves[i].truth ? 1.6 : 2.0);
+    const double dash[] = {5.0, 3.0};
+    if (curves[i].truth) cairo_set_dash(cr, dash, 2, 0);
+    cairo_stroke(cr);
+    cairo_set_dash(cr, nullptr, 0, 0);
+    text.draw(curves[i].name, legend_x + swatch, ly + 8, kCaptionSize + 1, true, Align::Left, kInk, true);
+    ly += 20;
+    for (const auto& line : captions[i]) {
+      text.draw(line, legend_x + swatch, ly + 8, kCaptionSize, false, Align::Left, kGrey, true);
+      ly += kCaptionLine;
+    }
+    ly += 6;
+  }
+  if (o.show_points) {
+    cairo_rectangle(cr, legend_x, ly + 2, swatch - 6, 12);
+    set_colour(cr, hist_colour);
+    cairo_fill(cr);
+    text.draw("training data", legend_x + swatch, ly + 8, kCaptionSize, false, Align::Left, kInk, true);
+  }
+  for (std::size_t l = 0; l < foot.size(); ++l)
+    text.draw(foot[l], left, height - 10 - 15.0 * (foot.size() - 1 - l) - 4, kFootSize, false, Align::Left, kGrey);
+
+  if (cairo_status(cr) != CAIRO_STATUS_SUCCESS)
+    throw Error(file.string() + ": cannot render the figure: " + cairo_status_to_string(cairo_status(cr)));
+  font_notes(text, measure, result.notes);
+  owner.reset();
+  detail::write_png_file(surface.get(), file);
+  return result;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+std::array<std::uint8_t, 3> viridis(double t) {
+  if (!(t > 0)) t = 0;  // also NaN: callers clip first, this only guards the table index
+  if (t > 1) t = 1;
+  const double s = t * 10.0;
+  const int i = std::min(9, static_cast<int>(s));
+  const double w = s - i;
+  std::array<std::uint8_t, 3> out{};
+  for (int ch = 0; ch < 3; ++ch) {
+    const int shift = 16 - 8 * ch;
+    const double a = (kViridis[i] >> shift) & 0xff, b = (kViridis[i + 1] >> shift) & 0xff;
+    out[ch] = static_cast<std::uint8_t>(std::lround(a + w * (b - a)));
+  }
+  return out;
+}
+
+std::string format_short(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "\xe2\x88\x92inf";
+  if (v == 0) return "0";
+  const double a = std::fabs(v);
+  char buf[64];
+  if (a >= 1e-3 && a < 1e3) {
+    std::snprintf(buf, sizeof buf, "%#.3g", v);
+    std::string s = buf;
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return replace_minus(s);
+  }
+  if (a >= 1e3 && a < 1e4) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return replace_minus(buf);
+  }
+  std::snprintf(buf, sizeof buf, "%.2e", v);  // d.dde±XX
+  std::string s = buf;
+  const auto epos = s.find('e');
+  std::string mantissa = s.substr(0, epos);
+  int exponent = std::atoi(s.c_str() + epos + 1);
+  return replace_minus(mantissa + "e" + std::to_string(exponent));
+}
+
+std::vector<std::string> metrics_caption(const std::vector<std::pair<std::string, double>>& metrics, bool truth) {
+  std::vector<std::string> items;
+  for (const auto& [metric, value] : metrics) {
+    const auto [prefix, base] = split_prefix(metric);
+    if (is_diagnostic(base)) continue;
+    const MetricLabel* l = find_label(base);
+    const bool truth_metric = l && l->truth;
+    if (truth != truth_metric) continue;
+    items.push_back(prefix + (l ? std::string(l->label) : base) + " " + format_short(value));
+  }
+  return items;
+}
+
+std::string metrics_legend(const std::vector<std::pair<std::string, double>>& metrics) {
+  std::vector<std::string_view> seen;
+  std::string out;
+  for (const auto& [metric, value] : metrics) {
+    (void)value;
+    const std::string base = split_prefix(metric).second;
+    const MetricLabel* l = find_label(base);
+    if (!l || std::find(seen.begin(), seen.end(), l->label) != seen.end()) continue;
+    seen.push_back(l->label);
+    if (!out.empty()) out += " \xc2\xb7 ";
+    out += std::string(l->label) + ": " + std::string(l->meaning);
+  }
+  return out;
+}
+
+bool density_plot_supported(Index dim) { return dim == 1 || dim == 2; }
+
+PlotExtent data_extent(const Matrix& points) {
+  if (points.rows() == 0 || !density_plot_supported(points.cols()))
+    throw DataError("plot extent: need at least one 1-D or 2-D point");
+  PlotExtent e;
+  double lo[2] = {0, 0}, hi[2] = {1, 1};
+  for (Index d = 0; d < points.cols(); ++d) {
+    std::vector<double> v;
+    v.reserve(points.rows());
+    for (Index i = 0; i < points.rows(); ++i)
+      if (std::isfinite(points(i, d))) v.push_back(points(i, d));
+    if (v.empty()) throw DataError("plot extent: no finite value in column " + std::to_string(d));
+    std::sort(v.begin(), v.end());
+    const double n1 = static_cast<double>(v.size() - 1);
+    const double a = v[static_cast<std::size_t>(std::floor(0.001 * n1))];
+    const double b = v[static_cast<std::size_t>(std::ceil(0.999 * n1))];
+    double span = b - a;
+    if (!(span > 0)) span = std::max(1.0, 0.1 * std::fabs(a));  // constant data: a unit-ish window
+    const double pad = b > a ? 0.15 * span : 0.5 * span;
+    lo[d] = a - pad;
+    hi[d] = b + pad;
+  }
+  if (points.cols() == 2) {
+    const double w = std::max(hi[0] - lo[0], hi[1] - lo[1]);
+    for (int d = 0; d < 2; ++d) {
+      const double c = 0.5 * (lo[d] + hi[d]);
+      lo[d] = c - 0.5 * w;
+      hi[d] = c + 0.5 * w;
+    }
+    e = {lo[0], hi[0], lo[1], hi[1]};
+  } else {
+    e = {lo[0], hi[0], 0, 1};
+  }
+  return e;
+}
+
+LogDensityGrid log_density_grid(const Model& model, const std::string& name, const PlotExtent& extent,
+                                Index cells, double floor, int threads) {
+  if (model.dim() != 2)
+    throw Error("model " + name + ": a log-density grid needs a 2-D model (dimension " +
+                std::to_string(model.dim()) + ")");
+  if (cells < 2) throw ConfigError("plot grid: need at least 2 cells per side");
+  check_extent_1d(extent.xmin, extent.xmax, "x");
+  check_extent_1d(extent.ymin, extent.ymax, "y");
+  LogDensityGrid g;
+  const double dx = (extent.xmax - extent.xmin) / cells, dy = (extent.ymax - extent.ymin) / cells;
+  g.x.resize(cells);
+  g.y.resize(cells);
+  for (Index i = 0; i < cells; ++i) {
+    g.x[i] = extent.xmin + (i + 0.5) * dx;
+    g.y[i] = extent.ymin + (i + 0.5) * dy;
+  }
+  auto point_of = [&](Index idx) {
+    Vector p(2);
+    p << g.x[idx % cells], g.y[idx / cells];
+    return p;
+  };
+  const Vector raw = evaluate_in_batches(model, name, cells * cells, 2, threads, [&](Index idx, auto row) {
+    row(0) = g.x[idx % cells];
+    row(1) = g.y[idx / cells];
+  });
+  g.max = checked_max(raw, name, point_of);
+  g.values.resize(cells, cells);
+  for (Index r = 0; r < cells; ++r)
+    for (Index c = 0; c < cells; ++c) g.values(r, c) = std::max(raw[r * cells + c] - g.max, floor);
+  return g;
+}
+
+DensityCurve normalized_density_curve(const Model& model, const std::string& name, double xmin, double xmax,
+                                      Index points, int threads) {
+  if (model.dim() != 1)
+    throw Error("model " + name + ": a density curve needs a 1-D model (dimension " + std::to_string(model.dim()) +
+                ")");
+  if (points < 2) throw ConfigError("plot grid: need at least 2 points");
+  check_extent_1d(xmin, xmax, "x");
+  DensityCurve c;
+  const double h = (xmax - xmin) / static_cast<double>(points - 1);
+  c.x.resize(points);
+  for (Index i = 0; i < points; ++i) c.x[i] = i + 1 == points ? xmax : xmin + i * h;
+  const Vector raw = evaluate_in_batches(model, name, points, 1, threads, [&](Index i, auto row) { row(0) = c.x[i]; });
+  const double max = checked_max(raw, name, [&](Index i) { return Vector::Constant(1, c.x[i]); });
+  // std::exp, not Eigen's vectorised exp, which clamps its argument and returns ~1e-308 for −inf:
+  // outside a bounded support the density must be exactly 0.
+  c.density.resize(points);
+  for (Index i = 0; i < points; ++i) c.density[i] = std::exp(raw[i] - max);
+  double z = 0;
+  for (Index i = 0; i + 1 < points; ++i) z += 0.5 * (c.density[i] + c.density[i + 1]) * (c.x[i + 1] - c.x[i]);
+  c.density /= z;  // z ≥ h/2 > 0: the maximum point contributes exp(0) = 1 to at least one interval
+  return c;
+}
+
+DensityPlotResult write_density_plot(const fs::path& file, const std::vector<PlotModel>& models,
+                                     const std::optional<PlotModel>& truth, const Matrix& train,
+                                     const Matrix& test, const DensityPlotOptions& options) {
+  check_options(options);
+  const Index D = train.cols();
+  if (!density_plot_supported(D))
+    throw DataError("density plot: the data has dimension " + std::to_string(D) + "; plots are drawn for 1-D and 2-D data");
+  if (test.rows() > 0 && test.cols() != D)
+    throw DataError("density plot: test data has dimension " + std::to_string(test.cols()) + ", train " +
+                    std::to_string(D));
+  if (models.empty() && !truth) throw Error("density plot: nothing to plot (no model and no truth)");
+  std::vector<PlotModel> all;
+  if (truth) all.push_back(*truth);
+  all.insert(all.end(), models.begin(), models.end());
+  for (const auto& m : all) {
+    if (!m.model) throw Error("density plot: panel " + m.name + " has no model");
+    if (m.model->dim() != D)
+      throw DataError("density plot: model " + m.name + " has dimension " + std::to_string(m.model->dim()) +
+                      ", the data " + std::to_string(D));
+  }
+  PlotExtent e;
+  if (options.extent) {
+    e = *options.extent;
+    check_extent_1d(e.xmin, e.xmax, "x");
+    if (D == 2) check_extent_1d(e.ymin, e.ymax, "y");
+  } else {
+    Matrix both(train.rows() + test.rows(), D);
+    both << train, test;
+    e = data_extent(both);
+  }
+  const int threads = options.threads > 0 ? options.threads : default_threads();
+  if (D == 2) {
+    std::vector<Panel2d> panels;
+    for (const auto& m : all)
+      panels.push_back({m.name, m.caption, log_density_grid(*m.model, m.name, e, options.grid, options.floor, threads)});
+    return render_2d(file, panels, train, e, options);
+  }
+  std::vector<Curve> curves;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    curves.push_back({all[i].name, all[i].caption,
+                      normalized_density_curve(*all[i].model, all[i].name, e.xmin, e.xmax, options.grid, threads),
+                      truth && i == 0});
+  return render_1d(file, curves, train, e, options);
+}
+
+}  // namespace kef
