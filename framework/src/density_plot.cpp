@@ -300,9 +300,24 @@ void font_notes(const Text& text, const Text& measure, std::vector<std::string>&
                     "(install fonts-dejavu-core)");
 }
 
+constexpr double kTitleSize = 14, kCaptionSize = 12, kTickSize = 11, kFootSize = 11;
+
+// The footnote is a list of items joined by " · ", wrapped between items.
+std::vector<std::string> footnote_lines(const Text& measure, const std::string& footnote, double max_width) {
+  if (footnote.empty() || !measure.ok()) return {};
+  const std::string sep = " \xc2\xb7 ";
+  std::vector<std::string> items;
+  for (std::size_t pos = 0;;) {
+    const auto next = footnote.find(sep, pos);
+    items.push_back(footnote.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+    if (next == std::string::npos) break;
+    pos = next + sep.size();
+  }
+  return measure.wrap(items, sep, kFootSize, max_width, 6);
+}
+
 void set_colour(cairo_t* cr, Rgb c, double alpha = 1.0) { cairo_set_source_rgba(cr, c.r, c.g, c.b, alpha); }
 
-constexpr double kTitleSize = 14, kCaptionSize = 12, kTickSize = 11, kFootSize = 11;
 constexpr double kCaptionLine = 16;
 const Rgb kInk = {0.13, 0.13, 0.13};
 const Rgb kGrey = {0.35, 0.35, 0.35};
@@ -378,19 +393,7 @@ DensityPlotResult render_2d(const fs::path& file, const std::vector<Panel2d>& pa
   const int right = bar_gap + bar_w + tick + 4 + static_cast<int>(std::ceil(clabel_w)) + 8 + 18 + 8;
   const int P = static_cast<int>(panels.size());
   const int width = left + P * S + (P - 1) * gap + right;
-  std::vector<std::string> foot;
-  if (!o.footnote.empty() && measure.ok()) {
-    std::vector<std::string> items;
-    std::size_t pos = 0;
-    const std::string sep = " \xc2\xb7 ";  // " · "
-    while (true) {
-      auto next = o.footnote.find(sep, pos);
-      items.push_back(o.footnote.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
-      if (next == std::string::npos) break;
-      pos = next + sep.size();
-    }
-    foot = measure.wrap(items, sep, kFootSize, width - left - 12, 6);
-  }
+  const std::vector<std::string> foot = footnote_lines(measure, o.footnote, width - left - 12);
   const int ticks_h = measure.ok() ? tick + 4 + 12 : tick;
   const int height = top + S + ticks_h + 10 + static_cast<int>(foot.size()) * 15 + (foot.empty() ? 0 : 4);
   check_canvas(width, height);
@@ -404,7 +407,7 @@ DensityPlotResult render_2d(const fs::path& file, const std::vector<Panel2d>& pa
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
 
-  // One 8-bit colour per cell, looked up once per distinct value in the panel loop below.
+  // Training points overlaid: evenly spaced rows, so the subsample needs no random stream.
   const std::vector<Index> rows = o.show_points ? overlay_rows(train.rows(), o.max_points) : std::vector<Index>{};
   auto to_px = [&](double x, double y, int x0, int y0) {
     return std::pair<double, double>{x0 + (x - e.xmin) / (e.xmax - e.xmin) * S,
@@ -581,19 +584,7 @@ DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curv
   double legend_h = 0;
   for (const auto& cap : captions) legend_h += 20 + kCaptionLine * cap.size() + 6;
   if (o.show_points) legend_h += 22;
-  std::vector<std::string> foot;
-  if (!o.footnote.empty() && measure.ok()) {
-    std::vector<std::string> items;
-    std::size_t pos = 0;
-    const std::string sep = " \xc2\xb7 ";
-    while (true) {
-      auto next = o.footnote.find(sep, pos);
-      items.push_back(o.footnote.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
-      if (next == std::string::npos) break;
-      pos = next + sep.size();
-    }
-    foot = measure.wrap(items, sep, kFootSize, width - left - 12, 6);
-  }
+  const std::vector<std::string> foot = footnote_lines(measure, o.footnote, width - left - 12);
   const int axis_h = tick + 4 + 12 + 8 + 14;
   const int height =
       std::max(top + PH, top + static_cast<int>(legend_h)) + axis_h + 10 + static_cast<int>(foot.size()) * 15;
