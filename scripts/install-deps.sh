@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libeigen3-dev          # dense linear algebra
+  libspectra-dev         # Lanczos eigensolver (header-only) for spectral clustering
   libceres-dev           # L-BFGS / first-order solvers (wrapped in the framework)
   libboost1.74-dev       # Boost.DLL (header-only, used with BOOST_DLL_USE_STD_FS)
   libtomlplusplus-dev    # TOML++ 3.3, pipeline files with source positions

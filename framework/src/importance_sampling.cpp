@@ -1,11 +1,11 @@
-#include "importance_sampler.hpp"
+#include "kef/importance_sampling.hpp"
 
 #include <cmath>
 #include <sstream>
 
 #include "kef/error.hpp"
 
-namespace kef::likelihood {
+namespace kef {
 
 ProposalSource::ProposalSource(const Model& model, const BaseMeasure& base, std::string where)
     : model_(model), base_(base), where_(std::move(where)) {}
@@ -94,4 +94,4 @@ Index count_at_most(const ProposalSource& source, const RandomStream& stream, co
   return count;
 }
 
-}  // namespace kef::likelihood
+}  // namespace kef

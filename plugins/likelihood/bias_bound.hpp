@@ -12,7 +12,7 @@
 // space or as moments of r·e^{−c} (ShiftedMoments), and nothing is ever exponentiated unshifted.
 #include <string>
 
-#include "importance_sampler.hpp"
+#include "kef/importance_sampling.hpp"
 
 namespace kef::likelihood {
 

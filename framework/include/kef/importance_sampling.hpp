@@ -1,6 +1,7 @@
 #pragma once
 // Importance sampling from a model's normalised base measure q0 (MATH.md §8): proposals y ~ q0 and
-// their log ratios f(y) = log p~(y) − log q0(y) = log r(y), streamed in fixed-size chunks.
+// their log ratios f(y) = log p~(y) − log q0(y) = log r(y), streamed in fixed-size chunks. Shared by
+// the log_likelihood evaluator and the estimators that normalise their components (cluster_mixture).
 //
 // Chunk i always draws from stream.derive(i), whatever the thread count, and chunk summaries are
 // reduced in chunk order, so every result is bitwise identical for any number of threads. A time
@@ -21,7 +22,7 @@
 #include "kef/progress.hpp"
 #include "kef/random.hpp"
 
-namespace kef::likelihood {
+namespace kef {
 
 // Draws proposals from q0 and returns their log ratios. NaN or +inf ratios are NumericalErrors
 // naming the proposal; −inf (p~ = 0 where q0 > 0) is a legitimate zero ratio.
@@ -147,4 +148,4 @@ Vector sample_log_ratios(const ProposalSource& source, const RandomStream& strea
 Index count_at_most(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan,
                     double threshold, StreamReport* report = nullptr);
 
-}  // namespace kef::likelihood
+}  // namespace kef

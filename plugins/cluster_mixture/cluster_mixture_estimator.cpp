@@ -1,0 +1,225 @@
+#include "cluster_mixture_estimator.hpp"
+
+#include <sstream>
+#include <vector>
+
+#include "kef/error.hpp"
+#include "kef/importance_sampling.hpp"
+#include "kef/spectral_clustering.hpp"
+#include "mixture_model.hpp"
+
+namespace kef::cluster_mixture {
+
+namespace {
+
+constexpr Index kNormalizerChunk = 4096;  // proposals per chunk; chunk i draws from its own stream
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os.precision(6);
+  os << v;
+  return os.str();
+}
+
+Matrix take_rows(const Matrix& X, const std::vector<Index>& rows) {
+  Matrix out(static_cast<Index>(rows.size()), X.cols());
+  for (std::size_t i = 0; i < rows.size(); ++i) out.row(static_cast<Index>(i)) = X.row(rows[i]);
+  return out;
+}
+
+// Runs f, adding which cluster was being fitted to the message of a kef error (same kind, so the
+// exit status is unchanged).
+template <class F>
+auto in_cluster(const std::string& context, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string(e.what()) + " (" + context + ")");
+  } catch (const DataError& e) {
+    throw DataError(std::string(e.what()) + " (" + context + ")");
+  } catch (const NumericalError& e) {
+    throw NumericalError(std::string(e.what()) + " (" + context + ")");
+  }
+}
+
+}  // namespace
+
+KeyList cluster_mixture_keys() {
+  return {
+      KeySpec::integer("clusters", "K, the number of clusters and mixture components").mandatory().at_least(1),
+      KeySpec::table("inner", "the estimator fitted on each cluster: `type` and that estimator's keys").mandatory(),
+      KeySpec::number("bandwidth", "σ of the clustering affinity exp(−‖x−y‖²/(2σ²)); absent: median pairwise "
+                                   "distance of the landmark rows")
+          .optional()
+          .positive(),
+      KeySpec::integer("max_points", "landmark rows (a seeded random subset) for the eigenproblem; every row is "
+                                     "then assigned by the Nyström extension",
+                       2000)
+          .at_least(1),
+      KeySpec::integer("kmeans_restarts", "k-means++ restarts on the spectral embedding (best inertia wins)", 10)
+          .at_least(1),
+      KeySpec::integer("kmeans_max_iterations", "Lloyd iterations per restart at most", 300).at_least(1),
+      KeySpec::integer("min_cluster_size", "a cluster with fewer training rows is an error", 10).at_least(1),
+      KeySpec::integer("normalizer_samples", "importance-sampling proposals from each component's base measure "
+                                             "for its log Ẑ_k",
+                       1000000)
+          .at_least(2),
+  };
+}
+
+ClusterMixtureEstimator::ClusterMixtureEstimator(const Config& cfg, const EstimatorParts& parts,
+                                                 const BuildContext& ctx)
+    : cfg_(cfg), inner_(cfg.table("inner")), parts_(parts) {
+  clusters_ = cfg.integer("clusters");
+  min_cluster_size_ = cfg.integer("min_cluster_size");
+  normalizer_samples_ = cfg.integer("normalizer_samples");
+  if (ctx.train_rows >= 0) {
+    if (clusters_ > ctx.train_rows)
+      cfg.fail("clusters", std::to_string(clusters_) + " clusters but only " + std::to_string(ctx.train_rows) +
+                               " training rows");
+    if (clusters_ * min_cluster_size_ > ctx.train_rows)
+      cfg.fail("min_cluster_size", std::to_string(clusters_) + " clusters of at least " +
+                                       std::to_string(min_cluster_size_) + " rows need " +
+                                       std::to_string(clusters_ * min_cluster_size_) + " training rows, there are " +
+                                       std::to_string(ctx.train_rows));
+  }
+  if (cfg.integer("max_points") < clusters_)
+    cfg.fail("max_points", "max_points = " + std::to_string(cfg.integer("max_points")) + " is below clusters = " +
+                               std::to_string(clusters_));
+  if (!parts.registry) throw Error("cluster_mixture: built without a registry (nested estimators need one)");
+  if (!parts.kernel || !parts.base_measure)
+    throw Error("cluster_mixture: built without the model's kernel and base measure");
+  const ComponentInfo& info = parts.registry->info_for(ComponentKind::Estimator, inner_);
+  if (!info.uses_kernel || !info.uses_base_measure)
+    inner_.fail("type", "the inner estimator `" + info.type +
+                            "` does not use both a kernel and a base measure; cluster_mixture builds each cluster's "
+                            "from [model.kernel] and [model.base_measure] and normalises its component by "
+                            "importance sampling from that base measure");
+  // Validates the inner keys (errors cite model[i].estimator.inner.KEY); the object is discarded, each
+  // cluster builds its own. Cluster sizes are not known yet; the training size bounds them all.
+  parts.registry->make_estimator(inner_, parts, ctx);
+  inner_.fill_defaults();  // the resolved inner table appears in results.json
+}
+
+ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
+  const Matrix& X = in.train;
+  const Index N = X.rows(), D = X.cols(), K = clusters_;
+  if (K > N) cfg_.fail("clusters", std::to_string(K) + " clusters but only " + std::to_string(N) + " training rows");
+  Registry& registry = *parts_.registry;
+
+  // 1. Spectral clustering; validation rows by the same assignment rule.
+  std::vector<Index> train_labels(static_cast<std::size_t>(N), 0), val_labels(static_cast<std::size_t>(in.validation.rows()), 0);
+  double bandwidth = 0.0;
+  if (K > 1) {
+    in.progress.update("cluster_mixture", -1.0, "spectral clustering of " + std::to_string(N) + " rows");
+    SpectralClusteringOptions opt;
+    opt.clusters = K;
+    opt.bandwidth = cfg_.has("bandwidth") ? cfg_.number("bandwidth") : 0.0;
+    opt.max_points = cfg_.integer("max_points");
+    opt.kmeans_restarts = static_cast<int>(cfg_.integer("kmeans_restarts"));
+    opt.kmeans_max_iterations = static_cast<int>(cfg_.integer("kmeans_max_iterations"));
+    opt.threads = in.threads;
+    const SpectralClustering sc = SpectralClustering::fit(X, opt, in.rng.derive("clustering"));
+    train_labels = sc.labels();
+    if (in.validation.rows() > 0) val_labels = sc.assign(in.validation, in.threads);
+    bandwidth = sc.bandwidth();
+    in.report.values["clustering.bandwidth"] = bandwidth;
+    in.report.values["clustering.landmarks"] = static_cast<double>(sc.landmarks().rows());
+    in.report.values["clustering.kmeans_inertia"] = sc.kmeans_inertia();
+    for (Index k = 0; k < K; ++k)
+      in.report.values["clustering.eigenvalue" + std::to_string(k)] = sc.eigenvalues()[k];
+    if (sc.used_dense_eigensolver() && sc.landmarks().rows() > 100)
+      in.report.notes.push_back("spectral clustering: Lanczos did not converge; used the dense eigensolver");
+  }
+  std::vector<std::vector<Index>> train_rows(static_cast<std::size_t>(K)), val_rows(static_cast<std::size_t>(K));
+  for (Index i = 0; i < N; ++i) train_rows[static_cast<std::size_t>(train_labels[static_cast<std::size_t>(i)])].push_back(i);
+  for (Index i = 0; i < in.validation.rows(); ++i)
+    val_rows[static_cast<std::size_t>(val_labels[static_cast<std::size_t>(i)])].push_back(i);
+  for (Index k = 0; k < K; ++k) {
+    const Index n_k = static_cast<Index>(train_rows[static_cast<std::size_t>(k)].size());
+    if (n_k < min_cluster_size_)
+      cfg_.fail("min_cluster_size", "cluster " + std::to_string(k) + " of " + std::to_string(K) + " has " +
+                                        std::to_string(n_k) + " training rows, fewer than min_cluster_size = " +
+                                        std::to_string(min_cluster_size_) +
+                                        "; use fewer clusters or change the affinity bandwidth");
+  }
+
+  // 2. One inner fit per cluster, each with fresh components and its own streams.
+  std::vector<ModelPtr> components;
+  Vector weights(K), log_z(K), log_z_se(K);
+  std::vector<Index> counts;
+  for (Index k = 0; k < K; ++k) {
+    const auto kk = static_cast<std::size_t>(k);
+    const Matrix Xk = take_rows(X, train_rows[kk]);
+    const Matrix Vk = take_rows(in.validation, val_rows[kk]);
+    const std::string prefix = "cluster" + std::to_string(k);
+    const std::string context = "in cluster " + std::to_string(k) + " of " + std::to_string(K) + ", which has " +
+                                std::to_string(Xk.rows()) + " training and " + std::to_string(Vk.rows()) +
+                                " validation rows";
+    in.progress.update("cluster_mixture", static_cast<double>(k) / static_cast<double>(K),
+                       "fitting cluster " + std::to_string(k + 1) + " of " + std::to_string(K) + " (" +
+                           std::to_string(Xk.rows()) + " rows)");
+    RandomStream stream = in.rng.derive("cluster").derive(static_cast<std::uint64_t>(k));
+    RandomStream init = stream.derive("init");
+    BuildContext ctx{D, &registry, &init, Xk.rows()};
+    FitReport sub;
+    ModelPtr model = in_cluster(context, [&] {
+      EstimatorParts parts{registry.make_kernel(parts_.kernel->config(), ctx),
+                           registry.make_base_measure(parts_.base_measure->config(), ctx), &registry};
+      EstimatorPtr est = registry.make_estimator(inner_, parts, ctx);
+      RandomStream fit_rng = stream.derive("fit");
+      FitInput fin{Xk, Vk, fit_rng, in.progress, in.threads, sub};
+      return est->fit(fin);
+    });
+    if (!model) throw Error("cluster_mixture: the inner estimator returned no model for cluster " + std::to_string(k));
+
+    // 3. Its normaliser, by importance sampling from its own normalised base measure.
+    const BaseMeasure* base = model->base_measure();
+    if (!base || !base->can_sample())
+      inner_.fail("type", "the models of inner estimator `" + *inner_.type() + "` " +
+                              (base ? "have a base measure (" + base->type_name() + ") that cannot be sampled"
+                                    : std::string("expose no base measure")) +
+                              ", so cluster_mixture cannot normalise its components by importance sampling");
+    const std::string task = "cluster_mixture normaliser " + std::to_string(k);
+    const ProposalSource source(*model, *base, "cluster_mixture component " + std::to_string(k));
+    const ChunkPlan plan{normalizer_samples_, kNormalizerChunk, in.threads, 0.0, &in.progress, task};
+    const MomentsRun run = sample_moments(source, stream.derive("normalizer"), plan);
+    if (!run.moments.has_mass())
+      throw NumericalError("cluster_mixture: every one of the " + std::to_string(run.report.used) +
+                           " importance-sampling proposals of component " + std::to_string(k) +
+                           " has p~ = 0, so log Ẑ = −inf");
+    log_z[k] = run.moments.log_mean();
+    log_z_se[k] = run.moments.log_mean_stderr();
+    weights[k] = static_cast<double>(Xk.rows()) / static_cast<double>(N);
+    counts.push_back(Xk.rows());
+
+    // The cluster's report, prefixed.
+    in.report.iterations += sub.iterations;
+    for (const auto& [key, v] : sub.values) in.report.values[prefix + "." + key] = v;
+    if (!sub.curve.empty()) {
+      in.report.values[prefix + ".curve_points"] = static_cast<double>(sub.curve.size());
+      in.report.values[prefix + ".final_validation_loss"] = sub.curve.back().second;
+    }
+    for (const auto& note : sub.notes) in.report.notes.push_back(prefix + ": " + note);
+    in.report.values[prefix + ".train_rows"] = static_cast<double>(Xk.rows());
+    in.report.values[prefix + ".validation_rows"] = static_cast<double>(Vk.rows());
+    in.report.values[prefix + ".weight"] = weights[k];
+    in.report.values[prefix + ".log_normalizer"] = log_z[k];
+    in.report.values[prefix + ".log_normalizer_stderr"] = log_z_se[k];
+    in.report.notes.push_back(prefix + ": " + std::to_string(Xk.rows()) + " training rows, weight " +
+                              fmt(weights[k]) + ", log Ẑ = " + fmt(log_z[k]) + " ± " + fmt(log_z_se[k]) + " from " +
+                              std::to_string(run.report.used) + " proposals");
+    components.push_back(std::move(model));
+  }
+  in.progress.done("cluster_mixture", "fitted " + std::to_string(K) + " components");
+  if (in.report.iterations == 0) in.report.iterations = 1;
+
+  MixtureInfo info;
+  info.counts = counts;
+  info.log_normalizer_stderr = log_z_se;
+  info.normalizer_samples = normalizer_samples_;
+  info.bandwidth = bandwidth;
+  return std::make_shared<MixtureModel>(std::move(components), weights, log_z, std::move(info));
+}
+
+}  // namespace kef::cluster_mixture

@@ -1,0 +1,31 @@
+#pragma once
+// DKEF §3.1's workaround for nearly disjoint components: spectral clustering of the training rows,
+// one inner estimator (any registered estimator, configured as [model.estimator.inner]) fitted per
+// cluster with its own fresh kernel and base measure built from [model.kernel] and
+// [model.base_measure], each component normalised by importance sampling from its base measure, and
+// the components weighted by their clusters' training counts (MixtureModel).
+#include "kef/config.hpp"
+#include "kef/estimator.hpp"
+#include "kef/registry.hpp"
+
+namespace kef::cluster_mixture {
+
+KeyList cluster_mixture_keys();
+
+class ClusterMixtureEstimator final : public Estimator {
+ public:
+  // Validates the inner table (its type and keys, through the registry) right away, so that
+  // `kef validate` reports a bad inner key with its dotted path.
+  ClusterMixtureEstimator(const Config& cfg, const EstimatorParts& parts, const BuildContext& ctx);
+  ModelPtr fit(const FitInput& input) override;
+
+ private:
+  Config cfg_;
+  Config inner_;
+  EstimatorParts parts_;
+  Index clusters_;
+  Index min_cluster_size_;
+  Index normalizer_samples_;
+};
+
+}  // namespace kef::cluster_mixture
