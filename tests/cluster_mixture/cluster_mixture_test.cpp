@@ -202,6 +202,26 @@ offset = 0.7
   EXPECT_FALSE(f.model->log_normalizer().has_value());
 }
 
+TEST(ClusterMixture, OneClusterIsTheInnerModelNormalisedByItsEstimate) {
+  const Matrix X = random_rows(300, 1.0, 5);  // one standard-normal blob: all mass well inside ±14
+  const Fitted f = fit(R"(type = "cluster_mixture"
+clusters = 1
+normalizer_samples = 40000
+[inner]
+type = "test_gaussian_fit"
+offset = -0.4
+)",
+                       X, Matrix(0, 2), 1);
+  const auto& v = f.report.values;
+  EXPECT_EQ(v.at("cluster0.train_rows"), 300.0);
+  EXPECT_EQ(v.at("cluster0.weight"), 1.0);
+  EXPECT_EQ(v.count("clustering.bandwidth"), 0u);  // no clustering for K = 1
+  const double s = v.at("cluster0.std"), exact = -0.4 + std::log(2 * M_PI * s * s);
+  const double est = v.at("cluster0.log_normalizer"), se = v.at("cluster0.log_normalizer_stderr");
+  EXPECT_LT(std::abs(est - exact), 3 * se);
+  EXPECT_NEAR(integrate_2d([&](const Matrix& Y) { return f.model->log_unnormalized(Y); }), std::exp(exact - est), 1e-9);
+}
+
 const char* kLiteMixture = R"(type = "cluster_mixture"
 clusters = 2
 bandwidth = 0.4
