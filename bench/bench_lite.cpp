@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "kef/allocator.hpp"
 #include "bench_common.hpp"
 #include "kef/config.hpp"
 #include "kef/lite_system.hpp"
@@ -48,6 +49,7 @@ Fit fit(const Matrix& X, const Matrix& Z, int threads, Registry& reg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kef::keep_freed_memory();  // as the kef command does (kef/allocator.hpp)
   if (argc < 2) {
     std::fprintf(stderr, "usage: bench_lite fit N D M OUTDIR | gemm | memory N D M\n");
     return 2;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <string>
 
+#include "kef/allocator.hpp"
 #include "kef/config.hpp"
 #include "kef/npy.hpp"
 #include "kef/parallel.hpp"
@@ -74,6 +75,7 @@ double metric(const EvaluationResult& r, const std::string& key) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kef::keep_freed_memory();  // as the kef command does (kef/allocator.hpp)
   if (argc < 5) {
     std::fprintf(stderr, "usage: bench_stein N D J OUTDIR [NULL_DRAWS BOOTSTRAP_DRAWS]\n");
     return 2;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kef/allocator.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/hmc.hpp"
@@ -174,6 +175,7 @@ int cmd_eval(const kef::SavedEvalOptions& opts, const std::string& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kef::keep_freed_memory();  // see allocator.hpp: large temporaries are reused, not re-faulted
   CLI::App app{"kef: kernel exponential family densities.\n"
                "Fit, evaluate and use unnormalised densities log p~(x) = f(x) + log q0(x)."};
   app.set_version_flag("--version", std::string("kef ") + kef::version());
