@@ -114,8 +114,8 @@ std::vector<Index> nearest_centre(const Matrix& X, const Matrix& centres) {
 KMeansResult kmeans(const Matrix& X, const KMeansOptions& opt, const RandomStream& rng) {
   if (opt.clusters < 1) throw DataError("k-means: the number of clusters must be at least 1");
   if (X.rows() < opt.clusters)
-    throw DataError("k-means: " + std::to_string(opt.clusters) + " clusters but only " + std::to_string(X.rows()) +
-                    " rows");
+    throw DataError("k-means: " + std::to_string(opt.clusters) + " clusters but only " +
+                    std::to_string(X.rows()) + " rows");
   if (!X.allFinite()) throw DataError("k-means: the points are not all finite");
   const int restarts = std::max(opt.restarts, 1);
   std::vector<KMeansResult> runs(static_cast<std::size_t>(restarts));

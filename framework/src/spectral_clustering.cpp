@@ -58,7 +58,8 @@ SpectralClustering SpectralClustering::fit(const Matrix& X, const SpectralCluste
   const Index n = X.rows(), K = opt.clusters;
   if (K < 1) throw DataError("spectral clustering: the number of clusters must be at least 1");
   if (n < K)
-    throw DataError("spectral clustering: " + std::to_string(K) + " clusters but only " + std::to_string(n) + " rows");
+    throw DataError("spectral clustering: " + std::to_string(K) + " clusters but only " + std::to_string(n) +
+                    " rows");
   if (!X.allFinite()) throw DataError("spectral clustering: the points are not all finite");
   if (opt.max_points < K)
     throw DataError("spectral clustering: max_points = " + std::to_string(opt.max_points) + " is below the " +
@@ -82,8 +83,9 @@ SpectralClustering SpectralClustering::fit(const Matrix& X, const SpectralCluste
     if (m < 2) throw DataError("spectral clustering: the median heuristic needs at least 2 rows");
     sc.bandwidth_ = median_pairwise_distance(Lm, m);
     if (!(sc.bandwidth_ > 0))
-      throw DataError("spectral clustering: the median pairwise distance of the rows is 0 (more than half of the "
-                      "pairs coincide); give the bandwidth explicitly");
+      throw DataError(
+          "spectral clustering: the median pairwise distance of the rows is 0 (more than half of the "
+          "pairs coincide); give the bandwidth explicitly");
   }
   const double inv_two_s2 = 1.0 / (2.0 * sc.bandwidth_ * sc.bandwidth_);
 
@@ -140,8 +142,8 @@ SpectralClustering SpectralClustering::fit(const Matrix& X, const SpectralCluste
 
 Matrix SpectralClustering::embed(const Matrix& X, int threads) const {
   if (X.cols() != landmarks_.cols())
-    throw DataError("spectral clustering: rows of dimension " + std::to_string(X.cols()) + ", the clustering has " +
-                    std::to_string(landmarks_.cols()));
+    throw DataError("spectral clustering: rows of dimension " + std::to_string(X.cols()) +
+                    ", the clustering has " + std::to_string(landmarks_.cols()));
   const Index n = X.rows(), K = extension_.cols();
   const double inv_two_s2 = 1.0 / (2.0 * bandwidth_ * bandwidth_);
   Matrix E(n, K);

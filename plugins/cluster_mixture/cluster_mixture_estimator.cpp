@@ -46,22 +46,29 @@ auto in_cluster(const std::string& context, F&& f) -> decltype(f()) {
 
 KeyList cluster_mixture_keys() {
   return {
-      KeySpec::integer("clusters", "K, the number of clusters and mixture components").mandatory().at_least(1),
-      KeySpec::table("inner", "the estimator fitted on each cluster: `type` and that estimator's keys").mandatory(),
-      KeySpec::number("bandwidth", "σ of the clustering affinity exp(−‖x−y‖²/(2σ²)); absent: median pairwise "
-                                   "distance of the landmark rows")
+      KeySpec::integer("clusters", "K, the number of clusters and mixture components")
+          .mandatory()
+          .at_least(1),
+      KeySpec::table("inner", "the estimator fitted on each cluster: `type` and that estimator's keys")
+          .mandatory(),
+      KeySpec::number("bandwidth",
+                      "σ of the clustering affinity exp(−‖x−y‖²/(2σ²)); absent: median pairwise "
+                      "distance of the landmark rows")
           .optional()
           .positive(),
-      KeySpec::integer("max_points", "landmark rows (a seeded random subset) for the eigenproblem; every row is "
-                                     "then assigned by the Nyström extension",
+      KeySpec::integer("max_points",
+                       "landmark rows (a seeded random subset) for the eigenproblem; every row is "
+                       "then assigned by the Nyström extension",
                        2000)
           .at_least(1),
-      KeySpec::integer("kmeans_restarts", "k-means++ restarts on the spectral embedding (best inertia wins)", 10)
+      KeySpec::integer("kmeans_restarts", "k-means++ restarts on the spectral embedding (best inertia wins)",
+                       10)
           .at_least(1),
       KeySpec::integer("kmeans_max_iterations", "Lloyd iterations per restart at most", 300).at_least(1),
       KeySpec::integer("min_cluster_size", "a cluster with fewer training rows is an error", 10).at_least(1),
-      KeySpec::integer("normalizer_samples", "importance-sampling proposals from each component's base measure "
-                                             "for its log Ẑ_k",
+      KeySpec::integer("normalizer_samples",
+                       "importance-sampling proposals from each component's base measure "
+                       "for its log Ẑ_k",
                        1000000)
           .at_least(2),
   };
@@ -75,26 +82,27 @@ ClusterMixtureEstimator::ClusterMixtureEstimator(const Config& cfg, const Estima
   normalizer_samples_ = cfg.integer("normalizer_samples");
   if (ctx.train_rows >= 0) {
     if (clusters_ > ctx.train_rows)
-      cfg.fail("clusters", std::to_string(clusters_) + " clusters but only " + std::to_string(ctx.train_rows) +
-                               " training rows");
+      cfg.fail("clusters", std::to_string(clusters_) + " clusters but only " +
+                               std::to_string(ctx.train_rows) + " training rows");
     if (clusters_ * min_cluster_size_ > ctx.train_rows)
       cfg.fail("min_cluster_size", std::to_string(clusters_) + " clusters of at least " +
                                        std::to_string(min_cluster_size_) + " rows need " +
-                                       std::to_string(clusters_ * min_cluster_size_) + " training rows, there are " +
-                                       std::to_string(ctx.train_rows));
+                                       std::to_string(clusters_ * min_cluster_size_) +
+                                       " training rows, there are " + std::to_string(ctx.train_rows));
   }
   if (cfg.integer("max_points") < clusters_)
-    cfg.fail("max_points", "max_points = " + std::to_string(cfg.integer("max_points")) + " is below clusters = " +
-                               std::to_string(clusters_));
+    cfg.fail("max_points", "max_points = " + std::to_string(cfg.integer("max_points")) +
+                               " is below clusters = " + std::to_string(clusters_));
   if (!parts.registry) throw Error("cluster_mixture: built without a registry (nested estimators need one)");
   if (!parts.kernel || !parts.base_measure)
     throw Error("cluster_mixture: built without the model's kernel and base measure");
   const ComponentInfo& info = parts.registry->info_for(ComponentKind::Estimator, inner_);
   if (!info.uses_kernel || !info.uses_base_measure)
-    inner_.fail("type", "the inner estimator `" + info.type +
-                            "` does not use both a kernel and a base measure; cluster_mixture builds each cluster's "
-                            "from [model.kernel] and [model.base_measure] and normalises its component by "
-                            "importance sampling from that base measure");
+    inner_.fail("type",
+                "the inner estimator `" + info.type +
+                    "` does not use both a kernel and a base measure; cluster_mixture builds each cluster's "
+                    "from [model.kernel] and [model.base_measure] and normalises its component by "
+                    "importance sampling from that base measure");
   // Validates the inner keys (errors cite model[i].estimator.inner.KEY); the object is discarded, each
   // cluster builds its own. Cluster sizes are not known yet; the training size bounds them all.
   parts.registry->make_estimator(inner_, parts, ctx);
@@ -104,11 +112,13 @@ ClusterMixtureEstimator::ClusterMixtureEstimator(const Config& cfg, const Estima
 ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
   const Matrix& X = in.train;
   const Index N = X.rows(), D = X.cols(), K = clusters_;
-  if (K > N) cfg_.fail("clusters", std::to_string(K) + " clusters but only " + std::to_string(N) + " training rows");
+  if (K > N)
+    cfg_.fail("clusters", std::to_string(K) + " clusters but only " + std::to_string(N) + " training rows");
   Registry& registry = *parts_.registry;
 
   // 1. Spectral clustering; validation rows by the same assignment rule.
-  std::vector<Index> train_labels(static_cast<std::size_t>(N), 0), val_labels(static_cast<std::size_t>(in.validation.rows()), 0);
+  std::vector<Index> train_labels(static_cast<std::size_t>(N), 0),
+      val_labels(static_cast<std::size_t>(in.validation.rows()), 0);
   double bandwidth = 0.0;
   if (K > 1) {
     in.progress.update("cluster_mixture", -1.0, "spectral clustering of " + std::to_string(N) + " rows");
@@ -131,17 +141,19 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     if (sc.used_dense_eigensolver() && sc.landmarks().rows() > 100)
       in.report.notes.push_back("spectral clustering: Lanczos did not converge; used the dense eigensolver");
   }
-  std::vector<std::vector<Index>> train_rows(static_cast<std::size_t>(K)), val_rows(static_cast<std::size_t>(K));
-  for (Index i = 0; i < N; ++i) train_rows[static_cast<std::size_t>(train_labels[static_cast<std::size_t>(i)])].push_back(i);
+  std::vector<std::vector<Index>> train_rows(static_cast<std::size_t>(K)),
+      val_rows(static_cast<std::size_t>(K));
+  for (Index i = 0; i < N; ++i)
+    train_rows[static_cast<std::size_t>(train_labels[static_cast<std::size_t>(i)])].push_back(i);
   for (Index i = 0; i < in.validation.rows(); ++i)
     val_rows[static_cast<std::size_t>(val_labels[static_cast<std::size_t>(i)])].push_back(i);
   for (Index k = 0; k < K; ++k) {
     const Index n_k = static_cast<Index>(train_rows[static_cast<std::size_t>(k)].size());
     if (n_k < min_cluster_size_)
-      cfg_.fail("min_cluster_size", "cluster " + std::to_string(k) + " of " + std::to_string(K) + " has " +
-                                        std::to_string(n_k) + " training rows, fewer than min_cluster_size = " +
-                                        std::to_string(min_cluster_size_) +
-                                        "; use fewer clusters or change the affinity bandwidth");
+      cfg_.fail("min_cluster_size",
+                "cluster " + std::to_string(k) + " of " + std::to_string(K) + " has " + std::to_string(n_k) +
+                    " training rows, fewer than min_cluster_size = " + std::to_string(min_cluster_size_) +
+                    "; use fewer clusters or change the affinity bandwidth");
   }
 
   // 2. One inner fit per cluster, each with fresh components and its own streams.
@@ -153,9 +165,9 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     const Matrix Xk = take_rows(X, train_rows[kk]);
     const Matrix Vk = take_rows(in.validation, val_rows[kk]);
     const std::string prefix = "cluster" + std::to_string(k);
-    const std::string context = "in cluster " + std::to_string(k) + " of " + std::to_string(K) + ", which has " +
-                                std::to_string(Xk.rows()) + " training and " + std::to_string(Vk.rows()) +
-                                " validation rows";
+    const std::string context = "in cluster " + std::to_string(k) + " of " + std::to_string(K) +
+                                ", which has " + std::to_string(Xk.rows()) + " training and " +
+                                std::to_string(Vk.rows()) + " validation rows";
     in.progress.update("cluster_mixture", static_cast<double>(k) / static_cast<double>(K),
                        "fitting cluster " + std::to_string(k + 1) + " of " + std::to_string(K) + " (" +
                            std::to_string(Xk.rows()) + " rows)");
@@ -171,7 +183,8 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
       FitInput fin{Xk, Vk, fit_rng, in.progress, in.threads, sub};
       return est->fit(fin);
     });
-    if (!model) throw Error("cluster_mixture: the inner estimator returned no model for cluster " + std::to_string(k));
+    if (!model)
+      throw Error("cluster_mixture: the inner estimator returned no model for cluster " + std::to_string(k));
 
     // 3. Its normaliser, by importance sampling from its own normalised base measure.
     const BaseMeasure* base = model->base_measure();
@@ -207,8 +220,8 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     in.report.values[prefix + ".log_normalizer"] = log_z[k];
     in.report.values[prefix + ".log_normalizer_stderr"] = log_z_se[k];
     in.report.notes.push_back(prefix + ": " + std::to_string(Xk.rows()) + " training rows, weight " +
-                              fmt(weights[k]) + ", log Ẑ = " + fmt(log_z[k]) + " ± " + fmt(log_z_se[k]) + " from " +
-                              std::to_string(run.report.used) + " proposals");
+                              fmt(weights[k]) + ", log Ẑ = " + fmt(log_z[k]) + " ± " + fmt(log_z_se[k]) +
+                              " from " + std::to_string(run.report.used) + " proposals");
     components.push_back(std::move(model));
   }
   in.progress.done("cluster_mixture", "fitted " + std::to_string(K) + " components");

@@ -62,7 +62,8 @@ void MixtureBaseMeasure::derivatives(const Matrix& X, Matrix& d1, Matrix& d2) co
   d1 = Matrix::Zero(n, D);
   Matrix gamma(n, K);
   for (Index k = 0; k < K; ++k) {
-    parts_[static_cast<std::size_t>(k)]->derivatives(X, g1[static_cast<std::size_t>(k)], g2[static_cast<std::size_t>(k)]);
+    parts_[static_cast<std::size_t>(k)]->derivatives(X, g1[static_cast<std::size_t>(k)],
+                                                     g2[static_cast<std::size_t>(k)]);
     for (Index i = 0; i < n; ++i) {
       gamma(i, k) = lse[i] == -kInf ? 0.0 : std::exp(T(i, k) - lse[i]);
       if (gamma(i, k) > 0) d1.row(i) += gamma(i, k) * g1[static_cast<std::size_t>(k)].row(i);
@@ -112,19 +113,21 @@ Matrix MixtureBaseMeasure::sample(Index n, Index dim, RandomStream& rng) const {
 // ---------------------------------------------------------------------------------------------
 // MixtureModel
 
-MixtureModel::MixtureModel(std::vector<ModelPtr> components, Vector weights, Vector log_normalizers, MixtureInfo info)
+MixtureModel::MixtureModel(std::vector<ModelPtr> components, Vector weights, Vector log_normalizers,
+                           MixtureInfo info)
     : components_(std::move(components)),
       weights_(std::move(weights)),
       log_z_(std::move(log_normalizers)),
       info_(std::move(info)) {
   const Index K = static_cast<Index>(components_.size());
   if (K < 1 || weights_.size() != K || log_z_.size() != K)
-    throw Error("cluster_mixture: " + std::to_string(K) + " components with " + std::to_string(weights_.size()) +
-                " weights and " + std::to_string(log_z_.size()) + " log normalisers");
+    throw Error("cluster_mixture: " + std::to_string(K) + " components with " +
+                std::to_string(weights_.size()) + " weights and " + std::to_string(log_z_.size()) +
+                " log normalisers");
   for (Index k = 0; k < K; ++k) {
     if (!(weights_[k] > 0) || !std::isfinite(weights_[k]) || !std::isfinite(log_z_[k]))
-      throw NumericalError("cluster_mixture: component " + std::to_string(k) + " has weight " + fmt(weights_[k]) +
-                           " and log normaliser " + fmt(log_z_[k]));
+      throw NumericalError("cluster_mixture: component " + std::to_string(k) + " has weight " +
+                           fmt(weights_[k]) + " and log normaliser " + fmt(log_z_[k]));
     if (components_[static_cast<std::size_t>(k)]->dim() != components_.front()->dim())
       throw Error("cluster_mixture: components of different dimensions");
   }
@@ -137,8 +140,8 @@ MixtureModel::MixtureModel(std::vector<ModelPtr> components, Vector weights, Vec
 
 void MixtureModel::check_input(const Matrix& X) const {
   if (X.cols() != dim())
-    throw DataError("cluster_mixture model: rows of dimension " + std::to_string(X.cols()) + ", the model has " +
-                    std::to_string(dim()));
+    throw DataError("cluster_mixture model: rows of dimension " + std::to_string(X.cols()) +
+                    ", the model has " + std::to_string(dim()));
 }
 
 Matrix MixtureModel::log_terms(const Matrix& X) const {
@@ -149,8 +152,8 @@ Matrix MixtureModel::log_terms(const Matrix& X) const {
     const Vector lp = components_[static_cast<std::size_t>(k)]->log_unnormalized(X);
     for (Index i = 0; i < X.rows(); ++i)
       if (std::isnan(lp[i]) || lp[i] == kInf)
-        throw NumericalError("cluster_mixture: component " + std::to_string(k) + " has log p~ = " + fmt(lp[i]) +
-                             " at row " + std::to_string(i));
+        throw NumericalError("cluster_mixture: component " + std::to_string(k) +
+                             " has log p~ = " + fmt(lp[i]) + " at row " + std::to_string(i));
     T.col(k) = lp.array() + offsets_[k];
   }
   return T;
@@ -229,7 +232,8 @@ std::string MixtureModel::describe() const {
     if (static_cast<Index>(info_.counts.size()) == components())
       os << " (" << info_.counts[static_cast<std::size_t>(k)] << " rows)";
     os << ", log Ẑ = " << fmt(log_z_[k]);
-    if (info_.log_normalizer_stderr.size() == components()) os << " ± " << fmt(info_.log_normalizer_stderr[k]);
+    if (info_.log_normalizer_stderr.size() == components())
+      os << " ± " << fmt(info_.log_normalizer_stderr[k]);
     os << ", " << components_[static_cast<std::size_t>(k)]->describe();
   }
   return os.str();
@@ -247,7 +251,8 @@ void MixtureModel::save(ModelWriter& writer) const {
   writer.manifest().set("bandwidth", info_.bandwidth);
   writer.write_array("weights", weights_);
   writer.write_array("log_normalizers", log_z_);
-  if (info_.log_normalizer_stderr.size() == K) writer.write_array("log_normalizer_stderr", info_.log_normalizer_stderr);
+  if (info_.log_normalizer_stderr.size() == K)
+    writer.write_array("log_normalizer_stderr", info_.log_normalizer_stderr);
   if (static_cast<Index>(info_.counts.size()) == K) {
     Vector counts(K);
     for (Index k = 0; k < K; ++k) counts[k] = static_cast<double>(info_.counts[static_cast<std::size_t>(k)]);
@@ -287,8 +292,8 @@ ModelPtr MixtureModel::load(const ModelReader& reader, Registry& registry) {
   for (Index k = 0; k < K; ++k) {
     ModelPtr c = load_model(reader.dir() / ("component" + std::to_string(k)), registry);
     if (reader.dim() >= 0 && c->dim() != reader.dim())
-      reader.fail("component" + std::to_string(k) + " has dimension " + std::to_string(c->dim()) + ", the mixture " +
-                  std::to_string(reader.dim()));
+      reader.fail("component" + std::to_string(k) + " has dimension " + std::to_string(c->dim()) +
+                  ", the mixture " + std::to_string(reader.dim()));
     components.push_back(std::move(c));
   }
   return std::make_shared<MixtureModel>(std::move(components), weights, log_z, std::move(info));

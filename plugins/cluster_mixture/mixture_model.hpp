@@ -51,7 +51,7 @@ struct MixtureInfo {
   std::vector<Index> counts;     // training rows per cluster
   Vector log_normalizer_stderr;  // delta-method standard errors of log Ẑ_k
   Index normalizer_samples = 0;
-  double bandwidth = 0.0;        // of the clustering's affinity (provenance)
+  double bandwidth = 0.0;  // of the clustering's affinity (provenance)
 };
 
 class MixtureModel final : public Model {

@@ -7,15 +7,17 @@ namespace {
 void register_cluster_mixture(kef::PluginRegistrar& r) {
   kef::ComponentInfo est;
   est.type = "cluster_mixture";
-  est.summary = "Spectral clustering, one inner estimator per cluster, components normalised by importance "
-                "sampling and weighted by their counts";
+  est.summary =
+      "Spectral clustering, one inner estimator per cluster, components normalised by importance "
+      "sampling and weighted by their counts";
   est.reference = "DKEF (Wenliang et al. 2019) section 3.1; Ng, Jordan & Weiss (2002) spectral clustering";
   est.keys = kef::cluster_mixture::cluster_mixture_keys();
   est.uses_kernel = true;
   est.uses_base_measure = true;
-  r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext& ctx) {
-    return std::make_unique<kef::cluster_mixture::ClusterMixtureEstimator>(cfg, parts, ctx);
-  });
+  r.add_estimator(est,
+                  [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext& ctx) {
+                    return std::make_unique<kef::cluster_mixture::ClusterMixtureEstimator>(cfg, parts, ctx);
+                  });
 
   kef::ComponentInfo model;
   model.type = "cluster_mixture";
@@ -26,5 +28,6 @@ void register_cluster_mixture(kef::PluginRegistrar& r) {
 
 }  // namespace
 
-KEF_PLUGIN("cluster_mixture", "0.1.0", "DKEF section 3.1 mixtures: clustering, per-cluster fits, normalised components",
+KEF_PLUGIN("cluster_mixture", "0.1.0",
+           "DKEF section 3.1 mixtures: clustering, per-cluster fits, normalised components",
            register_cluster_mixture)

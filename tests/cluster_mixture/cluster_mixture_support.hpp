@@ -21,7 +21,8 @@ class GaussianModel final : public Model {
   Index dim() const override { return mean_.size(); }
   std::string type_name() const override { return "test_gaussian"; }
   Vector log_unnormalized(const Matrix& X) const override {
-    return ((X.rowwise() - mean_.transpose()).rowwise().squaredNorm().array() * (-0.5 / (std_ * std_)) + offset_)
+    return ((X.rowwise() - mean_.transpose()).rowwise().squaredNorm().array() * (-0.5 / (std_ * std_)) +
+            offset_)
         .matrix();
   }
   Matrix score(const Matrix& X) const override { return (X.rowwise() - mean_.transpose()) / (-std_ * std_); }
@@ -43,7 +44,8 @@ class GaussianModel final : public Model {
 
 inline BaseMeasurePtr gaussian_base(double mean, double std) {
   return test::plugin_registry().make_base_measure(
-      test::config_from("type = \"gaussian\"\nmean = " + std::to_string(mean) + "\nstd = " + std::to_string(std)),
+      test::config_from("type = \"gaussian\"\nmean = " + std::to_string(mean) +
+                        "\nstd = " + std::to_string(std)),
       BuildContext{});
 }
 

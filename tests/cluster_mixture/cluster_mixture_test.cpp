@@ -63,7 +63,8 @@ void expect_derivatives_match(const Model& m, const Matrix& X, const std::string
       const double f0 = f(0.0);
       const double c = (f(h2) - 2 * f0 + f(-h2)) / (h2 * h2);
       EXPECT_NEAR(s(i, d), g, 1e-6 * (1 + std::abs(g))) << what << " score row " << i << " dim " << d;
-      EXPECT_NEAR(lap(i, d), c, 1e-5 * (1 + std::abs(c))) << what << " Hessian diagonal row " << i << " dim " << d;
+      EXPECT_NEAR(lap(i, d), c, 1e-5 * (1 + std::abs(c)))
+          << what << " Hessian diagonal row " << i << " dim " << d;
     }
   }
 }
@@ -153,7 +154,8 @@ struct Fitted {
 };
 
 Fitted fit(const std::string& estimator_toml, const Matrix& train, const Matrix& validation, int threads,
-           const std::string& base = "type = \"gaussian\"\nstd = 3.0", const std::string& kernel = "type = \"gaussian\"\nsigma = 1.0") {
+           const std::string& base = "type = \"gaussian\"\nstd = 3.0",
+           const std::string& kernel = "type = \"gaussian\"\nsigma = 1.0") {
   Registry& reg = cm_test::registry();
   Config est = test::config_from(estimator_toml);
   BuildContext ctx{train.cols(), &reg, nullptr, train.rows()};
@@ -192,11 +194,13 @@ offset = 0.7
     EXPECT_GT(se, 0.0);
     EXPECT_LT(se, 0.05);
     // The delta-method standard error: the estimate is within 3 of them (a 0.3% event otherwise).
-    EXPECT_LT(std::abs(est - exact), 3 * se) << "cluster " << k << ": " << est << " vs " << exact << " ± " << se;
+    EXPECT_LT(std::abs(est - exact), 3 * se)
+        << "cluster " << k << ": " << est << " vs " << exact << " ± " << se;
     expected_mass += v.at(p + "weight") * std::exp(exact - est);
   }
   // The mixture integrates to Σ_k w_k Z_k / Ẑ_k: the combination uses exactly the reported Ẑ_k.
-  EXPECT_NEAR(integrate_2d([&](const Matrix& Y) { return f.model->log_unnormalized(Y); }), expected_mass, 1e-9);
+  EXPECT_NEAR(integrate_2d([&](const Matrix& Y) { return f.model->log_unnormalized(Y); }), expected_mass,
+              1e-9);
   EXPECT_NE(f.model->base_measure(), nullptr);
   EXPECT_FALSE(f.model->log_ratio_lower_bound().has_value());  // the test components give none
   EXPECT_FALSE(f.model->log_normalizer().has_value());
@@ -219,7 +223,8 @@ offset = -0.4
   const double s = v.at("cluster0.std"), exact = -0.4 + std::log(2 * M_PI * s * s);
   const double est = v.at("cluster0.log_normalizer"), se = v.at("cluster0.log_normalizer_stderr");
   EXPECT_LT(std::abs(est - exact), 3 * se);
-  EXPECT_NEAR(integrate_2d([&](const Matrix& Y) { return f.model->log_unnormalized(Y); }), std::exp(exact - est), 1e-9);
+  EXPECT_NEAR(integrate_2d([&](const Matrix& Y) { return f.model->log_unnormalized(Y); }),
+              std::exp(exact - est), 1e-9);
 }
 
 const char* kLiteMixture = R"(type = "cluster_mixture"
@@ -284,13 +289,15 @@ TEST(ClusterMixture, SmallClustersAreConfigErrorsNamingTheClusterAndKey) {
     }
     return "no ConfigError";
   };
-  std::string m = message("type = \"cluster_mixture\"\nclusters = 2\nmin_cluster_size = 120\nnormalizer_samples = 100\n"
-                          "[inner]\ntype = \"test_gaussian_fit\"\n");
+  std::string m = message(
+      "type = \"cluster_mixture\"\nclusters = 2\nmin_cluster_size = 120\nnormalizer_samples = 100\n"
+      "[inner]\ntype = \"test_gaussian_fit\"\n");
   EXPECT_NE(m.find("min_cluster_size"), std::string::npos) << m;
   EXPECT_NE(m.find("cluster 1 of 2 has 100 training rows"), std::string::npos) << m;
   // The inner estimator's own requirement, with the cluster it failed in.
-  m = message("type = \"cluster_mixture\"\nclusters = 2\nnormalizer_samples = 100\n"
-              "[inner]\ntype = \"test_gaussian_fit\"\nmin_rows = 150\n");
+  m = message(
+      "type = \"cluster_mixture\"\nclusters = 2\nnormalizer_samples = 100\n"
+      "[inner]\ntype = \"test_gaussian_fit\"\nmin_rows = 150\n");
   EXPECT_NE(m.find("inner.min_rows"), std::string::npos) << m;
   EXPECT_NE(m.find("in cluster 1 of 2, which has 100 training"), std::string::npos) << m;
 }
@@ -311,7 +318,8 @@ name = "mix"
 type = "cluster_mixture"
 clusters = 2
 normalizer_samples = 20000
-)" + estimator + R"(
+)" + estimator +
+         R"(
 [model.kernel]
 type = "gaussian"
 sigma = 0.6
@@ -345,7 +353,8 @@ void check_pipeline(const std::string& inner, const std::string& tag) {
   const auto& metrics = j["models"]["mix"]["metrics"];
   ASSERT_TRUE(fit.contains("cluster1.log_normalizer")) << fit.dump();
   EXPECT_EQ(fit["cluster0.train_rows"].get<double>() + fit["cluster1.train_rows"].get<double>(), 1000.0);
-  EXPECT_EQ(fit["cluster0.validation_rows"].get<double>() + fit["cluster1.validation_rows"].get<double>(), 300.0);
+  EXPECT_EQ(fit["cluster0.validation_rows"].get<double>() + fit["cluster1.validation_rows"].get<double>(),
+            300.0);
   // The evaluator normalises the mixture once more with fresh proposals from Σ w_k q0_k: its log Ẑ
   // is log Σ_k w_k Z_k/Ẑ_k ≈ −Σ_k w_k (log Ẑ_k − log Z_k), which has standard deviation
   // sqrt(Σ w_k² se_k²), plus its own standard error; 4 of the combined errors bound it.
@@ -404,7 +413,8 @@ TEST(ClusterMixture, BadInputIsExitStatus2NamingTheKey) {
       // Each cluster has fewer than 700 of the 1000 rows: the lite fit fails in the first one.
       {"inducing_points = 60", "inducing_points = 700", "(in cluster "},
       {"clusters = 2", "clusters = 2\nmin_cluster_size = 600", "min_cluster_size"},
-      {"[model.estimator.inner]\ntype = \"lite\"\ninducing_points = 60\n", "", "missing required key `inner`"},
+      {"[model.estimator.inner]\ntype = \"lite\"\ninducing_points = 60\n", "",
+       "missing required key `inner`"},
   };
   const std::string inner = "[model.estimator.inner]\ntype = \"lite\"\ninducing_points = 60\n";
   for (const auto& c : cases) {

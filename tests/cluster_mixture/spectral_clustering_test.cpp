@@ -1,6 +1,8 @@
 // Spectral clustering and k-means (framework building blocks): recovery of well-separated groups,
 // determinism across thread counts, the Nyström assignment against clustering every row, Spectra's
 // Lanczos against a dense eigensolver, and the error paths.
+#include "kef/spectral_clustering.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include "kef/error.hpp"
 #include "kef/kmeans.hpp"
 #include "kef/linalg.hpp"
-#include "kef/spectral_clustering.hpp"
 
 namespace kef {
 namespace {
@@ -48,7 +49,8 @@ Labelled rings(const std::vector<double>& radii, double noise, Index n, std::uin
 // Fraction of rows on which two labelings disagree after the best matching of found labels to true
 // labels (each found label maps to its most frequent true label; the map must be a bijection for
 // an exact recovery).
-double disagreement(const std::vector<Index>& found, const std::vector<Index>& truth, Index K, bool* bijective) {
+double disagreement(const std::vector<Index>& found, const std::vector<Index>& truth, Index K,
+                    bool* bijective) {
   std::vector<std::map<Index, Index>> votes(static_cast<std::size_t>(K));
   for (std::size_t i = 0; i < found.size(); ++i) ++votes[static_cast<std::size_t>(found[i])][truth[i]];
   std::vector<Index> map(static_cast<std::size_t>(K), -1);
@@ -123,7 +125,7 @@ TEST(SpectralClustering, RecoversSeparatedBlobsExactlyForAnyThreadCount) {
   bool bij = false;
   EXPECT_EQ(disagreement(a.labels(), data.truth, 3, &bij), 0.0);
   EXPECT_TRUE(bij);
-  EXPECT_EQ(a.labels()[0], 0);  // numbered by first appearance
+  EXPECT_EQ(a.labels()[0], 0);               // numbered by first appearance
   EXPECT_FALSE(a.used_dense_eigensolver());  // 900 landmarks: the Lanczos path
   const Matrix Ea = a.embed(data.X, 1);
   for (int threads : {2, 3, 8}) {
@@ -165,7 +167,8 @@ TEST(SpectralClustering, NystromAssignmentAgreesWithClusteringEveryRow) {
   for (int problem = 0; problem < 2; ++problem) {
     // The rings need landmarks every few tenths along the outer ring (circumference 31), or it
     // breaks into arcs at this bandwidth: 1200 rows, a third of them landmarks.
-    const Labelled data = problem == 0 ? blobs(three_centres(), 0.8, 480, 4) : rings({1.0, 3.0, 5.0}, 0.1, 1200, 5);
+    const Labelled data =
+        problem == 0 ? blobs(three_centres(), 0.8, 480, 4) : rings({1.0, 3.0, 5.0}, 0.1, 1200, 5);
     SpectralClusteringOptions opt;
     opt.clusters = 3;
     if (problem == 1) opt.bandwidth = 0.4;

@@ -33,8 +33,8 @@ namespace kef {
 
 struct SpectralClusteringOptions {
   Index clusters = 2;
-  double bandwidth = 0.0;      // σ of the affinity; <= 0: median pairwise distance of the landmarks
-  Index max_points = 2000;     // landmarks for the eigenproblem
+  double bandwidth = 0.0;   // σ of the affinity; <= 0: median pairwise distance of the landmarks
+  Index max_points = 2000;  // landmarks for the eigenproblem
   int kmeans_restarts = 10;
   int kmeans_max_iterations = 300;
   int threads = 1;
@@ -56,14 +56,15 @@ class SpectralClustering {
   // Clusters the rows of X (DataError: fewer rows than clusters, or fewer than 2 landmarks for the
   // median heuristic; NumericalError when the K-th eigenvalue is not positive, i.e. the affinity
   // does not have K directions, e.g. σ far larger than the data).
-  static SpectralClustering fit(const Matrix& X, const SpectralClusteringOptions& options, const RandomStream& rng);
+  static SpectralClustering fit(const Matrix& X, const SpectralClusteringOptions& options,
+                                const RandomStream& rng);
 
   Index clusters() const { return centres_.rows(); }
   double bandwidth() const { return bandwidth_; }
-  const std::vector<Index>& labels() const { return labels_; }   // of the rows fitted
+  const std::vector<Index>& labels() const { return labels_; }  // of the rows fitted
   const Matrix& landmarks() const { return landmarks_; }
   const Vector& eigenvalues() const { return eigenvalues_; }
-  const Matrix& centres() const { return centres_; }              // K x K, in the embedding
+  const Matrix& centres() const { return centres_; }  // K x K, in the embedding
   double kmeans_inertia() const { return inertia_; }
   bool used_dense_eigensolver() const { return used_dense_; }
 
@@ -75,7 +76,7 @@ class SpectralClustering {
  private:
   Matrix landmarks_;
   Vector eigenvalues_;
-  Matrix extension_;         // m x K: u_jk / (sqrt(d_j) λ_k)
+  Matrix extension_;  // m x K: u_jk / (sqrt(d_j) λ_k)
   Matrix centres_;
   double bandwidth_ = 0.0;
   double inertia_ = 0.0;
