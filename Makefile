@@ -26,6 +26,7 @@ test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
 bench: build
+	bash scripts/install-deps.sh --bench
 	bash bench/run.sh $(BUILD_DIR)
 
 install: build

@@ -1,8 +1,12 @@
 // Throughput of the log_likelihood evaluator (importance sampling from q0) for a lite model.
-//   bench_likelihood [U] [D] [M]   defaults 2000000 11 300
-// Fits a lite model on Gaussian data through the registry, then reports (lines "key value"):
+//   bench_likelihood [U] [D] [M] [gaussian|deep]   defaults 2000000 11 300 gaussian
+// Fits a lite model on Gaussian data through the registry, with a Gaussian kernel (σ = 3) or DKEF's
+// deep kernel (R = 3 components, L = 3 layers of width W = 30), then reports (lines "key value"):
 //   proposals_per_second   the evaluator's own rate (best of 3, bias bound off)
-//   kernel_gflops          2·D·M flops per proposal (the K(Y, Z) GEMM) at that rate
+//   flops_per_proposal     Gaussian: 2·D·M (the K(Y, Z) GEMM); deep: per component the network on
+//                          the proposal, 2·(2·D·W + (L−1)·W²), and the feature-space Gram, 2·W·M
+//   kernel_gflops          flops_per_proposal at that rate
+//   seconds_per_1e9        projected time for 10⁹ proposals
 //   gemm_gflops            the machine's DGEMM rate, measured here, split the way kef splits work
 //   sample_per_second / model_per_second   the two halves of a proposal measured alone
 #include <algorithm>
@@ -12,6 +16,7 @@
 #include <string>
 
 #include "bench_common.hpp"
+#include "kef/allocator.hpp"
 #include "kef/config.hpp"
 #include "kef/dataset.hpp"
 #include "kef/parallel.hpp"
@@ -35,7 +40,14 @@ int main(int argc, char** argv) {
   const Index U = argc > 1 ? std::atol(argv[1]) : 2000000;
   const Index D = argc > 2 ? std::atol(argv[2]) : 11;
   const Index M = argc > 3 ? std::atol(argv[3]) : 300;
+  const std::string kernel_type = argc > 4 ? argv[4] : "gaussian";
+  if (kernel_type != "gaussian" && kernel_type != "deep") {
+    std::fprintf(stderr, "usage: bench_likelihood [U] [D] [M] [gaussian|deep]\n");
+    return 2;
+  }
+  const Index R = 3, L = 3, W = 30;  // the deep kernel's defaults (DKEF's sizes)
   const int threads = default_threads();
+  kef::keep_freed_memory();  // as the kef command does (kef/allocator.hpp)
   Registry reg;
   reg.load_plugins({KEF_BENCH_PLUGIN_DIR});
 
@@ -43,7 +55,9 @@ int main(int argc, char** argv) {
   Dataset data;
   data.train = data_rng.normal_matrix(std::max<Index>(4 * M, 2000), D);
   data.test = data_rng.normal_matrix(1000, D);
-  auto kernel = reg.make_kernel(cfg("type = \"gaussian\"\nsigma = 3.0"), {});
+  RandomStream kernel_rng(7, "kernel");
+  auto kernel = kernel_type == "deep" ? reg.make_kernel(cfg("type = \"deep\""), BuildContext{D, &reg, &kernel_rng})
+                                      : reg.make_kernel(cfg("type = \"gaussian\"\nsigma = 3.0"), {});
   auto base = reg.make_base_measure(cfg("type = \"gaussian\"\nstd = 2.0"), {});
   auto est = reg.make_estimator(cfg("type = \"lite\"\ninducing_points = " + std::to_string(M)),
                                 EstimatorParts{kernel, base, &reg}, {});
@@ -87,10 +101,13 @@ int main(int argc, char** argv) {
     model_rate = std::max(model_rate, proposals / seconds_since(t0));
   }
 
-  const double flops = 2.0 * static_cast<double>(D * M);
-  std::printf("threads %d\nU %ld\nD %ld\nM %ld\nlog_normalizer %.6f\n", threads, static_cast<long>(U),
-              static_cast<long>(D), static_cast<long>(M), log_z);
-  std::printf("proposals_per_second %.4g\nkernel_gflops %.3f\n", rate, rate * flops / 1e9);
+  const double flops = kernel_type == "deep"
+                           ? 2.0 * static_cast<double>(R * (2 * D * W + (L - 1) * W * W + W * M))
+                           : 2.0 * static_cast<double>(D * M);
+  std::printf("threads %d\nkernel %s\nU %ld\nD %ld\nM %ld\nlog_normalizer %.6f\n", threads, kernel_type.c_str(),
+              static_cast<long>(U), static_cast<long>(D), static_cast<long>(M), log_z);
+  std::printf("flops_per_proposal %.0f\nproposals_per_second %.4g\nkernel_gflops %.3f\nseconds_per_1e9 %.0f\n", flops,
+              rate, rate * flops / 1e9, 1e9 / rate);
   std::printf("sample_per_second %.4g\nmodel_per_second %.4g\nmodel_gflops %.3f\n", sample_rate, model_rate,
               model_rate * flops / 1e9);
   std::printf("gemm_gflops %.3f\n", measure_gemm_gflops(threads));

@@ -49,6 +49,28 @@ awk -v k="$(val kernel_gflops "$work/ll.txt")" -v m="$(val model_gflops "$work/l
     -v g="$(val gemm_gflops "$work/ll.txt")" -v r="$(val proposals_per_second "$work/ll.txt")" \
   'BEGIN{printf "log_likelihood: %.3g proposals/s; K(Y,Z) flops at %.1f%% of DGEMM (model alone %.1f%%)\n", r, 100*k/g, 100*m/g}'
 
+echo "== log_likelihood: importance sampling for a lite model with DKEF's deep kernel, R=3 W=30 L=3 M=300 D=11, U=1000000 (best of 3)"
+"$build/bin/bench_likelihood" 1000000 11 300 deep | tee "$work/lld.txt"
+awk -v k="$(val kernel_gflops "$work/lld.txt")" -v g="$(val gemm_gflops "$work/lld.txt")" \
+    -v r="$(val proposals_per_second "$work/lld.txt")" -v s="$(val seconds_per_1e9 "$work/lld.txt")" \
+  'BEGIN{printf "deep log_likelihood: %.3g proposals/s, 10^9 proposals in %.1f min (target <= 20 min); %.1f GFLOP/s = %.1f%% of DGEMM\n", r, s/60, k, 100*k/g}'
+
+echo "== DKEF stage-1 step, R=3 W=30 L=3 M=300 batches 100/100 D=11, learned q0, 2 threads (kef best of 3 runs of the median of 30 steps; PyTorch anchor median of 30 steps)"
+best=""
+for rep in 1 2 3; do
+  "$build/bin/bench_dkef" --threads 2 > "$work/dkef.txt"
+  s=$(val seconds_per_step "$work/dkef.txt")
+  if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a<b)}'; then best=$s; cp "$work/dkef.txt" "$work/dkef_best.txt"; fi
+done
+cat "$work/dkef_best.txt"
+if [ -f "$anchors/dkef_torch.py" ] && $py -c "import torch" 2>/dev/null; then
+  $py "$anchors/dkef_torch.py" --threads 2 | tee "$work/torch.txt"
+  awk -v a="$(val seconds_per_step "$work/torch.txt")" -v b="$best" \
+    'BEGIN{printf "dkef step: ratio pytorch/kef = %.1fx (target >= 10x)\n", a/b}'
+else
+  echo "PyTorch anchor not available (needs /usr/bin/python3 with torch: bash scripts/install-deps.sh --bench)"
+fi
+
 echo "== Stein tests (plugin stein) N=10000 D=10: FSSD (J=10 and J=100, 2000 null draws), KSD (Gaussian, 1000 bootstrap draws)"
 if $py -c "import numpy" 2>/dev/null; then
   blas_py() { LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} $py "$@"; }

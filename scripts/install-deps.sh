@@ -19,6 +19,10 @@ packages=(
   libopenblas0-pthread   # the OpenBLAS kef links and the NumPy anchors use
   python3-numpy          # anchors and the .npy round-trip test
 )
+# `--bench` (from `make bench`): also the baselines the benchmarks run against.
+if [ "${1:-}" = "--bench" ]; then
+  packages+=(python3-torch)  # the DKEF training-step anchor, ../shared/anchors/dkef_torch.py
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,6 @@
 #include "kef/mlp.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -16,44 +17,30 @@ struct Activation {
   Matrix s, d1, d2, d3;  // s(P), s'(P), s''(P), s'''(P)
 };
 
-Activation activate(const Matrix& P, int derivs) {
+// Vectorised: s(t) = max(t, 0) + log1p(e) and the sigmoid from e = exp(−|t|) ∈ (0, 1], which
+// neither overflows nor cancels; log1p(e) = log(u)·e/(u − 1) with u = 1 + e (exact where u rounds
+// to 1). Above kLinearAbove, s is the identity with derivatives 1, 0, 0 (DKEF's threshold).
+template <class Derived>
+Activation activate(const Eigen::MatrixBase<Derived>& P, int derivs) {
+  using Arr = Eigen::ArrayXXd;
+  const Arr t = P.array();
+  const Arr e = (-t.abs()).exp();
+  const Arr u = 1.0 + e;
+  const Arr log1p_e = (u == 1.0).select(e, u.log() * e / (u - 1.0));
+  const auto linear = t > kLinearAbove;
   Activation a;
-  a.s.resize(P.rows(), P.cols());
-  if (derivs >= 1) a.d1.resize(P.rows(), P.cols());
-  if (derivs >= 2) a.d2.resize(P.rows(), P.cols());
-  if (derivs >= 3) a.d3.resize(P.rows(), P.cols());
-  for (Index j = 0; j < P.cols(); ++j) {
-    for (Index i = 0; i < P.rows(); ++i) {
-      const double t = P(i, j);
-      if (t > kLinearAbove) {
-        a.s(i, j) = t;
-        if (derivs >= 1) a.d1(i, j) = 1.0;
-        if (derivs >= 2) a.d2(i, j) = 0.0;
-        if (derivs >= 3) a.d3(i, j) = 0.0;
-        continue;
-      }
-      // log(1 + e^t) computed without cancellation for very negative t.
-      a.s(i, j) = t > 0 ? t + std::log1p(std::exp(-t)) : std::log1p(std::exp(t));
-      const double sg = 1.0 / (1.0 + std::exp(-t));
-      if (derivs >= 1) a.d1(i, j) = sg;
-      if (derivs >= 2) a.d2(i, j) = sg * (1.0 - sg);
-      if (derivs >= 3) a.d3(i, j) = sg * (1.0 - sg) * (1.0 - 2.0 * sg);
-    }
+  a.s = linear.select(t, t.max(0.0) + log1p_e).matrix();
+  if (derivs >= 1) {
+    const Arr sg = linear.select(Arr::Ones(t.rows(), t.cols()), (t >= 0.0).select(1.0 / u, e / u));
+    a.d1 = sg.matrix();
+    if (derivs >= 2) a.d2 = linear.select(Arr::Zero(t.rows(), t.cols()), sg * (1.0 - sg)).matrix();
+    if (derivs >= 3)
+      a.d3 = linear.select(Arr::Zero(t.rows(), t.cols()), sg * (1.0 - sg) * (1.0 - 2.0 * sg)).matrix();
   }
   return a;
 }
 
 }  // namespace
-
-// Everything the backward pass needs from one layer of the forward pass.
-struct Mlp::LayerTape {
-  Matrix h_in;                 // h_{l−1}
-  std::vector<Matrix> J_in;    // J_d of h_{l−1}
-  std::vector<Matrix> S_in;    // S_d of h_{l−1}
-  Activation act;
-  std::vector<Matrix> A;       // ∂_d p
-  std::vector<Matrix> Q;       // W_l S_d(h_{l−1}) (row form: S_in[d] W_lᵀ)
-};
 
 Mlp::Mlp(Index input_dim, Index width, Index layers) : input_dim_(input_dim), width_(width), layers_(layers) {
   if (input_dim < 1 || width < 1 || layers < 1)
@@ -101,122 +88,149 @@ Eigen::Map<const Matrix> Mlp::skip() const {
   return Eigen::Map<const Matrix>(theta_.data() + v_offset_, width_, input_dim_);
 }
 
-// The forward pass, optionally recording the tape for backward().
-void Mlp::run_forward(const Matrix& X, int order, FeatureStacks& out, std::vector<LayerTape>* tape) const {
-  const Index N = X.rows(), D = input_dim_, L = layers_;
+// One GEMM per layer over all channels. Layer 1 is special-cased: its input derivatives J_d = e_d and
+// S_d = 0 are constants, so ∂_d P is the d-th column of W_1 on every row and W_1 S_d = 0.
+void Mlp::forward_stacked(const Matrix& X, int order, Matrix& out, Tape* tape) const {
+  const Index N = X.rows(), D = input_dim_, L = layers_, Wd = width_;
   if (X.cols() != D)
     throw DataError("mlp: input has " + std::to_string(X.cols()) + " columns, expected " + std::to_string(D));
-  Matrix h = X;
-  std::vector<Matrix> J, S;
-  if (order >= 1) {
-    J.assign(static_cast<std::size_t>(D), Matrix::Zero(N, D));
-    for (Index d = 0; d < D; ++d) J[static_cast<std::size_t>(d)].col(d).setOnes();
+  if (order < 0 || order > 2) throw Error("mlp: derivative order must be 0, 1 or 2");
+  const Index C = 1 + D * order;  // channels
+  if (tape) {
+    tape->order = order;
+    tape->layers.assign(static_cast<std::size_t>(L), TapeLayer{});
   }
-  if (order >= 2) S.assign(static_cast<std::size_t>(D), Matrix::Zero(N, D));
-  const int need_derivs = tape ? order + 1 : order;
+  Matrix h;    // stacked input of the current layer (unused for l = 0)
+  Matrix pre;  // stacked pre-activations
   for (Index l = 0; l < L; ++l) {
     const auto W = weight(l);
     const bool skip_layer = L > 1 && l == L - 1;
-    Matrix P = h * W.transpose();
-    P.rowwise() += bias(l).transpose();
-    if (skip_layer) P.noalias() += X * skip().transpose();
-    Activation act = activate(P, need_derivs);
-    std::vector<Matrix> A, Q, Jn, Sn;
-    for (Index d = 0; d < (order >= 1 ? D : 0); ++d) {
-      Matrix a = J[static_cast<std::size_t>(d)] * W.transpose();
-      if (skip_layer) a.rowwise() += skip().col(d).transpose();
-      Jn.push_back(act.d1.cwiseProduct(a));
-      if (order >= 2) {
-        Matrix q = S[static_cast<std::size_t>(d)] * W.transpose();
-        Sn.push_back(act.d2.cwiseProduct(a.cwiseProduct(a)) + act.d1.cwiseProduct(q));
-        if (tape) Q.push_back(std::move(q));
-      }
-      if (tape) A.push_back(std::move(a));
+    pre.resize(N * C, Wd);
+    if (l == 0) {
+      pre.topRows(N).noalias() = X * W.transpose();
+      for (Index d = 0; d < D * std::min(order, 1); ++d)
+        pre.middleRows((1 + d) * N, N).rowwise() = W.col(d).transpose();
+      if (order >= 2) pre.bottomRows(N * D).setZero();
+    } else {
+      pre.noalias() = h * W.transpose();
     }
-    if (tape) tape->push_back(LayerTape{h, J, S, act, std::move(A), std::move(Q)});
-    h = act.s;
-    J = std::move(Jn);
-    S = std::move(Sn);
+    pre.topRows(N).rowwise() += bias(l).transpose();
+    if (skip_layer) {
+      pre.topRows(N).noalias() += X * skip().transpose();
+      for (Index d = 0; d < D * std::min(order, 1); ++d)
+        pre.middleRows((1 + d) * N, N).rowwise() += skip().col(d).transpose();
+    }
+    Activation act = activate(pre.topRows(N), tape ? order + 1 : order);
+    Matrix next(N * C, Wd);
+    next.topRows(N) = act.s;
+    for (Index d = 0; d < D * std::min(order, 1); ++d) {
+      const auto A = pre.middleRows((1 + d) * N, N);
+      next.middleRows((1 + d) * N, N) = act.d1.cwiseProduct(A);
+      if (order >= 2)
+        next.middleRows((1 + D + d) * N, N) =
+            act.d2.cwiseProduct(A.cwiseProduct(A)) + act.d1.cwiseProduct(pre.middleRows((1 + D + d) * N, N));
+    }
+    if (tape) {
+      TapeLayer& t = tape->layers[static_cast<std::size_t>(l)];
+      if (l > 0) t.input = std::move(h);
+      t.pre = pre;
+      t.s1 = std::move(act.d1);
+      t.s2 = std::move(act.d2);
+      t.s3 = std::move(act.d3);
+    }
+    h = std::move(next);
   }
-  out.features = std::move(h);
-  out.J = std::move(J);
-  out.S = std::move(S);
+  out = std::move(h);
 }
 
-void Mlp::forward(const Matrix& X, int order, FeatureStacks& out) const {
-  run_forward(X, order, out, nullptr);
-}
-
-void Mlp::backward(const Matrix& X, int order, const FeatureStacks& adj, Vector* grad_params, Matrix* grad_X) const {
-  const Index N = X.rows(), D = input_dim_, L = layers_;
-  std::vector<LayerTape> tape;
-  FeatureStacks out;
-  run_forward(X, order, out, &tape);
+void Mlp::backward_stacked(const Matrix& X, const Tape& tape, const Matrix& adjoint, Vector* grad_params,
+                           Matrix* grad_X) const {
+  const Index N = X.rows(), D = input_dim_, L = layers_, Wd = width_;
+  const int order = tape.order;
+  const Index C = 1 + D * order;
+  if (static_cast<Index>(tape.layers.size()) != L || adjoint.rows() != N * C || adjoint.cols() != Wd)
+    throw Error("mlp: backward_stacked needs the tape of forward_stacked on the same input and a " +
+                std::to_string(N * C) + " x " + std::to_string(Wd) + " adjoint");
   if (grad_params && grad_params->size() != parameter_count()) grad_params->setZero(parameter_count());
   if (grad_X && (grad_X->rows() != N || grad_X->cols() != D)) grad_X->setZero(N, D);
-
-  auto or_zero = [&](const Matrix& m, Index cols) { return m.size() ? m : Matrix(Matrix::Zero(N, cols)); };
-  Matrix Hbar = or_zero(adj.features, width_);
-  std::vector<Matrix> Jbar(static_cast<std::size_t>(order >= 1 ? D : 0)), Sbar(static_cast<std::size_t>(order >= 2 ? D : 0));
-  for (Index d = 0; d < static_cast<Index>(Jbar.size()); ++d)
-    Jbar[static_cast<std::size_t>(d)] =
-        static_cast<std::size_t>(d) < adj.J.size() ? or_zero(adj.J[static_cast<std::size_t>(d)], width_) : Matrix::Zero(N, width_);
-  for (Index d = 0; d < static_cast<Index>(Sbar.size()); ++d)
-    Sbar[static_cast<std::size_t>(d)] =
-        static_cast<std::size_t>(d) < adj.S.size() ? or_zero(adj.S[static_cast<std::size_t>(d)], width_) : Matrix::Zero(N, width_);
-
   Vector g = Vector::Zero(parameter_count());
   Matrix Xbar = Matrix::Zero(N, D);
+  Matrix Hbar = adjoint;
+  Matrix Pbar(N * C, Wd);
   for (Index l = L - 1; l >= 0; --l) {
-    const LayerTape& t = tape[static_cast<std::size_t>(l)];
+    const TapeLayer& t = tape.layers[static_cast<std::size_t>(l)];
     const auto& Lr = layer_[static_cast<std::size_t>(l)];
     const auto W = weight(l);
     const bool skip_layer = L > 1 && l == L - 1;
-    // Adjoints of P (through s, s', s''), of A_d and of Q_d.
-    Matrix Pbar = Hbar.cwiseProduct(t.act.d1);
-    Matrix d1bar = Matrix::Zero(N, width_), d2bar = Matrix::Zero(N, width_);
-    std::vector<Matrix> Abar(t.A.size()), Qbar(t.Q.size());
-    for (std::size_t d = 0; d < t.A.size(); ++d) {
-      const Matrix& a = t.A[d];
-      d1bar += Jbar[d].cwiseProduct(a);
-      Abar[d] = Jbar[d].cwiseProduct(t.act.d1);
+    // Adjoints of P (through s, s', s''), of ∂_d P (A_d) and of W S_d (Q_d):
+    //   J_d = s'·A_d,  S_d = s''·A_d² + s'·Q_d.
+    auto P0 = Pbar.topRows(N);
+    P0 = Hbar.topRows(N).cwiseProduct(t.s1);
+    for (Index d = 0; d < D * std::min(order, 1); ++d) {
+      const auto A = t.pre.middleRows((1 + d) * N, N);
+      const auto Jb = Hbar.middleRows((1 + d) * N, N);
+      auto Ab = Pbar.middleRows((1 + d) * N, N);
       if (order >= 2) {
-        d2bar += Sbar[d].cwiseProduct(a.cwiseProduct(a));
-        Abar[d] += 2.0 * Sbar[d].cwiseProduct(t.act.d2).cwiseProduct(a);
-        d1bar += Sbar[d].cwiseProduct(t.Q[d]);
-        Qbar[d] = Sbar[d].cwiseProduct(t.act.d1);
+        const auto Q = t.pre.middleRows((1 + D + d) * N, N);
+        const auto Sb = Hbar.middleRows((1 + D + d) * N, N);
+        P0.array() += Jb.array() * A.array() * t.s2.array() +
+                      Sb.array() * (A.array().square() * t.s3.array() + Q.array() * t.s2.array());
+        Ab.array() = Jb.array() * t.s1.array() + 2.0 * Sb.array() * t.s2.array() * A.array();
+        Pbar.middleRows((1 + D + d) * N, N) = Sb.cwiseProduct(t.s1);
+      } else {
+        P0.array() += Jb.array() * A.array() * t.s2.array();
+        Ab = Jb.cwiseProduct(t.s1);
       }
     }
-    if (order >= 1) Pbar += d1bar.cwiseProduct(t.act.d2);
-    if (order >= 2) Pbar += d2bar.cwiseProduct(t.act.d3);
-
-    Eigen::Map<Matrix> gW(g.data() + Lr.w_offset, width_, Lr.fan_in);
-    Eigen::Map<Vector> gb(g.data() + Lr.b_offset, width_);
-    gW.noalias() += Pbar.transpose() * t.h_in;
-    gb += Pbar.colwise().sum().transpose();
-    Matrix Hbar_in = Pbar * W;
-    std::vector<Matrix> Jbar_in(t.A.size()), Sbar_in(t.Q.size());
-    for (std::size_t d = 0; d < t.A.size(); ++d) {
-      gW.noalias() += Abar[d].transpose() * t.J_in[d];
-      Jbar_in[d] = Abar[d] * W;
-      if (order >= 2) {
-        gW.noalias() += Qbar[d].transpose() * t.S_in[d];
-        Sbar_in[d] = Qbar[d] * W;
-      }
+    Eigen::Map<Matrix> gW(g.data() + Lr.w_offset, Wd, Lr.fan_in);
+    Eigen::Map<Vector> gb(g.data() + Lr.b_offset, Wd);
+    gb += P0.colwise().sum().transpose();
+    if (l == 0) {
+      // A_d = (W_1)_{:,d} on every row, Q_d = 0.
+      gW.noalias() += P0.transpose() * X;
+      for (Index d = 0; d < D * std::min(order, 1); ++d)
+        gW.col(d) += Pbar.middleRows((1 + d) * N, N).colwise().sum().transpose();
+      Xbar.noalias() += P0 * W;
+    } else {
+      gW.noalias() += Pbar.transpose() * t.input;
+      Hbar.noalias() = Pbar * W;
     }
     if (skip_layer) {
-      Eigen::Map<Matrix> gV(g.data() + v_offset_, width_, D);
-      gV.noalias() += Pbar.transpose() * X;
-      Xbar.noalias() += Pbar * skip();
-      for (std::size_t d = 0; d < t.A.size(); ++d) gV.col(static_cast<Index>(d)) += Abar[d].colwise().sum().transpose();
+      Eigen::Map<Matrix> gV(g.data() + v_offset_, Wd, D);
+      gV.noalias() += P0.transpose() * X;
+      for (Index d = 0; d < D * std::min(order, 1); ++d)
+        gV.col(d) += Pbar.middleRows((1 + d) * N, N).colwise().sum().transpose();
+      Xbar.noalias() += P0 * skip();
     }
-    Hbar = std::move(Hbar_in);
-    Jbar = std::move(Jbar_in);
-    Sbar = std::move(Sbar_in);
   }
-  Xbar += Hbar;  // h_0 = x; J and S of the input are constants
   if (grad_params) *grad_params += g;
   if (grad_X) *grad_X += Xbar;
+}
+
+void Mlp::forward(const Matrix& X, int order, FeatureStacks& out) const {
+  Matrix st;
+  forward_stacked(X, order, st, nullptr);
+  const Index N = X.rows(), D = input_dim_;
+  out.features = st.topRows(N);
+  out.J.clear();
+  out.S.clear();
+  for (Index d = 0; d < D * std::min(order, 1); ++d) out.J.emplace_back(st.middleRows((1 + d) * N, N));
+  for (Index d = 0; d < (order >= 2 ? D : 0); ++d) out.S.emplace_back(st.middleRows((1 + D + d) * N, N));
+}
+
+void Mlp::backward(const Matrix& X, int order, const FeatureStacks& adj, Vector* grad_params, Matrix* grad_X) const {
+  const Index N = X.rows(), D = input_dim_;
+  Tape tape;
+  Matrix st;
+  forward_stacked(X, order, st, &tape);
+  Matrix a = Matrix::Zero(st.rows(), st.cols());
+  if (adj.features.size()) a.topRows(N) = adj.features;
+  for (Index d = 0; d < D * std::min(order, 1) && d < static_cast<Index>(adj.J.size()); ++d)
+    if (adj.J[static_cast<std::size_t>(d)].size()) a.middleRows((1 + d) * N, N) = adj.J[static_cast<std::size_t>(d)];
+  for (Index d = 0; d < (order >= 2 ? D : 0) && d < static_cast<Index>(adj.S.size()); ++d)
+    if (adj.S[static_cast<std::size_t>(d)].size())
+      a.middleRows((1 + D + d) * N, N) = adj.S[static_cast<std::size_t>(d)];
+  backward_stacked(X, tape, a, grad_params, grad_X);
 }
 
 }  // namespace kef

@@ -8,28 +8,6 @@
 
 namespace kef::deep {
 
-namespace {
-
-// Per-component quantities shared by the forward stacks and the backward pass (u = φ(x) − φ(y)):
-// g_d = uᵀJ_d and e_d = J_dᵀJ_d + uᵀS_d for every (n, m).
-Matrix u_dot(const Matrix& A, const Matrix& C, const Matrix& Jd) {
-  Matrix g = -Jd * C.transpose();
-  g.colwise() += A.cwiseProduct(Jd).rowwise().sum();
-  return g;
-}
-
-Matrix e_term(const Matrix& A, const Matrix& C, const Matrix& Jd, const Matrix& Sd) {
-  Matrix e = -Sd * C.transpose();
-  e.colwise() += (Jd.rowwise().squaredNorm() + A.cwiseProduct(Sd).rowwise().sum());
-  return e;
-}
-
-// The adjoint block of coordinate d, or an empty matrix when that adjoint is absent.
-Matrix block_or_empty(const Matrix& stack, Index d, Index N) {
-  return stack.size() ? Matrix(stack.middleRows(d * N, N)) : Matrix();
-}
-
-}  // namespace
 
 DeepKernel::DeepKernel(Index input_dim, Index components, Index layers, Index width,
                        const std::vector<double>& sigma_init, OnFeatures on, RandomStream& rng)
@@ -84,6 +62,7 @@ void DeepKernel::set_parameters(const Vector& theta) {
     auto& net = nets_[static_cast<std::size_t>(r)];
     net.set_parameters(theta.segment(net_offset(r), net.parameter_count()));
   }
+  ++generation_;
 }
 
 std::vector<std::string> DeepKernel::parameter_names() const {
@@ -96,10 +75,105 @@ std::vector<std::string> DeepKernel::parameter_names() const {
   return names;
 }
 
+std::shared_ptr<const DeepKernel::YFeatures> DeepKernel::y_features(const Matrix& Y) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_.mutex);
+    const auto& e = cache_.entry;
+    if (e && e->generation == generation_ && e->Y.rows() == Y.rows() && e->Y.cols() == Y.cols() && e->Y == Y)
+      return e;
+  }
+  auto f = std::make_shared<YFeatures>();
+  f->Y = Y;
+  f->generation = generation_;
+  const auto R = static_cast<std::size_t>(components());
+  f->C.resize(R);
+  f->tape.resize(R);
+  f->mean.resize(R);
+  f->Cc.resize(R);
+  f->norms.resize(R);
+  for (std::size_t r = 0; r < R; ++r) {
+    nets_[r].forward_stacked(Y, 0, f->C[r], &f->tape[r]);
+    f->mean[r] = Y.rows() ? Eigen::RowVectorXd(f->C[r].colwise().mean()) : Eigen::RowVectorXd::Zero(f->C[r].cols());
+    f->Cc[r] = f->C[r].rowwise() - f->mean[r];
+    f->norms[r] = f->Cc[r].rowwise().squaredNorm();
+  }
+  std::lock_guard<std::mutex> lock(cache_.mutex);
+  cache_.entry = f;
+  return f;
+}
+
+namespace {
+
+// Centred quantities of one Gaussian component for a batch X (u = a − c = Ac − Cc):
+//   T = Fc Ccᵀ, whose block 0 is Ac Ccᵀ and whose J/S blocks are J_d·c, S_d·c (centred);
+//   K = exp(−τ r²/2) with r² = ‖Ac‖² + ‖Cc‖² − 2 Ac Ccᵀ (clamped at 0);
+//   ja = J_d·Ac, jj = ‖J_d‖², sa = S_d·Ac per stacked row, so that g = ja − T_J, e = jj + sa − T_S.
+struct GaussianPart {
+  Matrix T, K, r2;
+  Vector ja, jj, sa;
+  Matrix Ac;
+};
+
+GaussianPart gaussian_part(const Matrix& F, Index N, Index D, int order, const Eigen::RowVectorXd& mean,
+                           const Matrix& Cc, const Vector& cnorm, double tau, bool keep_r2) {
+  GaussianPart p;
+  p.Ac = F.topRows(N).rowwise() - mean;
+  if (order == 0) {
+    p.T.noalias() = p.Ac * Cc.transpose();
+  } else {
+    Matrix Fc = F;
+    Fc.topRows(N) = p.Ac;
+    p.T.noalias() = Fc * Cc.transpose();
+  }
+  const Vector anorm = p.Ac.rowwise().squaredNorm();
+  Matrix r2 = ((-2.0 * p.T.topRows(N)).colwise() + anorm).rowwise() + cnorm.transpose();
+  r2 = r2.cwiseMax(0.0);
+  p.K = (-0.5 * tau * r2.array()).exp().matrix();
+  if (keep_r2) p.r2 = std::move(r2);
+  if (order >= 1) {
+    p.ja.resize(N * D);
+    p.jj.resize(N * D);
+    for (Index d = 0; d < D; ++d) {
+      const auto J = F.middleRows((1 + d) * N, N);
+      p.ja.segment(d * N, N) = J.cwiseProduct(p.Ac).rowwise().sum();
+      p.jj.segment(d * N, N) = J.rowwise().squaredNorm();
+    }
+  }
+  if (order >= 2) {
+    p.sa.resize(N * D);
+    for (Index d = 0; d < D; ++d) p.sa.segment(d * N, N) = F.middleRows((1 + D + d) * N, N).cwiseProduct(p.Ac).rowwise().sum();
+  }
+  return p;
+}
+
+}  // namespace
+
 Matrix DeepKernel::gram(const Matrix& X, const Matrix& Y) const {
-  KernelStacks st;
-  derivatives(X, Y, 0, st);
-  return st.value;
+  if (X.cols() != Y.cols())
+    throw DataError("deep kernel: inputs of dimension " + std::to_string(X.cols()) + " and " + std::to_string(Y.cols()));
+  const Index N = X.rows(), M = Y.rows();
+  const Vector rho = weights();
+  const auto yf = y_features(Y);
+  Matrix out = Matrix::Zero(N, M);
+  Matrix A, T;
+  for (Index r = 0; r < components(); ++r) {
+    const auto ri = static_cast<std::size_t>(r);
+    nets_[ri].forward_stacked(X, 0, A, nullptr);
+    if (gaussian()) {
+      // One GEMM and one fused pass: k = exp(−τ/2 · max(0, ‖a‖² + ‖c‖² − 2aᵀc)), centred.
+      const double tau = std::exp(-2.0 * log_sigma_[r]);
+      A.rowwise() -= yf->mean[ri];
+      const Vector anorm = A.rowwise().squaredNorm();
+      T.noalias() = A * yf->Cc[ri].transpose();
+      out.array() += rho[r] * ((-0.5 * tau) * ((((-2.0) * T.array()).colwise() + anorm.array()).rowwise() +
+                                               yf->norms[ri].transpose().array())
+                                                  .max(0.0))
+                                  .exp();
+    } else {
+      out.noalias() += rho[r] * A * yf->C[ri].transpose();
+    }
+  }
+  return out;
 }
 
 void DeepKernel::derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const {
@@ -107,36 +181,41 @@ void DeepKernel::derivatives(const Matrix& X, const Matrix& Y, int order, Kernel
     throw DataError("deep kernel: inputs of dimension " + std::to_string(X.cols()) + " and " + std::to_string(Y.cols()));
   const Index N = X.rows(), M = Y.rows(), D = X.cols();
   const Vector rho = weights();
+  const auto yf = y_features(Y);
   out.value = Matrix::Zero(N, M);
-  if (order >= 1) out.d1 = Matrix::Zero(N * D, M);
-  if (order >= 2) out.d2 = Matrix::Zero(N * D, M);
+  out.d1 = order >= 1 ? Matrix::Zero(N * D, M) : Matrix();
+  out.d2 = order >= 2 ? Matrix::Zero(N * D, M) : Matrix();
+  Matrix F;
   for (Index r = 0; r < components(); ++r) {
-    const auto& net = nets_[static_cast<std::size_t>(r)];
-    FeatureStacks fx, fy;
-    net.forward(X, order, fx);
-    net.forward(Y, 0, fy);
-    const Matrix& A = fx.features;
-    const Matrix& C = fy.features;
+    const auto ri = static_cast<std::size_t>(r);
+    nets_[ri].forward_stacked(X, order, F, nullptr);
     if (gaussian()) {
       const double tau = std::exp(-2.0 * log_sigma_[r]);
-      const Matrix K = (squared_distances(A, C) * (-0.5 * tau)).array().exp();
-      out.value += rho[r] * K;
-      for (Index d = 0; d < (order >= 1 ? D : 0); ++d) {
-        const Matrix& Jd = fx.J[static_cast<std::size_t>(d)];
-        const Matrix g = u_dot(A, C, Jd);
-        out.d1.middleRows(d * N, N).array() -= rho[r] * tau * g.array() * K.array();
-        if (order >= 2) {
-          const Matrix e = e_term(A, C, Jd, fx.S[static_cast<std::size_t>(d)]);
-          out.d2.middleRows(d * N, N).array() += rho[r] * (tau * tau * g.array().square() - tau * e.array()) * K.array();
+      const GaussianPart p = gaussian_part(F, N, D, order, yf->mean[ri], yf->Cc[ri], yf->norms[ri], tau, false);
+      out.value += rho[r] * p.K;
+      // d1 = −ρτ g K, d2 = ρ(τ²g² − τe) K, with g = uᵀJ_d, e = J_dᵀJ_d + uᵀS_d.
+      const double c1 = -rho[r] * tau, c2 = rho[r] * tau * tau, c3 = -rho[r] * tau;
+      for (Index m = 0; m < M && order >= 1; ++m) {
+        const double* k = p.K.col(m).data();
+        const double* tj = p.T.col(m).data() + N;
+        const double* ts = p.T.col(m).data() + N + N * D;
+        double* o1 = out.d1.col(m).data();
+        double* o2 = order >= 2 ? out.d2.col(m).data() : nullptr;
+        for (Index d = 0; d < D; ++d) {
+          for (Index n = 0; n < N; ++n) {
+            const Index i = d * N + n;
+            const double g = p.ja[i] - tj[i];
+            o1[i] += c1 * g * k[n];
+            if (o2) o2[i] += (c2 * g * g + c3 * (p.jj[i] + p.sa[i] - ts[i])) * k[n];
+          }
         }
       }
     } else {
-      out.value.noalias() += rho[r] * A * C.transpose();
-      for (Index d = 0; d < (order >= 1 ? D : 0); ++d) {
-        out.d1.middleRows(d * N, N).noalias() += rho[r] * fx.J[static_cast<std::size_t>(d)] * C.transpose();
-        if (order >= 2)
-          out.d2.middleRows(d * N, N).noalias() += rho[r] * fx.S[static_cast<std::size_t>(d)] * C.transpose();
-      }
+      // Linear: k = aᵀc, ∂_d k = J_dᵀc, ∂²_d k = S_dᵀc: one GEMM gives all three stacks.
+      const Matrix T = F * yf->C[ri].transpose();
+      out.value += rho[r] * T.topRows(N);
+      if (order >= 1) out.d1 += rho[r] * T.middleRows(N, N * D);
+      if (order >= 2) out.d2 += rho[r] * T.bottomRows(N * D);
     }
   }
 }
@@ -145,103 +224,110 @@ void DeepKernel::backward(const Matrix& X, const Matrix& Y, const KernelStacks& 
                           Matrix* grad_Y) const {
   const Index N = X.rows(), M = Y.rows(), D = X.cols();
   const int order = adj.d2.size() ? 2 : adj.d1.size() ? 1 : 0;
+  auto check = [&](const Matrix& a, Index rows, const char* what) {
+    if (a.size() && (a.rows() != rows || a.cols() != M))
+      throw Error(std::string("deep kernel backward: the adjoint of ") + what + " has the wrong shape");
+  };
+  check(adj.value, N, "the value");
+  check(adj.d1, N * D, "d1");
+  check(adj.d2, N * D, "d2");
   const Vector rho = weights();
+  const auto yf = y_features(Y);
   Vector g = Vector::Zero(parameter_count());
   Matrix gY = Matrix::Zero(M, D);
   Vector rho_bar = Vector::Zero(components());
-  const Matrix V_adj = adj.value.size() ? adj.value : Matrix(Matrix::Zero(N, M));
+  const bool has_v = adj.value.size() > 0, has_1 = adj.d1.size() > 0, has_2 = adj.d2.size() > 0;
+  const Index S = N * D * order;  // stacked derivative rows
 
   for (Index r = 0; r < components(); ++r) {
-    const auto& net = nets_[static_cast<std::size_t>(r)];
-    FeatureStacks fx, fy;
-    net.forward(X, order, fx);
-    net.forward(Y, 0, fy);
-    const Matrix& A = fx.features;
-    const Matrix& C = fy.features;
-    FeatureStacks ax;  // adjoints of φ_r(X), J_d, S_d
-    ax.features = Matrix::Zero(N, A.cols());
-    ax.J.assign(static_cast<std::size_t>(order >= 1 ? D : 0), Matrix::Zero(N, A.cols()));
-    ax.S.assign(static_cast<std::size_t>(order >= 2 ? D : 0), Matrix::Zero(N, A.cols()));
-    Matrix c_bar = Matrix::Zero(M, C.cols());
+    const auto ri = static_cast<std::size_t>(r);
+    const auto& net = nets_[ri];
+    Mlp::Tape tape;
+    Matrix F;
+    net.forward_stacked(X, order, F, &tape);
+    Matrix ax = Matrix::Zero(F.rows(), F.cols());  // stacked adjoint of φ_r(X), J_d, S_d
+    Matrix c_bar;                                   // adjoint of φ_r(Y)
 
     if (gaussian()) {
       const double tau = std::exp(-2.0 * log_sigma_[r]);
-      const Matrix r2 = squared_distances(A, C);
-      const Matrix K = (r2 * (-0.5 * tau)).array().exp();
-      // k̄ (adjoint of this component's k, before ρ) and τ̄, accumulated over the stacks.
-      Matrix k_bar = rho[r] * V_adj;
-      double tau_bar = 0.0;
-      rho_bar[r] += (V_adj.array() * K.array()).sum();
-      for (Index d = 0; d < (order >= 1 ? D : 0); ++d) {
-        const Matrix& Jd = fx.J[static_cast<std::size_t>(d)];
-        const Matrix gd = u_dot(A, C, Jd);
-        const Matrix a1 = block_or_empty(adj.d1, d, N);
-        const Matrix a2 = block_or_empty(adj.d2, d, N);
-        Matrix g_bar = Matrix::Zero(N, M), e_bar;
-        if (a1.size()) {
-          rho_bar[r] += (a1.array() * (-tau) * gd.array() * K.array()).sum();
-          k_bar.array() += rho[r] * a1.array() * (-tau) * gd.array();
-          g_bar.array() += rho[r] * a1.array() * (-tau) * K.array();
-          tau_bar += rho[r] * (a1.array() * (-gd.array()) * K.array()).sum();
-        }
-        Matrix ed;
-        if (a2.size()) {
-          const Matrix& Sd = fx.S[static_cast<std::size_t>(d)];
-          ed = e_term(A, C, Jd, Sd);
-          const auto bracket = tau * tau * gd.array().square() - tau * ed.array();
-          rho_bar[r] += (a2.array() * bracket * K.array()).sum();
-          k_bar.array() += rho[r] * a2.array() * bracket;
-          g_bar.array() += rho[r] * a2.array() * 2.0 * tau * tau * gd.array() * K.array();
-          e_bar = rho[r] * (a2.array() * (-tau) * K.array()).matrix();
-          tau_bar += rho[r] * (a2.array() * (2.0 * tau * gd.array().square() - ed.array()) * K.array()).sum();
-        }
-        // g = uᵀJ_d: ∂/∂u = J_d, ∂/∂J_d = u.  e = J_dᵀJ_d + uᵀS_d: ∂/∂u = S_d, ∂/∂J_d = 2J_d, ∂/∂S_d = u.
-        const Vector rg = g_bar.rowwise().sum();
-        ax.features += rg.asDiagonal() * Jd;
-        c_bar.noalias() -= g_bar.transpose() * Jd;
-        ax.J[static_cast<std::size_t>(d)] += rg.asDiagonal() * A - g_bar * C;
-        if (e_bar.size()) {
-          const Matrix& Sd = fx.S[static_cast<std::size_t>(d)];
-          const Vector re = e_bar.rowwise().sum();
-          ax.features += re.asDiagonal() * Sd;
-          c_bar.noalias() -= e_bar.transpose() * Sd;
-          ax.J[static_cast<std::size_t>(d)] += 2.0 * re.asDiagonal() * Jd;
-          ax.S[static_cast<std::size_t>(d)] += re.asDiagonal() * A - e_bar * C;
+      const GaussianPart p = gaussian_part(F, N, D, order, yf->mean[ri], yf->Cc[ri], yf->norms[ri], tau, true);
+      // kq: adjoint of this component's k divided by ρ_r; Gbar = [ḡ; ē] (adjoints of g and e).
+      Matrix kq = has_v ? adj.value : Matrix(Matrix::Zero(N, M));
+      Matrix Gbar(S, M);
+      double tau_q = 0.0;  // τ̄ from the stacks, divided by ρ_r
+      const double t2 = tau * tau;
+      for (Index m = 0; m < M && order >= 1; ++m) {
+        const double* k = p.K.col(m).data();
+        const double* tj = p.T.col(m).data() + N;
+        const double* ts = p.T.col(m).data() + N + N * D;
+        const double* a1 = has_1 ? adj.d1.col(m).data() : nullptr;
+        const double* a2 = has_2 ? adj.d2.col(m).data() : nullptr;
+        double* kb = kq.col(m).data();
+        double* gb = Gbar.col(m).data();
+        double* eb = order >= 2 ? Gbar.col(m).data() + N * D : nullptr;
+        for (Index d = 0; d < D; ++d) {
+          for (Index n = 0; n < N; ++n) {
+            const Index i = d * N + n;
+            const double gv = p.ja[i] - tj[i];
+            const double w1 = a1 ? a1[i] : 0.0;
+            double kbi = -tau * gv * w1;
+            double gbi = -rho[r] * tau * k[n] * w1;
+            double tq = -gv * k[n] * w1;
+            if (eb) {
+              const double ev = p.jj[i] + p.sa[i] - ts[i];
+              const double w2 = a2 ? a2[i] : 0.0;
+              kbi += w2 * (t2 * gv * gv - tau * ev);
+              gbi += 2.0 * rho[r] * t2 * gv * k[n] * w2;
+              eb[i] = -rho[r] * tau * k[n] * w2;
+              tq += w2 * (2.0 * tau * gv * gv - ev) * k[n];
+            }
+            kb[n] += kbi;
+            gb[i] = gbi;
+            tau_q += tq;
+          }
         }
       }
-      // k = exp(−τ‖u‖²/2): ∂k/∂u = −τ u k, ∂k/∂τ = −‖u‖²k/2.
-      const Matrix omega = k_bar.cwiseProduct(K);
-      tau_bar += (omega.array() * (-0.5) * r2.array()).sum();
+      // ρ̄_r = Σ kq ∘ K; k̄ = ρ_r kq; ω = k̄ ∘ K; k = exp(−τ‖u‖²/2): ū = −τ ω u, τ̄ += −½ Σ ω r².
+      rho_bar[r] += (kq.array() * p.K.array()).sum();
+      const Matrix omega = rho[r] * kq.cwiseProduct(p.K);
+      double tau_bar = rho[r] * tau_q + (omega.array() * (-0.5) * p.r2.array()).sum();
       const Vector row = omega.rowwise().sum(), col = omega.colwise().sum().transpose();
-      ax.features -= tau * (row.asDiagonal() * A - omega * C);
-      c_bar += tau * (omega.transpose() * A - col.asDiagonal() * C);  // u = a − c: c̄ = −Σ_n ū
+      ax.topRows(N).noalias() -= tau * (row.asDiagonal() * p.Ac);
+      ax.topRows(N).noalias() += tau * (omega * yf->Cc[ri]);
+      c_bar.noalias() = tau * (omega.transpose() * p.Ac);
+      c_bar.noalias() -= tau * (col.asDiagonal() * yf->Cc[ri]);
+      if (order >= 1) {
+        // g = J_d·(Ac − Cc): ∂/∂a = J_d, ∂/∂J_d = Ac − Cc, ∂/∂c = −J_d.
+        // e = ‖J_d‖² + S_d·(Ac − Cc): ∂/∂a = S_d, ∂/∂J_d = 2J_d, ∂/∂S_d = Ac − Cc, ∂/∂c = −S_d.
+        const Vector rs = Gbar.rowwise().sum();
+        auto FS = F.bottomRows(S);
+        auto axS = ax.bottomRows(S);
+        axS.noalias() -= Gbar * yf->Cc[ri];
+        c_bar.noalias() -= Gbar.transpose() * FS;
+        for (Index c = 0; c < D * order; ++c) {
+          const auto rsc = rs.segment(c * N, N);
+          axS.middleRows(c * N, N).noalias() += rsc.asDiagonal() * p.Ac;
+          ax.topRows(N).noalias() += rsc.asDiagonal() * FS.middleRows(c * N, N);
+        }
+        if (order >= 2)
+          for (Index d = 0; d < D; ++d)
+            axS.middleRows(d * N, N).noalias() +=
+                2.0 * (rs.segment((D + d) * N, N).asDiagonal() * F.middleRows((1 + d) * N, N));
+      }
       g[logits_.size() + r] += tau_bar * (-2.0 * tau);  // τ = exp(−2s)
     } else {
-      rho_bar[r] += (V_adj.array() * (A * C.transpose()).array()).sum();
-      ax.features += rho[r] * V_adj * C;
-      c_bar += rho[r] * V_adj.transpose() * A;
-      for (Index d = 0; d < (order >= 1 ? D : 0); ++d) {
-        const Matrix a1 = block_or_empty(adj.d1, d, N);
-        const Matrix& Jd = fx.J[static_cast<std::size_t>(d)];
-        if (a1.size()) {
-          rho_bar[r] += (a1.array() * (Jd * C.transpose()).array()).sum();
-          ax.J[static_cast<std::size_t>(d)] += rho[r] * a1 * C;
-          c_bar += rho[r] * a1.transpose() * Jd;
-        }
-        const Matrix a2 = block_or_empty(adj.d2, d, N);
-        if (a2.size()) {
-          const Matrix& Sd = fx.S[static_cast<std::size_t>(d)];
-          rho_bar[r] += (a2.array() * (Sd * C.transpose()).array()).sum();
-          ax.S[static_cast<std::size_t>(d)] += rho[r] * a2 * C;
-          c_bar += rho[r] * a2.transpose() * Sd;
-        }
-      }
+      // Linear: the stacks are ρ F Cᵀ, so F̄ = ρ Ā C and C̄ = ρ Āᵀ F with Ā = [V̄; D̄1; D̄2].
+      Matrix Abar = Matrix::Zero(F.rows(), M);
+      if (has_v) Abar.topRows(N) = adj.value;
+      if (has_1) Abar.middleRows(N, N * D) = adj.d1;
+      if (has_2) Abar.bottomRows(N * D) = adj.d2;
+      rho_bar[r] += (Abar.array() * (F * yf->C[ri].transpose()).array()).sum();
+      ax.noalias() = rho[r] * (Abar * yf->C[ri]);
+      c_bar.noalias() = rho[r] * (Abar.transpose() * F);
     }
     Vector g_net = Vector::Zero(net.parameter_count());
-    net.backward(X, order, ax, &g_net, nullptr);
-    FeatureStacks ay;
-    ay.features = c_bar;
-    net.backward(Y, 0, ay, &g_net, grad_Y ? &gY : nullptr);
+    net.backward_stacked(X, tape, ax, &g_net, nullptr);
+    net.backward_stacked(Y, yf->tape[ri], c_bar, &g_net, grad_Y ? &gY : nullptr);
     g.segment(net_offset(r), net.parameter_count()) += g_net;
   }
   // ρ = softmax(v): v̄_i = ρ_i (ρ̄_i − Σ_j ρ_j ρ̄_j).

@@ -3,6 +3,16 @@
 // DKEF-L, linear) kernel on its own learned feature map φ_r (kef::Mlp),
 //   k(x, y) = Σ_r ρ_r exp(−‖φ_r(x) − φ_r(y)‖² / (2σ_r²)),   ρ = softmax(v),  σ_r = exp(s_r).
 // Parameter vector: v (R), then s (R; Gaussian components only), then each network's parameters.
+//
+// Speed (MATH.md §2 shapes): each network runs once per call on the stacked channels (features, J_d,
+// S_d) of all rows, one GEMM per layer; the Gaussian Gram in feature space is ‖a‖² + ‖c‖² − 2aᵀc after
+// centring both on the mean of the second argument's features (one GEMM that also yields uᵀJ_d and
+// uᵀS_d for every coordinate). Features of the second argument (the inducing points) are cached per
+// parameter setting, so repeated calls against the same Y (a model's chunks, the meta-gradient's
+// row blocks) compute them once. The direct per-pair definitions are the tests' brute-force twins.
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "kef/kernel.hpp"
@@ -34,10 +44,34 @@ class DeepKernel final : public Kernel {
   bool gaussian() const { return on_ == OnFeatures::Gaussian; }
   Index net_offset(Index r) const;
 
+  // Features of a second argument Y for every component, with the tape of the network's pass (for
+  // backward) and the centred form the Gram uses.
+  struct YFeatures {
+    Matrix Y;
+    std::uint64_t generation = 0;
+    std::vector<Matrix> C;           // φ_r(Y), M x W
+    std::vector<Mlp::Tape> tape;     // order-0 tapes of φ_r(Y)
+    std::vector<Eigen::RowVectorXd> mean;  // column means of φ_r(Y)
+    std::vector<Matrix> Cc;          // φ_r(Y) − mean
+    std::vector<Vector> norms;       // ‖row of Cc‖²
+  };
+  std::shared_ptr<const YFeatures> y_features(const Matrix& Y) const;
+
+  // Thread-safe single-entry cache; copies of the kernel start empty.
+  struct Cache {
+    Cache() = default;
+    Cache(const Cache&) {}
+    Cache& operator=(const Cache&) { return *this; }
+    mutable std::mutex mutex;
+    mutable std::shared_ptr<const YFeatures> entry;
+  };
+
   OnFeatures on_;
   Vector logits_;     // v
   Vector log_sigma_;  // s (Gaussian components)
   std::vector<Mlp> nets_;
+  std::uint64_t generation_ = 0;  // bumped by set_parameters
+  Cache cache_;
 };
 
 }  // namespace kef::deep

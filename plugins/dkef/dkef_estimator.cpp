@@ -91,8 +91,10 @@ bool DkefEstimator::learns(const std::string& group) const {
   return std::find(train_groups_.begin(), train_groups_.end(), group) != train_groups_.end();
 }
 
-double DkefEstimator::validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation) const {
-  return closed_form_validation_loss(*kernel_, *base_, fit_rows, validation, s.Z(), s.lambda_alpha(), s.lambda_c());
+double DkefEstimator::validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation,
+                                      int threads) const {
+  return closed_form_validation_loss(*kernel_, *base_, fit_rows, validation, s.Z(), s.lambda_alpha(), s.lambda_c(),
+                                     threads);
 }
 
 ModelPtr DkefEstimator::fit(const FitInput& in) {
@@ -176,7 +178,7 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
   // ---- Stage 1 ----
   Adam adam(AdamOptions{learning_rate_}, cfg_.where("learning_rate"));
   RandomStream batches = in.rng.derive("minibatches");
-  double best = validation_loss(s, fit_rows, V);
+  double best = validation_loss(s, fit_rows, V, in.threads);
   Vector best_theta = s.theta;
   long best_step = 0, step = 0;
   in.report.curve.emplace_back(0, best);
@@ -192,12 +194,13 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
       Dt += noise_std_ * batches.normal_matrix(Dt.rows(), D);
       Dv += noise_std_ * batches.normal_matrix(Dv.rows(), D);
     }
-    ClosedFormGradient g = closed_form_validation_gradient(*kernel_, *base_, Dt, Dv, s.Z(), s.lambda_alpha(), s.lambda_c());
+    ClosedFormGradient g = closed_form_validation_gradient(*kernel_, *base_, Dt, Dv, s.Z(), s.lambda_alpha(), s.lambda_c(),
+                                                           in.threads);
     if (!std::isfinite(g.loss))
       throw NumericalError("dkef step " + std::to_string(step) + ": the minibatch loss is not finite");
     apply(adam.step(s.theta, gradient_of(g, step)));
     if (step % eval_every_ == 0) {
-      const double loss = validation_loss(s, fit_rows, V);
+      const double loss = validation_loss(s, fit_rows, V, in.threads);
       if (!std::isfinite(loss))
         throw NumericalError("dkef step " + std::to_string(step) + ": the validation loss is not finite");
       in.report.curve.emplace_back(step, loss);
@@ -225,10 +228,11 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
   if (learns("base_measure") && base_learns) mask2.tail(s.n_base).setOnes();
   if (stage2_steps_ > 0 && mask2.any()) {
     Adam adam2(AdamOptions{learning_rate_}, cfg_.where("learning_rate"));
-    double best2 = validation_loss(s, X, V);
+    double best2 = validation_loss(s, X, V, in.threads);
     Vector best2_theta = s.theta;
     for (Index k = 1; k <= stage2_steps_; ++k) {
-      ClosedFormGradient g = closed_form_validation_gradient(*kernel_, *base_, X, V, s.Z(), s.lambda_alpha(), s.lambda_c());
+      ClosedFormGradient g = closed_form_validation_gradient(*kernel_, *base_, X, V, s.Z(), s.lambda_alpha(), s.lambda_c(),
+                                                             in.threads);
       if (g.loss < best2) {
         best2 = g.loss;
         best2_theta = s.theta;
@@ -237,7 +241,7 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
       apply(adam2.step(s.theta, grad));
       in.progress.update("dkef stage 2", static_cast<double>(k) / static_cast<double>(stage2_steps_), "");
     }
-    const double last = validation_loss(s, X, V);
+    const double last = validation_loss(s, X, V, in.threads);
     if (last < best2) best2_theta = s.theta, best2 = last;
     apply(best2_theta);
     in.report.values["stage2_validation_loss"] = best2;

@@ -21,7 +21,7 @@ class DkefEstimator final : public Estimator {
  private:
   struct State;  // the parameter vector and how it splits into groups
   bool learns(const std::string& group) const;
-  double validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation) const;
+  double validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation, int threads) const;
 
   Config cfg_;
   KernelPtr kernel_;

@@ -4,6 +4,7 @@
 
 #include "kef/error.hpp"
 #include "kef/kernel.hpp"
+#include "kef/mlp.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/progress.hpp"
 #include "test_support.hpp"
@@ -139,6 +140,81 @@ TEST(DeepKernel, LiteModelWithADeepKernelSavesAndReloads) {
   Matrix X = rng.normal_matrix(10, 2);
   EXPECT_EQ((back->log_unnormalized(X) - model->log_unnormalized(X)).cwiseAbs().maxCoeff(), 0.0);
   EXPECT_EQ((back->score(X) - model->score(X)).cwiseAbs().maxCoeff(), 0.0);
+}
+
+}  // namespace
+}  // namespace kef
+
+namespace kef {
+namespace {
+
+// k(x, y) = Σ_r ρ_r exp(−‖φ_r(x) − φ_r(y)‖²/(2σ_r²)) pair by pair, with each φ_r run on one row at a
+// time from the kernel's parameter vector (layout: v, s, then each network): the brute-force twin of
+// the stacked, GEMM-based, cached gram().
+Matrix direct_gram(const Kernel& k, Index R, Index D, Index W, Index L, const Matrix& X, const Matrix& Y) {
+  const Vector theta = k.parameters();
+  Vector rho = theta.head(R).array().exp();
+  rho /= rho.sum();
+  Matrix G = Matrix::Zero(X.rows(), Y.rows());
+  Index off = 2 * R;
+  for (Index r = 0; r < R; ++r) {
+    Mlp net(D, W, L);
+    net.set_parameters(theta.segment(off, net.parameter_count()));
+    off += net.parameter_count();
+    const double sigma = std::exp(theta[R + r]);
+    for (Index n = 0; n < X.rows(); ++n) {
+      FeatureStacks a;
+      net.forward(X.row(n), 0, a);
+      for (Index m = 0; m < Y.rows(); ++m) {
+        FeatureStacks c;
+        net.forward(Y.row(m), 0, c);
+        G(n, m) += rho[r] * std::exp(-(a.features - c.features).squaredNorm() / (2 * sigma * sigma));
+      }
+    }
+  }
+  return G;
+}
+
+TEST(DeepKernel, FastGramMatchesTheDirectDefinitionAtDkefSize) {
+  const Index R = 3, D = 11, W = 30, L = 3;
+  RandomStream rng(21, "gram");
+  auto k = test::plugin_registry().make_kernel(test::config_from("type = \"deep\""),
+                                               BuildContext{D, &test::plugin_registry(), &rng});
+  Vector theta = k->parameters();
+  theta.head(R) << 0.3, -0.2, 0.1;  // unequal mixture weights
+  k->set_parameters(theta);
+  for (const double offset : {0.0, 40.0}) {
+    // offset 40 puts every feature far from the origin (softplus is linear there), where the
+    // uncentred ‖a‖² + ‖c‖² − 2aᵀc would lose digits.
+    const Matrix X = rng.normal_matrix(37, D).array() + offset, Y = rng.normal_matrix(23, D).array() + offset;
+    const Matrix direct = direct_gram(*k, R, D, W, L, X, Y);
+    // Centred squared distances are exact to ~1e-15 relative to the spread of the features (O(10)
+    // here); k = exp(−r²/(2σ²)) with σ ≥ 1 carries that absolute error, so 1e-11 is a wide margin
+    // while an uncentred form at offset 40 (features ~ 10³, ‖a‖² ~ 10⁶·W) would miss it.
+    EXPECT_LT((k->gram(X, Y) - direct).cwiseAbs().maxCoeff(), 1e-11) << "offset " << offset;
+    KernelStacks st;
+    k->derivatives(X, Y, 2, st);
+    EXPECT_LT((st.value - direct).cwiseAbs().maxCoeff(), 1e-11) << "offset " << offset;
+    // Split into chunks against the same Y (the cached features of Y are reused): same values.
+    Matrix chunks(X.rows(), Y.rows());
+    chunks.topRows(20) = k->gram(X.topRows(20), Y);
+    chunks.bottomRows(17) = k->gram(X.bottomRows(17), Y);
+    EXPECT_LT((chunks - direct).cwiseAbs().maxCoeff(), 1e-11);
+  }
+}
+
+TEST(DeepKernel, CachedFeaturesFollowNewParametersAndPoints) {
+  auto k = make_deep("gaussian", 2, 31);
+  RandomStream rng(32, "cache");
+  const Matrix X = rng.normal_matrix(6, 2), Y = rng.normal_matrix(5, 2), Y2 = rng.normal_matrix(5, 2);
+  const Matrix before = k->gram(X, Y);
+  EXPECT_LT((k->gram(X, Y2) - direct_gram(*k, 2, 2, 3, 2, X, Y2)).cwiseAbs().maxCoeff(), 1e-13);
+  Vector theta = k->parameters();
+  theta += 0.3 * rng.normal_matrix(theta.size(), 1).col(0);
+  k->set_parameters(theta);
+  const Matrix after = k->gram(X, Y);
+  EXPECT_GT((after - before).cwiseAbs().maxCoeff(), 1e-6);
+  EXPECT_LT((after - direct_gram(*k, 2, 2, 3, 2, X, Y)).cwiseAbs().maxCoeff(), 1e-13);
 }
 
 }  // namespace

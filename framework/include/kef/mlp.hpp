@@ -36,12 +36,28 @@ class Mlp {
   void backward(const Matrix& X, int order, const FeatureStacks& adjoint, Vector* grad_params,
                 Matrix* grad_X) const;
 
+  // The same passes on one stacked matrix, so that every layer is a single GEMM over all channels:
+  // N·(1 + D·order) rows and W columns, row block c (N rows each) holding the features (c = 0), J_d
+  // (c = 1 + d) and, for order 2, S_d (c = 1 + D + d). The tape keeps what backward_stacked needs.
+  struct TapeLayer {
+    Matrix input;  // stacked h_{l−1}, J, S of the layer's input (empty for the first layer: x itself)
+    Matrix pre;    // stacked pre-activations P, ∂_d P, W_l S_d(h_{l−1})
+    Matrix s1, s2, s3;  // s'(P), s''(P), s'''(P)
+  };
+  struct Tape {
+    int order = 0;
+    std::vector<TapeLayer> layers;
+  };
+  static Index stacked_rows(Index n, Index dim, int order) { return n * (1 + dim * order); }
+  void forward_stacked(const Matrix& X, int order, Matrix& out, Tape* tape) const;
+  // adjoint: stacked like forward_stacked's output for the tape's order; gradients are accumulated.
+  void backward_stacked(const Matrix& X, const Tape& tape, const Matrix& adjoint, Vector* grad_params,
+                        Matrix* grad_X) const;
+
  private:
   struct Layer {
     Index w_offset, b_offset, fan_in;
   };
-  struct LayerTape;
-  void run_forward(const Matrix& X, int order, FeatureStacks& out, std::vector<LayerTape>* tape) const;
   Eigen::Map<const Matrix> weight(Index l) const;
   Eigen::Map<const Vector> bias(Index l) const;
   Eigen::Map<const Matrix> skip() const;
