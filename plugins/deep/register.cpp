@@ -1,6 +1,7 @@
 #include "deep_kernel.hpp"
 #include "kef/sdk/plugin.hpp"
 #include "mlp_feature_map.hpp"
+#include "scalar_head_kernel.hpp"
 
 namespace {
 
@@ -48,6 +49,21 @@ void register_deep(kef::PluginRegistrar& r) {
     return std::make_unique<kef::deep::DeepKernel>(
         D, R, cfg.integer("layers"), cfg.integer("width"), sigma,
         cfg.string("on") == "linear" ? kef::deep::OnFeatures::Linear : kef::deep::OnFeatures::Gaussian, rng);
+  });
+
+  kef::ComponentInfo scalar;
+  scalar.type = "deep_scalar";
+  scalar.summary =
+      "DKEF-L-50-1's kernel: k(x, y) = ψ(x)ψ(y) with ψ = wᵀφ(x) + b, one affine neuron on DKEF's network";
+  scalar.reference = "DKEF (Wenliang et al. 2019) section 4, DKEF-L-50-1; MATH.md §2";
+  scalar.keys = {
+      KeySpec::integer("layers", "L, fully connected layers of the network under the head", 3).at_least(1),
+      KeySpec::integer("width", "W, the width of every layer under the head", 50).at_least(1)};
+  r.add_kernel(scalar, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
+    const kef::Index D = require_dim(cfg, ctx, "the deep_scalar kernel");
+    kef::RandomStream fallback(0, "kernel/deep_scalar");
+    kef::RandomStream& rng = ctx.rng ? *ctx.rng : fallback;
+    return std::make_unique<kef::deep::ScalarHeadKernel>(D, cfg.integer("layers"), cfg.integer("width"), rng);
   });
 
   kef::ComponentInfo fm;
