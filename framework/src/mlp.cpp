@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "kef/error.hpp"
@@ -17,25 +18,46 @@ struct Activation {
   Matrix s, d1, d2, d3;  // s(P), s'(P), s''(P), s'''(P)
 };
 
-// Vectorised: s(t) = max(t, 0) + log1p(e) and the sigmoid from e = exp(−|t|) ∈ (0, 1], which
-// neither overflows nor cancels; log1p(e) = log(u)·e/(u − 1) with u = 1 + e (exact where u rounds
-// to 1). Above kLinearAbove, s is the identity with derivatives 1, 0, 0 (DKEF's threshold).
+// s(t) = max(t, 0) + log1p(e) and the sigmoid from e = exp(−|t|) ∈ (0, 1], which neither overflows
+// nor cancels; log1p(e) = log(u) − ((u − 1) − e)/u with u = 1 + e (the rounding of u corrected to
+// first order, exact where u rounds to 1). Above kLinearAbove, s is the identity with derivatives
+// 1, 0, 0 (DKEF's threshold). Everything runs as Eigen's vectorised array operations; the two
+// branches are plain blend loops (Eigen's select would evaluate its arguments one by one).
 template <class Derived>
 Activation activate(const Eigen::MatrixBase<Derived>& P, int derivs) {
   using Arr = Eigen::ArrayXXd;
   const Arr t = P.array();
+  const Index n = t.size();
+  const double* tp = t.data();
   const Arr e = (-t.abs()).exp();
   const Arr u = 1.0 + e;
-  const Arr log1p_e = (u == 1.0).select(e, u.log() * e / (u - 1.0));
-  const auto linear = t > kLinearAbove;
+  auto linear_to = [&](Arr& x, double value_or_nan) {
+    double* xp = x.data();
+    const bool identity = std::isnan(value_or_nan);
+    for (Index i = 0; i < n; ++i) xp[i] = tp[i] > kLinearAbove ? (identity ? tp[i] : value_or_nan) : xp[i];
+  };
   Activation a;
-  a.s = linear.select(t, t.max(0.0) + log1p_e).matrix();
+  Arr s = t.max(0.0) + (u.log() - ((u - 1.0) - e) / u);
+  linear_to(s, std::numeric_limits<double>::quiet_NaN());
+  a.s = s.matrix();
   if (derivs >= 1) {
-    const Arr sg = linear.select(Arr::Ones(t.rows(), t.cols()), (t >= 0.0).select(1.0 / u, e / u));
+    Arr num(t.rows(), t.cols());  // σ(t) = 1/u for t ≥ 0, e/u below
+    const double* ep = e.data();
+    double* np = num.data();
+    for (Index i = 0; i < n; ++i) np[i] = tp[i] >= 0.0 ? 1.0 : ep[i];
+    Arr sg = num / u;
+    linear_to(sg, 1.0);
     a.d1 = sg.matrix();
-    if (derivs >= 2) a.d2 = linear.select(Arr::Zero(t.rows(), t.cols()), sg * (1.0 - sg)).matrix();
-    if (derivs >= 3)
-      a.d3 = linear.select(Arr::Zero(t.rows(), t.cols()), sg * (1.0 - sg) * (1.0 - 2.0 * sg)).matrix();
+    if (derivs >= 2) {
+      Arr d2 = sg * (1.0 - sg);
+      linear_to(d2, 0.0);
+      a.d2 = d2.matrix();
+    }
+    if (derivs >= 3) {
+      Arr d3 = sg * (1.0 - sg) * (1.0 - 2.0 * sg);
+      linear_to(d3, 0.0);
+      a.d3 = d3.matrix();
+    }
   }
   return a;
 }

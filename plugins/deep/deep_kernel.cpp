@@ -165,10 +165,11 @@ Matrix DeepKernel::gram(const Matrix& X, const Matrix& Y) const {
       A.rowwise() -= yf->mean[ri];
       const Vector anorm = A.rowwise().squaredNorm();
       T.noalias() = A * yf->Cc[ri].transpose();
-      out.array() += rho[r] * ((-0.5 * tau) * ((((-2.0) * T.array()).colwise() + anorm.array()).rowwise() +
-                                               yf->norms[ri].transpose().array())
-                                                  .max(0.0))
-                                  .exp();
+      const Vector& cnorm = yf->norms[ri];
+      // Column by column (a row-broadcast would make Eigen evaluate the exponential coefficient-wise).
+      for (Index m = 0; m < M; ++m)
+        T.col(m) = (-0.5 * tau) * ((anorm.array() + cnorm[m]) - 2.0 * T.col(m).array()).max(0.0).matrix();
+      out.array() += rho[r] * T.array().exp();
     } else {
       out.noalias() += rho[r] * A * yf->C[ri].transpose();
     }
