@@ -314,7 +314,8 @@ learning_rate = 0.01)"),
 }
 
 // The same through the `kef` command: a pipeline on synthetic/banana with DKEF-L-50-1's model block
-// (smaller network, few steps) runs, reports finite metrics and writes a model that loads.
+// (smaller network, few steps) runs, reports finite metrics, writes a model that loads, and gives the
+// same results on 1 and 3 threads.
 TEST(DeepScalarKernel, DkefPipelineOnBananaRunsAndSavesTheModel) {
   const fs::path dir = test::temp_dir("deep-scalar-pipeline");
   const std::string text = R"(schema_version = 1
@@ -348,24 +349,35 @@ type = "score_matching_loss"
 type = "fisher_divergence"
 )";
   std::ofstream(dir / "p.toml") << text;
-  std::string out;
-  const int st = test::run_command(test::kef_executable() + " run " + (dir / "p.toml").string() +
-                                       " --quiet --output " + (dir / "out").string(),
-                                   &out);
-  ASSERT_EQ(st, 0) << out;
-  std::ifstream in(dir / "out" / "results.json");
-  const auto j = nlohmann::json::parse(in);
-  const auto& metrics = j["models"]["DKEF-L-50-1"]["metrics"];
+  // Twice, on 1 and 3 threads: the dkef estimator runs the kernel's passes in parallel over row blocks,
+  // and the results must not depend on the thread count.
+  for (const char* threads : {"1", "3"}) {
+    std::string out;
+    const int st = test::run_command(test::kef_executable() + " run " + (dir / "p.toml").string() +
+                                         " --quiet --threads " + threads + " --output " +
+                                         (dir / ("out" + std::string(threads))).string(),
+                                     &out);
+    ASSERT_EQ(st, 0) << out;
+  }
+  auto results = [&](const char* run) {
+    std::ifstream in(dir / run / "results.json");
+    return nlohmann::json::parse(in)["models"]["DKEF-L-50-1"]["metrics"];
+  };
+  const auto metrics = results("out1");
   for (const char* name : {"score_matching_loss", "fisher_divergence"}) {
     ASSERT_TRUE(metrics.contains(name)) << metrics.dump();
     EXPECT_TRUE(std::isfinite(metrics[name].get<double>())) << name;
   }
-  ModelPtr m = load_model(dir / "out/models/DKEF-L-50-1", test::plugin_registry());
+  EXPECT_EQ(metrics, results("out3"));
+  const fs::path m1 = dir / "out1/models/DKEF-L-50-1", m3 = dir / "out3/models/DKEF-L-50-1";
+  EXPECT_EQ(read_npy(m1 / "kernel_parameters.npy"), read_npy(m3 / "kernel_parameters.npy"));
+  EXPECT_EQ(read_npy(m1 / "alpha.npy"), read_npy(m3 / "alpha.npy"));
+  ModelPtr m = load_model(m1, test::plugin_registry());
   Matrix X = RandomStream(31, "x").normal_matrix(5, 2);
   EXPECT_TRUE(m->log_unnormalized(X).allFinite());
   // The saved kernel is DKEF-L-50-1's: L = 3 layers of width 8 with the skip (Mlp layout), w, b.
   const Index P = Mlp(2, 8, 3).parameter_count();
-  EXPECT_EQ(read_npy(dir / "out/models/DKEF-L-50-1/kernel_parameters.npy").size(), P + 8 + 1);
+  EXPECT_EQ(read_npy(m1 / "kernel_parameters.npy").size(), P + 8 + 1);
 }
 
 }  // namespace
