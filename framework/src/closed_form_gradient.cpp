@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kef/error.hpp"
@@ -20,6 +21,20 @@ constexpr Index kBlockRows = 25;
 struct RowBlock {
   Index begin, rows;
 };
+
+// Blocks run in waves of kWave (a constant, so the order of the reduction does not depend on the
+// thread count either): only one wave's partial sums (M x M each for G and U) are alive at a time,
+// so memory stays flat when stage 2 fits on the whole fit split.
+constexpr Index kWave = 8;
+
+template <class Work, class Reduce>
+void in_waves(Index n, int threads, Work&& work, Reduce&& reduce) {
+  for (Index start = 0; start < n; start += kWave) {
+    const Index len = std::min(kWave, n - start);
+    parallel_for(len, threads, [&](Index j) { work(start + j, j); });
+    for (Index j = 0; j < len; ++j) reduce(start + j, j);
+  }
+}
 
 std::vector<RowBlock> row_blocks(Index n) {
   const Index count = std::max<Index>(1, (n + kBlockRows - 1) / kBlockRows);
@@ -71,29 +86,32 @@ Fit fit_alpha(const Kernel& kernel, const BaseMeasure& base, const Matrix& train
   const auto nb = static_cast<Index>(blocks.size());
   Fit f;
   f.train.resize(blocks.size());
-  std::vector<Matrix> G(blocks.size()), U(blocks.size());
-  std::vector<Vector> b(blocks.size()), bc(blocks.size());
-  parallel_for(nb, threads, [&](Index i) {
-    const auto bi = static_cast<std::size_t>(i);
-    Stacks& s = f.train[bi];
-    s = stacks_of(kernel, base, train.middleRows(blocks[bi].begin, blocks[bi].rows), Z);
-    G[bi] = Matrix::Zero(M, M);
-    U[bi] = Matrix::Zero(M, M);
-    syrk_lower(s.k.d1, G[bi]);
-    syrk_lower(s.k.d2, U[bi]);
-    b[bi] = s.k.d2.colwise().sum().transpose();
-    b[bi].noalias() += s.k.d1.transpose() * s.q1;
-    bc[bi].noalias() = s.k.d2.transpose() * s.q2;
-  });
   const double inv_n = 1.0 / static_cast<double>(train.rows());
-  Matrix A = G[0], Us = U[0];
-  Vector bm = b[0], bcs = bc[0];
-  for (std::size_t i = 1; i < blocks.size(); ++i) {
-    A += G[i];
-    Us += U[i];
-    bm += b[i];
-    bcs += bc[i];
-  }
+  std::vector<Matrix> G(static_cast<std::size_t>(kWave)), U(static_cast<std::size_t>(kWave));
+  std::vector<Vector> b(static_cast<std::size_t>(kWave)), bc(static_cast<std::size_t>(kWave));
+  Matrix A = Matrix::Zero(M, M), Us = Matrix::Zero(M, M);
+  Vector bm = Vector::Zero(M), bcs = Vector::Zero(M);
+  in_waves(
+      nb, threads,
+      [&](Index i, Index slot) {
+        const auto bi = static_cast<std::size_t>(i), si = static_cast<std::size_t>(slot);
+        Stacks& s = f.train[bi];
+        s = stacks_of(kernel, base, train.middleRows(blocks[bi].begin, blocks[bi].rows), Z);
+        G[si] = Matrix::Zero(M, M);
+        U[si] = Matrix::Zero(M, M);
+        syrk_lower(s.k.d1, G[si]);
+        syrk_lower(s.k.d2, U[si]);
+        b[si] = s.k.d2.colwise().sum().transpose();
+        b[si].noalias() += s.k.d1.transpose() * s.q1;
+        bc[si].noalias() = s.k.d2.transpose() * s.q2;
+      },
+      [&](Index, Index slot) {
+        const auto si = static_cast<std::size_t>(slot);
+        A += G[si];
+        Us += U[si];
+        bm += b[si];
+        bcs += bc[si];
+      });
   A *= inv_n;
   Us *= inv_n;
   f.U = Us.selfadjointView<Eigen::Lower>();
@@ -189,10 +207,17 @@ ClosedFormGradient closed_form_validation_gradient(const Kernel& kernel, const B
   const bool kernel_grads = kernel.parameter_count() > 0 || kernel.capabilities().inducing_point_gradients;
   const Index nk = kernel.parameter_count(), nq = base.parameter_count();
   const std::size_t nt_blocks = f.train.size(), n_blocks = nt_blocks + vblocks.size();
-  std::vector<Partial> parts(n_blocks);
-  parallel_for(static_cast<Index>(n_blocks), threads, [&](Index i) {
+  std::vector<Partial> parts(static_cast<std::size_t>(kWave));
+  out.kernel = Vector::Zero(nk);
+  out.inducing = Matrix::Zero(M, D);
+  out.base = Vector::Zero(nq);
+  double lc_term = 0;
+  in_waves(
+      static_cast<Index>(n_blocks), threads,
+      [&](Index i, Index slot) {
     const auto bi = static_cast<std::size_t>(i);
-    Partial& p = parts[bi];
+    Partial& p = parts[static_cast<std::size_t>(slot)];
+    p.lc_term = 0;
     p.kernel = Vector::Zero(nk);
     p.inducing = Matrix::Zero(M, D);
     p.base = Vector::Zero(nq);
@@ -226,18 +251,14 @@ ClosedFormGradient closed_form_validation_gradient(const Kernel& kernel, const B
     if (nq > 0)
       base.backward(st.X, Vector(), Eigen::Map<const Matrix>(q1bar.data(), n, D),
                     Eigen::Map<const Matrix>(q2bar.data(), n, D), p.base);
-  });
-
-  out.kernel = Vector::Zero(nk);
-  out.inducing = Matrix::Zero(M, D);
-  out.base = Vector::Zero(nq);
-  double lc_term = 0;
-  for (const auto& p : parts) {
-    out.kernel += p.kernel;
-    out.inducing += p.inducing;
-    out.base += p.base;
-    lc_term += p.lc_term;
-  }
+      },
+      [&](Index, Index slot) {
+        const Partial& p = parts[static_cast<std::size_t>(slot)];
+        out.kernel += p.kernel;
+        out.inducing += p.inducing;
+        out.base += p.base;
+        lc_term += p.lc_term;
+      });
   out.log_lambda_alpha = la * (-w.dot(a));
   out.log_lambda_c = lc * (-w.dot(f.U * a) - inv_t * lc_term);
   check_finite(out.kernel, "DKEF gradient (kernel parameters)");
