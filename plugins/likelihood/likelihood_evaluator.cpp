@@ -51,6 +51,10 @@ KeyList likelihood_keys() {
           .non_negative(),
       KeySpec::integer("chunk_size", "proposals per chunk (chunk i draws from its own stream: part of the seed)", 4096)
           .at_least(1),
+      KeySpec::number("min_effective_samples",
+                      "a note warns that log Ẑ is unreliable when the proposals' effective sample size is below this",
+                      100.0)
+          .at_least(0.0),
       KeySpec::boolean("bias_bound", "estimate DKEF Proposition 1's bound on the bias of log Ẑ", true),
       KeySpec::number("bound_percentile", "s is this quantile of the first bound sample (< 0.5)", 0.4).positive(),
       KeySpec::integer("bound_percentile_samples", "proposals of the sample giving s (all kept in memory)", 100000)
@@ -69,6 +73,7 @@ LikelihoodEvaluator::LikelihoodEvaluator(const Config& cfg)
       samples_(cfg.integer("samples")),
       max_seconds_(cfg.number("max_seconds")),
       chunk_size_(cfg.integer("chunk_size")),
+      min_effective_samples_(cfg.number("min_effective_samples")),
       bias_bound_(cfg.boolean("bias_bound")),
       bound_percentile_(cfg.number("bound_percentile")),
       bound_percentile_samples_(cfg.integer("bound_percentile_samples")),
@@ -133,6 +138,16 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
   r.metrics.emplace_back("log_likelihood", mean_log_p - log_z);
   r.metrics.emplace_back("log_normalizer", log_z);
   r.metrics.emplace_back("log_normalizer_stderr", stderr_log_z);
+  const double ess = run.moments.effective_sample_size();
+  r.metrics.emplace_back("effective_sample_size", ess);
+  // A base measure that rarely reaches the model's mass (a learned, narrow q0) gives a Ẑ carried by a
+  // handful of proposals, typically far too small: say so rather than print a confident number.
+  if (ess < min_effective_samples_)
+    r.notes.push_back("warning: log Ẑ of model " + in.model_name + " rests on an effective sample size of " + fmt(ess) +
+                      " of " + std::to_string(used) +
+                      " proposals (below min_effective_samples = " + fmt(min_effective_samples_) +
+                      "): the base measure rarely proposes where the model puts its mass, so log Ẑ is unreliable "
+                      "(usually too small, making log_likelihood too high); use more samples or a wider base measure");
   if (bound) r.metrics.emplace_back("bias_bound", bound->value);
   r.metrics.emplace_back("proposals", static_cast<double>(used));
   const double rate = static_cast<double>(used) / std::max(run.report.seconds, 1e-9);

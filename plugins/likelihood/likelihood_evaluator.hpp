@@ -28,6 +28,7 @@ class LikelihoodEvaluator final : public Evaluator {
   Index samples_;
   double max_seconds_;
   Index chunk_size_;
+  double min_effective_samples_;
   bool bias_bound_;
   double bound_percentile_;
   Index bound_percentile_samples_;

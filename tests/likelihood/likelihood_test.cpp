@@ -239,3 +239,40 @@ TEST(LogLikelihoodErrors, APercentileOfAtLeastOneHalfIsAConfigError) {
 
 }  // namespace
 }  // namespace kef::likelihood_test
+
+
+namespace kef::likelihood_test {
+namespace {
+
+// The effective sample size is Kish's (Σr)²/Σr². For f = c·x under q0 = N(0, 1) in 1-D, r = e^{cx} is
+// log-normal with E r² / (E r)² = e^{c²}, so ESS/U → e^{−c²}. c = 0.5 (ESS ≈ 0.78 U) must not warn;
+// c = 4 (ESS/U ≈ 1e-7, i.e. < 1 of 2·10⁵ proposals in expectation, a few at most from the heavy tail)
+// must, and the reported ESS must match the moments formula (it is computed from them exactly).
+TEST(LogLikelihood, ALowEffectiveSampleSizeIsReportedWithAWarning) {
+  auto base = gaussian_base(1.0);
+  Matrix rows = Matrix::Zero(5, 1);
+  auto note_warns = [](const EvaluationResult& r) {
+    for (const auto& n : r.notes)
+      if (n.find("effective sample size") != std::string::npos && n.find("unreliable") != std::string::npos) return true;
+    return false;
+  };
+  constexpr Index U = 200000;
+  FunctionModel good(base, 1, [](const Matrix& X) -> Vector { return 0.5 * X.col(0); });
+  const EvaluationResult rg = run_log_likelihood(good, rows, "samples = 200000\nbias_bound = false");
+  const double ess_good = metric(rg, "effective_sample_size");
+  // Sampling error of ESS/U at this U is far below 0.02 (its delta-method sd is ~1e-3 here).
+  EXPECT_NEAR(ess_good / U, std::exp(-0.25), 0.02);
+  EXPECT_FALSE(note_warns(rg));
+
+  FunctionModel bad(base, 1, [](const Matrix& X) -> Vector { return 4.0 * X.col(0); });
+  const EvaluationResult rb = run_log_likelihood(bad, rows, "samples = 200000\nbias_bound = false");
+  EXPECT_LT(metric(rb, "effective_sample_size"), 100.0);
+  EXPECT_TRUE(note_warns(rb));
+  // The threshold is a key: 0 silences the warning.
+  const EvaluationResult rq =
+      run_log_likelihood(bad, rows, "samples = 200000\nbias_bound = false\nmin_effective_samples = 0");
+  EXPECT_FALSE(note_warns(rq));
+}
+
+}  // namespace
+}  // namespace kef::likelihood_test

@@ -58,6 +58,13 @@ struct ShiftedMoments {
   double log_mean_stderr() const {
     return std::sqrt(shifted_variance()) / (std::sqrt(static_cast<double>(n)) * mean);
   }
+  // Kish's effective sample size (Σr)²/Σr² = n² mean² / (m2 + n mean²): how many equally weighted
+  // proposals the weighted ones are worth. Far below n means a few proposals carry Ẑ, the sign of a
+  // proposal that misses the model's mass (shift-free, like the standard error).
+  double effective_sample_size() const {
+    const double nd = static_cast<double>(n), s = nd * mean * mean;
+    return s > 0.0 ? nd * s / (m2 + s) : 0.0;
+  }
 };
 
 struct ChunkPlan {
