@@ -1,5 +1,6 @@
 #include "deep_kernel.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -155,23 +156,31 @@ Matrix DeepKernel::gram(const Matrix& X, const Matrix& Y) const {
   const Vector rho = weights();
   const auto yf = y_features(Y);
   Matrix out = Matrix::Zero(N, M);
+  // Rows in blocks of 128, so that a block's network passes and its 128 x M Gram stay in cache
+  // between the GEMM, the exponential and the accumulation.
+  constexpr Index kRows = 128;
   Matrix A, T;
-  for (Index r = 0; r < components(); ++r) {
-    const auto ri = static_cast<std::size_t>(r);
-    nets_[ri].forward_stacked(X, 0, A, nullptr);
-    if (gaussian()) {
-      // One GEMM and one fused pass: k = exp(−τ/2 · max(0, ‖a‖² + ‖c‖² − 2aᵀc)), centred.
-      const double tau = std::exp(-2.0 * log_sigma_[r]);
-      A.rowwise() -= yf->mean[ri];
-      const Vector anorm = A.rowwise().squaredNorm();
-      T.noalias() = A * yf->Cc[ri].transpose();
-      const Vector& cnorm = yf->norms[ri];
-      // Column by column (a row-broadcast would make Eigen evaluate the exponential coefficient-wise).
-      for (Index m = 0; m < M; ++m)
-        T.col(m) = (-0.5 * tau) * ((anorm.array() + cnorm[m]) - 2.0 * T.col(m).array()).max(0.0).matrix();
-      out.array() += rho[r] * T.array().exp();
-    } else {
-      out.noalias() += rho[r] * A * yf->C[ri].transpose();
+  for (Index begin = 0; begin < N; begin += kRows) {
+    const Index rows = std::min(kRows, N - begin);
+    const Matrix Xb = X.middleRows(begin, rows);
+    auto ob = out.middleRows(begin, rows);
+    for (Index r = 0; r < components(); ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      nets_[ri].forward_stacked(Xb, 0, A, nullptr);
+      if (gaussian()) {
+        // One GEMM and one fused pass: k = exp(−τ/2 · max(0, ‖a‖² + ‖c‖² − 2aᵀc)), centred.
+        const double tau = std::exp(-2.0 * log_sigma_[r]);
+        A.rowwise() -= yf->mean[ri];
+        const Vector anorm = A.rowwise().squaredNorm();
+        T.noalias() = A * yf->Cc[ri].transpose();
+        const Vector& cnorm = yf->norms[ri];
+        // Column by column (a row-broadcast would make Eigen evaluate the exponential coefficient-wise).
+        for (Index m = 0; m < M; ++m)
+          T.col(m) = (-0.5 * tau) * ((anorm.array() + cnorm[m]) - 2.0 * T.col(m).array()).max(0.0).matrix();
+        ob.array() += rho[r] * T.array().exp();
+      } else {
+        ob.noalias() += rho[r] * A * yf->C[ri].transpose();
+      }
     }
   }
   return out;
