@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Usage: reproduce_dkef_test.sh quick|failure KEF REPO OUT
+#   quick:   scripts/reproduce-dkef.sh --quick must succeed and write a table with every model of the
+#            configs as a row and every data set as a column (one bold Fisher divergence per data
+#            set), the truth row, both figures as PNGs, and one results.json per run.
+#   failure: with a kef that fails, the script must stop with a non-zero status, name the failing run
+#            (the first, funnel) and not write a table.
+set -uo pipefail
+mode="$1" kef="$2" repo="$3" out="$4"
+script="$repo/scripts/reproduce-dkef.sh"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+case "$mode" in
+quick)
+  bash "$script" --quick --threads 2 --out "$out" "$kef" || fail "reproduce-dkef.sh --quick exited with $?"
+  for run in funnel banana ring square cosine mog mor mor_mixture figure1; do
+    [ -s "$out/$run/results.json" ] || fail "no $out/$run/results.json"
+  done
+  for png in figure2.png figure1.png; do
+    [ "$(head -c 8 "$out/$png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "$out/$png is not a PNG"
+  done
+  table="$out/table.md"
+  [ -s "$table" ] || fail "no $table"
+  header=$(grep -m1 '^| model |' "$table") || fail "no header row in $table"
+  for col in Funnel Banana Ring Square Cosine MoG MoR "MoR, 3 clusters"; do
+    grep -q "| $col |" <<< "$header" || fail "column $col missing: $header"
+  done
+  for row in KEF-G DKEF-G-15 DKEF-G-50 DKEF-L-50 DKEF-L-50-1 truth; do
+    grep -q "^| $row |" "$table" || fail "row $row missing from $table"
+  done
+  grep -q '^| DKEF-G-10 |' "$table" || fail "Figure 1's DKEF row missing from $table"
+  # The first table: exactly one bold cell per data set column (ties aside, which random fits do not
+  # produce), i.e. eight bold Fisher divergences.
+  bold=$(sed -n '/^| model | Funnel/,/^$/p' "$table" | grep -o '\*\*[^*]*\*\*' | wc -l)
+  [ "$bold" -eq 8 ] || fail "expected 8 bold Fisher divergences in the synthetic table, found $bold"
+  grep -q 'n/a' "$table" && fail "a metric is missing (n/a) in $table"
+  echo "ok: $table"
+  ;;
+failure)
+  rm -rf "$out"
+  msg=$(bash "$script" --quick --out "$out" /bin/false 2>&1)
+  status=$?
+  [ "$status" -ne 0 ] || fail "the script succeeded with a failing kef"
+  grep -q 'run funnel failed' <<< "$msg" || fail "the message does not name the failing run: $msg"
+  [ ! -e "$out/table.md" ] || fail "a table was written although a run failed"
+  echo "ok: $msg"
+  ;;
+*) fail "unknown mode $mode" ;;
+esac
