@@ -17,7 +17,8 @@ namespace {
 constexpr Index kRowChunk = 4096;
 constexpr Index kDefaultGrid1 = 4096;
 constexpr Index kDefaultGrid2 = 512;
-constexpr Index kMinGrid = 16;  // grid/2 >= 8 cells for the error estimate
+constexpr Index kMinGrid = 16;        // grid/2 >= 8 cells for the error estimate
+constexpr Index kMaxGrid = 1 << 20;   // keeps grid^D far from overflowing an Index
 constexpr Index kMaxQuadratureDim = 2;
 constexpr Index kBandDivisor = 32;  // the boundary band is the outer 1/32 of the box on each side
 const char* const kQuadratureKeys[] = {"grid", "extent", "pad_range", "pad_std", "boundary_tolerance"};
@@ -91,6 +92,7 @@ KeyList likelihood_keys() {
                        "quadrature: cells per dimension (default " + std::to_string(kDefaultGrid1) + " in 1-D, " +
                            std::to_string(kDefaultGrid2) + " in 2-D); the error estimate uses grid/2 as well")
           .at_least(static_cast<double>(kMinGrid))
+          .at_most(static_cast<double>(kMaxGrid))
           .optional(),
       KeySpec::numbers("extent",
                        "quadrature: the box, [xmin, xmax] (1-D) or [xmin, xmax, ymin, ymax] (2-D); default: the "

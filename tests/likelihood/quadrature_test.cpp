@@ -374,6 +374,7 @@ TEST(LogLikelihoodQuadratureErrors, BadConfigurationsNameTheKey) {
   FunctionModel m3 = plain(3, [](const Matrix& X) -> Vector { return -0.5 * X.rowwise().squaredNorm(); });
   expect_config_error(m3, "", "method", "dimension 3");
   expect_config_error(m1, "grid = 8", "grid", "");
+  expect_config_error(m1, "grid = 2000000", "grid", "");
   expect_config_error(m1, "extent = [-1.0, 1.0, 2.0]", "extent", "got 3");
   expect_config_error(m1, "extent = [1.0, -1.0]", "extent", "min < max");
   expect_config_error(m1, "extent = [-1.0, 1.0, -1.0, 1.0]", "extent", "dimension 1 needs 2");
