@@ -189,9 +189,10 @@ def table(names, headers, caption):
                      f"{fmt(mt.get('true_log_likelihood'), '.2f')}")
     lines.append("| truth | " + " | ".join(truth) + " |")
     if "*" in marks:
-        lines += ["", "\\* no bias bound for log Ẑ: DKEF Proposition 1 needs an almost-sure lower bound on "
-                  "p~/q0, which kef derives for kernels bounded in [0, 1]; the linear kernels on network "
-                  "features are unbounded."]
+        lines += ["", "\\* no bias bound for log Ẑ: DKEF Proposition 1 did not apply, and the run's "
+                  "results.json notes say why: it needs an almost-sure lower bound on p~/q0, which kef "
+                  "derives for kernels bounded in [0, 1] (the linear kernels on network features are "
+                  "unbounded), and P(r ≤ s) < 1/2 for the estimated quantile s."]
     if "†" in marks:
         lines += ["", f"† log Ẑ has a standard error above {UNRELIABLE_STDERR} nats (the table's precision): "
                   "importance sampling from the learned q0 rarely reaches where p~ has its mass (q0 can "
@@ -207,7 +208,10 @@ doc += table([c for c, _ in columns], [h for _, h in columns],
              f"(importance-sampled normaliser) on the {load('ring')['data']['test_rows']} test rows; "
              "lower, lower, higher is better. "
              "Bold: the best Fisher divergence per data set. The truth row gives the true density's "
-             "score-matching loss and log-likelihood on the same rows.")
+             "score-matching loss and log-likelihood on the same rows. On Square and Cosine the density "
+             "does not vanish at the edge of its support, so the score-matching loss is not the Fisher "
+             "divergence plus a constant there (the integration by parts behind it leaves boundary "
+             "terms) and can fall below the truth's; the Fisher divergence is computed directly.")
 doc += [""]
 doc += table(["figure1"], ["0.3 N(-1, 0.2²) + 0.7 N(1, 1²)"],
              f"Figure 1 (1-D), same metrics on its {load('figure1')['data']['test_rows']} test rows.")
