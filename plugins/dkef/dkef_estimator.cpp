@@ -227,21 +227,32 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
   if (learns("lambda")) mask2.segment(s.off_lambda(), 2).setOnes();
   if (learns("base_measure") && base_learns) mask2.tail(s.n_base).setOnes();
   if (stage2_steps_ > 0 && mask2.any()) {
+    // The kernel and Z are frozen: the stacks' statistics are computed once, each step is an M x M
+    // Cholesky plus M-vector products (and q0's passes over the rows when it learns).
+    const bool q0_learns = mask2.tail(s.n_base).any();
+    const FrozenKernelMetaProblem frozen(*kernel_, *base_, X, V, s.Z(), q0_learns, in.threads);
     Adam adam2(AdamOptions{learning_rate_}, cfg_.where("learning_rate"));
-    double best2 = validation_loss(s, X, V, in.threads);
+    double best2 = frozen.loss(s.lambda_alpha(), s.lambda_c());
     Vector best2_theta = s.theta;
     for (Index k = 1; k <= stage2_steps_; ++k) {
-      ClosedFormGradient g = closed_form_validation_gradient(*kernel_, *base_, X, V, s.Z(), s.lambda_alpha(), s.lambda_c(),
-                                                             in.threads);
+      const FrozenKernelGradient g = frozen.gradient(s.lambda_alpha(), s.lambda_c());
       if (g.loss < best2) {
         best2 = g.loss;
         best2_theta = s.theta;
       }
-      Vector grad = gradient_of(g, max_steps_ + k).cwiseProduct(mask2);
-      apply(adam2.step(s.theta, grad));
+      Vector grad = Vector::Zero(s.theta.size());
+      grad[s.off_lambda()] = g.log_lambda_alpha;
+      grad[s.off_lambda() + 1] = g.log_lambda_c;
+      grad.tail(s.n_base) = g.base;
+      for (Index i = s.off_lambda(); i < grad.size(); ++i)
+        if (!std::isfinite(grad[i]))
+          throw NumericalError("dkef stage-2 step " + std::to_string(k) + ": the gradient of parameter group " +
+                               group_of(i) + " is not finite (entry " + std::to_string(i) +
+                               "); try a smaller learning_rate");
+      apply(adam2.step(s.theta, Vector(grad.cwiseProduct(mask2))));
       in.progress.update("dkef stage 2", static_cast<double>(k) / static_cast<double>(stage2_steps_), "");
     }
-    const double last = validation_loss(s, X, V, in.threads);
+    const double last = frozen.loss(s.lambda_alpha(), s.lambda_c());
     if (last < best2) best2_theta = s.theta, best2 = last;
     apply(best2_theta);
     in.report.values["stage2_validation_loss"] = best2;

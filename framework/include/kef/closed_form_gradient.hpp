@@ -10,6 +10,9 @@
 // batch sizes; the stacks, their contributions to G, U, b, the loss and ∂J/∂α, and each block's
 // backward pass run in parallel over blocks, and the partial results are added in block order, so the
 // results are bitwise identical for any `threads` (tested for 1, 2 and 3).
+#include <cstddef>
+#include <memory>
+
 #include "kef/base_measure.hpp"
 #include "kef/kernel.hpp"
 #include "kef/types.hpp"
@@ -36,5 +39,52 @@ ClosedFormGradient closed_form_validation_gradient(const Kernel& kernel, const B
 double closed_form_validation_loss(const Kernel& kernel, const BaseMeasure& base, const Matrix& train,
                                    const Matrix& validation, const Matrix& Z, double lambda_alpha,
                                    double lambda_c, int threads = 1);
+
+// Stage 2 of DKEF: the kernel and the inducing points are frozen, only log λ_α, log λ_C (and, if
+// `base_learns`, q0's parameters) change. The construction computes the derivative stacks once and
+// keeps their statistics — G = B1ᵀB1/N, U = B2ᵀB2/N, B2ᵀ1 on the training rows; B1vᵀB1v, B2vᵀ1 on
+// the validation rows; and, while q0 is fixed, B1ᵀq1, B2ᵀq2, B1vᵀq1v, Σq2v, |q1v|² — so one
+// evaluation costs a Cholesky of M x M plus M-vector products, with the validation loss expanded as
+// J_v(α) = (B2vᵀ1·α + Σq2v + ½ αᵀB1vᵀB1v α + αᵀB1vᵀq1v + ½|q1v|²)/Nv. The kernel is never touched
+// again (it must stay unchanged while this object is used).
+//
+// When q0 learns, B1ᵀq1, B2ᵀq2 and B1vᵀq1v depend on q0's parameters and its adjoints need B1 w,
+// B2 w and B1v α per row, so the stacks B1, B2, B1v are kept in memory if they fit
+// `stack_budget_bytes` and otherwise recomputed block by block at every evaluation (through
+// Kernel::derivatives only; no backward pass). q0's derivatives are re-read at every evaluation; if
+// q0 does not learn, evaluating after its parameters changed is a std::logic_error.
+//
+// Equal to closed_form_validation_gradient's loss and λ/q0 gradients up to rounding (the expanded
+// quadratic form adds O(ε·(αᵀB1vᵀB1v α + |q1v|²)/Nv) to the loss); the same fixed row blocks and
+// block-order reductions make results bitwise identical for any `threads`.
+struct FrozenKernelGradient {
+  double loss = 0;
+  Vector alpha;
+  double log_lambda_alpha = 0;
+  double log_lambda_c = 0;
+  Vector base;  // dJ/d(q0 parameters); zeros (of q0's parameter count) when q0 does not learn
+  double jitter = 0;
+};
+
+class FrozenKernelMetaProblem {
+ public:
+  static constexpr std::size_t kDefaultStackBudgetBytes = std::size_t{512} << 20;
+
+  FrozenKernelMetaProblem(const Kernel& kernel, const BaseMeasure& base, const Matrix& train, const Matrix& validation,
+                          const Matrix& Z, bool base_learns, int threads = 1,
+                          std::size_t stack_budget_bytes = kDefaultStackBudgetBytes);
+  ~FrozenKernelMetaProblem();
+  FrozenKernelMetaProblem(const FrozenKernelMetaProblem&) = delete;
+  FrozenKernelMetaProblem& operator=(const FrozenKernelMetaProblem&) = delete;
+
+  FrozenKernelGradient gradient(double lambda_alpha, double lambda_c) const;
+  double loss(double lambda_alpha, double lambda_c) const;
+  bool keeps_stacks() const;  // whether B1, B2, B1v are held in memory (q0 learns, within budget)
+
+ private:
+  struct Impl;
+  double evaluate(double lambda_alpha, double lambda_c, FrozenKernelGradient* gradient) const;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace kef
