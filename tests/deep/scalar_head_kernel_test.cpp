@@ -128,15 +128,6 @@ TEST(DeepScalarKernel, BackwardMatchesCentralDifferencesForEveryParameterAndY) {
     if (c[0]) adj.value = rng.normal_matrix(N, M);
     if (c[1]) adj.d1 = rng.normal_matrix(N * D, M);
     if (c[2]) adj.d2 = rng.normal_matrix(N * D, M);
-    auto loss = [&](const Kernel& kk, const Matrix& Yv) {
-      KernelStacks st;
-      kk.derivatives(X, Yv, 2, st);
-      double v = 0;
-      if (c[0]) v += (adj.value.array() * st.value.array()).sum();
-      if (c[1]) v += (adj.d1.array() * st.d1.array()).sum();
-      if (c[2]) v += (adj.d2.array() * st.d2.array()).sum();
-      return v;
-    };
     Vector gp = Vector::Zero(k->parameter_count());
     Matrix gy = Matrix::Zero(M, D);
     k->backward(X, Y, adj, &gp, &gy);
@@ -145,7 +136,7 @@ TEST(DeepScalarKernel, BackwardMatchesCentralDifferencesForEveryParameterAndY) {
     const Vector fd = test::numerical_gradient(
         [&](const Vector& t) {
           probe->set_parameters(t);
-          return loss(*probe, Y);
+          return test::stack_adjoint_loss(*probe, X, Y, adj);
         },
         k->parameters());
     // h = 1e-5 on a smooth function of O(1..10) values: error ~1e-9, so 1e-7 relative has margin.
@@ -153,11 +144,8 @@ TEST(DeepScalarKernel, BackwardMatchesCentralDifferencesForEveryParameterAndY) {
         << "adjoints " << c[0] << c[1] << c[2] << "\nanalytic " << gp.transpose() << "\nnumeric  "
         << fd.transpose();
 
-    Eigen::Map<const Vector> y0(Y.data(), Y.size());
-    const Vector fdy = test::numerical_gradient(
-        [&](const Vector& yv) { return loss(*k, Eigen::Map<const Matrix>(yv.data(), M, D)); }, Vector(y0));
-    Eigen::Map<const Vector> gyv(gy.data(), gy.size());
-    EXPECT_LT((gyv - fdy).cwiseAbs().maxCoeff(), 1e-7 * std::max(1.0, fdy.cwiseAbs().maxCoeff()))
+    const Matrix fdy = test::stack_adjoint_loss_gradient_y(*k, X, Y, adj);
+    EXPECT_LT((gy - fdy).cwiseAbs().maxCoeff(), 1e-7 * std::max(1.0, fdy.cwiseAbs().maxCoeff()))
         << "adjoints " << c[0] << c[1] << c[2] << " (Y)";
 
     // backward accumulates: a second call adds the same gradients again (bitwise, since x + x = 2x).

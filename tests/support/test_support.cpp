@@ -89,4 +89,43 @@ Vector numerical_gradient(const std::function<double(const Vector&)>& f, const V
   return g;
 }
 
+double stack_adjoint_loss(const Kernel& kernel, const Matrix& X, const Matrix& Y, const KernelStacks& adjoint) {
+  KernelStacks st;
+  kernel.derivatives(X, Y, 2, st);
+  double v = 0;
+  if (adjoint.value.size()) v += (adjoint.value.array() * st.value.array()).sum();
+  if (adjoint.d1.size()) v += (adjoint.d1.array() * st.d1.array()).sum();
+  if (adjoint.d2.size()) v += (adjoint.d2.array() * st.d2.array()).sum();
+  return v;
+}
+
+Matrix stack_adjoint_loss_gradient_y(const Kernel& kernel, const Matrix& X, const Matrix& Y,
+                                     const KernelStacks& adjoint, double h) {
+  Eigen::Map<const Vector> y0(Y.data(), Y.size());
+  const Vector g = numerical_gradient(
+      [&](const Vector& yv) {
+        return stack_adjoint_loss(kernel, X, Eigen::Map<const Matrix>(yv.data(), Y.rows(), Y.cols()), adjoint);
+      },
+      Vector(y0), h);
+  return Eigen::Map<const Matrix>(g.data(), Y.rows(), Y.cols());
+}
+
+KernelCrossStacks cross_derivatives_by_differences(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h) {
+  const Index M = Y.rows(), D = Y.cols();
+  KernelCrossStacks out;
+  out.dxdy.resize(X.rows() * D, M * D);
+  out.d2xdy.resize(X.rows() * D, M * D);
+  for (Index j = 0; j < D; ++j) {
+    Matrix Yp = Y, Ym = Y;
+    Yp.col(j).array() += h;
+    Ym.col(j).array() -= h;
+    KernelStacks sp, sm;
+    kernel.derivatives(X, Yp, 2, sp);
+    kernel.derivatives(X, Ym, 2, sm);
+    out.dxdy.middleCols(j * M, M) = (sp.d1 - sm.d1) / (2 * h);  // ∂_{y_j} of ∂_{x_i} k, all i stacked
+    out.d2xdy.middleCols(j * M, M) = (sp.d2 - sm.d2) / (2 * h);
+  }
+  return out;
+}
+
 }  // namespace kef::test

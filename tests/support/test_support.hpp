@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 
+#include "kef/kernel.hpp"
 #include "kef/registry.hpp"
 #include "kef/types.hpp"
 
@@ -35,5 +36,18 @@ PointPair random_points(Index n, Index m, Index d, std::uint64_t seed, const std
 // Central differences of a scalar function of a vector: gradient at x with step h.
 Vector numerical_gradient(const std::function<double(const Vector&)>& f, const Vector& x,
                           double h = 1e-5);
+
+// The scalar Σ Ā ⊙ S over the stacks S of kernel.derivatives(X, Y, 2) (an empty adjoint counts as
+// zero): Kernel::backward with adjoints Ā must return its gradient, which the kernel suites check
+// against central differences of this function.
+double stack_adjoint_loss(const Kernel& kernel, const Matrix& X, const Matrix& Y, const KernelStacks& adjoint);
+
+// Central differences of stack_adjoint_loss in Y, as an M x D matrix.
+Matrix stack_adjoint_loss_gradient_y(const Kernel& kernel, const Matrix& X, const Matrix& Y,
+                                     const KernelStacks& adjoint, double h = 1e-5);
+
+// The mixed stacks of Kernel::cross_derivatives by central differences in y_j of derivatives(X, Y, 2):
+// dxdy from the d1 stacks, d2xdy from the d2 stacks, in the same layout.
+KernelCrossStacks cross_derivatives_by_differences(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h);
 
 }  // namespace kef::test

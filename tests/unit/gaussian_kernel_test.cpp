@@ -74,18 +74,9 @@ TEST(GaussianKernel, CrossDerivativesMatchCentralDifferencesInY) {
   k->cross_derivatives(p.X, p.Y, cs);
   ASSERT_EQ(cs.dxdy.rows(), N * D);
   ASSERT_EQ(cs.dxdy.cols(), M * D);
-  for (Index j = 0; j < D; ++j) {
-    Matrix Yp = p.Y, Ym = p.Y;
-    Yp.col(j).array() += kStep;
-    Ym.col(j).array() -= kStep;
-    KernelStacks sp, sm;
-    k->derivatives(p.X, Yp, 2, sp);
-    k->derivatives(p.X, Ym, 2, sm);
-    Matrix fd1 = (sp.d1 - sm.d1) / (2 * kStep);  // ∂_{y_j} of ∂_{x_i} k, all i stacked
-    Matrix fd2 = (sp.d2 - sm.d2) / (2 * kStep);
-    EXPECT_LT((cs.dxdy.middleCols(j * M, M) - fd1).cwiseAbs().maxCoeff(), kTol) << "j = " << j;
-    EXPECT_LT((cs.d2xdy.middleCols(j * M, M) - fd2).cwiseAbs().maxCoeff(), kTol) << "j = " << j;
-  }
+  const KernelCrossStacks fd = test::cross_derivatives_by_differences(*k, p.X, p.Y, kStep);
+  EXPECT_LT((cs.dxdy - fd.dxdy).cwiseAbs().maxCoeff(), kTol);
+  EXPECT_LT((cs.d2xdy - fd.d2xdy).cwiseAbs().maxCoeff(), kTol);
 }
 
 // A scalar loss L = Σ Ā ⊙ stacks; backward() must give dL/dlogσ and dL/dY.
@@ -97,12 +88,6 @@ TEST(GaussianKernel, BackwardMatchesCentralDifferences) {
   adj.value = rng.normal_matrix(5, 4);
   adj.d1 = rng.normal_matrix(10, 4);
   adj.d2 = rng.normal_matrix(10, 4);
-  auto loss = [&](const Kernel& kk, const Matrix& Y) {
-    KernelStacks st;
-    kk.derivatives(p.X, Y, 2, st);
-    return (adj.value.array() * st.value.array()).sum() + (adj.d1.array() * st.d1.array()).sum() +
-           (adj.d2.array() * st.d2.array()).sum();
-  };
   Vector gp = Vector::Zero(1);
   Matrix gy = Matrix::Zero(4, 2);
   k->backward(p.X, p.Y, adj, &gp, &gy);
@@ -112,16 +97,12 @@ TEST(GaussianKernel, BackwardMatchesCentralDifferences) {
       [&](const Vector& t) {
         auto kk = make_gaussian(1.0);
         kk->set_parameters(t);
-        return loss(*kk, p.Y);
+        return test::stack_adjoint_loss(*kk, p.X, p.Y, adj);
       },
       theta);
   EXPECT_NEAR(gp[0], fd_param[0], 1e-6 * std::max(1.0, std::abs(fd_param[0])));
 
-  Eigen::Map<const Vector> y0(p.Y.data(), p.Y.size());
-  auto fd_y = test::numerical_gradient(
-      [&](const Vector& yv) { return loss(*k, Eigen::Map<const Matrix>(yv.data(), 4, 2)); }, Vector(y0));
-  Eigen::Map<const Vector> gyv(gy.data(), gy.size());
-  EXPECT_LT((gyv - fd_y).cwiseAbs().maxCoeff(), 1e-6);
+  EXPECT_LT((gy - test::stack_adjoint_loss_gradient_y(*k, p.X, p.Y, adj)).cwiseAbs().maxCoeff(), 1e-6);
 
   // Only some adjoints present: the empty ones count as zero.
   KernelStacks only_d2;
