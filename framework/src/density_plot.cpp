@@ -346,6 +346,31 @@ void check_canvas(int width, int height) {
                       " pixels; reduce plot_grid or the number of models");
 }
 
+// A white figure of a checked size and its drawing context.
+class Canvas {
+ public:
+  Canvas(int width, int height) {
+    check_canvas(width, height);
+    surface_.reset(cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height));
+    cr_.reset(cairo_create(surface_.get()));
+    cairo_set_source_rgb(cr_.get(), 1, 1, 1);
+    cairo_paint(cr_.get());
+  }
+  cairo_surface_t* surface() const { return surface_.get(); }
+  cairo_t* cr() const { return cr_.get(); }
+  // Ends drawing (the context is released, which flushes it) and writes the PNG.
+  void write(const std::filesystem::path& file) {
+    if (cairo_status(cr_.get()) != CAIRO_STATUS_SUCCESS)
+      throw Error(file.string() + ": cannot render the figure: " + cairo_status_to_string(cairo_status(cr_.get())));
+    cr_.reset();
+    detail::write_png_file(surface_.get(), file);
+  }
+
+ private:
+  SurfacePtr surface_;
+  ContextPtr cr_;
+};
+
 struct Panel2d {
   std::string title;
   std::vector<std::string> caption;
@@ -396,16 +421,11 @@ DensityPlotResult render_2d(const fs::path& file, const std::vector<Panel2d>& pa
   const std::vector<std::string> foot = footnote_lines(measure, o.footnote, width - left - 12);
   const int ticks_h = measure.ok() ? tick + 4 + 12 : tick;
   const int height = top + S + ticks_h + 10 + static_cast<int>(foot.size()) * 15 + (foot.empty() ? 0 : 4);
-  check_canvas(width, height);
   result.width = width;
   result.height = height;
-
-  SurfacePtr surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height));
-  ContextPtr owner(cairo_create(surface.get()));
-  cairo_t* cr = owner.get();
-  Text text(surface.get());
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
+  Canvas canvas(width, height);
+  cairo_t* cr = canvas.cr();
+  Text text(canvas.surface());
 
   // Training points overlaid: evenly spaced rows, so the subsample needs no random stream.
   const std::vector<Index> rows = o.show_points ? overlay_rows(train.rows(), o.max_points) : std::vector<Index>{};
@@ -516,11 +536,8 @@ DensityPlotResult render_2d(const fs::path& file, const std::vector<Panel2d>& pa
   for (std::size_t l = 0; l < foot.size(); ++l)
     text.draw(foot[l], left, top + S + ticks_h + 10 + 11 + 15.0 * l, kFootSize, false, Align::Left, kGrey);
 
-  if (cairo_status(cr) != CAIRO_STATUS_SUCCESS)
-    throw Error(file.string() + ": cannot render the figure: " + cairo_status_to_string(cairo_status(cr)));
   font_notes(text, measure, result.notes);
-  owner.reset();
-  detail::write_png_file(surface.get(), file);
+  canvas.write(file);
   return result;
 }
 
@@ -588,16 +605,11 @@ DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curv
   const int axis_h = tick + 4 + 12 + 8 + 14;
   const int height =
       std::max(top + PH, top + static_cast<int>(legend_h)) + axis_h + 10 + static_cast<int>(foot.size()) * 15;
-  check_canvas(width, height);
   result.width = width;
   result.height = height;
-
-  SurfacePtr surface(cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height));
-  ContextPtr owner(cairo_create(surface.get()));
-  cairo_t* cr = owner.get();
-  Text text(surface.get());
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
+  Canvas canvas(width, height);
+  cairo_t* cr = canvas.cr();
+  Text text(canvas.surface());
   const int x0 = left, y0 = top;
   auto px = [&](double x) { return x0 + (x - e.xmin) / (e.xmax - e.xmin) * PW; };
   auto py = [&](double y) { return y0 + PH - y / ymax * PH; };
@@ -688,11 +700,8 @@ DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curv
   for (std::size_t l = 0; l < foot.size(); ++l)
     text.draw(foot[l], left, height - 10 - 15.0 * (foot.size() - 1 - l) - 4, kFootSize, false, Align::Left, kGrey);
 
-  if (cairo_status(cr) != CAIRO_STATUS_SUCCESS)
-    throw Error(file.string() + ": cannot render the figure: " + cairo_status_to_string(cairo_status(cr)));
   font_notes(text, measure, result.notes);
-  owner.reset();
-  detail::write_png_file(surface.get(), file);
+  canvas.write(file);
   return result;
 }
 
