@@ -284,6 +284,7 @@ struct FrozenKernelMetaProblem::Impl {
   Vector h1, h2, hv;
   double sum_q2v = 0, sq_q1v = 0;
   Vector base_parameters;  // q0's parameters at construction (must not change unless base_learns)
+  Vector kernel_parameters;  // the kernel's at construction (must not change)
   std::vector<Matrix> B1, B2, B1v;  // per block, only when `keep`
 
   Impl(const Kernel& k, const BaseMeasure& b) : kernel(k), base(b) {}
@@ -335,6 +336,7 @@ FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const Bas
   p.tblocks = row_blocks(p.Nt);
   p.vblocks = row_blocks(p.Nv);
   p.base_parameters = base.parameters();
+  p.kernel_parameters = kernel.parameters();
   const double stack_bytes = 8.0 * static_cast<double>(p.M) * static_cast<double>(p.D) *
                              (2.0 * static_cast<double>(p.Nt) + static_cast<double>(p.Nv));
   p.keep = base_learns && stack_bytes <= static_cast<double>(stack_budget_bytes);
@@ -454,6 +456,8 @@ double FrozenKernelMetaProblem::evaluate(double la, double lc, FrozenKernelGradi
   } else if (p.base.parameters() != p.base_parameters) {
     throw std::logic_error("FrozenKernelMetaProblem: q0's parameters changed but base_learns is false");
   }
+  if (p.kernel.parameters() != p.kernel_parameters)
+    throw std::logic_error("FrozenKernelMetaProblem: the kernel's parameters changed after construction");
 
   Matrix A = inv_t * p.G;
   A.noalias() += (lc * inv_t) * p.U;

@@ -149,13 +149,19 @@ TEST(FrozenKernel, BitwiseIdenticalForOneTwoThreeThreadsAndWithoutKeptStacks) {
   }
 }
 
-TEST(FrozenKernel, FixedBaseMeasureMustNotChange) {
+TEST(FrozenKernel, FrozenParametersMustNotChange) {
   Problem p = make_problem(kGaussian, 24);
   const FrozenKernelMetaProblem fast(*p.kernel, *p.base, p.train, p.validation, p.Z, false, 1);
   Vector q0 = p.base->parameters();
   q0[0] += 0.1;
   p.base->set_parameters(q0);
   EXPECT_THROW(fast.loss(p.la, p.lc), std::logic_error);
+  Problem k = make_problem(kGaussian, 25);
+  const FrozenKernelMetaProblem frozen(*k.kernel, *k.base, k.train, k.validation, k.Z, true, 1);
+  Vector theta = k.kernel->parameters();
+  theta[0] += 0.1;
+  k.kernel->set_parameters(theta);
+  EXPECT_THROW(frozen.loss(k.la, k.lc), std::logic_error);
   EXPECT_THROW(
       FrozenKernelMetaProblem(*p.kernel, *p.base, Matrix(0, 3), p.validation, p.Z, false).loss(p.la, p.lc),
       DataError);

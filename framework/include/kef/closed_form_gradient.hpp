@@ -46,7 +46,7 @@ double closed_form_validation_loss(const Kernel& kernel, const BaseMeasure& base
 // the validation rows; and, while q0 is fixed, B1ᵀq1, B2ᵀq2, B1vᵀq1v, Σq2v, |q1v|² — so one
 // evaluation costs a Cholesky of M x M plus M-vector products, with the validation loss expanded as
 // J_v(α) = (B2vᵀ1·α + Σq2v + ½ αᵀB1vᵀB1v α + αᵀB1vᵀq1v + ½|q1v|²)/Nv. The kernel is never touched
-// again (it must stay unchanged while this object is used).
+// again (its parameters must stay unchanged while this object is used: a std::logic_error otherwise).
 //
 // When q0 learns, B1ᵀq1, B2ᵀq2 and B1vᵀq1v depend on q0's parameters and its adjoints need B1 w,
 // B2 w and B1v α per row, so the stacks B1, B2, B1v are kept in memory if they fit
