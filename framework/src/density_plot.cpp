@@ -91,21 +91,6 @@ constexpr MetricLabel kMetricLabels[] = {
     {"relative_fssd_pvalue", "rel. FSSD p", "p-value of the relative FSSD test", false},
 };
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-// Evaluator diagnostics that say how a metric was computed rather than how good the fit is.
-bool is_diagnostic(std::string_view base) {
-  static constexpr std::string_view kNames[] = {"log_normalizer", "bias_bound", "proposals",
-                                                "proposals_per_second", "relative_fssd_fssd2",
-                                                "relative_fssd_fssd2_against"};
-  for (auto n : kNames)
-    if (base == n) return true;
-  return base.starts_with("hmc_") || ends_with(base, "_bandwidth") || ends_with(base, "_locations") ||
-         ends_with(base, "_stderr");
-}
-
 std::pair<std::string, std::string> split_prefix(const std::string& metric) {
   auto dot = metric.rfind('.');
   if (dot == std::string::npos) return {"", metric};
@@ -752,11 +737,11 @@ std::vector<std::string> metrics_caption(const std::vector<std::pair<std::string
   std::vector<std::string> items;
   for (const auto& [metric, value] : metrics) {
     const auto [prefix, base] = split_prefix(metric);
-    if (is_diagnostic(base)) continue;
+    // Only the headline measures of fit: an evaluator's diagnostics (standard errors, bandwidths,
+    // sample counts, quadrature errors, ...) and unknown metrics stay in results.json, out of the title.
     const MetricLabel* l = find_label(base);
-    const bool truth_metric = l && l->truth;
-    if (truth != truth_metric) continue;
-    items.push_back(prefix + (l ? std::string(l->label) : base) + " " + format_short(value));
+    if (!l || truth != l->truth) continue;
+    items.push_back(prefix + std::string(l->label) + " " + format_short(value));
   }
   return items;
 }
