@@ -222,7 +222,7 @@ for d in "${datasets[@]}" mor_mixture; do
   [ -f "$out/$d/density.png" ] || die "run $d wrote no density.png"
   pngs+=("$out/$d/density.png")
 done
-"$kef" montage --out "$out/figure2.png" "${pngs[@]}" || die "kef montage failed"
+"$kef" montage --width 1800 --out "$out/figure2.png" "${pngs[@]}" || die "kef montage failed"
 cp "$out/figure1/density.png" "$out/figure1.png"
 
 echo "reproduce-dkef: wrote $out/table.md, $out/figure2.png, $out/figure1.png"

@@ -236,9 +236,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> montage_inputs;
   std::string montage_out;
   int montage_columns = 1;
+  int montage_width = 0;
   auto* montage = app.add_subcommand("montage", "Paste PNG figures into one, row by row (e.g. density.png of several runs)");
   montage->add_option("inputs", montage_inputs, "input PNG files, in reading order")->required();
   montage->add_option("--out", montage_out, "output PNG")->required();
+  montage->add_option("--width", montage_width, "scale the result to this many pixels across (default: no scaling)");
   montage->add_option("--columns", montage_columns, "images per row (default 1: stacked vertically)")
       ->check(CLI::PositiveNumber);
 
@@ -279,7 +281,7 @@ int main(int argc, char** argv) {
     if (sample->parsed()) return cmd_sample(sample_dir, sample_n, sample_out, sample_seed, threads, quiet);
     if (montage->parsed()) {
       std::vector<fs::path> inputs(montage_inputs.begin(), montage_inputs.end());
-      kef::MontageResult m = kef::write_png_montage(inputs, montage_columns, montage_out);
+      kef::MontageResult m = kef::write_png_montage(inputs, montage_columns, montage_out, montage_width);
       std::cerr << "[kef] wrote " << m.width << " x " << m.height << " pixels to " << montage_out << "\n";
       return 0;
     }

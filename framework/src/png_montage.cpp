@@ -4,6 +4,7 @@
 #include <cairo.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -21,8 +22,10 @@ struct SurfaceDeleter {
 using SurfacePtr = std::unique_ptr<cairo_surface_t, SurfaceDeleter>;
 }  // namespace
 
-MontageResult write_png_montage(const std::vector<fs::path>& inputs, int columns, const fs::path& output) {
+MontageResult write_png_montage(const std::vector<fs::path>& inputs, int columns, const fs::path& output,
+                                int out_width) {
   if (columns < 1) throw ConfigError("--columns " + std::to_string(columns) + ": expected a positive number");
+  if (out_width < 0) throw ConfigError("--width " + std::to_string(out_width) + ": expected a positive number");
   if (inputs.empty()) throw ConfigError("montage: no input images");
   const fs::path parent = output.has_parent_path() ? output.parent_path() : fs::path(".");
   if (!fs::is_directory(parent))
@@ -56,15 +59,25 @@ MontageResult write_png_montage(const std::vector<fs::path>& inputs, int columns
     throw ConfigError("montage: the result would be " + std::to_string(width) + " x " + std::to_string(height) +
                       " pixels (cairo's limit is 32767 per side); use fewer images per row or column");
 
+  const double scale = out_width > 0 ? static_cast<double>(out_width) / static_cast<double>(width) : 1.0;
+  if (out_width > 0) {
+    height = std::max<long>(1, std::lround(static_cast<double>(height) * scale));
+    width = out_width;
+    if (width > 32000 || height > 32000)
+      throw ConfigError("--width " + std::to_string(out_width) + ": the result would be " + std::to_string(width) +
+                        " x " + std::to_string(height) + " pixels (cairo's limit is 32767 per side)");
+  }
   SurfacePtr out(cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(width), static_cast<int>(height)));
   cairo_t* cr = cairo_create(out.get());
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
+  cairo_scale(cr, scale, scale);
   long y = 0;
   for (std::size_t r = 0; r < row_height.size(); ++r) {
     long x = 0;
     for (std::size_t i = r * cols; i < std::min(n, (r + 1) * cols); ++i) {
       cairo_set_source_surface(cr, images[i].get(), static_cast<double>(x), static_cast<double>(y));
+      cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_GOOD);
       cairo_paint(cr);
       x += cairo_image_surface_get_width(images[i].get());
     }

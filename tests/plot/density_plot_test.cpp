@@ -432,5 +432,26 @@ TEST(Montage, SizesAddUpAndImagesLandInTheirCells) {
   EXPECT_FALSE(fs::exists(dir / "bad.png"));
 }
 
+// --width scales the whole montage: the 50 x 70 column at width 25 is 25 x 35, and the centre of each
+// solid block keeps its colour (filtering only mixes colours within a pixel or two of an edge).
+TEST(Montage, WidthScalesTheWholeFigure) {
+  fs::path dir = test::temp_dir("montage-width");
+  write_solid_png(dir / "a.png", 30, 20, 1, 0, 0);
+  write_solid_png(dir / "b.png", 50, 10, 0, 0, 1);
+  write_solid_png(dir / "c.png", 10, 40, 0, 1, 0);
+  MontageResult m = write_png_montage({dir / "a.png", dir / "b.png", dir / "c.png"}, 1, dir / "small.png", 25);
+  EXPECT_EQ(m.width, 25);
+  EXPECT_EQ(m.height, 35);
+  Png small = read_png(dir / "small.png");
+  ASSERT_EQ(small.width, 25);
+  ASSERT_EQ(small.height, 35);
+  using C = std::array<std::uint8_t, 3>;
+  EXPECT_EQ(small.at(7, 5), (C{255, 0, 0}));    // a: x 0..15, y 0..10
+  EXPECT_EQ(small.at(12, 12), (C{0, 0, 255}));  // b: x 0..25, y 10..15
+  EXPECT_EQ(small.at(2, 27), (C{0, 255, 0}));   // c: x 0..5,  y 15..35
+  EXPECT_EQ(small.at(20, 27), (C{255, 255, 255}));
+  EXPECT_THROW(write_png_montage({dir / "a.png"}, 1, dir / "bad.png", -1), ConfigError);
+}
+
 }  // namespace
 }  // namespace kef
