@@ -10,26 +10,10 @@
 namespace kef {
 namespace {
 
-struct Problem {
-  KernelPtr kernel;
-  BaseMeasurePtr base;
-  Matrix train, validation, Z;
-  double la = 0.05, lc = 0.02;
-};
+using Problem = test::MetaProblem;
 
 Problem make_problem(const std::string& kernel_toml, std::uint64_t seed) {
-  Registry& reg = test::plugin_registry();
-  Problem p;
-  RandomStream rng(seed, "closed-form");
-  p.kernel = reg.make_kernel(test::config_from(kernel_toml), BuildContext{2, &reg, &rng});
-  Vector theta = p.kernel->parameters();
-  theta += 0.1 * rng.normal_matrix(theta.size(), 1).col(0);
-  p.kernel->set_parameters(theta);
-  p.base = reg.make_base_measure(test::config_from("type = \"gaussian\"\nstd = 1.5"), {});
-  p.train = rng.normal_matrix(12, 2);
-  p.validation = rng.normal_matrix(9, 2);
-  p.Z = rng.normal_matrix(5, 2);
-  return p;
+  return test::make_meta_problem(kernel_toml, "type = \"gaussian\"\nstd = 1.5", 2, 12, 9, 5, seed, "closed-form");
 }
 
 double loss(const Problem& p, const Kernel& k, const Matrix& Z, double la, double lc) {

@@ -14,31 +14,14 @@
 namespace kef {
 namespace {
 
-struct Problem {
-  KernelPtr kernel;
-  BaseMeasurePtr base;
-  Matrix train, validation, Z;
-  double la = 0.05, lc = 0.02;
-};
+using Problem = test::MetaProblem;
 
 // 60 training and 55 validation rows: three row blocks each, so the block-order reductions and the
 // per-block q0 passes are exercised. q0 is the learnable generalised normal (9 parameters in D = 3).
 Problem make_problem(const std::string& kernel_toml, std::uint64_t seed, double beta = 1.7) {
-  Registry& reg = test::plugin_registry();
-  Problem p;
-  RandomStream rng(seed, "frozen-kernel");
-  p.kernel = reg.make_kernel(test::config_from(kernel_toml), BuildContext{3, &reg, &rng});
-  Vector theta = p.kernel->parameters();
-  theta += 0.1 * rng.normal_matrix(theta.size(), 1).col(0);
-  p.kernel->set_parameters(theta);
-  p.base = reg.make_base_measure(
-      test::config_from("type = \"generalized_normal\"\nmean = 0.1\nstd = 1.5\nbeta = " +
-                        std::to_string(beta)),
-      BuildContext{3, &reg});
-  p.train = rng.normal_matrix(60, 3);
-  p.validation = rng.normal_matrix(55, 3);
-  p.Z = rng.normal_matrix(7, 3);
-  return p;
+  return test::make_meta_problem(
+      kernel_toml, "type = \"generalized_normal\"\nmean = 0.1\nstd = 1.5\nbeta = " + std::to_string(beta), 3, 60, 55,
+      7, seed, "frozen-kernel");
 }
 
 const std::string kGaussian = "type = \"gaussian\"\nsigma = 0.9";

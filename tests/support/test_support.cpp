@@ -128,4 +128,21 @@ KernelCrossStacks cross_derivatives_by_differences(const Kernel& kernel, const M
   return out;
 }
 
+MetaProblem make_meta_problem(const std::string& kernel_toml, const std::string& base_toml, Index dim,
+                              Index train_rows, Index validation_rows, Index inducing_points, std::uint64_t seed,
+                              const std::string& tag) {
+  Registry& reg = plugin_registry();
+  MetaProblem p;
+  RandomStream rng(seed, tag);
+  p.kernel = reg.make_kernel(config_from(kernel_toml), BuildContext{dim, &reg, &rng});
+  Vector theta = p.kernel->parameters();
+  theta += 0.1 * rng.normal_matrix(theta.size(), 1).col(0);
+  p.kernel->set_parameters(theta);
+  p.base = reg.make_base_measure(config_from(base_toml), BuildContext{dim, &reg});
+  p.train = rng.normal_matrix(train_rows, dim);
+  p.validation = rng.normal_matrix(validation_rows, dim);
+  p.Z = rng.normal_matrix(inducing_points, dim);
+  return p;
+}
+
 }  // namespace kef::test

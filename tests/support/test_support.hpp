@@ -50,4 +50,18 @@ Matrix stack_adjoint_loss_gradient_y(const Kernel& kernel, const Matrix& X, cons
 // dxdy from the d1 stacks, d2xdy from the d2 stacks, in the same layout.
 KernelCrossStacks cross_derivatives_by_differences(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h);
 
+// A small DKEF meta-learning problem (MATH.md §5) for the closed-form gradient suites: the kernel of
+// `kernel_toml` with its parameters moved off their initial values by 0.1·N(0, 1) (so no test sits at
+// a symmetric starting point), the base measure of `base_toml`, and standard normal training rows,
+// validation rows and inducing points, all from the stream (seed, tag).
+struct MetaProblem {
+  KernelPtr kernel;
+  BaseMeasurePtr base;
+  Matrix train, validation, Z;
+  double la = 0.05, lc = 0.02;
+};
+MetaProblem make_meta_problem(const std::string& kernel_toml, const std::string& base_toml, Index dim,
+                              Index train_rows, Index validation_rows, Index inducing_points, std::uint64_t seed,
+                              const std::string& tag);
+
 }  // namespace kef::test
