@@ -76,15 +76,7 @@ TEST(ImqKernel, CrossDerivativesMatchCentralDifferencesInY) {
   for (auto [c, beta] : {std::pair{1.0, -0.5}, std::pair{1.2, -1.0}}) {
     auto k = make_imq(c, beta);
     auto p = random_points(4, 3, 3, 3);
-    const Index N = 4, M = 3, D = 3;
-    KernelCrossStacks cs;
-    k->cross_derivatives(p.X, p.Y, cs);
-    ASSERT_EQ(cs.dxdy.rows(), N * D);
-    ASSERT_EQ(cs.dxdy.cols(), M * D);
-    ASSERT_EQ(cs.d2xdy.cols(), M * D);
-    const KernelCrossStacks fd = test::cross_derivatives_by_differences(*k, p.X, p.Y, kStep);
-    EXPECT_LT((cs.dxdy - fd.dxdy).cwiseAbs().maxCoeff(), kTol);
-    EXPECT_LT((cs.d2xdy - fd.d2xdy).cwiseAbs().maxCoeff(), kTol);
+    EXPECT_LT(test::cross_derivative_error(*k, p.X, p.Y, kStep), kTol) << "c = " << c << ", beta = " << beta;
   }
 }
 

@@ -46,9 +46,10 @@ double stack_adjoint_loss(const Kernel& kernel, const Matrix& X, const Matrix& Y
 Matrix stack_adjoint_loss_gradient_y(const Kernel& kernel, const Matrix& X, const Matrix& Y,
                                      const KernelStacks& adjoint, double h = 1e-5);
 
-// The mixed stacks of Kernel::cross_derivatives by central differences in y_j of derivatives(X, Y, 2):
-// dxdy from the d1 stacks, d2xdy from the d2 stacks, in the same layout.
-KernelCrossStacks cross_derivatives_by_differences(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h);
+// The largest deviation of Kernel::cross_derivatives(X, Y) from central differences (step h) in y_j of
+// derivatives(X, Y, 2) (dxdy from the d1 stacks, d2xdy from the d2 stacks); +inf when the stacks do
+// not have the documented (N·D) x (M·D) shape.
+double cross_derivative_error(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h);
 
 // A small DKEF meta-learning problem (MATH.md §5) for the closed-form gradient suites: the kernel of
 // `kernel_toml` with its parameters moved off their initial values by 0.1·N(0, 1) (so no test sits at
