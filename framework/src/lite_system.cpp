@@ -88,10 +88,20 @@ void add_radial_chunk(const RadialProfile& profile, const Eigen::Ref<const Matri
 
   if (!need_U) return;
   // ∂²_d k = 2φ' + 4φ''(x_d − z_d)², stacked in (d, n) row order.
+  // One fused pass per column (contiguous in n, so it vectorises) instead of N x M temporaries per d.
   w.stack.resize(len * D, M);
-  for (Index d = 0; d < D; ++d) {
-    const auto u = (Xc.col(d).replicate(1, M).rowwise() - Z.col(d).transpose()).array();
-    w.stack.middleRows(d * len, len).array() = 2.0 * w.p1.array() + 4.0 * w.p2.array() * u.square();
+  for (Index m = 0; m < M; ++m) {
+    const double* p1 = w.p1.col(m).data();
+    const double* p2 = w.p2.col(m).data();
+    for (Index d = 0; d < D; ++d) {
+      const double* x = Xc.col(d).data();
+      const double z = Z(m, d);
+      double* out = w.stack.col(m).data() + d * len;
+      for (Index n = 0; n < len; ++n) {
+        const double u = x[n] - z;
+        out[n] = 2.0 * p1[n] + 4.0 * p2[n] * (u * u);
+      }
+    }
   }
   syrk_lower(w.stack, s.U);
 }
