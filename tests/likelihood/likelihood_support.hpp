@@ -50,6 +50,22 @@ class FunctionModel final : public Model {
   bool expose_base_ = true;
 };
 
+// A lite model (Gaussian kernel σ = 1.5, q0 = N(0, 3² I), M inducing points) fitted to `train` with
+// the stream (seed, "fit"): a realistic fitted model whose normaliser is not known in closed form.
+inline ModelPtr fit_lite_to(const Matrix& train, Index M, std::uint64_t seed) {
+  Registry& reg = test::plugin_registry();
+  auto kernel = reg.make_kernel(test::config_from("type = \"gaussian\"\nsigma = 1.5"), {});
+  auto base = reg.make_base_measure(test::config_from("type = \"gaussian\"\nstd = 3.0"), {});
+  auto est = reg.make_estimator(test::config_from("type = \"lite\"\ninducing_points = " + std::to_string(M)),
+                                EstimatorParts{kernel, base, &reg}, {});
+  const Matrix empty(0, train.cols());
+  RandomStream rng(seed, "fit");
+  auto progress = make_silent_progress();
+  FitReport report;
+  FitInput in{train, empty, rng, *progress, 2, report};
+  return est->fit(in);
+}
+
 inline BaseMeasurePtr gaussian_base(double std) {
   return test::plugin_registry().make_base_measure(
       test::config_from("type = \"gaussian\"\nstd = " + std::to_string(std)), BuildContext{});

@@ -80,19 +80,8 @@ TEST(LogLikelihood, AnExactNormaliserIsReportedWithoutSampling) {
 }
 
 ModelPtr fit_lite(Index n, Index D, Index M, std::uint64_t seed) {
-  Registry& reg = test::plugin_registry();
-  auto kernel = reg.make_kernel(test::config_from("type = \"gaussian\"\nsigma = 1.5"), {});
-  auto base = reg.make_base_measure(test::config_from("type = \"gaussian\"\nstd = 3.0"), {});
-  auto est = reg.make_estimator(test::config_from("type = \"lite\"\ninducing_points = " + std::to_string(M)),
-                                EstimatorParts{kernel, base, &reg}, {});
   RandomStream data_rng(seed, "train");
-  const Matrix train = data_rng.normal_matrix(n, D);
-  const Matrix empty(0, D);
-  RandomStream rng(seed, "fit");
-  auto progress = make_silent_progress();
-  FitReport report;
-  FitInput in{train, empty, rng, *progress, 2, report};
-  return est->fit(in);
+  return fit_lite_to(data_rng.normal_matrix(n, D), M, seed);
 }
 
 TEST(LogLikelihood, FittedLiteModelMatchesQuadrature) {

@@ -277,21 +277,11 @@ TEST(LogLikelihoodQuadrature, WithoutTrainingRowsTheBoxComesFromTheEvaluatedRows
 // --- a fitted lite model ------------------------------------------------------------------------
 
 ModelPtr fit_lite_2d(Index n, Index M, std::uint64_t seed, Matrix* train_out) {
-  Registry& reg = test::plugin_registry();
-  auto kernel = reg.make_kernel(test::config_from("type = \"gaussian\"\nsigma = 1.5"), {});
-  auto base = reg.make_base_measure(test::config_from("type = \"gaussian\"\nstd = 3.0"), {});
-  auto est = reg.make_estimator(test::config_from("type = \"lite\"\ninducing_points = " + std::to_string(M)),
-                                EstimatorParts{kernel, base, &reg}, {});
   RandomStream data_rng(seed, "train");
   Matrix train = data_rng.normal_matrix(n, 2);
   train.col(1) = train.col(1).array() + 0.5 * train.col(0).array().square();  // a banana
-  const Matrix empty(0, 2);
-  RandomStream rng(seed, "fit");
-  auto progress = make_silent_progress();
-  FitReport report;
-  FitInput in{train, empty, rng, *progress, 2, report};
   *train_out = train;
-  return est->fit(in);
+  return fit_lite_to(train, M, seed);
 }
 
 TEST(LogLikelihoodQuadrature, AFittedLiteModelAgreesWithImportanceSampling) {
