@@ -9,18 +9,13 @@
 #include <string>
 
 #include "kef/error.hpp"
-#include "png_file.hpp"
+#include "plot_canvas.hpp"
 
 namespace kef {
 
 namespace fs = std::filesystem;
 
-namespace {
-struct SurfaceDeleter {
-  void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
-};
-using SurfacePtr = std::unique_ptr<cairo_surface_t, SurfaceDeleter>;
-}  // namespace
+using detail::SurfacePtr;
 
 MontageResult write_png_montage(const std::vector<fs::path>& inputs, int columns, const fs::path& output,
                                 int out_width) {
