@@ -154,6 +154,16 @@ std::string incompatibility(const kef_plugin_descriptor_t& d) {
                              ver(h.kef_major, h.kef_minor) + ": kef major version mismatch",
                          std::to_string(h.kef_major), std::to_string(d.kef_major), rebuild);
   }
+  // The plugin interface is C++ classes with vtables. A virtual method added to an interface (or
+  // inserted before others) is a slot an older plugin's vtables lack or hold something else in, and
+  // the host calling it jumps into garbage. Semantic versioning lets anything change in 0.x, so there
+  // only the exact minor is safe. From 1.0 on, a minor release must keep the interfaces' layout (new
+  // virtuals wait for the next major), which is what makes an older plugin minor acceptable.
+  if (h.kef_major == 0 && d.kef_minor != h.kef_minor) {
+    return mismatch_text("built for kef " + ver(d.kef_major, d.kef_minor) + ", this is kef " +
+                             ver(h.kef_major, h.kef_minor) + ": kef 0.x plugins must match the minor version",
+                         std::to_string(h.kef_minor), std::to_string(d.kef_minor), rebuild);
+  }
   if (d.kef_minor > h.kef_minor) {
     return mismatch_text("built for the newer kef " + ver(d.kef_major, d.kef_minor) + ", this is kef " +
                              ver(h.kef_major, h.kef_minor) + ": kef minor version too new",
@@ -732,6 +742,12 @@ fs::path installed_plugin_dir() {
   if (!ec) lib_dir = canonical;
   return lib_dir / KEF_PLUGIN_RELATIVE_DIR;
 }
+
+// The constants are what plugins compile into their descriptors; the build's project(VERSION) names
+// the library file and the CMake package. Both must move together.
+static_assert(kVersionMajor == KEF_PROJECT_VERSION_MAJOR && kVersionMinor == KEF_PROJECT_VERSION_MINOR &&
+                  kVersionPatch == KEF_PROJECT_VERSION_PATCH,
+              "kef/registry.hpp's kVersion* disagree with project(kef VERSION ...) in CMakeLists.txt");
 
 const char* version() {
   static const std::string text = std::to_string(kVersionMajor) + "." + std::to_string(kVersionMinor) + "." +

@@ -5,13 +5,14 @@
 
 #include "kef/sdk/plugin.hpp"
 
-// Same fields as KEF_PLUGIN_DESCRIPTOR_VALUE, with the ABI version and kef major chosen by the fixture.
-#define FIXTURE_DESCRIPTOR(ABI_VERSION, KEF_MAJOR, NAME)                                               \
+// Same fields as KEF_PLUGIN_DESCRIPTOR_VALUE, with the ABI version and kef major.minor chosen by the
+// fixture.
+#define FIXTURE_DESCRIPTOR_VERSION(ABI_VERSION, KEF_MAJOR, KEF_MINOR, NAME)                            \
   extern "C" __attribute__((visibility("default")))                                                    \
   const kef_plugin_descriptor_t kef_plugin_descriptor = {ABI_VERSION,                                  \
                                                          sizeof(kef_plugin_descriptor_t),              \
                                                          KEF_MAJOR,                                    \
-                                                         static_cast<uint32_t>(::kef::kVersionMinor),  \
+                                                         KEF_MINOR,                                    \
                                                          KEF_PLUGIN_COMPILER_ID_,                      \
                                                          KEF_PLUGIN_COMPILER_MAJOR_,                   \
                                                          KEF_PLUGIN_COMPILER_MINOR_,                   \
@@ -24,6 +25,10 @@
                                                          NAME,                                         \
                                                          "0.0.1",                                      \
                                                          "plugin-host test fixture"};
+
+// The same, with this kef's minor version.
+#define FIXTURE_DESCRIPTOR(ABI_VERSION, KEF_MAJOR, NAME) \
+  FIXTURE_DESCRIPTOR_VERSION(ABI_VERSION, KEF_MAJOR, static_cast<uint32_t>(::kef::kVersionMinor), NAME)
 
 namespace fixture {
 

@@ -105,6 +105,9 @@ TEST(PluginHost, RefusesEveryBrokenFixtureAndLoadsTheGoodOne) {
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"kef_fixture_wrong_abi.so", "plugin ABI version mismatch (expected 1, got 999)"},
       {"kef_fixture_wrong_major.so", "kef major version mismatch (expected 0, got 1)"},
+      {"kef_fixture_wrong_minor.so",
+       "built for kef 0.1, this is kef 0.2: kef 0.x plugins must match the minor version (expected 2, got "
+       "1); rebuild the plugin against this kef"},
       {"kef_fixture_no_descriptor.so",
        "no kef plugin descriptor (symbol kef_plugin_descriptor not exported; was it declared with "
        "KEF_PLUGIN?)"},
@@ -135,12 +138,32 @@ TEST(PluginHost, RefusesEveryBrokenFixtureAndLoadsTheGoodOne) {
   // The descriptor is checked before loading: mismatched plugins never ran their initialisers.
   EXPECT_EQ(std::getenv("KEF_FIXTURE_WRONG_ABI_RAN"), nullptr);
   EXPECT_EQ(std::getenv("KEF_FIXTURE_WRONG_MAJOR_RAN"), nullptr);
+  EXPECT_EQ(std::getenv("KEF_FIXTURE_WRONG_MINOR_RAN"), nullptr);
+}
+
+TEST(PluginHost, OlderMinorIsRefusedWithTheExactReasonWhileKefIsZeroX) {
+  // An older plugin's vtables may lack slots a 0.x host calls, so it must not load at all.
+  Registry r;
+  const fs::path file = fixture("kef_fixture_wrong_minor.so");
+  const std::string msg = message_of<PluginError>([&] { r.load_plugin(file); });
+  ASSERT_EQ(r.plugins().size(), 1u);
+  const PluginRecord& rec = r.plugins()[0];
+  EXPECT_EQ(rec.status, PluginRecord::Status::Refused);
+  EXPECT_EQ(rec.name, "fixture_wrong_minor");
+  EXPECT_EQ(rec.reason,
+            "built for kef 0.1, this is kef 0.2: kef 0.x plugins must match the minor version "
+            "(expected 2, got 1); rebuild the plugin against this kef");
+  EXPECT_THAT(msg, HasSubstr(rec.reason));
+  EXPECT_EQ(r.find(ComponentKind::Kernel, "fixture_wrong_minor"), nullptr);
+  EXPECT_FALSE(is_loaded(file));
+  EXPECT_EQ(std::getenv("KEF_FIXTURE_WRONG_MINOR_RAN"), nullptr);
 }
 
 TEST(PluginHost, LoadPluginThrowsPluginErrorNamingTheFile) {
   for (const char* file :
-       {"kef_fixture_wrong_abi.so", "kef_fixture_wrong_major.so", "kef_fixture_no_descriptor.so",
-        "kef_fixture_throwing_registration.so", "kef_fixture_double_registration.so", "kef_garbage.so"}) {
+       {"kef_fixture_wrong_abi.so", "kef_fixture_wrong_major.so", "kef_fixture_wrong_minor.so",
+        "kef_fixture_no_descriptor.so", "kef_fixture_throwing_registration.so",
+        "kef_fixture_double_registration.so", "kef_garbage.so"}) {
     SCOPED_TRACE(file);
     Registry r;
     const std::string msg = message_of<PluginError>([&] { r.load_plugin(fixture(file)); });
@@ -204,7 +227,7 @@ TEST(PluginHost, UnknownOrMissingTypeListsTheValidTypes) {
   r.load_plugins({fixture_dir()});
   std::string msg = message_of<ConfigError>([&] { r.make_kernel(test::config_from("type = \"nope\""), {}); });
   EXPECT_THAT(msg, HasSubstr("unknown kernel type `nope`; valid types: fixture_constant"));
-  EXPECT_THAT(msg, HasSubstr("(7 plugins were refused; run `kef plugins`)"));
+  EXPECT_THAT(msg, HasSubstr("(8 plugins were refused; run `kef plugins`)"));
 
   msg = message_of<ConfigError>([&] { r.make_kernel(test::config_from("value = 2.0"), {}); });
   EXPECT_THAT(msg, HasSubstr("missing `type`; valid types: fixture_constant"));
@@ -367,4 +390,4 @@ TEST(PluginHost, BuiltinsShareTheRegistrationRules) {
   EXPECT_EQ(r2.find(ComponentKind::Kernel, "late_kernel"), nullptr);
 }
 
-TEST(PluginHost, Version) { EXPECT_STREQ(version(), "0.1.0"); }
+TEST(PluginHost, Version) { EXPECT_STREQ(version(), "0.2.0"); }

@@ -135,7 +135,7 @@ std::filesystem::path installed_plugin_dir();
 // Version of the library, "major.minor.patch".
 const char* version();
 constexpr int kVersionMajor = 0;
-constexpr int kVersionMinor = 1;
+constexpr int kVersionMinor = 2;
 constexpr int kVersionPatch = 0;
 
 }  // namespace kef
