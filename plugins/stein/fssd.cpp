@@ -6,6 +6,7 @@
 
 #include "blas.hpp"
 #include "kef/error.hpp"
+#include "kef/normal_fill.hpp"
 #include "stein_common.hpp"
 
 namespace kef::stein {
@@ -22,6 +23,22 @@ void fssd_features(const Kernel& kernel, const Matrix& V, const Matrix& X, const
                    Matrix& T) {
   kernel.derivatives(X, V, 1, stacks);
   fssd_features(stacks, S, V.rows(), T);
+}
+
+void fssd_features_radial(const RadialProfile& profile, const Matrix& V, const Eigen::Ref<const Matrix>& X,
+                          const Eigen::Ref<const Matrix>& S, FeatureWorkspace& ws, Matrix& T) {
+  const Index n = X.rows(), D = X.cols(), J = V.rows();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D * J));
+  // r by explicit differences (no ‖x‖² + ‖v‖² − 2x·v cancellation), vectorised over the rows.
+  ws.r.setZero(n, J);
+  for (Index j = 0; j < J; ++j)
+    for (Index d = 0; d < D; ++d) ws.r.col(j).array() += (X.col(d).array() - V(j, d)).square();
+  profile.evaluate(ws.r, &ws.phi, &ws.dphi, nullptr);
+  T.resize(n, D * J);
+  for (Index d = 0; d < D; ++d)
+    for (Index j = 0; j < J; ++j)
+      T.col(d * J + j).array() = scale * (S.col(d).array() * ws.phi.col(j).array() +
+                                          2.0 * ws.dphi.col(j).array() * (X.col(d).array() - V(j, d)));
 }
 
 namespace {
@@ -44,10 +61,15 @@ FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, con
   const Index N = X.rows(), P = X.cols() * V.rows();
   check_rows(N, "fssd");
   const bool need_null = null_draws > 0;
-  // Each run holds a P x P Gram: at most 64 MB of them (8 runs up to P = 1000).
-  const Index max_groups = std::clamp<Index>(static_cast<Index>(8e6 / (double(P) * double(P))), 1, 8);
+  const RadialProfile* profile = kernel.radial_profile();
+  // Rows per item: 512 once the Gram is large, so each rank update has depth ≥ 512 (gram_update's
+  // faster kernels there); a function of P only, never of the thread count.
+  const Index rows = P >= 512 ? 512 : kRowChunk;
+  const Index items = (N + rows - 1) / rows;
+  // Each run holds a P x P Gram: at most 32 MB of them (4 runs at P = 1000), and 8 runs for small P.
+  const Index max_groups = std::clamp<Index>(static_cast<Index>(4e6 / (double(P) * double(P))), 2, 8);
   const Moments total = ordered_reduce(
-      chunk_count(N), threads,
+      items, threads,
       [&] {
         Moments m;
         m.sum = Vector::Zero(P);
@@ -55,17 +77,20 @@ FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, con
         return m;
       },
       [&](Index c, Moments& m) {
-        const Index b = chunk_begin(c), n = chunk_size(c, N);
-        fssd_features(kernel, V, X.middleRows(b, n), S.middleRows(b, n), m.ws.stacks, m.ws.T);
+        const Index b = c * rows, n = std::min(rows, N - b);
+        if (profile)
+          fssd_features_radial(*profile, V, X.middleRows(b, n), S.middleRows(b, n), m.ws, m.ws.T);
+        else
+          fssd_features(kernel, V, X.middleRows(b, n), S.middleRows(b, n), m.ws.stacks, m.ws.T);
         const Matrix& T = m.ws.T;
-        m.sum += T.colwise().sum().transpose();
+        m.sum.noalias() += T.colwise().sum().transpose();
         m.sum_sq += T.squaredNorm();
-        if (need_null) syrk_lower_accumulate(T, m.gram);
+        if (need_null) gram_lower_accumulate(T, m.gram);
       },
       [](Moments& acc, const Moments& m) {
         acc.sum += m.sum;
         acc.sum_sq += m.sum_sq;
-        if (m.gram.size()) acc.gram += m.gram;
+        if (m.gram.size()) acc.gram.triangularView<Eigen::Lower>() += m.gram;
       },
       max_groups);
 
@@ -79,7 +104,7 @@ FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, con
   const Vector mu = total.sum / Nd;
   Matrix cov = total.gram;
   cov.selfadjointView<Eigen::Lower>().rankUpdate(mu, -Nd);
-  cov /= Nd - 1.0;
+  cov.triangularView<Eigen::Lower>() /= Nd - 1.0;
   const std::vector<double> sims = simulate_quadratic_null(cov, null_draws, rng.derive("fssd-null"), threads);
   r.pvalue = monte_carlo_pvalue(Nd * r.fssd2, sims);
   return r;
@@ -95,8 +120,7 @@ std::vector<double> simulate_quadratic_null(const Matrix& cov, Index draws, cons
     RandomStream z = rng.derive(static_cast<std::uint64_t>(grp));
     const Index first = grp * kGroup, n = std::min(draws, first + kGroup) - first;
     Matrix Z(P, n);
-    for (Index b = 0; b < n; ++b)
-      for (Index i = 0; i < P; ++i) Z(i, b) = z.normal();
+    fill_normal(z, Z.data(), P * n);  // column b is draw first + b
     const Matrix CZ = C * Z;
     for (Index b = 0; b < n; ++b) sims[static_cast<std::size_t>(first + b)] = Z.col(b).dot(CZ.col(b)) - trace;
   });

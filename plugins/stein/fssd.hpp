@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kef/kernel.hpp"
+#include "kef/radial_profile.hpp"
 #include "kef/random.hpp"
 #include "kef/types.hpp"
 
@@ -24,7 +25,14 @@ void fssd_features(const KernelStacks& stacks, const Matrix& S, Index J, Matrix&
 struct FeatureWorkspace {
   KernelStacks stacks;
   Matrix T, Tq;
+  Matrix r, phi, dphi;  // the radial path's n x J squared distances and profile values
 };
+
+// τ for a radial kernel k = φ(‖x − v‖²) (kef/radial_profile.hpp): ξ_d(x, v) = s_d φ(r) + 2φ'(r)(x_d − v_d),
+// from n x J matrices instead of the (n·D) x J derivative stack; same layout and scale as above.
+// fssd_test's path for the Gaussian kernel; the stack path is its brute-force twin in the tests.
+void fssd_features_radial(const RadialProfile& profile, const Matrix& V, const Eigen::Ref<const Matrix>& X,
+                          const Eigen::Ref<const Matrix>& S, FeatureWorkspace& ws, Matrix& T);
 
 struct FssdResult {
   double fssd2 = 0.0;  // unbiased: (‖Σ τ‖² − Σ ‖τ‖²) / (N(N − 1))
@@ -39,8 +47,8 @@ FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, con
 
 // Draws from Σ_i ω_i (Z_i² − 1), ω the eigenvalues of the symmetric PSD matrix `cov` (lower triangle
 // read), as zᵀ cov z − tr(cov) with z ~ N(0, I): the same law (rotate z into cov's eigenbasis) without
-// an eigendecomposition, one GEMM for every 64 draws. Fixed groups with derived streams: the draws do
-// not depend on the thread count.
+// an eigendecomposition, one GEMM for every 64 draws. z from kef::fill_normal (ziggurat). Fixed groups
+// with derived streams: the draws do not depend on the thread count.
 std::vector<double> simulate_quadratic_null(const Matrix& cov, Index draws, const RandomStream& rng, int threads);
 
 struct RelativeFssdResult {

@@ -89,6 +89,59 @@ TEST(Fssd, QuadraticNullMatchesTheEigenvalueFormula) {
   EXPECT_EQ(simulate_quadratic_null(C, 300, rng.derive("t"), 1), simulate_quadratic_null(C, 300, rng.derive("t"), 3));
 }
 
+// The radial feature path (fssd_test's, n x J matrices) against its brute-force twin, the features
+// from the kernel's derivative stacks. The two compute r = ‖x − v‖² differently (explicit differences
+// against the kernel's centred expansion), which differ by ≲ 4Dε·R², R² the largest squared norm of the
+// centred points; φ = exp(−r/(2σ²)) turns that into a relative error ≲ 2Dε·R²/σ², and the remaining
+// products and sums add a few ε: |Δτ| ≤ 8ε(1 + D·R²/σ²)·max|τ|. FSSD² is a sum of N² such products
+// divided by N(N − 1): its error is within 2·that relative bound of ‖Σ τ‖² + Σ ‖τ‖² over N(N − 1).
+TEST(Fssd, RadialFeaturesEqualTheStackFeatures) {
+  constexpr Index N = 300, D = 3, J = 7;
+  const double sigma = 1.3;
+  RandomStream rng(31, "fssd-radial");
+  const Matrix X = rng.normal_matrix(N, D), V = 1.5 * rng.normal_matrix(J, D);
+  const Matrix S = GaussianModel(Vector::Constant(D, 0.3), 1.2).score(X);
+  auto k = gaussian(sigma);
+  ASSERT_NE(k->radial_profile(), nullptr);
+  KernelStacks stacks;
+  Matrix T_stack, T_radial;
+  fssd_features(*k, V, X, S, stacks, T_stack);
+  FeatureWorkspace ws;
+  fssd_features_radial(*k->radial_profile(), V, X, S, ws, T_radial);
+  ASSERT_EQ(T_radial.rows(), N);
+  ASSERT_EQ(T_radial.cols(), D * J);
+  Matrix all(N + J, D);
+  all << X, V;
+  const double R2 = (all.rowwise() - all.colwise().mean()).rowwise().squaredNorm().maxCoeff();
+  const double eps = 2.2e-16, rel = 8.0 * eps * (1.0 + D * R2 / (sigma * sigma));
+  EXPECT_LT((T_radial - T_stack).cwiseAbs().maxCoeff(), rel * T_stack.cwiseAbs().maxCoeff());
+  // The statistic fssd_test reports, against the direct formula on the stack features.
+  RandomStream null_rng(1, "null");
+  const FssdResult r = fssd_test(*k, V, X, S, 0, null_rng, 2);
+  const Vector sum = T_stack.colwise().sum().transpose();
+  const double scale = double(N) * double(N - 1);
+  const double expected = (sum.squaredNorm() - T_stack.squaredNorm()) / scale;
+  EXPECT_NEAR(r.fssd2, expected, 2.0 * rel * (sum.squaredNorm() + T_stack.squaredNorm()) / scale);
+}
+
+// Large Grams (P = D·J ≥ 512) take 512-row items and another rank-update kernel: the statistic and
+// p-value still do not depend on the thread count.
+TEST(Fssd, LargeGramResultsDoNotDependOnTheThreadCount) {
+  constexpr Index N = 1100, D = 3, J = 171;  // P = 513, three items, the last partial
+  RandomStream rng(32, "fssd-large");
+  const Matrix X = rng.normal_matrix(N, D), V = rng.normal_matrix(J, D);
+  const Matrix S = GaussianModel(Vector::Constant(D, 0.2), 1.0).score(X);
+  auto k = gaussian(1.5);
+  RandomStream r1(2, "null");
+  const FssdResult one = fssd_test(*k, V, X, S, 200, r1, 1);
+  for (int threads : {2, 3}) {
+    RandomStream rt(2, "null");
+    const FssdResult many = fssd_test(*k, V, X, S, 200, rt, threads);
+    EXPECT_EQ(one.fssd2, many.fssd2) << threads;
+    EXPECT_EQ(one.pvalue, many.pvalue) << threads;
+  }
+}
+
 // Power against a model shifted by 1 in every coordinate. Under H1, √N(FSSD²_est − FSSD²) → N(0, σ²_H1),
 // so the test rejects unless the estimate falls √N·FSSD²/σ_H1 − c standard deviations low, c the null
 // quantile on that scale (O(1/√N)). The test computes z = √N·FSSD²/σ_H1 from a large independent
