@@ -13,6 +13,13 @@ void Component::set_parameters(const Vector& theta) {
                 " values, got " + std::to_string(theta.size()));
 }
 
+Vector Kernel::gram_times(const Matrix& X, const Matrix& Y, const Vector& b) const {
+  if (b.size() != Y.rows())
+    throw Error("kernel " + type_name() + ": gram_times needs one coefficient per point of Y (got " +
+                std::to_string(b.size()) + " for " + std::to_string(Y.rows()) + ")");
+  return gram(X, Y) * b;
+}
+
 void Kernel::cross_derivatives(const Matrix&, const Matrix&, KernelCrossStacks&) const {
   throw Error("kernel " + type_name() + " does not provide mixed derivatives in both arguments");
 }

@@ -30,7 +30,7 @@ Vector LiteModel::log_unnormalized(const Matrix& X) const {
   for (Index r = 0; r < X.rows(); r += kChunk) {
     const Index len = std::min(kChunk, X.rows() - r);
     const Matrix Xc = X.middleRows(r, len);
-    out.segment(r, len) = kernel_->gram(Xc, inducing_) * alpha_ + base_->log_density(Xc);
+    out.segment(r, len) = kernel_->gram_times(Xc, inducing_, alpha_) + base_->log_density(Xc);
   }
   return out;
 }

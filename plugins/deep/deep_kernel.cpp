@@ -6,6 +6,7 @@
 
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
+#include "kef/vector_exp.hpp"
 
 namespace kef::deep {
 
@@ -149,6 +150,23 @@ GaussianPart gaussian_part(const Matrix& F, Index N, Index D, int order, const E
 
 }  // namespace
 
+void DeepKernel::gaussian_exponent(const Matrix& Xb, Index r, const YFeatures& yf, Matrix& A, Matrix& T) const {
+  const auto ri = static_cast<std::size_t>(r);
+  nets_[ri].forward_stacked(Xb, 0, A, nullptr);
+  const double tau = std::exp(-2.0 * log_sigma_[r]);
+  A.rowwise() -= yf.mean[ri];
+  const Vector anorm = A.rowwise().squaredNorm();
+  T.noalias() = A * yf.Cc[ri].transpose();
+  const Vector& cnorm = yf.norms[ri];
+  // Column by column (a row-broadcast would make Eigen evaluate the expression coefficient-wise).
+  for (Index m = 0; m < T.cols(); ++m)
+    T.col(m) = (-0.5 * tau) * ((anorm.array() + cnorm[m]) - 2.0 * T.col(m).array()).max(0.0).matrix();
+}
+
+// Rows in blocks of 128, so that a block's network passes and its 128 x M Gram stay in cache between
+// the GEMM, the exponential and the accumulation.
+constexpr Index kGramRows = 128;
+
 Matrix DeepKernel::gram(const Matrix& X, const Matrix& Y) const {
   if (X.cols() != Y.cols())
     throw DataError("deep kernel: inputs of dimension " + std::to_string(X.cols()) + " and " + std::to_string(Y.cols()));
@@ -156,30 +174,51 @@ Matrix DeepKernel::gram(const Matrix& X, const Matrix& Y) const {
   const Vector rho = weights();
   const auto yf = y_features(Y);
   Matrix out = Matrix::Zero(N, M);
-  // Rows in blocks of 128, so that a block's network passes and its 128 x M Gram stay in cache
-  // between the GEMM, the exponential and the accumulation.
-  constexpr Index kRows = 128;
   Matrix A, T;
-  for (Index begin = 0; begin < N; begin += kRows) {
-    const Index rows = std::min(kRows, N - begin);
+  for (Index begin = 0; begin < N; begin += kGramRows) {
+    const Index rows = std::min(kGramRows, N - begin);
     const Matrix Xb = X.middleRows(begin, rows);
     auto ob = out.middleRows(begin, rows);
     for (Index r = 0; r < components(); ++r) {
-      const auto ri = static_cast<std::size_t>(r);
-      nets_[ri].forward_stacked(Xb, 0, A, nullptr);
       if (gaussian()) {
-        // One GEMM and one fused pass: k = exp(−τ/2 · max(0, ‖a‖² + ‖c‖² − 2aᵀc)), centred.
-        const double tau = std::exp(-2.0 * log_sigma_[r]);
-        A.rowwise() -= yf->mean[ri];
-        const Vector anorm = A.rowwise().squaredNorm();
-        T.noalias() = A * yf->Cc[ri].transpose();
-        const Vector& cnorm = yf->norms[ri];
-        // Column by column (a row-broadcast would make Eigen evaluate the exponential coefficient-wise).
-        for (Index m = 0; m < M; ++m)
-          T.col(m) = (-0.5 * tau) * ((anorm.array() + cnorm[m]) - 2.0 * T.col(m).array()).max(0.0).matrix();
-        ob.array() += rho[r] * T.array().exp();
+        gaussian_exponent(Xb, r, *yf, A, T);
+        exp_array(T.data(), T.data(), T.size());
+        ob += rho[r] * T;
       } else {
-        ob.noalias() += rho[r] * A * yf->C[ri].transpose();
+        nets_[static_cast<std::size_t>(r)].forward_stacked(Xb, 0, A, nullptr);
+        ob.noalias() += rho[r] * A * yf->C[static_cast<std::size_t>(r)].transpose();
+      }
+    }
+  }
+  return out;
+}
+
+// The same blocks as gram, but each block's Gram is consumed in cache (a matrix-vector product with
+// ρ_r b) instead of being written out: no N x M matrix, no second pass over it.
+Vector DeepKernel::gram_times(const Matrix& X, const Matrix& Y, const Vector& b) const {
+  if (X.cols() != Y.cols())
+    throw DataError("deep kernel: inputs of dimension " + std::to_string(X.cols()) + " and " + std::to_string(Y.cols()));
+  if (b.size() != Y.rows())
+    throw Error("deep kernel: gram_times needs one coefficient per point of Y (got " + std::to_string(b.size()) +
+                " for " + std::to_string(Y.rows()) + ")");
+  const Index N = X.rows();
+  const Vector rho = weights();
+  const auto yf = y_features(Y);
+  Vector out = Vector::Zero(N);
+  Matrix A, T;
+  for (Index begin = 0; begin < N; begin += kGramRows) {
+    const Index rows = std::min(kGramRows, N - begin);
+    const Matrix Xb = X.middleRows(begin, rows);
+    auto ob = out.segment(begin, rows);
+    for (Index r = 0; r < components(); ++r) {
+      if (gaussian()) {
+        gaussian_exponent(Xb, r, *yf, A, T);
+        exp_array(T.data(), T.data(), T.size());
+        ob.noalias() += T * (rho[r] * b);
+      } else {
+        // Linear: Σ_m b_m aᵀc_m = aᵀ(Cᵀb).
+        nets_[static_cast<std::size_t>(r)].forward_stacked(Xb, 0, A, nullptr);
+        ob.noalias() += A * (rho[r] * (yf->C[static_cast<std::size_t>(r)].transpose() * b));
       }
     }
   }

@@ -29,6 +29,7 @@ class DeepKernel final : public Kernel {
 
   KernelCapabilities capabilities() const override;
   Matrix gram(const Matrix& X, const Matrix& Y) const override;
+  Vector gram_times(const Matrix& X, const Matrix& Y, const Vector& b) const override;
   void derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const override;
   void backward(const Matrix& X, const Matrix& Y, const KernelStacks& adjoint, Vector* grad_params,
                 Matrix* grad_Y) const override;
@@ -56,6 +57,9 @@ class DeepKernel final : public Kernel {
     std::vector<Vector> norms;       // ‖row of Cc‖²
   };
   std::shared_ptr<const YFeatures> y_features(const Matrix& Y) const;
+  // Component r of a Gaussian kernel on a block of rows: T = −τ_r/2 · r² against every point of Y
+  // (centred squared distances, clamped at 0), A the block's centred features (scratch).
+  void gaussian_exponent(const Matrix& Xb, Index r, const YFeatures& yf, Matrix& A, Matrix& T) const;
 
   // Thread-safe single-entry cache; copies of the kernel start empty.
   struct Cache {

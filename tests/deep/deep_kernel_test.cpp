@@ -79,6 +79,28 @@ TEST_P(DeepKernelTest, BackwardMatchesCentralDifferences) {
   }
 }
 
+// gram_times consumes the Gram block by block in cache; its brute-force twin is gram(X, Y)·b. Sums
+// of up to M = 300 terms of size |b|·k ≤ |b| in a different order: 1e-12 relative to Σ|b_m| covers
+// the reordering (~M·2^-53) by two orders of magnitude.
+TEST_P(DeepKernelTest, GramTimesEqualsTheGramTimesTheVector) {
+  const std::string on = GetParam();
+  RandomStream rng(71, "gram-times");
+  auto k = test::plugin_registry().make_kernel(test::config_from("type = \"deep\"\non = \"" + on + "\""),
+                                               BuildContext{11, &test::plugin_registry(), &rng});
+  Vector theta = k->parameters();
+  theta += 0.1 * rng.normal_matrix(theta.size(), 1).col(0);
+  k->set_parameters(theta);
+  for (const Index n : {1, 127, 128, 129, 300}) {
+    const Matrix X = 1.5 * rng.normal_matrix(n, 11), Y = rng.normal_matrix(300, 11);
+    const Vector b = rng.normal_matrix(300, 1).col(0);
+    const Vector want = k->gram(X, Y) * b;
+    const Vector got = k->gram_times(X, Y, b);
+    ASSERT_EQ(got.size(), n);
+    EXPECT_LT((got - want).cwiseAbs().maxCoeff(), 1e-12 * b.cwiseAbs().sum()) << on << ", n = " << n;
+  }
+  EXPECT_THROW(k->gram_times(rng.normal_matrix(3, 11), rng.normal_matrix(5, 11), Vector::Ones(4)), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(OnFeatures, DeepKernelTest, ::testing::Values("gaussian", "linear"));
 
 TEST(DeepKernel, GaussianMixtureIsBoundedAndWeightsSumToOne) {

@@ -114,6 +114,16 @@ TEST(GaussianKernel, BackwardMatchesCentralDifferences) {
   EXPECT_NEAR(gp2[0], fd2[0], 1e-6 * std::max(1.0, std::abs(fd2[0])));
 }
 
+// The interface's default gram_times is gram(X, Y)·b, and refuses a coefficient vector of the wrong size.
+TEST(GaussianKernel, DefaultGramTimesIsTheGramTimesTheVector) {
+  auto k = make_gaussian(0.8);
+  RandomStream rng(5, "gram-times");
+  const Matrix X = rng.normal_matrix(9, 3), Y = rng.normal_matrix(7, 3);
+  const Vector b = rng.normal_matrix(7, 1).col(0);
+  EXPECT_EQ((k->gram_times(X, Y, b) - k->gram(X, Y) * b).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_THROW(k->gram_times(X, Y, Vector::Ones(6)), Error);
+}
+
 TEST(GaussianKernel, ParametersRoundTripAndAreValidated) {
   auto k = make_gaussian(2.0);
   EXPECT_NEAR(k->parameters()[0], std::log(2.0), 1e-15);

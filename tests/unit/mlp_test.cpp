@@ -118,5 +118,45 @@ TEST(Mlp, SoftplusTurnsIntoTheIdentityAboveThirtyWithoutOverflow) {
   EXPECT_TRUE(st.features.allFinite() && st.J[0].allFinite() && st.S[0].allFinite());
 }
 
+// The order-0 pass without a tape activates in place (its own loop); it must give exactly the values
+// of the taped pass and of the derivative passes, which share the softplus formula.
+TEST(Mlp, ValueOnlyPassEqualsTheTapedAndDerivativePassesBitwise) {
+  const Mlp net = make_net(4, 7, 3, 41);
+  RandomStream rng(42, "x");
+  const Matrix X = 3.0 * rng.normal_matrix(301, 4);
+  Matrix fast, taped, stacked;
+  Mlp::Tape tape;
+  net.forward_stacked(X, 0, fast, nullptr);
+  net.forward_stacked(X, 0, taped, &tape);
+  net.forward_stacked(X, 2, stacked, nullptr);
+  EXPECT_EQ((fast - taped).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_EQ((fast - stacked.topRows(X.rows())).cwiseAbs().maxCoeff(), 0.0);
+}
+
+// s(t) = log(1 + e^t) against std::log1p/std::exp over the whole range, both passes. Budget
+// (u = 2^-53): e = e^{−|t|} ≤ 3u (kef::exp_array), 1 + e and z = e/(2 + e) one rounding each, the
+// atanh series and its final fused step ≤ 2u, log1p's condition number in e is ≤ 1, and the
+// reference itself < 2u: 8u relative bounds it.
+TEST(Mlp, SoftplusIsAccurateToAFewUlpOverTheWholeRange) {
+  Mlp net(1, 1, 1);
+  Vector theta(2);
+  theta << 1.0, 0.0;  // h = s(x)
+  net.set_parameters(theta);
+  const Index n = 4001;
+  Matrix X(n, 1);
+  for (Index i = 0; i < n; ++i) X(i, 0) = -40.0 + 80.0 * static_cast<double>(i) / static_cast<double>(n - 1);
+  Matrix fast;
+  net.forward_stacked(X, 0, fast, nullptr);
+  FeatureStacks st;
+  net.forward(X, 1, st);
+  const double budget = 8.0 * std::ldexp(1.0, -53);
+  for (Index i = 0; i < n; ++i) {
+    const double t = X(i, 0);
+    const double want = t > 30.0 ? t : t > 0.0 ? t + std::log1p(std::exp(-t)) : std::log1p(std::exp(t));
+    EXPECT_LE(std::abs(fast(i, 0) - want), budget * want) << "t = " << t;
+    EXPECT_EQ(fast(i, 0), st.features(i, 0)) << "t = " << t;
+  }
+}
+
 }  // namespace
 }  // namespace kef

@@ -40,6 +40,11 @@ class Kernel : public Component {
 
   virtual Matrix gram(const Matrix& X, const Matrix& Y) const = 0;
 
+  // K(X, Y)·b, the model evaluation f = Σ_m b_m k(·, y_m). The default forms K; kernels whose Gram is
+  // expensive to store (the deep kernel) override it to consume K block by block in cache, which is
+  // what the importance-sampled log-likelihood's throughput rests on.
+  virtual Vector gram_times(const Matrix& X, const Matrix& Y, const Vector& b) const;
+
   // order 0: value only; 1: value and d1; 2: value, d1, d2.
   virtual void derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const = 0;
 
