@@ -7,7 +7,6 @@
 #include <limits>
 #include <sstream>
 
-#include "blas.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "stein_common.hpp"
@@ -34,9 +33,119 @@ Matrix stein_kernel(const RadialProfile& k, const Matrix& Xa, const Matrix& Sa, 
 
 namespace {
 
-// h is computed in kTile x kTile tiles: the dozen temporaries of one tile stay in L2 (two times faster
-// than whole 128 x 128 blocks), while the bootstrap GEMM keeps the larger blocks it needs.
-constexpr Index kTile = 32;
+// Rows of the fused pass. An item is a block of kRowBlock rows against every column block at or after
+// it (the upper-triangular block pairs); h is formed in kTileRows x kTileCols tiles whose dozen
+// buffers stay in L2, from a register-blocked kernel of kMicroRows x kMicroCols pairs. All constants:
+// the summation order, hence every result, is the same for any thread count.
+constexpr Index kRowBlock = 256;
+constexpr Index kTileRows = 16, kTileCols = 64;
+constexpr Index kMicroRows = 4, kMicroCols = 16;
+static_assert(kTileCols % kTileRows == 0 && kRowBlock % kTileCols == 0, "the diagonal tile rule needs aligned tiles");
+constexpr Index kPad = kMicroCols;  // operand rows past N, zero, so edge micro-tiles read valid memory
+
+// Eight doubles: GCC/Clang lower it to one AVX-512 register, or to two AVX2 / four SSE registers.
+using V8 = double __attribute__((vector_size(64)));
+
+inline V8 load8(const double* p) {
+  V8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
+
+// The data as the pair kernel reads it. X is centred (h depends on x only through x_i − x_j, and
+// centring keeps ‖x‖² + ‖y‖² − 2x·y from cancelling digits). A pair needs x_i·x_j, s_i·s_j and
+// x_i·s_j + s_i·x_j: three inner products of length D, not four, through p = x + λs and m = x − λs,
+//   p_i·p_j + m_i·m_j = 2(x_i·x_j + λ² s_i·s_j),   p_i·p_j − m_i·m_j = 2λ(x_i·s_j + s_i·x_j),
+// with λ the power of 2 nearest rms‖x‖ / rms‖s‖, so that x and λs have the same scale and neither
+// difference cancels more than a few digits of the larger term (λ is exact in binary). Column operands
+// (X, P, M: column-major, kPad zero rows past N) and row operands (their transposes: one row's D values
+// contiguous), and per row ‖x‖² and s·x.
+struct PairOperands {
+  Index N = 0, D = 0, ld = 0;
+  double lambda = 1.0;
+  Matrix X, P, M;     // ld x D, rows ≥ N zero
+  Matrix Xt, Pt, Mt;  // D x ld
+  Vector nx, sx;      // ld
+  PairOperands(const Matrix& X0, const Matrix& S0) : N(X0.rows()), D(X0.cols()), ld(X0.rows() + kPad) {
+    X = Matrix::Zero(ld, D);
+    X.topRows(N) = X0.rowwise() - X0.colwise().mean();
+    Matrix S = Matrix::Zero(ld, D);
+    S.topRows(N) = S0;
+    const double xs = X.squaredNorm(), ss = S.squaredNorm();
+    if (xs > 0.0 && ss > 0.0) lambda = std::exp2(std::round(0.5 * std::log2(xs / ss)));
+    P = X + lambda * S;
+    M = X - lambda * S;
+    Xt = X.transpose();
+    Pt = P.transpose();
+    Mt = M.transpose();
+    nx = X.rowwise().squaredNorm();
+    sx = X.cwiseProduct(S).rowwise().sum();
+  }
+};
+
+// Tile buffers, kTileCols x kTileRows column-major: column i holds the pairs (i, j) of one row, so the
+// pair kernel writes contiguous vectors and the h tile is directly the transposed tile Hᵀ that the
+// bootstrap product needs.
+struct TileBuffers {
+  Matrix r, ss, cross, phi, dphi, d2phi, h;
+  TileBuffers() {
+    for (Matrix* m : {&r, &ss, &cross, &phi, &dphi, &d2phi, &h}) *m = Matrix::Zero(kTileCols, kTileRows);
+  }
+};
+
+// For rows i0 .. i0 + 3 and columns j0 .. j0 + 15: r = ‖x_i − x_j‖² (clamped at 0), s_i·s_j and
+// (s_j − s_i)·(x_i − x_j) − D = x_i·s_j + s_i·x_j − s_i·x_i − s_j·x_j − D, into column i − ti0 of the
+// tile buffers at row j − tj0. The 24 accumulators stay in registers over the D coordinates.
+inline void pair_micro_kernel(const PairOperands& op, Index i0, Index j0, Index ti0, Index tj0, TileBuffers& t) {
+  const Index D = op.D, ld = op.ld;
+  V8 xx[kMicroRows][2] = {}, pp[kMicroRows][2] = {}, mm[kMicroRows][2] = {};
+  const double* xa = op.Xt.data() + i0 * D;
+  const double* pa = op.Pt.data() + i0 * D;
+  const double* ma = op.Mt.data() + i0 * D;
+  for (Index d = 0; d < D; ++d) {
+    const double* xb = op.X.data() + d * ld + j0;
+    const double* pb = op.P.data() + d * ld + j0;
+    const double* mb = op.M.data() + d * ld + j0;
+    const V8 xb0 = load8(xb), xb1 = load8(xb + 8), pb0 = load8(pb), pb1 = load8(pb + 8), mb0 = load8(mb),
+             mb1 = load8(mb + 8);
+    for (int m = 0; m < kMicroRows; ++m) {
+      const double xi = xa[m * D + d], pi = pa[m * D + d], mi = ma[m * D + d];
+      xx[m][0] += xi * xb0;
+      xx[m][1] += xi * xb1;
+      pp[m][0] += pi * pb0;
+      pp[m][1] += pi * pb1;
+      mm[m][0] += mi * mb0;
+      mm[m][1] += mi * mb1;
+    }
+  }
+  const double Dd = static_cast<double>(D), half_inv_l2 = 0.5 / (op.lambda * op.lambda), half_inv_l = 0.5 / op.lambda;
+  const V8 zero = {};
+  for (int h = 0; h < 2; ++h) {
+    const V8 nxb = load8(op.nx.data() + j0 + 8 * h), sxb = load8(op.sx.data() + j0 + 8 * h);
+    for (int m = 0; m < kMicroRows; ++m) {
+      const Index col = i0 + m - ti0, row = j0 + 8 * h - tj0;
+      V8 r = (op.nx[i0 + m] + nxb) - 2.0 * xx[m][h];
+      r = r > zero ? r : zero;
+      store8(t.r.data() + col * kTileCols + row, r);
+      store8(t.ss.data() + col * kTileCols + row, ((pp[m][h] + mm[m][h]) - 2.0 * xx[m][h]) * half_inv_l2);
+      store8(t.cross.data() + col * kTileCols + row,
+             (pp[m][h] - mm[m][h]) * half_inv_l - (op.sx[i0 + m] + Dd) - sxb);
+    }
+  }
+}
+
+// The tile of rows [i0, i0 + ni) and columns [j0, j0 + nj) (ni ≤ kTileRows, nj ≤ kTileCols) into t.h
+// (its top-left nj x ni corner, transposed). With g = 2φ' and ∇_x k = g (x − y) = −∇_y k,
+// Σ_d ∂_{x_d}∂_{y_d} k = −(D g + 4φ'' r), so h = φ s_i·s_j + g ((s_j − s_i)·(x_i − x_j) − D) − 4φ'' r.
+void stein_tile(const RadialProfile& k, const PairOperands& op, Index i0, Index ni, Index j0, Index nj,
+                TileBuffers& t) {
+  for (Index i = 0; i < ni; i += kMicroRows)
+    for (Index j = 0; j < nj; j += kMicroCols) pair_micro_kernel(op, i0 + i, j0 + j, i0, j0, t);
+  k.evaluate(t.r, &t.phi, &t.dphi, &t.d2phi);
+  t.h.array() = t.phi.array() * t.ss.array() + 2.0 * t.dphi.array() * t.cross.array() -
+                4.0 * t.d2phi.array() * t.r.array();
+}
 
 // Rademacher signs as bits, row n holding draws 0..B−1 in `words` 64-bit words (bit b % 64 of word
 // b / 64): N·B/8 bytes, where ±1 doubles would take 64 times as much.
@@ -69,7 +178,7 @@ struct Signs {
 };
 
 struct RowBlock {
-  double sum = 0.0;    // Σ_b Σ h over this row block's pairs (both orders of off-diagonal blocks)
+  double sum = 0.0;    // Σ h over this row block's pairs (both orders of off-diagonal blocks)
   double trace = 0.0;  // Σ h(x_i, x_i) over its rows
   Vector quad;         // Σ_{i in block, all j} w_i w_j h_ij per draw
 };
@@ -82,9 +191,10 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
   if (N < 2) throw DataError("ksd: needs at least 2 rows, got " + std::to_string(N));
   const RadialProfile* profile = k.radial_profile();
   if (!profile) throw Error("ksd: the base kernel must be radial, k(x, y) = φ(‖x − y‖²)");
-  const Index blocks = (N + kPairBlock - 1) / kPairBlock;
-  auto begin = [](Index a) { return a * kPairBlock; };
-  auto size = [&](Index a) { return std::min(kPairBlock, N - a * kPairBlock); };
+  const PairOperands op(X, S);
+  const Index blocks = (N + kRowBlock - 1) / kRowBlock;
+  auto begin = [](Index a) { return a * kRowBlock; };
+  auto size = [&](Index a) { return std::min(kRowBlock, N - a * kRowBlock); };
   std::optional<Signs> signs;
   if (B > 0) signs.emplace(N, B, rng);
 
@@ -94,28 +204,42 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
   parallel_for(blocks, threads, [&](Index a) {
     RowBlock& p = parts[static_cast<std::size_t>(a)];
     const Index ba = begin(a), na = size(a);
-    const Matrix Xa = X.middleRows(ba, na), Sa = S.middleRows(ba, na);
+    TileBuffers t;
     // R_a = Σ_{b ≥ a} H_ab W_b (off-diagonal blocks doubled), kept transposed: Rᵀ += W_bᵀ H_abᵀ.
-    Matrix Rt, W, H;  // buffers reused over b: fresh megabyte matrices per block cost page faults
-    if (B > 0) Rt = Matrix::Zero(B, na);
+    Matrix Rt, W, Ht;  // buffers reused over b: fresh megabyte matrices per block cost page faults
+    if (B > 0) {
+      Rt = Matrix::Zero(B, na);
+      Ht.resize(kRowBlock, na);
+    }
     for (Index b = a; b < blocks; ++b) {
       const Index bb = begin(b), nb = size(b);
-      H.resize(na, nb);
-      for (Index i = 0; i < na; i += kTile)
-        for (Index j = 0; j < nb; j += kTile) {
-          const Index ti = std::min(kTile, na - i), tj = std::min(kTile, nb - j);
-          H.block(i, j, ti, tj) = stein_kernel(*profile, Xa.middleRows(i, ti), Sa.middleRows(i, ti),
-                                               X.middleRows(bb + j, tj), S.middleRows(bb + j, tj));
+      const double weight = a == b ? 1.0 : 2.0;
+      double block_sum = 0.0;
+      for (Index i = 0; i < na; i += kTileRows)
+        for (Index j = 0; j < nb; j += kTileCols) {
+          const Index ti = std::min(kTileRows, na - i), tj = std::min(kTileCols, nb - j);
+          // Without the bootstrap, a diagonal block needs only the tiles on and above its diagonal:
+          // tiles entirely below it are skipped, those entirely above count twice. With kTileCols a
+          // multiple of kTileRows, the mirror of every pair of a tile straddling the diagonal lies in
+          // a straddling tile, and the mirror of an above tile's pair in a skipped tile (the tests
+          // check the sum against the double loop).
+          double tile_weight = 1.0;
+          if (a == b && B == 0) {
+            if (j + kTileCols <= i) continue;
+            if (j >= i + kTileRows) tile_weight = 2.0;
+          }
+          stein_tile(*profile, op, ba + i, ti, bb + j, tj, t);
+          const auto h = t.h.topLeftCorner(tj, ti);
+          block_sum += tile_weight * h.sum();
+          if (B > 0) Ht.block(j, i, tj, ti) = h;
+          if (a == b)
+            for (Index q = 0; q < ti; ++q)
+              if (i + q >= j && i + q < j + tj) p.trace += t.h(i + q - j, q);
         }
-      if (a == b) {
-        p.trace = H.diagonal().sum();
-      } else {
-        H *= 2.0;
-      }
-      p.sum += H.sum();
+      p.sum += weight * block_sum;
       if (B > 0) {
         signs->block_transposed(bb, nb, W);
-        gemm_nt_accumulate(W, H, Rt);
+        Rt.noalias() += weight * W.topRows(B) * Ht.topRows(nb);
       }
     }
     if (B > 0) {

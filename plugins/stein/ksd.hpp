@@ -14,9 +14,6 @@
 
 namespace kef::stein {
 
-// Rows per block of the pair loop (a constant: results never depend on the thread count).
-constexpr Index kPairBlock = 128;
-
 // Stein kernel h(x_a, x_b) for a block of rows (Xa, Sa) against (Xb, Sb), na x nb, for a radial base
 // kernel k(x, y) = φ(r), r = ‖x − y‖² (kef/radial_profile.hpp: Gaussian, IMQ). With ∇_x k = 2φ'(x − y)
 // = −∇_y k and Σ_d ∂_{x_d}∂_{y_d} k = −(2Dφ' + 4φ''r):

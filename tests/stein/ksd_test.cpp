@@ -49,11 +49,16 @@ Matrix brute_force_h(const Kernel& k, const Matrix& X, const Matrix& S) {
 // ≈ N²: the summation error is ~√M·ε·max|h| = Nε·max|h| with overwhelming probability (rounding
 // errors as independent zero-mean variables; Higham & Mary 2019). Together ≤ (1 + D)(10 + N)ε·max|h|,
 // and 1e3 ≥ 10 + N for N = 300.
+// The fused pass forms x_i·x_j, s_i·s_j and x_i·s_j + s_i·x_j from three inner products (centred x,
+// p = x + λs, m = x − λs); its rounding error is a few Dε·max(‖x‖², λ²‖s‖²)/λ²·|φ| per term, within the
+// same bound once λ balances the scales. The second case puts the data far from the origin (centring)
+// with scores 30 times smaller than the points (λ = 32).
 TEST(Ksd, BlockedStatisticAndBootstrapEqualTheDoubleLoop) {
-  constexpr Index N = 300, D = 3, B = 5;  // three row blocks, the last one partial
+  constexpr Index N = 300, D = 3, B = 5;  // a full and a partial row block of 256, partial tiles
+  for (const double offset : {0.0, 100.0}) {
   RandomStream rng(21, "ksd-brute");
-  const Matrix X = rng.normal_matrix(N, D);
-  GaussianModel model(Vector::Constant(D, 0.4), 1.3);
+  const Matrix X = (rng.normal_matrix(N, D).array() + offset).matrix();
+  GaussianModel model(Vector::Constant(D, 0.4 + offset), offset > 0 ? 5.5 : 1.3);
   const Matrix S = model.score(X);
   for (const std::string type : {"gaussian", "imq"}) {
     auto k = base_kernel(type);
@@ -73,6 +78,9 @@ TEST(Ksd, BlockedStatisticAndBootstrapEqualTheDoubleLoop) {
       const double sum = H.sum(), trace = H.diagonal().sum();
       const double expected = u ? (sum - trace) / (Nd * (Nd - 1)) : sum / (Nd * Nd);
       EXPECT_NEAR(r.statistic, expected, tol) << type << (u ? " U" : " V");
+      // Without draws only the upper tiles of diagonal blocks are formed.
+      RandomStream none(5, "boot");
+      EXPECT_NEAR(ksd_test(*k, X, S, u, 0, none, 2).statistic, expected, tol) << type << (u ? " U" : " V") << " B = 0";
       // The bootstrap draws: signs are bit b % 64 of word b / 64 of row n, words drawn row by row
       // from the stream (the layout ksd.cpp documents).
       RandomStream again(5, "boot");
@@ -90,6 +98,7 @@ TEST(Ksd, BlockedStatisticAndBootstrapEqualTheDoubleLoop) {
       }
     }
   }
+  }
 }
 
 TEST(Ksd, ResultsDoNotDependOnTheThreadCount) {
@@ -97,7 +106,8 @@ TEST(Ksd, ResultsDoNotDependOnTheThreadCount) {
   RandomStream rng(22, "ksd-threads");
   const Dataset data = test_util::test_data(rng.normal_matrix(N, D));
   GaussianModel model(Vector::Constant(D, 0.2), 1.0);
-  for (const char* toml : {"type = \"ksd\"\nbootstrap_draws = 50", "type = \"ksd\"\nkernel = \"imq\"\nstatistic = \"v\"\nbootstrap_draws = 50"}) {
+  for (const char* toml : {"type = \"ksd\"\nbootstrap_draws = 50", "type = \"ksd\"\nbootstrap_draws = 0",
+                           "type = \"ksd\"\nkernel = \"imq\"\nstatistic = \"v\"\nbootstrap_draws = 50"}) {
     auto e = test_util::make_evaluator(toml, D);
     const auto one = test_util::run(*e, model, data, 4, 1);
     for (int threads : {2, 3, 8}) {
