@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include "kef/error.hpp"
+#include "kef/normal_fill.hpp"
 
 namespace kef::gaussian {
 
@@ -32,8 +33,12 @@ void GaussianBaseMeasure::derivatives(const Matrix& X, Matrix& d1, Matrix& d2) c
   d2 = Matrix::Constant(X.rows(), X.cols(), -inv_v);
 }
 
+// The ziggurat (kef/normal_fill.hpp), not the polar normal(): importance sampling draws 10⁹ proposals
+// from q0, and at ~25 ns per polar draw sampling was a tenth of the deep likelihood's time.
 Matrix GaussianBaseMeasure::sample(Index n, Index dim, RandomStream& rng) const {
-  return (rng.normal_matrix(n, dim) * std_).rowwise() + mean_row(dim);
+  Matrix Z(n, dim);
+  fill_normal(rng, Z.data(), Z.size());
+  return (Z * std_).rowwise() + mean_row(dim);
 }
 
 }  // namespace kef::gaussian

@@ -4,9 +4,11 @@
 // boundary warning and the configuration errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <vector>
 
 #include "kef/estimator.hpp"
 #include "kef/linalg.hpp"
@@ -250,10 +252,20 @@ TEST(LogLikelihoodQuadrature, ANarrowBaseMeasureFoolsImportanceSamplingButNotQua
   EvaluationResult q = run_quadrature(m, train, train.topRows(200), "");
   // Default box ≥ 9 sd wide on each side for this data (range ≈ ±10, + 25% + 3 std ≈ ±24).
   EXPECT_NEAR(metric(q, "log_normalizer"), log_z, 1e-10);
-  EvaluationResult is = run_log_likelihood(m, train.topRows(200), "samples = 100000\nbias_bound = false");
-  // Too small by more than a nat and by many of its own standard errors.
-  EXPECT_LT(metric(is, "log_normalizer"), log_z - 1.0);
-  EXPECT_LT(metric(is, "log_normalizer"), log_z - 10 * metric(is, "log_normalizer_stderr"));
+  // Too small by more than a nat and by many of its own standard errors, in the median of five
+  // independent runs. One run is not enough: r·q0 ∝ e^{−0.004 z²} in q0's standard units z, so a
+  // single proposal beyond |z| ≈ 5.1 (probability ~3% among 10⁵, and about as likely for any sample
+  // size) lifts the estimate within a nat. Three of five such runs: ~3e-4.
+  std::vector<double> deficits, in_stderrs;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    EvaluationResult is = run_log_likelihood(m, train.topRows(200), "samples = 100000\nbias_bound = false", 2, seed);
+    deficits.push_back(log_z - metric(is, "log_normalizer"));
+    in_stderrs.push_back(deficits.back() / metric(is, "log_normalizer_stderr"));
+  }
+  std::nth_element(deficits.begin(), deficits.begin() + 2, deficits.end());
+  std::nth_element(in_stderrs.begin(), in_stderrs.begin() + 2, in_stderrs.end());
+  EXPECT_GT(deficits[2], 1.0);
+  EXPECT_GT(in_stderrs[2], 10.0);
 }
 
 TEST(LogLikelihoodQuadrature, AnExactNormaliserIsStillUsed) {
