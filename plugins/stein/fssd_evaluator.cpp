@@ -153,7 +153,9 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
   RandomStream locations_rng = stream_ ? *stream_ : in.rng.derive("locations");
 
   EvaluationResult r;
-  Matrix V, X_test = X, S_test = S;
+  Matrix V, X_part, S_part;  // the test part of an optimised split
+  const Matrix* X_test = &X;
+  const Matrix* S_test = &S;
   double sigma = 0.0;
   KernelPtr kernel;
   if (mode_ == "optimized") {
@@ -169,8 +171,10 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
       std::swap(perm[static_cast<std::size_t>(i)],
                 perm[static_cast<std::size_t>(locations_rng.uniform_int(static_cast<std::uint64_t>(i + 1)))]);
     const Matrix X_train = take_rows(X, perm, 0, n_train), S_train = take_rows(S, perm, 0, n_train);
-    X_test = take_rows(X, perm, n_train, N);
-    S_test = take_rows(S, perm, n_train, N);
+    X_part = take_rows(X, perm, n_train, N);
+    S_part = take_rows(S, perm, n_train, N);
+    X_test = &X_part;
+    S_test = &S_part;
     const Index J = locations_for(n_train);
     const double sigma0 = bandwidth_.value_or(median_pairwise_distance(X_train));
     if (!(sigma0 > 0.0)) cfg_.fail("bandwidth", "the median distance of the training part is 0; set `bandwidth`");
@@ -210,7 +214,7 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
     return r;
   }
   RandomStream null_rng = in.rng.derive("null");
-  const FssdResult res = fssd_test(*kernel, V, X_test, S_test, null_draws_, null_rng, in.threads);
+  const FssdResult res = fssd_test(*kernel, V, *X_test, *S_test, null_draws_, null_rng, in.threads);
   r.metrics.emplace_back("fssd2", res.fssd2);
   if (null_draws_ > 0) r.metrics.emplace_back("fssd_pvalue", res.pvalue);
   r.metrics.emplace_back("fssd_bandwidth", sigma);
