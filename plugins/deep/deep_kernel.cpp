@@ -130,7 +130,7 @@ GaussianPart gaussian_part(const Matrix& F, Index N, Index D, int order, const E
   const Vector anorm = p.Ac.rowwise().squaredNorm();
   Matrix r2 = ((-2.0 * p.T.topRows(N)).colwise() + anorm).rowwise() + cnorm.transpose();
   r2 = r2.cwiseMax(0.0);
-  p.K = (-0.5 * tau * r2.array()).exp().matrix();
+  p.K = exp_of(-0.5 * tau * r2);
   if (keep_r2) p.r2 = std::move(r2);
   if (order >= 1) {
     p.ja.resize(N * D);

@@ -4,6 +4,7 @@
 
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
+#include "kef/vector_exp.hpp"
 
 namespace kef::gaussian {
 
@@ -33,14 +34,14 @@ void GaussianKernel::set_parameters(const Vector& theta) {
 Matrix GaussianKernel::gram(const Matrix& X, const Matrix& Y) const {
   check_dims(X, Y);
   const double s2 = sigma() * sigma();
-  return (squared_distances(X, Y) * (-0.5 / s2)).array().exp();
+  return exp_of(squared_distances(X, Y) * (-0.5 / s2));
 }
 
 void GaussianKernel::evaluate(const Matrix& r, Matrix* phi, Matrix* dphi, Matrix* d2phi) const {
   const double inv_s2 = 1.0 / (sigma() * sigma());
   Matrix local;
   Matrix& value = phi ? *phi : local;
-  value = (r.array() * (-0.5 * inv_s2)).exp().matrix();
+  value = exp_of(r * (-0.5 * inv_s2));
   if (dphi) *dphi = value * (-0.5 * inv_s2);
   if (d2phi) *d2phi = value * (0.25 * inv_s2 * inv_s2);
 }
@@ -49,7 +50,7 @@ void GaussianKernel::derivatives(const Matrix& X, const Matrix& Y, int order, Ke
   check_dims(X, Y);
   const Index N = X.rows(), M = Y.rows(), D = X.cols();
   const double s2 = sigma() * sigma(), inv_s2 = 1.0 / s2, inv_s4 = inv_s2 * inv_s2;
-  out.value = (squared_distances(X, Y) * (-0.5 * inv_s2)).array().exp();
+  out.value = exp_of(squared_distances(X, Y) * (-0.5 * inv_s2));
   if (order < 1) return;
   out.d1.resize(N * D, M);
   if (order >= 2) out.d2.resize(N * D, M);
@@ -66,7 +67,7 @@ void GaussianKernel::cross_derivatives(const Matrix& X, const Matrix& Y, KernelC
   check_dims(X, Y);
   const Index N = X.rows(), M = Y.rows(), D = X.cols();
   const double s2 = sigma() * sigma(), inv_s2 = 1.0 / s2, inv_s4 = inv_s2 * inv_s2, inv_s6 = inv_s4 * inv_s2;
-  const Eigen::ArrayXXd k = (squared_distances(X, Y) * (-0.5 * inv_s2)).array().exp();
+  const Eigen::ArrayXXd k = exp_of(squared_distances(X, Y) * (-0.5 * inv_s2)).array();
   std::vector<Eigen::ArrayXXd> u(static_cast<std::size_t>(D));
   for (Index d = 0; d < D; ++d)
     u[static_cast<std::size_t>(d)] = (X.col(d).replicate(1, M).rowwise() - Y.col(d).transpose()).array();
@@ -92,7 +93,7 @@ void GaussianKernel::backward(const Matrix& X, const Matrix& Y, const KernelStac
   const Index N = X.rows(), M = Y.rows(), D = X.cols();
   const double s2 = sigma() * sigma(), inv_s2 = 1.0 / s2, inv_s4 = inv_s2 * inv_s2;
   const Eigen::ArrayXXd r = squared_distances(X, Y).array();
-  const Eigen::ArrayXXd k = (r * (-0.5 * inv_s2)).exp();
+  const Eigen::ArrayXXd k = exp_of(r.matrix() * (-0.5 * inv_s2)).array();
   const bool has_v = adj.value.size() > 0, has_1 = adj.d1.size() > 0, has_2 = adj.d2.size() > 0;
   // S1 = Σ_d Ā1_d u_d and S2 = Σ_d Ā2_d (u_d²/σ⁴ − 1/σ²) appear in both gradients.
   Eigen::ArrayXXd S1 = Eigen::ArrayXXd::Zero(N, M), S2 = Eigen::ArrayXXd::Zero(N, M);

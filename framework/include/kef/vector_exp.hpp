@@ -11,6 +11,12 @@ namespace kef {
 // y[i] = e^{x[i]} for i < n; y may be x (in place), other overlaps are not allowed.
 void exp_array(const double* x, double* y, Index n);
 
+// e^A coefficient-wise, computed in A's own storage (pass an expression or a moved-from matrix).
+inline Matrix exp_of(Matrix A) {
+  exp_array(A.data(), A.data(), A.size());
+  return A;
+}
+
 namespace detail {
 // The portable path (a degree-13 polynomial, vectorised by the compiler), which exp_array uses when
 // the build has no AVX-512; exposed so the tests check it on every machine.
