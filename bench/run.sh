@@ -85,6 +85,14 @@ if $py -c "import numpy" 2>/dev/null; then
     awk -v a="$(val numpy_${t}_seconds "$work/stein_np100.txt")" -v b="$(val ${t}_seconds "$work/stein100.txt")" -v t=$t \
       'BEGIN{printf "%s: ratio numpy/kef = %.2fx (target >= 10x)\n", t, a/b}'
   done
+  # Lower bounds at the machine's DGEMM peak (the faster of OpenBLAS and Eigen, both measured above).
+  peak=$(awk -v a="$gemm" -v b="$(val eigen_gemm_gflops "$work/stein100.txt")" 'BEGIN{print (a > b ? a : b)}')
+  awk -v f="$(val fssd_cov_flops "$work/stein100.txt")" -v p="$peak" -v n="$(val numpy_fssd_seconds "$work/stein_np100.txt")" \
+      -v k="$(val fssd_seconds "$work/stein100.txt")" \
+    'BEGIN{printf "fssd J=100: covariance alone %.3g flops at the DGEMM peak %.0f GFLOP/s = %.3f s (kef %.3f s); 10x NumPy needs %.3f s\n", f, p, f/(p*1e9), k, n/10}'
+  awk -v f="$(val ksd_bootstrap_flops "$work/stein100.txt")" -v p="$peak" -v n="$(val numpy_ksd_test_seconds "$work/stein_np100.txt")" \
+      -v k="$(val ksd_test_seconds "$work/stein100.txt")" \
+    'BEGIN{printf "ksd_test: bootstrap alone %.3g flops at the DGEMM peak %.0f GFLOP/s = %.3f s (kef %.3f s); 10x NumPy needs %.3f s\n", f, p, f/(p*1e9), k, n/10}'
 else
   echo "NumPy not available (needs /usr/bin/python3 with numpy)"
 fi
