@@ -150,9 +150,13 @@ GaussianPart gaussian_part(const Matrix& F, Index N, Index D, int order, const E
 
 }  // namespace
 
-void DeepKernel::gaussian_exponent(const Matrix& Xb, Index r, const YFeatures& yf, Matrix& A, Matrix& T) const {
+// The Gram of component r on a block of rows: for a Gaussian component its kernel values k_r (in T),
+// k = exp(−τ/2 · max(0, ‖a‖² + ‖c‖² − 2aᵀc)) on centred features; for a linear one the block's
+// features φ_r (in A), whose Gram is A·Cᵀ.
+const Matrix& DeepKernel::component_block(const Matrix& Xb, Index r, const YFeatures& yf, Matrix& A, Matrix& T) const {
   const auto ri = static_cast<std::size_t>(r);
   nets_[ri].forward_stacked(Xb, 0, A, nullptr);
+  if (!gaussian()) return A;
   const double tau = std::exp(-2.0 * log_sigma_[r]);
   A.rowwise() -= yf.mean[ri];
   const Vector anorm = A.rowwise().squaredNorm();
@@ -161,73 +165,70 @@ void DeepKernel::gaussian_exponent(const Matrix& Xb, Index r, const YFeatures& y
   // Column by column (a row-broadcast would make Eigen evaluate the expression coefficient-wise).
   for (Index m = 0; m < T.cols(); ++m)
     T.col(m) = (-0.5 * tau) * ((anorm.array() + cnorm[m]) - 2.0 * T.col(m).array()).max(0.0).matrix();
+  exp_array(T.data(), T.data(), T.size());
+  return T;
 }
 
+namespace {
+
 // Rows in blocks of 128, so that a block's network passes and its 128 x M Gram stay in cache between
-// the GEMM, the exponential and the accumulation.
+// the GEMM, the exponential and their use.
 constexpr Index kGramRows = 128;
 
-Matrix DeepKernel::gram(const Matrix& X, const Matrix& Y) const {
+}  // namespace
+
+template <class Use>
+void DeepKernel::for_each_block(const Matrix& X, const YFeatures& yf, Use&& use) const {
+  Matrix A, T;
+  for (Index begin = 0; begin < X.rows(); begin += kGramRows) {
+    const Index rows = std::min(kGramRows, X.rows() - begin);
+    const Matrix Xb = X.middleRows(begin, rows);
+    for (Index r = 0; r < components(); ++r) use(begin, rows, r, component_block(Xb, r, yf, A, T));
+  }
+}
+
+void DeepKernel::check_inputs(const Matrix& X, const Matrix& Y) const {
   if (X.cols() != Y.cols())
     throw DataError("deep kernel: inputs of dimension " + std::to_string(X.cols()) + " and " + std::to_string(Y.cols()));
-  const Index N = X.rows(), M = Y.rows();
+}
+
+Matrix DeepKernel::gram(const Matrix& X, const Matrix& Y) const {
+  check_inputs(X, Y);
   const Vector rho = weights();
   const auto yf = y_features(Y);
-  Matrix out = Matrix::Zero(N, M);
-  Matrix A, T;
-  for (Index begin = 0; begin < N; begin += kGramRows) {
-    const Index rows = std::min(kGramRows, N - begin);
-    const Matrix Xb = X.middleRows(begin, rows);
+  Matrix out = Matrix::Zero(X.rows(), Y.rows());
+  for_each_block(X, *yf, [&](Index begin, Index rows, Index r, const Matrix& P) {
     auto ob = out.middleRows(begin, rows);
-    for (Index r = 0; r < components(); ++r) {
-      if (gaussian()) {
-        gaussian_exponent(Xb, r, *yf, A, T);
-        exp_array(T.data(), T.data(), T.size());
-        ob += rho[r] * T;
-      } else {
-        nets_[static_cast<std::size_t>(r)].forward_stacked(Xb, 0, A, nullptr);
-        ob.noalias() += rho[r] * A * yf->C[static_cast<std::size_t>(r)].transpose();
-      }
-    }
-  }
+    if (gaussian())
+      ob += rho[r] * P;
+    else
+      ob.noalias() += rho[r] * P * yf->C[static_cast<std::size_t>(r)].transpose();
+  });
   return out;
 }
 
 // The same blocks as gram, but each block's Gram is consumed in cache (a matrix-vector product with
 // ρ_r b) instead of being written out: no N x M matrix, no second pass over it.
 Vector DeepKernel::gram_times(const Matrix& X, const Matrix& Y, const Vector& b) const {
-  if (X.cols() != Y.cols())
-    throw DataError("deep kernel: inputs of dimension " + std::to_string(X.cols()) + " and " + std::to_string(Y.cols()));
+  check_inputs(X, Y);
   if (b.size() != Y.rows())
     throw Error("deep kernel: gram_times needs one coefficient per point of Y (got " + std::to_string(b.size()) +
                 " for " + std::to_string(Y.rows()) + ")");
-  const Index N = X.rows();
   const Vector rho = weights();
   const auto yf = y_features(Y);
-  Vector out = Vector::Zero(N);
-  Matrix A, T;
-  for (Index begin = 0; begin < N; begin += kGramRows) {
-    const Index rows = std::min(kGramRows, N - begin);
-    const Matrix Xb = X.middleRows(begin, rows);
+  Vector out = Vector::Zero(X.rows());
+  for_each_block(X, *yf, [&](Index begin, Index rows, Index r, const Matrix& P) {
     auto ob = out.segment(begin, rows);
-    for (Index r = 0; r < components(); ++r) {
-      if (gaussian()) {
-        gaussian_exponent(Xb, r, *yf, A, T);
-        exp_array(T.data(), T.data(), T.size());
-        ob.noalias() += T * (rho[r] * b);
-      } else {
-        // Linear: Σ_m b_m aᵀc_m = aᵀ(Cᵀb).
-        nets_[static_cast<std::size_t>(r)].forward_stacked(Xb, 0, A, nullptr);
-        ob.noalias() += A * (rho[r] * (yf->C[static_cast<std::size_t>(r)].transpose() * b));
-      }
-    }
-  }
+    if (gaussian())
+      ob.noalias() += P * (rho[r] * b);
+    else  // Σ_m b_m aᵀc_m = aᵀ(Cᵀb)
+      ob.noalias() += P * (rho[r] * (yf->C[static_cast<std::size_t>(r)].transpose() * b));
+  });
   return out;
 }
 
 void DeepKernel::derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const {
-  if (X.cols() != Y.cols())
-    throw DataError("deep kernel: inputs of dimension " + std::to_string(X.cols()) + " and " + std::to_string(Y.cols()));
+  check_inputs(X, Y);
   const Index N = X.rows(), M = Y.rows(), D = X.cols();
   const Vector rho = weights();
   const auto yf = y_features(Y);

@@ -57,9 +57,13 @@ class DeepKernel final : public Kernel {
     std::vector<Vector> norms;       // ‖row of Cc‖²
   };
   std::shared_ptr<const YFeatures> y_features(const Matrix& Y) const;
-  // Component r of a Gaussian kernel on a block of rows: T = −τ_r/2 · r² against every point of Y
-  // (centred squared distances, clamped at 0), A the block's centred features (scratch).
-  void gaussian_exponent(const Matrix& Xb, Index r, const YFeatures& yf, Matrix& A, Matrix& T) const;
+  // Component r's Gram on a block of rows: its kernel values (Gaussian, in T) or its features (linear,
+  // in A); A and T are scratch.
+  const Matrix& component_block(const Matrix& Xb, Index r, const YFeatures& yf, Matrix& A, Matrix& T) const;
+  // use(begin, rows, r, component_block(...)) for each 128-row block of X and each component.
+  template <class Use>
+  void for_each_block(const Matrix& X, const YFeatures& yf, Use&& use) const;
+  void check_inputs(const Matrix& X, const Matrix& Y) const;
 
   // Thread-safe single-entry cache; copies of the kernel start empty.
   struct Cache {
