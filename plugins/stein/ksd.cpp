@@ -109,6 +109,7 @@ inline void pair_micro_kernel(const PairOperands& op, Index i0, Index j0, Index 
     const double* mb = op.M.data() + d * ld + j0;
     const V8 xb0 = load8(xb), xb1 = load8(xb + 8), pb0 = load8(pb), pb1 = load8(pb + 8), mb0 = load8(mb),
              mb1 = load8(mb + 8);
+#pragma GCC unroll 4
     for (int m = 0; m < kMicroRows; ++m) {
       const double xi = xa[m * D + d], pi = pa[m * D + d], mi = ma[m * D + d];
       xx[m][0] += xi * xb0;
@@ -121,8 +122,11 @@ inline void pair_micro_kernel(const PairOperands& op, Index i0, Index j0, Index 
   }
   const double Dd = static_cast<double>(D), half_inv_l2 = 0.5 / (op.lambda * op.lambda), half_inv_l = 0.5 / op.lambda;
   const V8 zero = {};
+  // Unrolled, so the accumulators are read from registers, not from a spilled array.
+#pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
     const V8 nxb = load8(op.nx.data() + j0 + 8 * h), sxb = load8(op.sx.data() + j0 + 8 * h);
+#pragma GCC unroll 4
     for (int m = 0; m < kMicroRows; ++m) {
       const Index col = i0 + m - ti0, row = j0 + 8 * h - tj0;
       V8 r = (op.nx[i0 + m] + nxb) - 2.0 * xx[m][h];
@@ -138,13 +142,16 @@ inline void pair_micro_kernel(const PairOperands& op, Index i0, Index j0, Index 
 // The tile of rows [i0, i0 + ni) and columns [j0, j0 + nj) (ni ≤ kTileRows, nj ≤ kTileCols) into t.h
 // (its top-left nj x ni corner, transposed). With g = 2φ' and ∇_x k = g (x − y) = −∇_y k,
 // Σ_d ∂_{x_d}∂_{y_d} k = −(D g + 4φ'' r), so h = φ s_i·s_j + g ((s_j − s_i)·(x_i − x_j) − D) − 4φ'' r.
-void stein_tile(const RadialProfile& k, const PairOperands& op, Index i0, Index ni, Index j0, Index nj,
-                TileBuffers& t) {
+// With store = false and a full tile, only the sum of h is formed (returned), without writing t.h.
+double stein_tile(const RadialProfile& k, const PairOperands& op, Index i0, Index ni, Index j0, Index nj,
+                  TileBuffers& t, bool store) {
   for (Index i = 0; i < ni; i += kMicroRows)
     for (Index j = 0; j < nj; j += kMicroCols) pair_micro_kernel(op, i0 + i, j0 + j, i0, j0, t);
   k.evaluate(t.r, &t.phi, &t.dphi, &t.d2phi);
-  t.h.array() = t.phi.array() * t.ss.array() + 2.0 * t.dphi.array() * t.cross.array() -
-                4.0 * t.d2phi.array() * t.r.array();
+  auto h = t.phi.array() * t.ss.array() + 2.0 * t.dphi.array() * t.cross.array() - 4.0 * t.d2phi.array() * t.r.array();
+  if (!store && ni == kTileRows && nj == kTileCols) return h.sum();
+  t.h.array() = h;
+  return t.h.topLeftCorner(nj, ni).sum();
 }
 
 // Rademacher signs as bits, row n holding draws 0..B−1 in `words` 64-bit words (bit b % 64 of word
@@ -228,11 +235,10 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
             if (j + kTileCols <= i) continue;
             if (j >= i + kTileRows) tile_weight = 2.0;
           }
-          stein_tile(*profile, op, ba + i, ti, bb + j, tj, t);
-          const auto h = t.h.topLeftCorner(tj, ti);
-          block_sum += tile_weight * h.sum();
-          if (B > 0) Ht.block(j, i, tj, ti) = h;
-          if (a == b)
+          const bool on_diagonal = a == b && j < i + ti && i < j + tj;
+          block_sum += tile_weight * stein_tile(*profile, op, ba + i, ti, bb + j, tj, t, B > 0 || on_diagonal);
+          if (B > 0) Ht.block(j, i, tj, ti) = t.h.topLeftCorner(tj, ti);
+          if (on_diagonal)
             for (Index q = 0; q < ti; ++q)
               if (i + q >= j && i + q < j + tj) p.trace += t.h(i + q - j, q);
         }
