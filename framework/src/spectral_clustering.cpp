@@ -34,18 +34,26 @@ TopEigenpairs dense_top(const Matrix& S, Index k) {
 
 }  // namespace
 
-TopEigenpairs top_eigenpairs(const Matrix& S, Index k, bool force_dense) {
+TopEigenpairs top_eigenpairs(const Matrix& S, Index k, bool force_dense, int lanczos_max_iterations) {
   const Index n = S.rows();
   if (S.cols() != n || k < 1 || k > n)
     throw Error("top_eigenpairs: need a square matrix and 1 <= k <= n (got " + std::to_string(n) + " x " +
                 std::to_string(S.cols()) + ", k = " + std::to_string(k) + ")");
+  if (lanczos_max_iterations < 1)
+    throw Error("top_eigenpairs: lanczos_max_iterations must be at least 1 (got " +
+                std::to_string(lanczos_max_iterations) + ")");
   if (force_dense || n <= kDenseEigenBelow || k >= n - 1) return dense_top(S, k);
   Spectra::DenseSymMatProd<double> op(S);
   const Index ncv = std::min(n, std::max<Index>(2 * k + 1, 20));
   Spectra::SymEigsSolver<Spectra::DenseSymMatProd<double>> solver(op, k, ncv);
   solver.init();  // Spectra's fixed-seed starting vector: deterministic
-  solver.compute(Spectra::SortRule::LargestAlge, 1000, 1e-10, Spectra::SortRule::LargestAlge);
-  if (solver.info() != Spectra::CompInfo::Successful) return dense_top(S, k);
+  solver.compute(Spectra::SortRule::LargestAlge, lanczos_max_iterations, 1e-10,
+                 Spectra::SortRule::LargestAlge);
+  if (solver.info() != Spectra::CompInfo::Successful) {
+    TopEigenpairs out = dense_top(S, k);
+    out.fell_back = true;
+    return out;
+  }
   TopEigenpairs out;
   out.values = solver.eigenvalues();
   out.vectors = solver.eigenvectors();
@@ -61,6 +69,9 @@ SpectralClustering SpectralClustering::fit(const Matrix& X, const SpectralCluste
     throw DataError("spectral clustering: " + std::to_string(K) + " clusters but only " + std::to_string(n) +
                     " rows");
   if (!X.allFinite()) throw DataError("spectral clustering: the points are not all finite");
+  if (opt.lanczos_max_iterations < 1)
+    throw Error("spectral clustering: lanczos_max_iterations = " +
+                std::to_string(opt.lanczos_max_iterations) + " must be at least 1");
   if (opt.max_points < K)
     throw DataError("spectral clustering: max_points = " + std::to_string(opt.max_points) + " is below the " +
                     std::to_string(K) + " clusters");
@@ -98,8 +109,9 @@ SpectralClustering SpectralClustering::fit(const Matrix& X, const SpectralCluste
   Matrix L = inv_sqrt_degree.asDiagonal() * A * inv_sqrt_degree.asDiagonal();
   A.resize(0, 0);
 
-  TopEigenpairs eig = top_eigenpairs(L, K);
+  TopEigenpairs eig = top_eigenpairs(L, K, false, opt.lanczos_max_iterations);
   sc.used_dense_ = eig.used_dense;
+  sc.fell_back_ = eig.fell_back;
   sc.eigenvalues_ = eig.values;
   // L is positive semi-definite (a Gaussian Gram matrix scaled on both sides), so its top
   // eigenvalues are >= 0; the Nyström extension divides by them.

@@ -138,7 +138,7 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     in.report.values["clustering.kmeans_inertia"] = sc.kmeans_inertia();
     for (Index k = 0; k < K; ++k)
       in.report.values["clustering.eigenvalue" + std::to_string(k)] = sc.eigenvalues()[k];
-    if (sc.used_dense_eigensolver() && sc.landmarks().rows() > 100)
+    if (sc.eigensolver_fell_back())
       in.report.notes.push_back("spectral clustering: Lanczos did not converge; used the dense eigensolver");
   }
   std::vector<std::vector<Index>> train_rows(static_cast<std::size_t>(K)),

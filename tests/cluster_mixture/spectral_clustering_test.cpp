@@ -1,11 +1,14 @@
 // Spectral clustering and k-means (framework building blocks): recovery of well-separated groups,
 // determinism across thread counts, the Nyström assignment against clustering every row, Spectra's
-// Lanczos against a dense eigensolver, and the error paths.
+// Lanczos against a dense eigensolver and a known spectrum, the dense fallback when Lanczos does not
+// converge, and the error paths.
 #include "kef/spectral_clustering.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "kef/error.hpp"
@@ -206,6 +209,110 @@ TEST(SpectralClustering, LanczosMatchesTheDenseEigensolver) {
     const Matrix P2 = dense.vectors * dense.vectors.transpose();
     EXPECT_LT((P1 - P2).cwiseAbs().maxCoeff(), 1e-6) << k;
     EXPECT_LT((L * lanczos.vectors - lanczos.vectors * lanczos.values.asDiagonal()).norm(), 1e-8) << k;
+  }
+}
+
+// S = Q diag(λ) Qᵀ with a seeded random orthogonal Q and a known spectrum: top eigenvalues 1, 0.95,
+// 0.9, the other n − 3 equally spaced in [0, 0.85].
+Matrix known_spectrum(Index n, Vector* eigenvalues, Matrix* eigenvectors) {
+  RandomStream rng(31, "spectrum");
+  const Eigen::HouseholderQR<Matrix> qr(rng.normal_matrix(n, n));
+  const Matrix Q = qr.householderQ();
+  Vector lambda(n);
+  lambda.head(3) << 1.0, 0.95, 0.9;
+  for (Index i = 3; i < n; ++i)
+    lambda[i] = 0.85 * static_cast<double>(n - 1 - i) / static_cast<double>(n - 4);
+  *eigenvalues = lambda;
+  *eigenvectors = Q;
+  const Matrix S = Q * lambda.asDiagonal() * Q.transpose();
+  return (0.5 * (S + S.transpose())).eval();
+}
+
+// max_k min(‖u_k − v_k‖, ‖u_k + v_k‖): the columns' distance up to sign.
+double column_distance_up_to_sign(const Matrix& U, const Matrix& V) {
+  double worst = 0;
+  for (Index c = 0; c < U.cols(); ++c)
+    worst = std::max(worst, std::min((U.col(c) - V.col(c)).norm(), (U.col(c) + V.col(c)).norm()));
+  return worst;
+}
+
+// The dense fallback: with one restart, Lanczos has ncv = 20 steps, after which the Chebyshev bound
+// on the third Ritz vector's angle (gap 0.05 against a spread of 0.85 below it) is 1/T_17(1 + 2·0.05/0.85)
+// ≈ 6e-4, far above the 1e-10 stopping tolerance; so top_eigenpairs must hand over to the dense solver
+// and say so. With the default limit the same matrix converges in Lanczos. Both are checked against the
+// known spectrum and against each other.
+TEST(SpectralClustering, DenseFallbackWhenLanczosDoesNotConvergeAndBothMatchTheKnownSpectrum) {
+  const Index n = 300, k = 3;
+  Vector lambda;
+  Matrix Q;
+  const Matrix S = known_spectrum(n, &lambda, &Q);
+  const double eps = std::numeric_limits<double>::epsilon();
+  // Dense: forming QΛQᵀ (Q orthogonal to O(nε)) and the solver's backward error (Householder
+  // tridiagonalisation, implicit QR) each perturb S by O(nε‖S‖), ‖S‖ = 1. Weyl bounds the
+  // eigenvalue error by that; Davis–Kahan the eigenvector angle by it over the gap 0.05, and the
+  // distance up to sign is at most √2 times the sine of the angle. A factor 10 covers the constants.
+  const double dense_value_tol = 10.0 * static_cast<double>(n) * eps;
+  const double dense_vector_tol = std::sqrt(2.0) * dense_value_tol / 0.05;
+  // Lanczos stops when every Ritz residual ‖S v − θ v‖ <= 1e-10 |θ|: the Ritz value is within the
+  // residual of an eigenvalue, the vector's sine within residual / gap, on top of rounding as above.
+  const double lanczos_value_tol = 1e-10 + dense_value_tol;
+  const double lanczos_vector_tol = std::sqrt(2.0) * 1e-10 / 0.05 + dense_vector_tol;
+
+  const TopEigenpairs dense = top_eigenpairs(S, k, true);
+  ASSERT_TRUE(dense.used_dense);
+  EXPECT_FALSE(dense.fell_back);
+  EXPECT_LT((dense.values - lambda.head(k)).cwiseAbs().maxCoeff(), dense_value_tol);
+  EXPECT_LT(column_distance_up_to_sign(dense.vectors, Q.leftCols(k)), dense_vector_tol);
+
+  const TopEigenpairs fallback = top_eigenpairs(S, k, false, 1);
+  EXPECT_TRUE(fallback.used_dense);
+  EXPECT_TRUE(fallback.fell_back);
+  // The fallback is the dense solver on the same matrix: bitwise its result.
+  EXPECT_EQ(fallback.values, dense.values);
+  EXPECT_EQ(fallback.vectors, dense.vectors);
+
+  const TopEigenpairs lanczos = top_eigenpairs(S, k);
+  ASSERT_FALSE(lanczos.used_dense);
+  EXPECT_FALSE(lanczos.fell_back);
+  EXPECT_LT((lanczos.values - lambda.head(k)).cwiseAbs().maxCoeff(), lanczos_value_tol);
+  EXPECT_LT(column_distance_up_to_sign(lanczos.vectors, Q.leftCols(k)), lanczos_vector_tol);
+  EXPECT_LT((lanczos.values - dense.values).cwiseAbs().maxCoeff(), lanczos_value_tol + dense_value_tol);
+  EXPECT_LT(column_distance_up_to_sign(lanczos.vectors, dense.vectors),
+            lanczos_vector_tol + dense_vector_tol);
+
+  EXPECT_THROW(top_eigenpairs(S, k, false, 0), Error);
+}
+
+// The same fallback inside the clustering: an iteration limit of 1 gives the dense solver's
+// eigenpairs, hence the same partition as with the converged Lanczos solver, and is flagged.
+TEST(SpectralClustering, ClusteringFallsBackToTheDenseSolverAndFlagsIt) {
+  // Rings at a bandwidth well below their radii: the eigenvalues after the top two (≈ 1, one per
+  // ring) also approach 1 (slow modes along each ring), too close for one Lanczos restart.
+  const Labelled data = rings({1.0, 3.0}, 0.1, 600, 8);
+  SpectralClusteringOptions opt;
+  opt.clusters = 2;
+  opt.bandwidth = 0.3;
+  const RandomStream rng(3, "fallback");
+  const SpectralClustering lanczos = SpectralClustering::fit(data.X, opt, rng);
+  EXPECT_FALSE(lanczos.used_dense_eigensolver());
+  EXPECT_FALSE(lanczos.eigensolver_fell_back());
+  opt.lanczos_max_iterations = 1;
+  const SpectralClustering dense = SpectralClustering::fit(data.X, opt, rng);
+  EXPECT_TRUE(dense.used_dense_eigensolver());
+  EXPECT_TRUE(dense.eigensolver_fell_back());
+  EXPECT_EQ(dense.labels(), lanczos.labels());
+  bool bij = false;
+  EXPECT_EQ(disagreement(dense.labels(), data.truth, 2, &bij), 0.0);
+  EXPECT_TRUE(bij);
+  // Lanczos' Ritz values are within 1e-10 (relative, λ <= 1) of the eigenvalues, the dense ones
+  // within O(mε) of them.
+  EXPECT_LT((dense.eigenvalues() - lanczos.eigenvalues()).cwiseAbs().maxCoeff(), 2e-10);
+  opt.lanczos_max_iterations = 0;
+  try {
+    SpectralClustering::fit(data.X, opt, rng);
+    FAIL() << "expected a kef::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lanczos_max_iterations"), std::string::npos) << e.what();
   }
 }
 

@@ -31,25 +31,34 @@
 
 namespace kef {
 
+// Default restarts of the Lanczos solver: far more than a normalised affinity with a spectral gap
+// needs (a few), small enough that a matrix without one falls back to the dense solver in seconds.
+inline constexpr int kLanczosMaxIterations = 1000;
+
 struct SpectralClusteringOptions {
   Index clusters = 2;
   double bandwidth = 0.0;   // σ of the affinity; <= 0: median pairwise distance of the landmarks
   Index max_points = 2000;  // landmarks for the eigenproblem
   int kmeans_restarts = 10;
   int kmeans_max_iterations = 300;
+  // Restarts of the implicitly restarted Lanczos solver (>= 1; kef::Error otherwise). Should it not
+  // converge within them, the dense solver takes over (eigensolver_fell_back() says so).
+  int lanczos_max_iterations = kLanczosMaxIterations;
   int threads = 1;
 };
 
 // The top-k eigenpairs (largest algebraic eigenvalues, in decreasing order) of a symmetric matrix,
-// read from its lower triangle. Spectra's Lanczos solver, unless the matrix is small (n <= 100) or
-// force_dense is set (the brute-force twin in the tests); should Lanczos not converge, the dense
-// solver is used and `used_dense` says so.
+// read from its lower triangle. Spectra's Lanczos solver (at most lanczos_max_iterations restarts,
+// >= 1), unless the matrix is small (n <= 100, or k >= n − 1) or force_dense is set (the brute-force
+// twin in the tests); should Lanczos not converge, the dense solver is used and `fell_back` says so.
 struct TopEigenpairs {
   Vector values;   // k, decreasing
   Matrix vectors;  // n x k, orthonormal columns
   bool used_dense = false;
+  bool fell_back = false;  // Lanczos ran and did not converge (so used_dense)
 };
-TopEigenpairs top_eigenpairs(const Matrix& symmetric, Index k, bool force_dense = false);
+TopEigenpairs top_eigenpairs(const Matrix& symmetric, Index k, bool force_dense = false,
+                             int lanczos_max_iterations = kLanczosMaxIterations);
 
 class SpectralClustering {
  public:
@@ -67,6 +76,7 @@ class SpectralClustering {
   const Matrix& centres() const { return centres_; }  // K x K, in the embedding
   double kmeans_inertia() const { return inertia_; }
   bool used_dense_eigensolver() const { return used_dense_; }
+  bool eigensolver_fell_back() const { return fell_back_; }  // Lanczos did not converge
 
   // Unit-length Nyström embedding (N x K) and nearest-centre labels of any rows (the same for any
   // thread count).
@@ -81,6 +91,7 @@ class SpectralClustering {
   double bandwidth_ = 0.0;
   double inertia_ = 0.0;
   bool used_dense_ = false;
+  bool fell_back_ = false;
   std::vector<Index> labels_;
 };
 
