@@ -32,7 +32,8 @@
 namespace kef {
 
 // Default restarts of the Lanczos solver: far more than a normalised affinity with a spectral gap
-// needs (a few), small enough that a matrix without one falls back to the dense solver in seconds.
+// needs (a few); each costs up to ncv − k products with the m x m matrix (ncv = max(2k + 1, 20)),
+// which bounds the time spent before a matrix without a gap falls back to the dense solver.
 inline constexpr int kLanczosMaxIterations = 1000;
 
 struct SpectralClusteringOptions {
