@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "kef/adam.hpp"
@@ -44,6 +45,13 @@ KeyList dkef_keys() {
       KeySpec::integer("stage2_steps", "Adam steps on log λ (and q0) with the kernel frozen, α on the whole fit split",
                        50)
           .non_negative(),
+      KeySpec::integer(
+          "stage2_memory_mb",
+          "memory for stage 2's derivative stacks when q0 learns (8·M·D·(2 N_fit + N_val) bytes): "
+          "kept if they fit, else recomputed every step (0: always recompute); results do not "
+          "depend on it",
+          static_cast<std::int64_t>(FrozenKernelMetaProblem::kDefaultStackBudgetBytes >> 20))
+          .non_negative(),
       KeySpec::strings("train", "parameter groups that learn: kernel, points, lambda, base_measure (default all)"),
   };
 }
@@ -70,6 +78,12 @@ DkefEstimator::DkefEstimator(const Config& cfg, const EstimatorParts& parts, Ind
   eval_every_ = cfg.integer("eval_every");
   validation_fit_rows_ = cfg.integer("validation_fit_rows");
   stage2_steps_ = cfg.integer("stage2_steps");
+  {
+    // Saturates instead of overflowing on the shift: any budget that large keeps every stack.
+    const auto mb = static_cast<std::size_t>(cfg.integer("stage2_memory_mb"));
+    constexpr std::size_t kMaxMb = std::numeric_limits<std::size_t>::max() >> 20;
+    stage2_budget_bytes_ = std::min(mb, kMaxMb) << 20;
+  }
   learning_rate_ = cfg.number("learning_rate");
   init_log_lambda_ = cfg.number("init_log10_lambda") * std::log(10.0);
   noise_std_ = cfg.number("train_noise_std");
@@ -230,7 +244,9 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
     // The kernel and Z are frozen: the stacks' statistics are computed once, each step is an M x M
     // Cholesky plus M-vector products (and q0's passes over the rows when it learns).
     const bool q0_learns = mask2.tail(s.n_base).any();
-    const FrozenKernelMetaProblem frozen(*kernel_, *base_, X, V, s.Z(), q0_learns, in.threads);
+    const FrozenKernelMetaProblem frozen(*kernel_, *base_, X, V, s.Z(), q0_learns, in.threads,
+                                         stage2_budget_bytes_);
+    in.report.values["stage2_stacks_in_memory"] = frozen.keeps_stacks() ? 1.0 : 0.0;
     Adam adam2(AdamOptions{learning_rate_}, cfg_.where("learning_rate"));
     double best2 = frozen.loss(s.lambda_alpha(), s.lambda_c());
     Vector best2_theta = s.theta;

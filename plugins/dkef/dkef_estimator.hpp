@@ -3,6 +3,7 @@
 // log λ_α, log λ_C and q0's parameters by minimising the validation-batch score-matching loss of the
 // closed-form fit on a training batch; early-stop on the validation split; tune λ with the kernel
 // frozen; fit the final α on the whole fit split.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ class DkefEstimator final : public Estimator {
   BaseMeasurePtr base_;
   Index inducing_, batch_fit_, batch_loss_, max_steps_, patience_, eval_every_, stage2_steps_, validation_fit_rows_;
   double learning_rate_, init_log_lambda_, noise_std_;
+  std::size_t stage2_budget_bytes_ = 0;  // `stage2_memory_mb` in bytes
   std::vector<std::string> train_groups_;
 };
 

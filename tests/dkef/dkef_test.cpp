@@ -106,6 +106,32 @@ TEST(Dkef, LearnsTheGeneralizedNormalBaseMeasureUnlessTold) {
   }
 }
 
+// Stage 2's memory budget only decides whether the derivative stacks are kept or recomputed; the
+// fit must be bitwise the same. q0 learns (generalized_normal), so stage 2 needs the stacks:
+// 8·M·D·(2 N_fit + N_val) = 8·40·2·2200 bytes ≈ 1.4 MB fit the default 512 MB, and 0 recomputes them.
+TEST(Dkef, Stage2MemoryBudgetChangesHowNotWhat) {
+  std::string base = pipeline("type = \"gaussian\"\nsigma = 1.0", "");
+  const std::string gaussian = "type = \"gaussian\"\nstd = 4.0";
+  base.replace(base.find(gaussian), gaussian.size(),
+               "type = \"generalized_normal\"\nstd = 3.0\nbeta = 2.0\nlearn = true");
+  base.replace(base.find("max_steps = 150"), 15, "max_steps = 20");  // stage 1 is not under test
+  std::string zero = base;
+  zero.replace(zero.find("stage2_steps = 10"), 17, "stage2_steps = 10\nstage2_memory_mb = 0");
+  fs::path a = test::temp_dir("dkef-mem-default"), b = test::temp_dir("dkef-mem-zero");
+  auto ja = run(base, a);
+  auto jb = run(zero, b);
+  const auto& fa = ja["models"]["m"]["fit"];
+  const auto& fb = jb["models"]["m"]["fit"];
+  EXPECT_EQ(fa["stage2_stacks_in_memory"].get<double>(), 1.0);
+  EXPECT_EQ(fb["stage2_stacks_in_memory"].get<double>(), 0.0);
+  for (const char* key : {"stage2_validation_loss", "lambda_alpha", "lambda_c"})
+    EXPECT_EQ(fa[key].get<double>(), fb[key].get<double>()) << key;
+  EXPECT_EQ(ja["models"]["m"]["metrics"], jb["models"]["m"]["metrics"]);
+  EXPECT_EQ(read_npy(a / "out/models/m/alpha.npy"), read_npy(b / "out/models/m/alpha.npy"));
+  EXPECT_EQ(read_npy(a / "out/models/m/base_measure_parameters.npy"),
+            read_npy(b / "out/models/m/base_measure_parameters.npy"));
+}
+
 TEST(Dkef, BadInputIsAConfigErrorNamingTheKey) {
   fs::path dir = test::temp_dir("dkef-bad");
   struct Case {
@@ -117,6 +143,8 @@ TEST(Dkef, BadInputIsAConfigErrorNamingTheKey) {
       {"validation = 200", "validation = 0", "validation"},
       {"type = \"gaussian\"\nsigma = 0.3", "type = \"deep\"\nwidth = 0", "width"},
       {"type = \"gaussian\"\nsigma = 0.3", "type = \"deep\"\ncomponents = 0", "components"},
+      {"stage2_steps = 10", "stage2_steps = 10\nstage2_memory_mb = -1", "stage2_memory_mb"},
+      {"stage2_steps = 10", "stage2_steps = 10\nstage2_memory_mb = 0.5", "stage2_memory_mb"},
   };
   for (const auto& c : cases) {
     std::string text = pipeline("type = \"gaussian\"\nsigma = 0.3", "");

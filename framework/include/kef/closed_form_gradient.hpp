@@ -50,9 +50,10 @@ double closed_form_validation_loss(const Kernel& kernel, const BaseMeasure& base
 //
 // When q0 learns, B1ᵀq1, B2ᵀq2 and B1vᵀq1v depend on q0's parameters and its adjoints need B1 w,
 // B2 w and B1v α per row, so the stacks B1, B2, B1v are kept in memory if they fit
-// `stack_budget_bytes` and otherwise recomputed block by block at every evaluation (through
-// Kernel::derivatives only; no backward pass). q0's derivatives are re-read at every evaluation; if
-// q0 does not learn, evaluating after its parameters changed is a std::logic_error.
+// `stack_budget_bytes` (the dkef estimator's `stage2_memory_mb`) and otherwise recomputed block by
+// block at every evaluation (through Kernel::derivatives only; no backward pass), with bitwise the
+// same results. q0's derivatives are re-read at every evaluation; if q0 does not learn, evaluating
+// after its parameters changed is a std::logic_error.
 //
 // Equal to closed_form_validation_gradient's loss and λ/q0 gradients up to rounding (the expanded
 // quadratic form adds O(ε·(αᵀB1vᵀB1v α + |q1v|²)/Nv) to the loss); the same fixed row blocks and
