@@ -142,6 +142,10 @@ def fmt(x, spec):
 # The log-likelihood column is normalised by quadrature (exact to ~1e-5 nats in 1-D and 2-D); DKEF's
 # importance-sampled value (is.log_likelihood) is marked where it is further than this from it.
 IS_DISAGREES = 0.1
+# Mark a log-likelihood when the quadrature box's boundary band holds more than this fraction of Ẑ:
+# mass beyond the box is then of the same order and can move the two decimals shown (the evaluator's
+# own warning, at boundary_tolerance = 1e-6, stays in the notes).
+BOUNDARY_MARK = 1e-2
 
 def sig3(x):
     # Three significant digits, trailing zeros kept (12.0, 0.0590), no trailing point (123).
@@ -179,6 +183,10 @@ def table(names, headers, caption):
             if ll is not None and ll_is is not None and not abs(ll_is - ll) <= IS_DISAGREES:
                 ll_s += f" (IS {fmt(ll_is, '.2f')}†)"
                 marks.add("†")
+            blm = mt.get("boundary_log_mass")
+            if blm is not None and blm > math.log(BOUNDARY_MARK):
+                ll_s += "‡"
+                marks.add("‡")
             cells.append(f"{fmt(mt.get('score_matching_loss'), '.2f')} / {fd_s} / {ll_s}")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     truth = []
@@ -193,6 +201,11 @@ def table(names, headers, caption):
                   "compensate, so few proposals reach where p~ has its mass and log Ẑ comes out too small "
                   "(the log-likelihood too high, even above the truth's). See is.effective_sample_size and "
                   "the notes in the run's results.json."]
+    if "‡" in marks:
+        lines += ["", f"‡ The quadrature box's outer band holds more than {BOUNDARY_MARK:g} of the model's mass "
+                  "(see the evaluator's boundary warning): the model puts mass away from the data, possibly "
+                  "beyond the box, so log Ẑ may be too small and the log-likelihood too high. A kernel on linear "
+                  "features is unbounded and can do this where score matching sees no data."]
     return lines
 
 doc = ["# DKEF §4.1 reproduction (kef)", ""]
