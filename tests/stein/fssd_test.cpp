@@ -124,8 +124,8 @@ TEST(Fssd, RadialFeaturesEqualTheStackFeatures) {
   EXPECT_NEAR(r.fssd2, expected, 2.0 * rel * (sum.squaredNorm() + T_stack.squaredNorm()) / scale);
 }
 
-// Large Grams (P = D·J ≥ 512) take 512-row items and another rank-update kernel: the statistic and
-// p-value still do not depend on the thread count.
+// A large Gram (P = D·J = 513, four groups of 256-row chunks, rank updates of 128 rows and a partial
+// one): the statistic and p-value do not depend on the thread count.
 TEST(Fssd, LargeGramResultsDoNotDependOnTheThreadCount) {
   constexpr Index N = 1100, D = 3, J = 171;  // P = 513, three items, the last partial
   RandomStream rng(32, "fssd-large");
