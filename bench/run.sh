@@ -76,7 +76,10 @@ if $py -c "import numpy" 2>/dev/null; then
   blas_py() { LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} $py "$@"; }
   for J in 10 100; do
     boot=-1; [ "$J" = 100 ] && boot=1000
-    "$build/bin/bench_stein" 10000 10 $J "$work/stein$J" 2000 $boot | tee "$work/stein$J.txt"
+    # OPENBLAS_NUM_THREADS=1 makes kef's OpenBLAS policy (one thread; kef/parallel.cpp sets it when libkef
+    # loads) hold from the start: otherwise the pthreads OpenBLAS has already started an idle worker that
+    # spins for ~0.1 s and takes the second core from kef's threads (FSSD J = 10: 24 ms instead of 2.4).
+    OPENBLAS_NUM_THREADS=1 "$build/bin/bench_stein" 10000 10 $J "$work/stein$J" 2000 $boot | tee "$work/stein$J.txt"
     blas_py "$here/stein_numpy.py" "$work/stein$J/X.npy" "$work/stein$J/V.npy" 4.0 0.1 2000 $boot | tee "$work/stein_np$J.txt"
     awk -v a="$(val numpy_fssd_seconds "$work/stein_np$J.txt")" -v b="$(val fssd_seconds "$work/stein$J.txt")" -v j=$J \
       'BEGIN{printf "fssd J=%d: ratio numpy/kef = %.2fx (target >= 10x)\n", j, a/b}'
