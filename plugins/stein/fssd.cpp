@@ -67,22 +67,20 @@ void check_rows(Index n, const char* what) {
 
 }  // namespace
 
-FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S, Index null_draws,
-                     RandomStream& rng, int threads) {
+FssdMoments fssd_moments(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
+                         bool with_covariance, int threads) {
   const Index N = X.rows(), P = X.cols() * V.rows();
-  check_rows(N, "fssd");
-  const bool need_null = null_draws > 0;
   const RadialProfile* profile = kernel.radial_profile();
   const Index rows = kRowChunk;
   const Index items = (N + rows - 1) / rows;
   // Each run holds a P x P Gram: at most 32 MB of them (4 runs at P = 1000), and 8 runs for small P.
   const Index max_groups = std::clamp<Index>(static_cast<Index>(4e6 / (double(P) * double(P))), 2, 8);
-  const Moments total = ordered_reduce(
+  Moments total = ordered_reduce(
       items, threads,
       [&] {
         Moments m;
         m.sum = Vector::Zero(P);
-        if (need_null) m.gram = Matrix::Zero(P, P);
+        if (with_covariance) m.gram = Matrix::Zero(P, P);
         return m;
       },
       [&](Index c, Moments& m) {
@@ -94,7 +92,7 @@ FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, con
         const Matrix& T = m.ws.T;
         m.sum.noalias() += T.colwise().sum().transpose();
         m.sum_sq += T.squaredNorm();
-        if (need_null) gram_lower_accumulate(T, m.gram);
+        if (with_covariance) gram_lower_accumulate(T, m.gram);
       },
       [](Moments& acc, const Moments& m) {
         acc.sum += m.sum;
@@ -102,19 +100,32 @@ FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, con
         if (m.gram.size()) acc.gram.triangularView<Eigen::Lower>() += m.gram;
       },
       max_groups);
+  FssdMoments out;
+  out.sum = total.sum;
+  out.sum_sq = total.sum_sq;
+  if (with_covariance) {
+    // (Σ ττᵀ − N μμᵀ)/(N − 1), lower triangle.
+    const double Nd = static_cast<double>(N);
+    const Vector mu = total.sum / Nd;
+    out.cov = std::move(total.gram);
+    out.cov.selfadjointView<Eigen::Lower>().rankUpdate(mu, -Nd);
+    out.cov.triangularView<Eigen::Lower>() /= Nd - 1.0;
+  }
+  return out;
+}
 
+FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S, Index null_draws,
+                     RandomStream& rng, int threads) {
+  const Index N = X.rows();
+  check_rows(N, "fssd");
+  const bool need_null = null_draws > 0;
+  const FssdMoments m = fssd_moments(kernel, V, X, S, need_null, threads);
   const double Nd = static_cast<double>(N);
   FssdResult r;
-  r.fssd2 = (total.sum.squaredNorm() - total.sum_sq) / (Nd * (Nd - 1.0));
+  r.fssd2 = (m.sum.squaredNorm() - m.sum_sq) / (Nd * (Nd - 1.0));
   if (!std::isfinite(r.fssd2)) throw NumericalError("fssd: FSSD² is not finite");
   if (!need_null) return r;
-
-  // Covariance of τ, (Σ ττᵀ − N μμᵀ)/(N − 1); only the lower triangle is read.
-  const Vector mu = total.sum / Nd;
-  Matrix cov = total.gram;
-  cov.selfadjointView<Eigen::Lower>().rankUpdate(mu, -Nd);
-  cov.triangularView<Eigen::Lower>() /= Nd - 1.0;
-  const std::vector<double> sims = simulate_quadratic_null(cov, null_draws, rng.derive("fssd-null"), threads);
+  const std::vector<double> sims = simulate_quadratic_null(m.cov, null_draws, rng.derive("fssd-null"), threads);
   r.pvalue = monte_carlo_pvalue(Nd * r.fssd2, sims);
   return r;
 }

@@ -34,6 +34,16 @@ struct FeatureWorkspace {
 void fssd_features_radial(const RadialProfile& profile, const Matrix& V, const Eigen::Ref<const Matrix>& X,
                           const Eigen::Ref<const Matrix>& S, FeatureWorkspace& ws, Matrix& T);
 
+// Σ τ, Σ ‖τ‖² and, when asked, the unbiased covariance of τ (lower triangle only; as numpy.cov),
+// streamed over the rows in fixed chunks and groups (the same for any thread count).
+struct FssdMoments {
+  Vector sum;
+  double sum_sq = 0.0;
+  Matrix cov;  // P x P, P = D·J; empty unless with_covariance
+};
+FssdMoments fssd_moments(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
+                         bool with_covariance, int threads);
+
 struct FssdResult {
   double fssd2 = 0.0;  // unbiased: (‖Σ τ‖² − Σ ‖τ‖²) / (N(N − 1))
   double pvalue = std::numeric_limits<double>::quiet_NaN();  // NaN when null_draws = 0

@@ -122,6 +122,18 @@ TEST(Fssd, RadialFeaturesEqualTheStackFeatures) {
   const double scale = double(N) * double(N - 1);
   const double expected = (sum.squaredNorm() - T_stack.squaredNorm()) / scale;
   EXPECT_NEAR(r.fssd2, expected, 2.0 * rel * (sum.squaredNorm() + T_stack.squaredNorm()) / scale);
+  // The covariance behind the null (chunked rank updates) against (TᵀT − N μμᵀ)/(N − 1) from the stack
+  // features. Each entry sums N products of features within rel of each other, and recursive summation
+  // errs by at most Nε of the sum of magnitudes (Higham, Thm 4.4): with ‖τ‖∞ = t, the two TᵀT terms
+  // differ by ≤ N(2·rel + 2Nε)t², and N μμᵀ likewise; divided by N − 1.
+  const FssdMoments m = fssd_moments(*k, V, X, S, true, 3);
+  const Vector mu = sum / double(N);
+  const Matrix cov = (T_stack.transpose() * T_stack - double(N) * mu * mu.transpose()) / double(N - 1);
+  const double t = T_stack.cwiseAbs().maxCoeff();
+  const double cov_tol = 2.0 * double(N) * (2.0 * rel + 2.0 * double(N) * eps) * t * t / double(N - 1);
+  ASSERT_EQ(m.cov.rows(), D * J);
+  EXPECT_LT((m.cov - cov).triangularView<Eigen::Lower>().toDenseMatrix().cwiseAbs().maxCoeff(), cov_tol);
+  EXPECT_GT(cov.diagonal().minCoeff(), 100.0 * cov_tol);  // the comparison is not vacuous
 }
 
 // A large Gram (P = D·J = 513, four groups of 256-row chunks, rank updates of 128 rows and a partial
