@@ -24,20 +24,31 @@ void fssd_features(const Kernel& kernel, const Matrix& V, const Matrix& X, const
   fssd_features(stacks, S, V.rows(), T);
 }
 
-void fssd_features_radial(const RadialProfile& profile, const Matrix& V, const Eigen::Ref<const Matrix>& X,
-                          const Eigen::Ref<const Matrix>& S, FeatureWorkspace& ws, Matrix& T) {
+namespace {
+
+// τ from φ and φ' already in ws (the rows X against V), for the scores S.
+void radial_features_from_profile(const Matrix& V, const Eigen::Ref<const Matrix>& X, const Eigen::Ref<const Matrix>& S,
+                                  const FeatureWorkspace& ws, Matrix& T) {
   const Index n = X.rows(), D = X.cols(), J = V.rows();
   const double scale = 1.0 / std::sqrt(static_cast<double>(D * J));
-  // r by explicit differences (no ‖x‖² + ‖v‖² − 2x·v cancellation), vectorised over the rows.
-  ws.r.setZero(n, J);
-  for (Index j = 0; j < J; ++j)
-    for (Index d = 0; d < D; ++d) ws.r.col(j).array() += (X.col(d).array() - V(j, d)).square();
-  profile.evaluate(ws.r, &ws.phi, &ws.dphi, nullptr);
   T.resize(n, D * J);
   for (Index d = 0; d < D; ++d)
     for (Index j = 0; j < J; ++j)
       T.col(d * J + j).array() = scale * (S.col(d).array() * ws.phi.col(j).array() +
                                           2.0 * ws.dphi.col(j).array() * (X.col(d).array() - V(j, d)));
+}
+
+}  // namespace
+
+void fssd_features_radial(const RadialProfile& profile, const Matrix& V, const Eigen::Ref<const Matrix>& X,
+                          const Eigen::Ref<const Matrix>& S, FeatureWorkspace& ws, Matrix& T) {
+  const Index n = X.rows(), D = X.cols(), J = V.rows();
+  // r by explicit differences (no ‖x‖² + ‖v‖² − 2x·v cancellation), vectorised over the rows.
+  ws.r.setZero(n, J);
+  for (Index j = 0; j < J; ++j)
+    for (Index d = 0; d < D; ++d) ws.r.col(j).array() += (X.col(d).array() - V(j, d)).square();
+  profile.evaluate(ws.r, &ws.phi, &ws.dphi, nullptr);
+  radial_features_from_profile(V, X, S, ws, T);
 }
 
 namespace {
@@ -164,8 +175,14 @@ RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, con
     FeatureWorkspace ws;
     double pp = 0, qq = 0, pq = 0;  // Σ a_p², Σ a_q², Σ a_p a_q with a = τ·μ
   };
+  const RadialProfile* profile = kernel.radial_profile();
   auto features = [&](Index c, FeatureWorkspace& ws) {
     const Index b = chunk_begin(c), n = chunk_size(c, N);
+    if (profile) {  // one kernel evaluation for both models, as with the stacks below
+      fssd_features_radial(*profile, V, X.middleRows(b, n), S_p.middleRows(b, n), ws, ws.T);
+      radial_features_from_profile(V, X.middleRows(b, n), S_q.middleRows(b, n), ws, ws.Tq);
+      return;
+    }
     fssd_features(kernel, V, X.middleRows(b, n), S_p.middleRows(b, n), ws.stacks, ws.T);
     fssd_features(ws.stacks, S_q.middleRows(b, n), J, ws.Tq);
   };
