@@ -18,8 +18,9 @@ namespace kef::stein {
 // kernel k(x, y) = φ(r), r = ‖x − y‖² (kef/radial_profile.hpp: Gaussian, IMQ). With ∇_x k = 2φ'(x − y)
 // = −∇_y k and Σ_d ∂_{x_d}∂_{y_d} k = −(2Dφ' + 4φ''r):
 //   h = φ s_a·s_b + 2φ' (s_b − s_a)·(x_a − x_b) − 2Dφ' − 4φ''r,
-// three GEMMs and O(1) work per pair instead of O(D) derivative stacks. The tests check h against the
-// definition built from the kernel's cross_derivatives().
+// three GEMMs and O(1) work per pair instead of O(D) derivative stacks. ksd_test forms the same h in a
+// fused, tiled pass (ksd.cpp) and never calls this; it is kept as the unfused reference, which the
+// tests check against the definition built from the kernel's cross_derivatives().
 Matrix stein_kernel(const RadialProfile& k, const Matrix& Xa, const Matrix& Sa, const Matrix& Xb, const Matrix& Sb);
 
 struct KsdResult {
