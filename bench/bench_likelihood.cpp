@@ -1,7 +1,10 @@
 // Throughput of the log_likelihood evaluator (importance sampling from q0) for a lite model.
-//   bench_likelihood [U] [D] [M] [gaussian|deep]   defaults 2000000 11 300 gaussian
+//   bench_likelihood [U] [D] [M] [gaussian|deep] [gaussian|generalized_normal]
+//   defaults 2000000 11 300 gaussian gaussian
 // Fits a lite model on Gaussian data through the registry, with a Gaussian kernel (σ = 3) or DKEF's
-// deep kernel (R = 3 components, L = 3 layers of width W = 30), then reports (lines "key value"):
+// deep kernel (R = 3 components, L = 3 layers of width W = 30), and q0 either N(0, 2²) or DKEF's
+// generalised normal (σ = 2, β = 1.5: a non-Gaussian shape, so its sampler draws gamma variates),
+// then reports (lines "key value"):
 //   proposals_per_second   the evaluator's own rate (best of 3, bias bound off)
 //   flops_per_proposal     Gaussian: 2·D·M (the K(Y, Z) GEMM); deep: per component the network on
 //                          the proposal, 2·(2·D·W + (L−1)·W²), and the feature-space Gram, 2·W·M
@@ -41,8 +44,10 @@ int main(int argc, char** argv) {
   const Index D = argc > 2 ? std::atol(argv[2]) : 11;
   const Index M = argc > 3 ? std::atol(argv[3]) : 300;
   const std::string kernel_type = argc > 4 ? argv[4] : "gaussian";
-  if (kernel_type != "gaussian" && kernel_type != "deep") {
-    std::fprintf(stderr, "usage: bench_likelihood [U] [D] [M] [gaussian|deep]\n");
+  const std::string base_type = argc > 5 ? argv[5] : "gaussian";
+  if ((kernel_type != "gaussian" && kernel_type != "deep") ||
+      (base_type != "gaussian" && base_type != "generalized_normal")) {
+    std::fprintf(stderr, "usage: bench_likelihood [U] [D] [M] [gaussian|deep] [gaussian|generalized_normal]\n");
     return 2;
   }
   const Index R = 3, L = 3, W = 30;  // the deep kernel's defaults (DKEF's sizes)
@@ -58,7 +63,9 @@ int main(int argc, char** argv) {
   RandomStream kernel_rng(7, "kernel");
   auto kernel = kernel_type == "deep" ? reg.make_kernel(cfg("type = \"deep\""), BuildContext{D, &reg, &kernel_rng})
                                       : reg.make_kernel(cfg("type = \"gaussian\"\nsigma = 3.0"), {});
-  auto base = reg.make_base_measure(cfg("type = \"gaussian\"\nstd = 2.0"), {});
+  auto base = reg.make_base_measure(base_type == "gaussian" ? cfg("type = \"gaussian\"\nstd = 2.0")
+                                                           : cfg("type = \"generalized_normal\"\nstd = 2.0\nbeta = 1.5"),
+                                    {});
   auto est = reg.make_estimator(cfg("type = \"lite\"\ninducing_points = " + std::to_string(M)),
                                 EstimatorParts{kernel, base, &reg}, {});
   auto progress = make_silent_progress();
@@ -104,7 +111,7 @@ int main(int argc, char** argv) {
   const double flops = kernel_type == "deep"
                            ? 2.0 * static_cast<double>(R * (2 * D * W + (L - 1) * W * W + W * M))
                            : 2.0 * static_cast<double>(D * M);
-  std::printf("threads %d\nkernel %s\nU %ld\nD %ld\nM %ld\nlog_normalizer %.6f\n", threads, kernel_type.c_str(),
+  std::printf("threads %d\nkernel %s\nbase_measure %s\nU %ld\nD %ld\nM %ld\nlog_normalizer %.6f\n", threads, kernel_type.c_str(), base_type.c_str(),
               static_cast<long>(U), static_cast<long>(D), static_cast<long>(M), log_z);
   std::printf("flops_per_proposal %.0f\nproposals_per_second %.4g\nkernel_gflops %.3f\nseconds_per_1e9 %.0f\n", flops,
               rate, rate * flops / 1e9, 1e9 / rate);

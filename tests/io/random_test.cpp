@@ -74,8 +74,10 @@ TEST(RandomStream, GoldenValues) {
   EXPECT_EQ(r(), 16986517745098553208ULL);
   EXPECT_EQ(r.uniform(), 0.85180831104027899);
   EXPECT_NEAR(r.normal(), -1.2173418353736238, 1e-13);
-  EXPECT_NEAR(r.gamma(2.5), 1.0111496823796275, 1e-13);
-  EXPECT_EQ(r.uniform_int(1000), 989u);
+  // kef 0.2: gamma draws its normals from the ziggurat (was 1.0111496823796275 and then 989 with the
+  // polar method); only the generalised normal base measure's samples depend on it.
+  EXPECT_NEAR(r.gamma(2.5), 0.81901092092477612, 1e-13);
+  EXPECT_EQ(r.uniform_int(1000), 977u);
   EXPECT_EQ(r.derive("x")(), 4226510678494772604ULL);
   EXPECT_EQ(r.derive(5)(), 3002855073249497205ULL);
 }

@@ -27,7 +27,7 @@ class RandomStream {
 
   double uniform();                      // [0, 1)
   double normal();                       // N(0, 1)
-  double gamma(double shape);            // Gamma(shape, 1), shape > 0
+  double gamma(double shape);            // Gamma(shape, 1), shape > 0 (Marsaglia–Tsang on ziggurat normals)
   std::uint64_t uniform_int(std::uint64_t n);  // uniform on {0, ..., n-1}
   Matrix normal_matrix(Index rows, Index cols);
 
