@@ -14,8 +14,8 @@ namespace kef {
 namespace {
 
 constexpr int kLayers = 256;
-constexpr double kR = 3.6541528853610088;     // start of the tail: x_1
-constexpr double kV = 4.92867323399e-3;       // area of each layer (base strip: rectangle + tail)
+constexpr double kR = 3.6541528853610088;  // start of the tail: x_1
+constexpr double kV = 4.92867323399e-3;    // area of each layer (base strip: rectangle + tail)
 
 struct Tables {
   // x[0] = v / f(r) (the base strip's width as a rectangle), x[1] = r, ..., x[256] = 0; layer i spans
@@ -26,7 +26,9 @@ struct Tables {
     auto fx = [](double t) { return std::exp(-0.5 * t * t); };
     x[0] = kV / fx(kR);
     x[1] = kR;
-    for (int i = 1; i < kLayers - 1; ++i) x[static_cast<std::size_t>(i + 1)] = std::sqrt(-2.0 * std::log(kV / x[static_cast<std::size_t>(i)] + fx(x[static_cast<std::size_t>(i)])));
+    for (int i = 1; i < kLayers - 1; ++i)
+      x[static_cast<std::size_t>(i + 1)] = std::sqrt(
+          -2.0 * std::log(kV / x[static_cast<std::size_t>(i)] + fx(x[static_cast<std::size_t>(i)])));
     x[kLayers] = 0.0;
     for (int i = 0; i <= kLayers; ++i) f[static_cast<std::size_t>(i)] = fx(x[static_cast<std::size_t>(i)]);
   }

@@ -98,7 +98,8 @@ struct TileBuffers {
 // For rows i0 .. i0 + 3 and columns j0 .. j0 + 15: r = ‖x_i − x_j‖² (clamped at 0), s_i·s_j and
 // (s_j − s_i)·(x_i − x_j) − D = x_i·s_j + s_i·x_j − s_i·x_i − s_j·x_j − D, into column i − ti0 of the
 // tile buffers at row j − tj0. The 24 accumulators stay in registers over the D coordinates.
-inline void pair_micro_kernel(const PairOperands& op, Index i0, Index j0, Index ti0, Index tj0, TileBuffers& t) {
+inline void pair_micro_kernel(const PairOperands& op, Index i0, Index j0, Index ti0, Index tj0,
+                              TileBuffers& t) {
   const Index D = op.D, ld = op.ld;
   V8 xx[kMicroRows][2] = {}, pp[kMicroRows][2] = {}, mm[kMicroRows][2] = {};
   const double* xa = op.Xt.data() + i0 * D;
@@ -121,7 +122,8 @@ inline void pair_micro_kernel(const PairOperands& op, Index i0, Index j0, Index 
       mm[m][1] += mi * mb1;
     }
   }
-  const double Dd = static_cast<double>(D), half_inv_l2 = 0.5 / (op.lambda * op.lambda), half_inv_l = 0.5 / op.lambda;
+  const double Dd = static_cast<double>(D), half_inv_l2 = 0.5 / (op.lambda * op.lambda),
+               half_inv_l = 0.5 / op.lambda;
   const V8 zero = {};
   // Unrolled, so the accumulators are read from registers, not from a spilled array.
 #pragma GCC unroll 2
@@ -149,7 +151,8 @@ double stein_tile(const RadialProfile& k, const PairOperands& op, Index i0, Inde
   for (Index i = 0; i < ni; i += kMicroRows)
     for (Index j = 0; j < nj; j += kMicroCols) pair_micro_kernel(op, i0 + i, j0 + j, i0, j0, t);
   k.evaluate(t.r, &t.phi, &t.dphi, &t.d2phi);
-  auto h = t.phi.array() * t.ss.array() + 2.0 * t.dphi.array() * t.cross.array() - 4.0 * t.d2phi.array() * t.r.array();
+  auto h = t.phi.array() * t.ss.array() + 2.0 * t.dphi.array() * t.cross.array() -
+           4.0 * t.d2phi.array() * t.r.array();
   if (!store && ni == kTileRows && nj == kTileCols) return h.sum();
   t.h.array() = h;
   return t.h.topLeftCorner(nj, ni).sum();

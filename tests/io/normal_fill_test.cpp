@@ -83,7 +83,10 @@ TEST(NormalFill, MatchesThePolarMethodInLaw) {
   std::sort(b.begin(), b.end());
   double d = 0.0;
   for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
-    if (a[i] <= b[j]) ++i; else ++j;
+    if (a[i] <= b[j])
+      ++i;
+    else
+      ++j;
     d = std::max(d, std::abs(double(i) - double(j)) / double(n));
   }
   EXPECT_LT(d, 1.949 * std::sqrt(2.0 / double(n)));

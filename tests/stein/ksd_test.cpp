@@ -56,48 +56,50 @@ Matrix brute_force_h(const Kernel& k, const Matrix& X, const Matrix& S) {
 TEST(Ksd, BlockedStatisticAndBootstrapEqualTheDoubleLoop) {
   constexpr Index N = 300, D = 3, B = 5;  // a full and a partial row block of 256, partial tiles
   for (const double offset : {0.0, 100.0}) {
-  RandomStream rng(21, "ksd-brute");
-  const Matrix X = (rng.normal_matrix(N, D).array() + offset).matrix();
-  GaussianModel model(Vector::Constant(D, 0.4 + offset), offset > 0 ? 5.5 : 1.3);
-  const Matrix S = model.score(X);
-  for (const std::string type : {"gaussian", "imq"}) {
-    auto k = base_kernel(type);
-    const Matrix H = brute_force_h(*k, X, S);
-    const double tol = 1e3 * 2.2e-16 * H.cwiseAbs().maxCoeff() * (1 + D);
-    // stein_kernel on a block equals the definition.
-    EXPECT_LT((stein_kernel(*k->radial_profile(), X.topRows(40), S.topRows(40), X.bottomRows(50), S.bottomRows(50)) -
-               H.block(0, N - 50, 40, 50))
-                  .cwiseAbs()
-                  .maxCoeff(),
-              tol)
-        << type;
-    const double Nd = double(N);
-    for (bool u : {true, false}) {
-      RandomStream boot(5, "boot");
-      const KsdResult r = ksd_test(*k, X, S, u, B, boot, 2);
-      const double sum = H.sum(), trace = H.diagonal().sum();
-      const double expected = u ? (sum - trace) / (Nd * (Nd - 1)) : sum / (Nd * Nd);
-      EXPECT_NEAR(r.statistic, expected, tol) << type << (u ? " U" : " V");
-      // Without draws only the upper tiles of diagonal blocks are formed.
-      RandomStream none(5, "boot");
-      EXPECT_NEAR(ksd_test(*k, X, S, u, 0, none, 2).statistic, expected, tol) << type << (u ? " U" : " V") << " B = 0";
-      // The bootstrap draws: signs are bit b % 64 of word b / 64 of row n, words drawn row by row
-      // from the stream (the layout ksd.cpp documents).
-      RandomStream again(5, "boot");
-      const Index words = (B + 63) / 64;
-      std::vector<std::uint64_t> bits(static_cast<std::size_t>(N * words));
-      for (auto& w : bits) w = again();
-      ASSERT_EQ(r.bootstrap.size(), static_cast<std::size_t>(B));
-      for (Index b = 0; b < B; ++b) {
-        Vector w(N);
-        for (Index n = 0; n < N; ++n)
-          w[n] = (bits[static_cast<std::size_t>(n * words + b / 64)] >> (b % 64)) & 1u ? 1.0 : -1.0;
-        const double q = w.dot(H * w);
-        const double star = u ? (q - trace) / (Nd * (Nd - 1)) : q / (Nd * Nd);
-        EXPECT_NEAR(r.bootstrap[static_cast<std::size_t>(b)], star, tol) << type << " draw " << b;
+    RandomStream rng(21, "ksd-brute");
+    const Matrix X = (rng.normal_matrix(N, D).array() + offset).matrix();
+    GaussianModel model(Vector::Constant(D, 0.4 + offset), offset > 0 ? 5.5 : 1.3);
+    const Matrix S = model.score(X);
+    for (const std::string type : {"gaussian", "imq"}) {
+      auto k = base_kernel(type);
+      const Matrix H = brute_force_h(*k, X, S);
+      const double tol = 1e3 * 2.2e-16 * H.cwiseAbs().maxCoeff() * (1 + D);
+      // stein_kernel on a block equals the definition.
+      EXPECT_LT((stein_kernel(*k->radial_profile(), X.topRows(40), S.topRows(40), X.bottomRows(50),
+                              S.bottomRows(50)) -
+                 H.block(0, N - 50, 40, 50))
+                    .cwiseAbs()
+                    .maxCoeff(),
+                tol)
+          << type;
+      const double Nd = double(N);
+      for (bool u : {true, false}) {
+        RandomStream boot(5, "boot");
+        const KsdResult r = ksd_test(*k, X, S, u, B, boot, 2);
+        const double sum = H.sum(), trace = H.diagonal().sum();
+        const double expected = u ? (sum - trace) / (Nd * (Nd - 1)) : sum / (Nd * Nd);
+        EXPECT_NEAR(r.statistic, expected, tol) << type << (u ? " U" : " V");
+        // Without draws only the upper tiles of diagonal blocks are formed.
+        RandomStream none(5, "boot");
+        EXPECT_NEAR(ksd_test(*k, X, S, u, 0, none, 2).statistic, expected, tol)
+            << type << (u ? " U" : " V") << " B = 0";
+        // The bootstrap draws: signs are bit b % 64 of word b / 64 of row n, words drawn row by row
+        // from the stream (the layout ksd.cpp documents).
+        RandomStream again(5, "boot");
+        const Index words = (B + 63) / 64;
+        std::vector<std::uint64_t> bits(static_cast<std::size_t>(N * words));
+        for (auto& w : bits) w = again();
+        ASSERT_EQ(r.bootstrap.size(), static_cast<std::size_t>(B));
+        for (Index b = 0; b < B; ++b) {
+          Vector w(N);
+          for (Index n = 0; n < N; ++n)
+            w[n] = (bits[static_cast<std::size_t>(n * words + b / 64)] >> (b % 64)) & 1u ? 1.0 : -1.0;
+          const double q = w.dot(H * w);
+          const double star = u ? (q - trace) / (Nd * (Nd - 1)) : q / (Nd * Nd);
+          EXPECT_NEAR(r.bootstrap[static_cast<std::size_t>(b)], star, tol) << type << " draw " << b;
+        }
       }
     }
-  }
   }
 }
 
