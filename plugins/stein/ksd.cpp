@@ -47,12 +47,10 @@ constexpr Index kPad = kMicroCols;  // operand rows past N, zero, so edge micro-
 // Eight doubles: GCC/Clang lower it to one AVX-512 register, or to two AVX2 / four SSE registers.
 using V8 = double __attribute__((vector_size(64)));
 
-inline V8 load8(const double* p) {
-  V8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8(double* p, V8 v) { std::memcpy(p, &v, sizeof v); }
+// By reference: returning or passing the 64-byte vector by value would change the ABI on targets
+// without AVX-512 (GCC's -Wpsabi), though these calls are always inlined.
+inline void load8(V8& v, const double* p) { std::memcpy(&v, p, sizeof v); }
+inline void store8(double* p, const V8& v) { std::memcpy(p, &v, sizeof v); }
 
 // The data as the pair kernel reads it. X is centred (h depends on x only through x_i − x_j, and
 // centring keeps ‖x‖² + ‖y‖² − 2x·y from cancelling digits). A pair needs x_i·x_j, s_i·s_j and
@@ -109,8 +107,13 @@ inline void pair_micro_kernel(const PairOperands& op, Index i0, Index j0, Index 
     const double* xb = op.X.data() + d * ld + j0;
     const double* pb = op.P.data() + d * ld + j0;
     const double* mb = op.M.data() + d * ld + j0;
-    const V8 xb0 = load8(xb), xb1 = load8(xb + 8), pb0 = load8(pb), pb1 = load8(pb + 8), mb0 = load8(mb),
-             mb1 = load8(mb + 8);
+    V8 xb0, xb1, pb0, pb1, mb0, mb1;
+    load8(xb0, xb);
+    load8(xb1, xb + 8);
+    load8(pb0, pb);
+    load8(pb1, pb + 8);
+    load8(mb0, mb);
+    load8(mb1, mb + 8);
 #pragma GCC unroll 4
     for (int m = 0; m < kMicroRows; ++m) {
       const double xi = xa[m * D + d], pi = pa[m * D + d], mi = ma[m * D + d];
@@ -128,7 +131,9 @@ inline void pair_micro_kernel(const PairOperands& op, Index i0, Index j0, Index 
   // Unrolled, so the accumulators are read from registers, not from a spilled array.
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
-    const V8 nxb = load8(op.nx.data() + j0 + 8 * h), sxb = load8(op.sx.data() + j0 + 8 * h);
+    V8 nxb, sxb;
+    load8(nxb, op.nx.data() + j0 + 8 * h);
+    load8(sxb, op.sx.data() + j0 + 8 * h);
 #pragma GCC unroll 4
     for (int m = 0; m < kMicroRows; ++m) {
       const Index col = i0 + m - ti0, row = j0 + 8 * h - tj0;
