@@ -215,7 +215,7 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
   if (B > 0) signs.emplace(N, B, rng);
 
   // Item a: the blocks (a, b ≥ a) of the symmetric matrix h; off-diagonal blocks count twice. Items
-  // with small a hold the most work and OpenMP's dynamic schedule starts them first.
+  // with small a hold the most work and parallel_for's dynamic schedule starts them first.
   std::vector<RowBlock> parts(static_cast<std::size_t>(blocks));
   parallel_for(blocks, threads, [&](Index a) {
     RowBlock& p = parts[static_cast<std::size_t>(a)];

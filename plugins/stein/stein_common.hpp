@@ -54,7 +54,7 @@ double normal_upper_tail(double z);
 // count. The items are cut into at most max_groups contiguous runs (a number fixed by the problem,
 // never by the thread count); each run starts from init() and accumulate(item, partial)s its items in
 // order on one thread, then combine(result, partial) folds the runs in order. One parallel region per
-// reduction: under oversubscription every OpenMP barrier can cost a scheduler quantum. A run's partial
+// reduction: under oversubscription every barrier can cost a scheduler quantum. A run's partial
 // also carries its workspace (kernel stacks, feature matrices), reused from item to item.
 template <class Init, class Accumulate, class Combine>
 auto ordered_reduce(Index n, int threads, Init&& init, Accumulate&& accumulate, Combine&& combine,

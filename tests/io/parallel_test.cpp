@@ -100,6 +100,55 @@ TEST(ParallelFor, LowestFailingIndexIsRethrown) {
   }
 }
 
+// A loop started inside another loop's body runs serially in that body's thread (no deadlock on the
+// pool), and every index of both levels runs once.
+TEST(ParallelFor, NestedLoopsRunSeriallyInsideAndComplete) {
+  const Index outer = 16, inner = 33;
+  std::vector<std::atomic<int>> calls(static_cast<std::size_t>(outer * inner));
+  parallel_for(outer, 4, [&](Index i) {
+    const auto id = std::this_thread::get_id();
+    parallel_for(inner, 4, [&](Index j) {
+      EXPECT_EQ(std::this_thread::get_id(), id);
+      calls[static_cast<std::size_t>(i * inner + j)]++;
+    });
+  });
+  for (const auto& c : calls) EXPECT_EQ(c.load(), 1);
+}
+
+// Loops from several user threads at once: one uses the pool, the others run in their own thread;
+// all complete with every index once. Then thousands of short loops in a row (lost wake-ups or a
+// worker joining a finished loop would hang or double-count here).
+TEST(ParallelFor, ConcurrentCallersAndManyShortLoops) {
+  std::vector<std::thread> users;
+  std::vector<std::vector<std::atomic<int>>> calls(4);
+  for (auto& c : calls) c = std::vector<std::atomic<int>>(500);
+  for (std::size_t u = 0; u < calls.size(); ++u)
+    users.emplace_back([&, u] { parallel_for(500, 3, [&](Index i) { calls[u][static_cast<std::size_t>(i)]++; }); });
+  for (auto& t : users) t.join();
+  for (const auto& c : calls)
+    for (const auto& k : c) EXPECT_EQ(k.load(), 1);
+  std::atomic<long> total{0};
+  for (int loop = 0; loop < 5000; ++loop) parallel_for(3, 3, [&](Index i) { total += i + 1; });
+  EXPECT_EQ(total.load(), 5000L * 6);
+}
+
+// With 2 threads and items that wait for each other, both threads must really be running: item 0
+// waits (bounded) until item 1 has started.
+TEST(ParallelFor, TwoThreadsRunItemsConcurrently) {
+  std::atomic<bool> second_started{false};
+  bool overlapped = false;
+  parallel_for(2, 2, [&](Index i) {
+    if (i == 1) {
+      second_started = true;
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!second_started && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    overlapped = second_started;
+  });
+  EXPECT_TRUE(overlapped);
+}
+
 TEST(Threads, EnvironmentVariable) {
   {
     ScopedEnv env("KEF_THREADS", nullptr);

@@ -14,7 +14,7 @@ int default_threads();
 void set_default_threads(int threads);
 
 namespace detail {
-void omp_parallel_for(Index n, int threads, void (*body)(void*, Index), void* context);
+void pool_parallel_for(Index n, int threads, void (*body)(void*, Index), void* context);
 }
 
 // Runs f(i) for i in [0, n) on up to `threads` threads. If any call throws, the exception of the
@@ -39,7 +39,7 @@ void parallel_for(Index n, int threads, F&& f) {
       }
     }
   };
-  detail::omp_parallel_for(n, threads, body, &ctx);
+  detail::pool_parallel_for(n, threads, body, &ctx);
   if (ctx.error) std::rethrow_exception(ctx.error);
 }
 
