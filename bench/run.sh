@@ -55,6 +55,12 @@ awk -v k="$(val kernel_gflops "$work/lld.txt")" -v g="$(val gemm_gflops "$work/l
     -v r="$(val proposals_per_second "$work/lld.txt")" -v s="$(val seconds_per_1e9 "$work/lld.txt")" \
   'BEGIN{printf "deep log_likelihood: %.3g proposals/s, 10^9 proposals in %.1f min (target <= 20 min); %.1f GFLOP/s = %.1f%% of DGEMM\n", r, s/60, k, 100*k/g}'
 
+echo "== the same with DKEF's own q0, a generalised normal (beta = 1.5: gamma variates per coordinate)"
+"$build/bin/bench_likelihood" 1000000 11 300 deep generalized_normal | tee "$work/lldg.txt"
+awk -v r="$(val proposals_per_second "$work/lldg.txt")" -v s="$(val seconds_per_1e9 "$work/lldg.txt")" \
+    -v q="$(val sample_per_second "$work/lldg.txt")" \
+  'BEGIN{printf "deep log_likelihood, generalised normal q0: %.3g proposals/s, 10^9 proposals in %.1f min; q0 alone %.3g draws/s\n", r, s/60, q}'
+
 echo "== DKEF stage-1 step, R=3 W=30 L=3 M=300 batches 100/100 D=11, learned q0, 2 threads (kef best of 3 runs of the median of 30 steps; PyTorch anchor median of 30 steps)"
 best=""
 for rep in 1 2 3; do

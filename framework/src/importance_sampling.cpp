@@ -12,9 +12,15 @@ ProposalSource::ProposalSource(const Model& model, const BaseMeasure& base, std:
 
 Vector ProposalSource::log_ratios(Index n, RandomStream& rng, Index first_index) const {
   const Matrix Y = base_.sample(n, model_.dim(), rng);
-  // One batched call each: for kernel models log_unnormalized is a GEMM against the inducing points.
-  Vector f = model_.log_unnormalized(Y);
-  f -= base_.log_density(Y);
+  // One batched call: for kernel models a GEMM against the inducing points. Proposals from the
+  // model's own q0 need f = log p~ − log q0 only, which the model gives without evaluating q0.
+  Vector f;
+  if (&base_ == model_.base_measure()) {
+    f = model_.log_ratio_to_base(Y);
+  } else {
+    f = model_.log_unnormalized(Y);
+    f -= base_.log_density(Y);
+  }
   for (Index i = 0; i < n; ++i) {
     if (std::isnan(f[i]) || f[i] == std::numeric_limits<double>::infinity()) {
       std::ostringstream os;

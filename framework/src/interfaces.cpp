@@ -43,6 +43,12 @@ std::vector<bool> Model::in_support(const Matrix& X) const {
   return std::vector<bool>(static_cast<std::size_t>(X.rows()), true);
 }
 
+Vector Model::log_ratio_to_base(const Matrix& X) const {
+  const BaseMeasure* q0 = base_measure();
+  if (!q0) throw Error("model " + type_name() + " has no base measure, so no log ratio to it");
+  return log_unnormalized(X) - q0->log_density(X);
+}
+
 Matrix Model::hessian(const Vector&) const {
   throw Error("model " + type_name() + " does not provide a full Hessian");
 }

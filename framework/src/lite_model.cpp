@@ -35,6 +35,16 @@ Vector LiteModel::log_unnormalized(const Matrix& X) const {
   return out;
 }
 
+Vector LiteModel::log_ratio_to_base(const Matrix& X) const {
+  check_input(X);
+  Vector out(X.rows());
+  for (Index r = 0; r < X.rows(); r += kChunk) {
+    const Index len = std::min(kChunk, X.rows() - r);
+    out.segment(r, len) = kernel_->gram_times(X.middleRows(r, len), inducing_, alpha_);
+  }
+  return out;
+}
+
 // One chunked pass computes the score, and the Hessian diagonal when `laplacian` is given.
 void LiteModel::evaluate_derivatives(const Matrix& X, Matrix& score, Matrix* laplacian) const {
   check_input(X);

@@ -52,6 +52,24 @@ TEST(LogLikelihood, MatchesAClosedFormNormaliserWithinItsStandardError) {
   EXPECT_TRUE(has_note(r, "bias_bound not available"));
 }
 
+// A lite model's log ratio to its q0 is f = K(x, Z)·α itself (importance sampling's fast path); its
+// brute-force twin is log p~ − log q0, which carries the rounding of |log q0| ≲ 60 here: 1e-12.
+TEST(LogLikelihood, LiteLogRatioToBaseIsTheDifferenceWithoutCancellation) {
+  RandomStream rng(61, "rows");
+  const ModelPtr m = fit_lite_to(rng.normal_matrix(400, 2), 40, 62);
+  const Matrix Y = 6.0 * rng.normal_matrix(300, 2);
+  const Vector direct = m->log_ratio_to_base(Y);
+  const Vector difference = m->log_unnormalized(Y) - m->base_measure()->log_density(Y);
+  EXPECT_LT((direct - difference).cwiseAbs().maxCoeff(), 1e-12);
+  // Far from the data f vanishes (the Gaussian kernel underflows), whatever log q0 is there.
+  const Matrix far = Matrix::Constant(1, 2, 1e4);
+  EXPECT_EQ(m->log_ratio_to_base(far)[0], 0.0);
+  // A model without a base measure has no log ratio to it.
+  FunctionModel plain_model(gaussian_base(1.0), 2, [](const Matrix& X) -> Vector { return -X.rowwise().squaredNorm(); });
+  plain_model.hide_base_measure();
+  EXPECT_THROW(plain_model.log_ratio_to_base(Y), Error);
+}
+
 TEST(LogLikelihood, HugeConstantRatiosStayInLogSpace) {
   // f = 800: r = e^800 overflows a double, yet Ẑ = e^800 exactly, with zero variance.
   FunctionModel m(gaussian_base(1.0), 2, [](const Matrix& X) -> Vector { return Vector::Constant(X.rows(), 800.0); });

@@ -16,6 +16,7 @@ class LiteModel final : public Model {
   Index dim() const override { return inducing_.cols(); }
   std::string type_name() const override { return "lite"; }
   Vector log_unnormalized(const Matrix& X) const override;
+  Vector log_ratio_to_base(const Matrix& X) const override;  // f = K(X, Z)·α, without q0
   Matrix score(const Matrix& X) const override;
   void score_and_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const override;
   std::string describe() const override;

@@ -39,6 +39,10 @@ class Model {
   // f = log p~ − log q0 (for the bias bound of DKEF Proposition 1), when one is known.
   virtual const BaseMeasure* base_measure() const { return nullptr; }
   virtual std::optional<double> log_ratio_lower_bound() const { return std::nullopt; }
+  // f = log p~ − log q0 at X, for q0 = base_measure() (which must be non-null). The default subtracts;
+  // a model built as f + log q0 returns f itself, which is exact where log q0 is large and negative
+  // and spares importance sampling two evaluations of q0 per proposal.
+  virtual Vector log_ratio_to_base(const Matrix& X) const;
 
   // Densities with bounded support report where they are positive; score-based metrics use only
   // those rows and say so.
