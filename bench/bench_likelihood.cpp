@@ -10,7 +10,7 @@
 //                          the proposal, 2·(2·D·W + (L−1)·W²), and the feature-space Gram, 2·W·M
 //   kernel_gflops          flops_per_proposal at that rate
 //   seconds_per_1e9        projected time for 10⁹ proposals
-//   gemm_gflops            the machine's DGEMM rate, measured here, split the way kef splits work
+//   gemm_gflops            the machine's DGEMM peak (the faster of OpenBLAS and Eigen), measured here
 //   sample_per_second / model_per_second   the two halves of a proposal measured alone
 #include <algorithm>
 #include <chrono>

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "kef/allocator.hpp"
 #include "kef/config.hpp"
 #include "kef/npy.hpp"
@@ -67,24 +68,6 @@ Timed time_evaluator(Registry& reg, const std::string& toml, const Model& model,
   return t;
 }
 
-// Eigen's DGEMM rate (its AVX-512 kernels under -march=native), measured as bench_common.hpp measures
-// OpenBLAS's: one single-threaded 1024³ product per thread, best of five, GFLOP/s over all threads. On
-// the AVX-512 machine Eigen's is the faster of the two, so the lower bounds use the larger rate.
-double eigen_gemm_gflops(int threads) {
-  const Index n = 1024;
-  RandomStream rng(1, "gemm");
-  const Matrix B = rng.normal_matrix(n, n);
-  std::vector<Matrix> A, C(static_cast<std::size_t>(threads), Matrix::Zero(n, n));
-  for (int t = 0; t < threads; ++t) A.push_back(rng.normal_matrix(n, n));
-  double best = std::numeric_limits<double>::infinity();
-  for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = Clock::now();
-    parallel_for(threads, threads, [&](Index t) { C[static_cast<std::size_t>(t)].noalias() = A[static_cast<std::size_t>(t)] * B; });
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return 2.0 * double(n) * double(n) * double(n) * threads / best / 1e9;
-}
-
 double metric(const EvaluationResult& r, const std::string& key) {
   for (const auto& [k, v] : r.metrics)
     if (k == key) return v;
@@ -125,7 +108,7 @@ int main(int argc, char** argv) {
   // bootstrap, N²·B (each of the N²/2 distinct h_ij meets each of the B weight vectors once).
   const double P = double(D) * double(J);
   std::printf("threads %d\neigen_gemm_gflops %.1f\nfssd_cov_flops %.4g\nfssd_null_flops %.4g\n", default_threads(),
-              eigen_gemm_gflops(default_threads()), double(N) * P * P, double(null_draws) * P * P);
+              bench::eigen_gemm_gflops(default_threads()), double(N) * P * P, double(null_draws) * P * P);
   std::printf("fssd_seconds %.6f\nfssd2 %.17g\nfssd_pvalue %g\n", f.seconds, metric(f.result, "fssd2"),
               metric(f.result, "fssd_pvalue"));
   if (boot < 0) return 0;

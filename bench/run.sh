@@ -12,6 +12,7 @@ trap 'rm -rf "$work"' EXIT
 val() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "== DGEMM peak: the faster of OpenBLAS and Eigen, one 1024^3 product per thread (ratios below are against it)"
 "$build/bin/bench_lite" gemm | tee "$work/gemm.txt"
 gemm=$(val gemm_gflops "$work/gemm.txt")
 
