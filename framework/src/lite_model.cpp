@@ -12,7 +12,10 @@ constexpr Index kChunk = 1024;
 }  // namespace
 
 LiteModel::LiteModel(KernelPtr kernel, BaseMeasurePtr base, Matrix inducing, Vector alpha)
-    : kernel_(std::move(kernel)), base_(std::move(base)), inducing_(std::move(inducing)), alpha_(std::move(alpha)) {
+    : kernel_(std::move(kernel)),
+      base_(std::move(base)),
+      inducing_(std::move(inducing)),
+      alpha_(std::move(alpha)) {
   if (alpha_.size() != inducing_.rows())
     throw ModelFileError("lite model: " + std::to_string(alpha_.size()) + " coefficients for " +
                          std::to_string(inducing_.rows()) + " inducing points");
@@ -25,16 +28,10 @@ void LiteModel::check_input(const Matrix& X) const {
 }
 
 Vector LiteModel::log_unnormalized(const Matrix& X) const {
-  check_input(X);
-  Vector out(X.rows());
-  for (Index r = 0; r < X.rows(); r += kChunk) {
-    const Index len = std::min(kChunk, X.rows() - r);
-    const Matrix Xc = X.middleRows(r, len);
-    out.segment(r, len) = kernel_->gram_times(Xc, inducing_, alpha_) + base_->log_density(Xc);
-  }
-  return out;
+  return log_ratio_to_base(X) + base_->log_density(X);
 }
 
+// In chunks, so that a kernel's default gram_times (which forms K) holds at most kChunk x M of it.
 Vector LiteModel::log_ratio_to_base(const Matrix& X) const {
   check_input(X);
   Vector out(X.rows());
