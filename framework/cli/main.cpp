@@ -33,27 +33,28 @@ void load_default_plugins(kef::Registry& registry, const std::vector<std::string
 int cmd_plugins(const std::vector<std::string>& paths, const std::string& describe) {
   kef::Registry registry;
   load_default_plugins(registry, paths);
-  const kef::ComponentKind kinds[] = {kef::ComponentKind::DataSource, kef::ComponentKind::Kernel,
-                                      kef::ComponentKind::FeatureMap, kef::ComponentKind::BaseMeasure,
-                                      kef::ComponentKind::Estimator,  kef::ComponentKind::Evaluator,
-                                      kef::ComponentKind::Model};
+  const std::vector<std::string> interfaces = registry.interfaces();
   if (!describe.empty()) {
-    // "kernel/gaussian" or just "gaussian" (every kind that has it).
-    std::string kind_part, type = describe;
+    // "kernel/gaussian" or just "gaussian" (every interface that has it).
+    std::string interface_part, type = describe;
     if (auto slash = describe.find('/'); slash != std::string::npos) {
-      for (auto k : kinds)
-        if (describe.substr(0, slash) == kef::to_string(k)) kind_part = kef::to_string(k);
-      if (!kind_part.empty()) type = describe.substr(slash + 1);
+      for (const auto& i : interfaces)
+        if (describe.substr(0, slash) == i) interface_part = i;
+      if (!interface_part.empty()) type = describe.substr(slash + 1);
     }
     int found = 0;
-    for (auto k : kinds) {
-      if (!kind_part.empty() && kind_part != kef::to_string(k)) continue;
-      const kef::ComponentInfo* info = registry.find(k, type);
+    for (const auto& i : interfaces) {
+      if (!interface_part.empty() && interface_part != i) continue;
+      const kef::ComponentInfo* info = registry.find(i, type);
       if (!info) continue;
       ++found;
-      std::cout << kef::to_string(k) << "/" << info->type << "  (plugin " << info->plugin << ")\n  "
-                << info->summary << "\n";
+      std::cout << i << "/" << info->type << "  (plugin " << info->plugin << ")\n  " << info->summary << "\n";
       if (!info->reference.empty()) std::cout << "  reference: " << info->reference << "\n";
+      for (const auto& part : info->all_parts())
+        std::cout << "  part [model." << part.name << "]: " << part.interface << (part.required ? "" : " (optional)")
+                  << (part.doc.empty() ? "" : ", " + part.doc) << "\n";
+      if (!info->facets.empty())
+        std::cout << "  " << (i == "evaluator" ? "needs" : "models have") << ": " << info->facets.text() << "\n";
       if (info->keys.empty()) std::cout << "  keys: none besides `type`\n";
       for (const auto& key : info->keys) {
         std::cout << "  " << key.name << " (" << kef::to_string(key.kind) << ", default "
@@ -83,9 +84,8 @@ int cmd_plugins(const std::vector<std::string>& paths, const std::string& descri
     if (!p.reason.empty()) std::cout << "      " << p.reason << "\n";
   }
   std::cout << "components:\n";
-  for (auto k : kinds) {
-    for (const auto& info : registry.components(k))
-      std::cout << "  " << kef::to_string(k) << "/" << info.type << "  " << info.summary << "\n";
+  for (const auto& i : interfaces) {
+    for (const auto& info : registry.components(i)) std::cout << "  " << i << "/" << info.type << "  " << info.summary << "\n";
   }
   return 0;
 }

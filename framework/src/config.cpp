@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "config_node.hpp"
+#include "text.hpp"
 #include "kef/error.hpp"
 
 namespace kef {
@@ -49,29 +50,6 @@ std::string format_number(double v) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
-}
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) out += sep;
-    out += items[i];
-  }
-  return out;
 }
 
 const KeySpec* find_spec(const KeyList& keys, std::string_view name) {
@@ -389,18 +367,13 @@ void Config::validate(const KeyList& keys, const std::vector<std::string>& also_
     const KeySpec* spec = find_spec(keys, name);
     if (!spec) {
       std::vector<std::string> valid;
-      std::string best;
-      std::size_t best_d = 3;
-      for (const auto& s : keys) {
-        valid.push_back(s.name);
-        std::size_t d = edit_distance(name, s.name);
-        if (d < best_d) best_d = d, best = s.name;
-      }
+      for (const auto& s : keys) valid.push_back(s.name);
+      const std::string best = detail::closest(name, valid);
       for (const auto& s : also_allowed) valid.push_back(s);
       std::sort(valid.begin(), valid.end());
       std::string msg = "unknown key `" + name + "`";
       if (!best.empty()) msg += " (did you mean `" + best + "`?)";
-      msg += valid.empty() ? "; this component takes no keys" : "; valid keys: " + join(valid);
+      msg += valid.empty() ? "; this component takes no keys" : "; valid keys: " + detail::join(valid);
       fail(name, msg);
     }
     auto check_range = [&](double x, const std::string& label) {
@@ -437,7 +410,7 @@ void Config::validate(const KeyList& keys, const std::vector<std::string>& also_
         if (!spec->choices.empty()) {
           const auto& s = v.as_string()->get();
           if (std::find(spec->choices.begin(), spec->choices.end(), s) == spec->choices.end())
-            fail(name, "invalid value \"" + s + "\"; expected one of: " + join(spec->choices));
+            fail(name, "invalid value \"" + s + "\"; expected one of: " + detail::join(spec->choices));
         }
         break;
       case ValueKind::NumberList: {

@@ -27,12 +27,18 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 const KeyList& top_level_keys() {
   static const KeyList keys = {
       KeySpec::integer("schema_version", "pipeline schema version; must be 1", 1).at_least(1).at_most(1),
       KeySpec::integer("seed", "seed of every random stream of the run", 0).non_negative(),
       KeySpec::table("data", "the data source: `type` and its keys, plus split/shuffle/standardize/whiten").mandatory(),
-      KeySpec::table_array("model", "[[model]] entries: name, estimator, kernel, base_measure").mandatory(),
+      KeySpec::table_array("model", "[[model]] entries: name, estimator, and the parts the estimator declares (kernel, base_measure, ...)").mandatory(),
       KeySpec::table_array("evaluate", "[[evaluate]] entries: `type`, its keys, optional `models` and `name`"),
       KeySpec::table("output", "where and what to write"),
       KeySpec::table("plugins", "plugin search: `paths`"),
@@ -40,14 +46,28 @@ const KeyList& top_level_keys() {
   return keys;
 }
 
-const KeyList& model_keys() {
-  static const KeyList keys = {
+// A [[model]] table holds its name, the estimator and one table per part the estimator declares
+// (ComponentInfo::parts): [model.kernel], [model.base_measure], [model.sampler], ...
+void check_model_tables(Config& m, const ComponentInfo& estimator) {
+  KeyList keys = {
       KeySpec::string("name", "unique model name (results.json key, model directory)").optional(),
       KeySpec::table("estimator", "the fitting method: `type` and its keys").mandatory(),
-      KeySpec::table("kernel", "the kernel, for estimators that use one"),
-      KeySpec::table("base_measure", "the base measure q0, for estimators that use one"),
   };
-  return keys;
+  std::vector<std::string> part_names;
+  for (const PartSpec& part : estimator.all_parts()) {
+    keys.push_back(KeySpec::table(part.name, part.doc));
+    part_names.push_back("[" + m.dotted(part.name) + "]");
+  }
+  for (const std::string& key : m.keys()) {
+    if (key == "name" || key == "estimator") continue;
+    bool declared = false;
+    for (const PartSpec& part : estimator.all_parts()) declared = declared || part.name == key;
+    if (!declared)
+      m.fail(key, "estimator `" + estimator.type + "` takes no [" + m.dotted(key) + "] table (" +
+                      (part_names.empty() ? std::string("it has no parts") : "its parts: " + join_names(part_names)) +
+                      ")");
+  }
+  m.validate(keys);
 }
 
 const KeyList& output_keys() {
@@ -70,8 +90,7 @@ struct ModelPlan {
   std::string name;
   Config table;
   EstimatorPtr estimator;
-  KernelPtr kernel;
-  BaseMeasurePtr base_measure;
+  Parts parts;  // [model.kernel], [model.base_measure], [model.sampler], ...: what the estimator declares
 };
 
 struct EvalPlan {
@@ -155,7 +174,6 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
   if (model_tables.empty()) root.fail("model", "at least one [[model]] is required");
   for (std::size_t i = 0; i < model_tables.size(); ++i) {
     Config m = model_tables[i];
-    m.validate(model_keys());
     ModelPlan mp;
     mp.name = m.has("name") ? m.string("name") : "model" + std::to_string(i);
     if (mp.name.empty() || mp.name.find_first_of("/\\ \t") != std::string::npos || mp.name[0] == '.')
@@ -163,28 +181,14 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
     if (!names.insert(mp.name).second) m.fail("name", "duplicate model name \"" + mp.name + "\"");
     mp.table = m;
     Config est = m.table("estimator");
-    const ComponentInfo& info = plan.registry->info_for(ComponentKind::Estimator, est);
+    const ComponentInfo& info = plan.registry->info_for(Estimator::kInterface, est);
+    check_model_tables(m, info);
     RandomStream init_rng(plan.seed, m.dotted("init"));
     BuildContext ctx{D, plan.registry.get(), &init_rng, plan.data.train.rows()};
-    if (info.uses_kernel) {
-      if (!m.has("kernel")) m.fail("", "estimator `" + info.type + "` needs a [" + m.dotted("kernel") + "] table");
-      Config kcfg = m.table("kernel");
-      mp.kernel = plan.registry->make_kernel(kcfg, ctx);
-      kcfg.fill_defaults();
-    } else if (m.has("kernel")) {
-      m.fail("kernel", "estimator `" + info.type + "` does not use a kernel");
-    }
-    if (info.uses_base_measure) {
-      if (!m.has("base_measure"))
-        m.fail("", "estimator `" + info.type + "` needs a [" + m.dotted("base_measure") + "] table");
-      Config bcfg = m.table("base_measure");
-      mp.base_measure = plan.registry->make_base_measure(bcfg, ctx);
-      bcfg.fill_defaults();
-      mp.base_measure->check_dimension(D);
-    } else if (m.has("base_measure")) {
-      m.fail("base_measure", "estimator `" + info.type + "` does not use a base measure");
-    }
-    mp.estimator = plan.registry->make_estimator(est, EstimatorParts{mp.kernel, mp.base_measure, plan.registry.get()}, ctx);
+    mp.parts = plan.registry->make_parts(info, m, ctx);
+    if (auto q0 = mp.parts.get<BaseMeasure>("base_measure")) q0->check_dimension(D);
+    ctx.parts = &mp.parts;
+    mp.estimator = plan.registry->make<Estimator>(est, ctx);
     est.fill_defaults();
     plan.models.push_back(std::move(mp));
   }
@@ -194,7 +198,7 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
     Config e = eval_tables[i];
     EvalPlan ep;
     ep.table = e;
-    ep.info = &plan.registry->info_for(ComponentKind::Evaluator, e);
+    ep.info = &plan.registry->info_for(Evaluator::kInterface, e);
     std::vector<std::string> host = {"models", "name"};
     if (ep.info->compares_two_models) host.push_back("against");
     // The host's keys are checked here; the evaluator's own keys by the registry.

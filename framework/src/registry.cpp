@@ -27,6 +27,7 @@
 #include "kef/model_archive.hpp"
 #include "kef/plugin_abi.h"
 #include "plugin_compatibility.hpp"
+#include "text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -35,49 +36,34 @@ namespace kef {
 const char* to_string(ComponentKind kind) {
   switch (kind) {
     case ComponentKind::Kernel:
-      return "kernel";
+      return Kernel::kInterface;
     case ComponentKind::FeatureMap:
-      return "feature_map";
+      return FeatureMap::kInterface;
     case ComponentKind::BaseMeasure:
-      return "base_measure";
+      return BaseMeasure::kInterface;
     case ComponentKind::Estimator:
-      return "estimator";
+      return Estimator::kInterface;
     case ComponentKind::Evaluator:
-      return "evaluator";
+      return Evaluator::kInterface;
     case ComponentKind::DataSource:
-      return "data_source";
+      return DataSource::kInterface;
     case ComponentKind::Model:
-      return "model";
+      return Model::kInterface;
   }
   return "component";
 }
 
 namespace {
 
-constexpr std::size_t kKindCount = 7;
-
-const char* noun(ComponentKind kind) {
-  switch (kind) {
-    case ComponentKind::Kernel:
-      return "kernel";
-    case ComponentKind::FeatureMap:
-      return "feature map";
-    case ComponentKind::BaseMeasure:
-      return "base measure";
-    case ComponentKind::Estimator:
-      return "estimator";
-    case ComponentKind::Evaluator:
-      return "evaluator";
-    case ComponentKind::DataSource:
-      return "data source";
-    case ComponentKind::Model:
-      return "model";
-  }
-  return "component";
+// "feature_map" reads as "feature map" in messages.
+std::string noun(std::string_view interface) {
+  std::string out(interface);
+  std::replace(out.begin(), out.end(), '_', ' ');
+  return out;
 }
 
-std::string qualified(ComponentKind kind, const std::string& type) {
-  return std::string(to_string(kind)) + "/" + type;
+std::string qualified(std::string_view interface, const std::string& type) {
+  return std::string(interface) + "/" + type;
 }
 
 // ---- where components come from ----
@@ -97,19 +83,13 @@ struct Origin {
 };
 using OriginPtr = std::shared_ptr<const Origin>;
 
-// One registered component. `origin` is declared first so that it is destroyed last: the
-// factories are plugin code (std::function managers) and need the library while they die.
+// One registered component. `origin` is declared first so that it is destroyed last: the factory is
+// plugin code (a std::function manager) and needs the library while it dies.
 struct Entry {
   OriginPtr origin;
-  ComponentKind kind = ComponentKind::Kernel;
+  std::string interface;
   ComponentInfo info;
-  KernelFactory kernel;
-  FeatureMapFactory feature_map;
-  BaseMeasureFactory base_measure;
-  EstimatorFactory estimator;
-  EvaluatorFactory evaluator;
-  DataSourceFactory data_source;
-  ModelLoader model_loader;
+  ErasedFactory factory;
 };
 
 // Runs plugin code and turns what escapes it into host-owned exceptions. kef::Errors keep their
@@ -139,31 +119,20 @@ auto guarded(const Origin& origin, const std::string& context, F&& f) -> decltyp
   }
 }
 
-// A shared_ptr whose control block is host code and whose deleter keeps the library loaded until
-// the plugin's destructor has run.
-template <class T>
-std::shared_ptr<T> hold(std::unique_ptr<T> object, const LibraryPtr& library) {
-  if (!library) return std::shared_ptr<T>(std::move(object));
-  return std::shared_ptr<T>(object.release(), [library](T* p) { delete p; });
-}
-
-// A model made by plugin code may come with the plugin's own control block (make_shared): the
-// wrapper's control block is ours, and releases the plugin's before letting go of the library.
-ModelPtr hold_model(ModelPtr model, const LibraryPtr& library) {
-  if (!model || !library) return model;
-  const Model* raw = model.get();
-  return ModelPtr(raw, [model = std::move(model), library](const Model*) mutable { model.reset(); });
+// An object made by plugin code may come with the plugin's own control block (the factory's
+// shared_ptr): the result's control block is ours, and releases the plugin's before letting go of
+// the library.
+std::shared_ptr<void> hold(std::shared_ptr<void> object, const LibraryPtr& library) {
+  if (!object || !library) return object;
+  void* raw = object.get();
+  return std::shared_ptr<void>(raw, [object = std::move(object), library](void*) mutable { object.reset(); });
 }
 
 class PluginEstimator final : public Estimator {
  public:
   PluginEstimator(EstimatorPtr inner, OriginPtr origin, std::string name)
       : inner_(std::move(inner)), origin_(std::move(origin)), name_(std::move(name)) {}
-  ModelPtr fit(const FitInput& input) override {
-    ModelPtr model = guarded(*origin_, name_ + " failed in fit", [&] { return inner_->fit(input); });
-    if (!model) throw PluginError(origin_->label() + ": " + name_ + ": fit returned no model");
-    return hold_model(std::move(model), origin_->library);
-  }
+  ModelPtr fit(const FitInput& input) override;
 
  private:
   EstimatorPtr inner_;
@@ -185,13 +154,74 @@ class PluginEvaluator final : public Evaluator {
   std::string name_;
 };
 
+// Every call into a plugin's model goes through the guard, so an exception thrown by the model's code
+// (during scoring, sampling, saving, ...) reaches the caller as a host-owned exception.
+class PluginModel final : public Model {
+ public:
+  PluginModel(ModelPtr inner, OriginPtr origin) : inner_(std::move(inner)), origin_(std::move(origin)) {}
+
+  Index dim() const override { return inner_->dim(); }
+  std::string type_name() const override { return inner_->type_name(); }
+  FacetSet facets() const override { return call("facets", [&] { return inner_->facets(); }); }
+  Vector log_unnormalized(const Matrix& X) const override {
+    return call("log_unnormalized", [&] { return inner_->log_unnormalized(X); });
+  }
+  Matrix score(const Matrix& X) const override { return call("score", [&] { return inner_->score(X); }); }
+  void score_and_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const override {
+    call("score_and_laplacian", [&] { inner_->score_and_laplacian(X, score, laplacian); });
+  }
+  bool has_hessian() const override { return inner_->has_hessian(); }
+  Matrix hessian(const Vector& x) const override { return call("hessian", [&] { return inner_->hessian(x); }); }
+  std::optional<double> log_normalizer() const override {
+    return call("log_normalizer", [&] { return inner_->log_normalizer(); });
+  }
+  const BaseMeasure* base_measure() const override { return inner_->base_measure(); }
+  std::optional<double> log_ratio_lower_bound() const override {
+    return call("log_ratio_lower_bound", [&] { return inner_->log_ratio_lower_bound(); });
+  }
+  Vector log_ratio_to_base(const Matrix& X) const override {
+    return call("log_ratio_to_base", [&] { return inner_->log_ratio_to_base(X); });
+  }
+  bool bounded_support() const override { return inner_->bounded_support(); }
+  std::vector<bool> in_support(const Matrix& X) const override {
+    return call("in_support", [&] { return inner_->in_support(X); });
+  }
+  bool can_sample() const override { return inner_->can_sample(); }
+  Matrix sample(Index n, RandomStream& rng) const override {
+    return call("sample", [&] { return inner_->sample(n, rng); });
+  }
+  const ConditionalModel* conditional() const override { return inner_->conditional(); }
+  std::string describe() const override { return call("describe", [&] { return inner_->describe(); }); }
+  bool can_save() const override { return inner_->can_save(); }
+  void save(ModelWriter& writer) const override { call("save", [&] { inner_->save(writer); }); }
+
+ private:
+  template <class F>
+  auto call(const char* what, F&& f) const -> decltype(f()) {
+    return guarded(*origin_, "model " + inner_->type_name() + " failed in " + what, std::forward<F>(f));
+  }
+  ModelPtr inner_;
+  OriginPtr origin_;
+};
+
+ModelPtr guard_model(ModelPtr model, const OriginPtr& origin) {
+  if (!model || !origin->is_plugin()) return model;
+  return std::make_shared<const PluginModel>(std::move(model), origin);
+}
+
+ModelPtr PluginEstimator::fit(const FitInput& input) {
+  ModelPtr model = guarded(*origin_, name_ + " failed in fit", [&] { return inner_->fit(input); });
+  if (!model) throw PluginError(origin_->label() + ": " + name_ + ": fit returned no model");
+  return guard_model(std::move(model), origin_);
+}
+
 class PluginDataSource final : public DataSource {
  public:
   PluginDataSource(DataSourcePtr inner, OriginPtr origin, std::string name)
       : inner_(std::move(inner)), origin_(std::move(origin)), name_(std::move(name)) {}
   SourceData load(RandomStream& rng) override {
     SourceData data = guarded(*origin_, name_ + " failed in load", [&] { return inner_->load(rng); });
-    data.truth = hold_model(std::move(data.truth), origin_->library);
+    data.truth = guard_model(std::move(data.truth), origin_);
     return data;
   }
 
@@ -201,64 +231,83 @@ class PluginDataSource final : public DataSource {
   std::string name_;
 };
 
+// The guard wrappers of the interfaces whose objects are called long after they were built. Objects
+// of other interfaces are held (their library stays loaded) but their calls are not wrapped: they are
+// called by the plugins that asked for them, inside those plugins' own guarded calls.
+using Wrapper = std::function<std::shared_ptr<void>(std::shared_ptr<void>, const OriginPtr&, const std::string&)>;
+
+template <class T, class Guard>
+Wrapper wrapper_of() {
+  return [](std::shared_ptr<void> object, const OriginPtr& origin, const std::string& name) {
+    std::shared_ptr<T> guard = std::make_shared<Guard>(std::static_pointer_cast<T>(std::move(object)), origin, name);
+    return std::shared_ptr<void>(std::move(guard));
+  };
+}
+
+const std::map<std::string, Wrapper, std::less<>>& wrappers() {
+  static const std::map<std::string, Wrapper, std::less<>> table = {
+      {Estimator::kInterface, wrapper_of<Estimator, PluginEstimator>()},
+      {Evaluator::kInterface, wrapper_of<Evaluator, PluginEvaluator>()},
+      {DataSource::kInterface, wrapper_of<DataSource, PluginDataSource>()},
+      {Model::kInterface,
+       [](std::shared_ptr<void> object, const OriginPtr& origin, const std::string&) {
+         ModelPtr guarded_model = guard_model(std::static_pointer_cast<const Model>(object), origin);
+         return std::const_pointer_cast<void>(std::static_pointer_cast<const void>(guarded_model));
+       }},
+  };
+  return table;
+}
+
 // What a registration function writes into: nothing reaches the registry until the whole
 // registration has succeeded, so a plugin is either fully registered or not at all.
 class StagingRegistrar final : public PluginRegistrar {
  public:
   explicit StagingRegistrar(OriginPtr origin) : origin_(std::move(origin)) {}
 
-  void add_kernel(ComponentInfo info, KernelFactory f) override {
-    const bool ok = static_cast<bool>(f);
-    stage(ComponentKind::Kernel, std::move(info), ok).kernel = std::move(f);
-  }
-  void add_feature_map(ComponentInfo info, FeatureMapFactory f) override {
-    const bool ok = static_cast<bool>(f);
-    stage(ComponentKind::FeatureMap, std::move(info), ok).feature_map = std::move(f);
-  }
-  void add_base_measure(ComponentInfo info, BaseMeasureFactory f) override {
-    const bool ok = static_cast<bool>(f);
-    stage(ComponentKind::BaseMeasure, std::move(info), ok).base_measure = std::move(f);
-  }
-  void add_estimator(ComponentInfo info, EstimatorFactory f) override {
-    const bool ok = static_cast<bool>(f);
-    stage(ComponentKind::Estimator, std::move(info), ok).estimator = std::move(f);
-  }
-  void add_evaluator(ComponentInfo info, EvaluatorFactory f) override {
-    const bool ok = static_cast<bool>(f);
-    stage(ComponentKind::Evaluator, std::move(info), ok).evaluator = std::move(f);
-  }
-  void add_data_source(ComponentInfo info, DataSourceFactory f) override {
-    const bool ok = static_cast<bool>(f);
-    stage(ComponentKind::DataSource, std::move(info), ok).data_source = std::move(f);
-  }
-  void add_model_loader(ComponentInfo info, ModelLoader f) override {
-    const bool ok = static_cast<bool>(f);
-    stage(ComponentKind::Model, std::move(info), ok).model_loader = std::move(f);
-  }
-
-  std::vector<Entry>& entries() { return entries_; }
-  const std::vector<std::string>& problems() const { return problems_; }
-
- private:
-  Entry& stage(ComponentKind kind, ComponentInfo info, bool has_factory) {
-    const std::string name = qualified(kind, info.type);
+  void add_component(std::string interface, ComponentInfo info, ErasedFactory factory) override {
+    const std::string name = qualified(interface, info.type);
+    if (!valid_interface_name(interface))
+      problems_.push_back("registers `" + info.type + "` under the invalid interface name `" + interface +
+                          "` (expected lower-case letters, digits and '_')");
     if (info.type.empty())
-      problems_.push_back("registers a " + std::string(noun(kind)) + " with an empty type name");
-    if (!has_factory) problems_.push_back("registers " + name + " with an empty factory");
+      problems_.push_back("registers a " + noun(interface) + " with an empty type name");
+    if (!factory) problems_.push_back("registers " + name + " with an empty factory");
     for (const Entry& e : entries_)
-      if (e.kind == kind && e.info.type == info.type) problems_.push_back("registers " + name + " twice");
+      if (e.interface == interface && e.info.type == info.type) problems_.push_back("registers " + name + " twice");
     for (std::size_t i = 0; i < info.keys.size(); ++i) {
       if (info.keys[i].name == "type") problems_.push_back(name + " declares the reserved key `type`");
       for (std::size_t j = 0; j < i; ++j)
         if (info.keys[j].name == info.keys[i].name)
           problems_.push_back(name + " declares the key `" + info.keys[i].name + "` twice");
     }
+    const std::vector<PartSpec> parts = info.all_parts();
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].name.empty() || parts[i].name == "name" || parts[i].name == "estimator" ||
+          !valid_interface_name(parts[i].name) || !valid_interface_name(parts[i].interface))
+        problems_.push_back(name + " declares a part with an invalid name or interface (`" + parts[i].name +
+                            "` of `" + parts[i].interface + "`)");
+      for (std::size_t j = 0; j < i; ++j)
+        if (parts[j].name == parts[i].name)
+          problems_.push_back(name + " declares the part `" + parts[i].name + "` twice");
+    }
     info.plugin = origin_->name;
+    info.interface = interface;
     Entry& e = entries_.emplace_back();
     e.origin = origin_;
-    e.kind = kind;
+    e.interface = std::move(interface);
     e.info = std::move(info);
-    return e;
+    e.factory = std::move(factory);
+  }
+
+  std::vector<Entry>& entries() { return entries_; }
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  static bool valid_interface_name(std::string_view name) {
+    if (name.empty() || name.size() > 64) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
   }
 
   OriginPtr origin_;
@@ -266,11 +315,6 @@ class StagingRegistrar final : public PluginRegistrar {
   std::vector<std::string> problems_;
 };
 
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
-  return out;
-}
 
 // A function with internal linkage: its address is inside libkef even in a program that also
 // references libkef's exported functions through canonical PLT entries.
@@ -279,28 +323,30 @@ void locate_libkef() {}
 }  // namespace
 
 struct Registry::Impl {
-  std::array<std::map<std::string, Entry, std::less<>>, kKindCount> entries;
+  // interface name -> type -> entry. Interfaces appear when their first component is registered.
+  using Table = std::map<std::string, Entry, std::less<>>;
+  std::map<std::string, Table, std::less<>> entries;
   std::vector<PluginRecord> records;
   // Declared last, destroyed first; the entries still hold their origins until they go.
   std::vector<OriginPtr> loaded;
 
-  std::map<std::string, Entry, std::less<>>& of(ComponentKind kind) {
-    return entries[static_cast<std::size_t>(kind)];
-  }
-  const std::map<std::string, Entry, std::less<>>& of(ComponentKind kind) const {
-    return entries[static_cast<std::size_t>(kind)];
+  const Table* of(std::string_view interface) const {
+    auto it = entries.find(interface);
+    return it == entries.end() ? nullptr : &it->second;
   }
 
-  const Entry* find(ComponentKind kind, std::string_view type) const {
-    const auto& map = of(kind);
-    auto it = map.find(type);
-    return it == map.end() ? nullptr : &it->second;
+  const Entry* find(std::string_view interface, std::string_view type) const {
+    const Table* table = of(interface);
+    if (!table) return nullptr;
+    auto it = table->find(type);
+    return it == table->end() ? nullptr : &it->second;
   }
 
-  std::string valid_types(ComponentKind kind) const {
+  std::string valid_types(std::string_view interface) const {
     std::vector<std::string> names;
-    for (const auto& [type, entry] : of(kind)) names.push_back(type);
-    std::string out = names.empty() ? "(none)" : join(names, ", ");
+    if (const Table* table = of(interface))
+      for (const auto& [type, entry] : *table) names.push_back(type);
+    std::string out = names.empty() ? "(none)" : detail::join(names, ", ");
     const auto refused = std::count_if(records.begin(), records.end(), [](const PluginRecord& r) {
       return r.status == PluginRecord::Status::Refused;
     });
@@ -309,30 +355,41 @@ struct Registry::Impl {
     return out;
   }
 
-  const Entry& entry_for(ComponentKind kind, const Config& cfg) const {
+  const Entry& entry_for(std::string_view interface, const Config& cfg) const {
     const std::optional<std::string> type = cfg.type();
-    if (!type) cfg.fail("type", "missing `type`; valid types: " + valid_types(kind));
-    const Entry* entry = find(kind, *type);
+    if (!type) cfg.fail("type", "missing `type`; valid types: " + valid_types(interface));
+    const Entry* entry = find(interface, *type);
     if (!entry) {
-      cfg.fail("type", "unknown " + std::string(noun(kind)) + " type `" + *type +
-                           "`; valid types: " + valid_types(kind));
+      cfg.fail("type", "unknown " + noun(interface) + " type `" + *type + "`" + suggestion(interface, *type) +
+                           "; valid types: " + valid_types(interface));
     }
     return *entry;
   }
 
+  // " (did you mean `gaussian`?)" for a type one or two edits away from a registered one.
+  std::string suggestion(std::string_view interface, std::string_view type) const {
+    const Table* table = of(interface);
+    if (!table) return {};
+    std::vector<std::string> names;
+    for (const auto& [name, entry] : *table) names.push_back(name);
+    const std::string best = detail::closest(type, names);
+    return best.empty() ? std::string() : " (did you mean `" + best + "`?)";
+  }
+
   // Moves the staged entries into the registry, or explains why not (and changes nothing).
   std::string commit(StagingRegistrar& staging, std::vector<std::string>& components) {
-    if (!staging.problems().empty()) return join(staging.problems(), "; ");
+    if (!staging.problems().empty()) return detail::join(staging.problems(), "; ");
     for (const Entry& e : staging.entries()) {
-      if (const Entry* existing = find(e.kind, e.info.type)) {
-        return "registers " + qualified(e.kind, e.info.type) + ", which " + existing->origin->label() +
+      if (const Entry* existing = find(e.interface, e.info.type)) {
+        return "registers " + qualified(e.interface, e.info.type) + ", which " + existing->origin->label() +
                " already registered";
       }
     }
     for (Entry& e : staging.entries()) {
-      components.push_back(qualified(e.kind, e.info.type));
+      components.push_back(qualified(e.interface, e.info.type));
       std::string type = e.info.type;
-      of(e.kind).emplace(std::move(type), std::move(e));
+      std::string interface = e.interface;
+      entries[interface].emplace(std::move(type), std::move(e));
     }
     staging.entries().clear();
     return {};
@@ -479,114 +536,93 @@ void Registry::register_builtin(const std::string& origin_name, const std::funct
   impl_->records.push_back(std::move(record));
 }
 
-std::vector<ComponentInfo> Registry::components(ComponentKind kind) const {
-  std::vector<ComponentInfo> out;
-  for (const auto& [type, entry] : impl_->of(kind)) out.push_back(entry.info);
+std::vector<std::string> Registry::interfaces() const {
+  std::vector<std::string> out;
+  for (const auto& [interface, table] : impl_->entries)
+    if (!table.empty()) out.push_back(interface);
   return out;
 }
 
-const ComponentInfo* Registry::find(ComponentKind kind, std::string_view type) const {
-  const Entry* entry = impl_->find(kind, type);
+std::vector<ComponentInfo> Registry::components(std::string_view interface) const {
+  std::vector<ComponentInfo> out;
+  if (const Impl::Table* table = impl_->of(interface))
+    for (const auto& [type, entry] : *table) out.push_back(entry.info);
+  return out;
+}
+
+const ComponentInfo* Registry::find(std::string_view interface, std::string_view type) const {
+  const Entry* entry = impl_->find(interface, type);
   return entry ? &entry->info : nullptr;
 }
 
-const ComponentInfo& Registry::info_for(ComponentKind kind, const Config& cfg) const {
-  return impl_->entry_for(kind, cfg).info;
+const ComponentInfo& Registry::info_for(std::string_view interface, const Config& cfg) const {
+  return impl_->entry_for(interface, cfg).info;
 }
 
 namespace {
 
-BuildContext with_registry(const BuildContext& ctx, Registry* registry) {
-  BuildContext out = ctx;
-  if (!out.registry) out.registry = registry;
-  return out;
-}
-
-// Calls the factory and checks it made something; context names the component and its table.
-template <class T, class Call>
-std::unique_ptr<T> build(const Entry& entry, const Config& cfg, Call&& call) {
-  const std::string name = qualified(entry.kind, entry.info.type);
-  std::unique_ptr<T> object =
-      guarded(*entry.origin, name + " failed while being built from " + cfg.where(), call);
+// Calls the factory, checks it made something, holds the library and puts the interface's guard on.
+std::shared_ptr<void> build(const Entry& entry, const std::string& context, const Config& cfg,
+                            const BuildContext& ctx) {
+  const std::string name = qualified(entry.interface, entry.info.type);
+  std::shared_ptr<void> object =
+      guarded(*entry.origin, name + " failed " + context, [&] { return entry.factory(cfg, ctx); });
   if (!object) throw PluginError(entry.origin->label() + ": " + name + ": the factory returned nothing");
-  return object;
+  object = hold(std::move(object), entry.origin->library);
+  if (!entry.origin->is_plugin()) return object;
+  const auto& table = wrappers();
+  auto wrap = table.find(entry.interface);
+  return wrap == table.end() ? object : wrap->second(std::move(object), entry.origin, name);
 }
 
 }  // namespace
 
-KernelPtr Registry::make_kernel(Config cfg, const BuildContext& ctx) {
-  const Entry& e = impl_->entry_for(ComponentKind::Kernel, cfg);
-  cfg.validate(e.info.keys);
-  const BuildContext local = with_registry(ctx, this);
-  auto object = build<Kernel>(e, cfg, [&] { return e.kernel(cfg, local); });
-  object->attach_config(e.info.type, cfg);
-  return hold(std::move(object), e.origin->library);
+std::shared_ptr<void> Registry::make_any(std::string_view interface, Config cfg, const BuildContext& ctx,
+                                         const std::vector<std::string>& host_keys) {
+  const Entry& e = impl_->entry_for(interface, cfg);
+  cfg.validate(e.info.keys, host_keys);
+  BuildContext local = ctx;
+  if (!local.registry) local.registry = this;
+  return build(e, "while being built from " + cfg.where(), cfg, local);
 }
 
-FeatureMapPtr Registry::make_feature_map(Config cfg, const BuildContext& ctx) {
-  const Entry& e = impl_->entry_for(ComponentKind::FeatureMap, cfg);
-  cfg.validate(e.info.keys);
-  const BuildContext local = with_registry(ctx, this);
-  auto object = build<FeatureMap>(e, cfg, [&] { return e.feature_map(cfg, local); });
-  object->attach_config(e.info.type, cfg);
-  return hold(std::move(object), e.origin->library);
-}
-
-BaseMeasurePtr Registry::make_base_measure(Config cfg, const BuildContext& ctx) {
-  const Entry& e = impl_->entry_for(ComponentKind::BaseMeasure, cfg);
-  cfg.validate(e.info.keys);
-  const BuildContext local = with_registry(ctx, this);
-  auto object = build<BaseMeasure>(e, cfg, [&] { return e.base_measure(cfg, local); });
-  object->attach_config(e.info.type, cfg);
-  return hold(std::move(object), e.origin->library);
+Parts Registry::make_parts(const ComponentInfo& info, const Config& owner, const BuildContext& ctx) {
+  Parts parts;
+  for (const PartSpec& part : info.all_parts()) {
+    if (!owner.has(part.name)) {
+      if (part.required)
+        owner.fail("", noun(info.interface) + " `" + info.type + "` needs a [" + owner.dotted(part.name) +
+                           "] table (" + noun(part.interface) + ")");
+      continue;
+    }
+    Config cfg = owner.table(part.name);
+    parts.add(part.name, part.interface, make_any(part.interface, cfg, ctx));
+    cfg.fill_defaults();
+  }
+  return parts;
 }
 
 EstimatorPtr Registry::make_estimator(Config cfg, const EstimatorParts& parts, const BuildContext& ctx) {
-  const Entry& e = impl_->entry_for(ComponentKind::Estimator, cfg);
-  cfg.validate(e.info.keys);
-  const BuildContext local = with_registry(ctx, this);
-  EstimatorParts local_parts = parts;
-  if (!local_parts.registry) local_parts.registry = this;
-  auto object = build<Estimator>(e, cfg, [&] { return e.estimator(cfg, local_parts, local); });
-  EstimatorPtr inner = hold(std::move(object), e.origin->library);
-  if (!e.origin->is_plugin()) return inner;
-  return std::make_shared<PluginEstimator>(std::move(inner), e.origin, qualified(e.kind, e.info.type));
-}
-
-EvaluatorPtr Registry::make_evaluator(Config cfg, const BuildContext& ctx,
-                                      const std::vector<std::string>& host_keys) {
-  const Entry& e = impl_->entry_for(ComponentKind::Evaluator, cfg);
-  cfg.validate(e.info.keys, host_keys);
-  const BuildContext local = with_registry(ctx, this);
-  auto object = build<Evaluator>(e, cfg, [&] { return e.evaluator(cfg, local); });
-  EvaluatorPtr inner = hold(std::move(object), e.origin->library);
-  if (!e.origin->is_plugin()) return inner;
-  return std::make_shared<PluginEvaluator>(std::move(inner), e.origin, qualified(e.kind, e.info.type));
-}
-
-DataSourcePtr Registry::make_data_source(Config cfg, const BuildContext& ctx,
-                                         const std::vector<std::string>& host_keys) {
-  const Entry& e = impl_->entry_for(ComponentKind::DataSource, cfg);
-  cfg.validate(e.info.keys, host_keys);
-  const BuildContext local = with_registry(ctx, this);
-  auto object = build<DataSource>(e, cfg, [&] { return e.data_source(cfg, local); });
-  DataSourcePtr inner = hold(std::move(object), e.origin->library);
-  if (!e.origin->is_plugin()) return inner;
-  return std::make_shared<PluginDataSource>(std::move(inner), e.origin, qualified(e.kind, e.info.type));
+  const Parts all = parts.all();
+  BuildContext local = ctx;
+  local.parts = &all;
+  if (!local.registry) local.registry = parts.registry ? parts.registry : this;
+  return make<Estimator>(std::move(cfg), local);
 }
 
 ModelPtr Registry::load_model(const ModelReader& reader) {
   const std::string type = reader.model_type();
-  const Entry* e = impl_->find(ComponentKind::Model, type);
+  const Entry* e = impl_->find(Model::kInterface, type);
   if (!e) {
-    reader.fail("unknown model type `" + type +
-                "`; valid types: " + impl_->valid_types(ComponentKind::Model));
+    reader.fail("unknown model type `" + type + "`" + impl_->suggestion(Model::kInterface, type) +
+                "; valid types: " + impl_->valid_types(Model::kInterface));
   }
-  const std::string name = qualified(e->kind, e->info.type);
-  ModelPtr model = guarded(*e->origin, name + " failed while loading " + reader.dir().string(),
-                           [&] { return e->model_loader(reader, *this); });
-  if (!model) throw PluginError(e->origin->label() + ": " + name + ": the loader returned no model");
-  return hold_model(std::move(model), e->origin->library);
+  BuildContext ctx;
+  ctx.dim = reader.dim();
+  ctx.registry = this;
+  ctx.reader = &reader;
+  std::shared_ptr<void> object = build(*e, "while loading " + reader.dir().string(), Config(), ctx);
+  return std::static_pointer_cast<const Model>(object);
 }
 
 std::vector<fs::path> plugin_search_path(const std::vector<std::string>& config_paths) {

@@ -11,6 +11,8 @@ namespace kef {
 
 class BaseMeasure : public Component {
  public:
+  static constexpr const char* kInterface = "base_measure";
+
   // Checks that the measure fits D-dimensional data (e.g. a `mean` list of the right length);
   // throws ConfigError naming the key otherwise.
   virtual void check_dimension(Index dim) const = 0;

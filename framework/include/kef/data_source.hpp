@@ -22,6 +22,8 @@ struct SourceData {
 
 class DataSource {
  public:
+  static constexpr const char* kInterface = "data_source";
+
   virtual ~DataSource() = default;
   virtual SourceData load(RandomStream& rng) = 0;
 };

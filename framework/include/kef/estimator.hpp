@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kef/base_measure.hpp"
+#include "kef/component_info.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
 #include "kef/progress.hpp"
@@ -21,6 +22,26 @@ struct EstimatorParts {
   KernelPtr kernel;
   BaseMeasurePtr base_measure;
   Registry* registry = nullptr;  // for estimators that build nested components
+  Parts parts;                   // every named part ([model.NAME] tables), kernel and base_measure included
+
+  // The parts the registry built for this estimator (BuildContext::parts), with the two shorthands.
+  static EstimatorParts from(const BuildContext& ctx) {
+    EstimatorParts out;
+    out.registry = ctx.registry;
+    if (ctx.parts) {
+      out.parts = *ctx.parts;
+      out.kernel = out.parts.get<Kernel>("kernel");
+      out.base_measure = out.parts.get<BaseMeasure>("base_measure");
+    }
+    return out;
+  }
+  // `parts` plus the shorthand fields, for building: what a caller set by hand is not lost.
+  Parts all() const {
+    Parts out = parts;
+    if (kernel && !out.has("kernel")) out.add("kernel", Kernel::kInterface, kernel);
+    if (base_measure && !out.has("base_measure")) out.add("base_measure", BaseMeasure::kInterface, base_measure);
+    return out;
+  }
 };
 
 // What a fit reports besides the model (goes to results.json "fit").
@@ -42,6 +63,8 @@ struct FitInput {
 
 class Estimator {
  public:
+  static constexpr const char* kInterface = "estimator";
+
   virtual ~Estimator() = default;
   virtual ModelPtr fit(const FitInput& input) = 0;
 };

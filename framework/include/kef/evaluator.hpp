@@ -31,6 +31,8 @@ struct EvaluationResult {
 
 class Evaluator {
  public:
+  static constexpr const char* kInterface = "evaluator";
+
   virtual ~Evaluator() = default;
   virtual EvaluationResult evaluate(const EvalInput& input) = 0;
 };

@@ -17,6 +17,8 @@ struct FeatureStacks {
 
 class FeatureMap : public Component {
  public:
+  static constexpr const char* kInterface = "feature_map";
+
   virtual Index input_dim() const = 0;
   virtual Index output_dim() const = 0;
   virtual void forward(const Matrix& X, int order, FeatureStacks& out) const = 0;

@@ -36,6 +36,8 @@ struct KernelCapabilities {
 
 class Kernel : public Component {
  public:
+  static constexpr const char* kInterface = "kernel";
+
   virtual KernelCapabilities capabilities() const = 0;
 
   virtual Matrix gram(const Matrix& X, const Matrix& Y) const = 0;

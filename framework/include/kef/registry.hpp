@@ -1,8 +1,14 @@
 #pragma once
-// The registry of named components ("kernel/gaussian", "estimator/lite", ...) and the plugin host
-// that fills it. Plugins register factories explicitly from their registration function; every object
-// a factory makes keeps its plugin library loaded; exceptions escaping plugin code that are not
-// kef::Errors are rethrown as kef::PluginError naming the plugin and its file.
+// The registry of named components ("kernel/gaussian", "estimator/lite", "sampler/...", ...) and the
+// plugin host that fills it. Components are keyed by interface name and type; the registry knows
+// nothing of particular interfaces beyond an optional guard per interface (see below), so a new kind
+// of component needs no change here, in the CLI or in the registrar's vtable.
+//
+// Plugins register factories explicitly from their registration function; every object a factory
+// makes keeps its plugin library loaded; exceptions escaping plugin code are rethrown as host-owned
+// exceptions (kef::Errors keep their class and message, anything else becomes a kef::PluginError
+// naming the plugin and its file). Estimators, evaluators, data sources and models made by plugins
+// are wrapped so that this holds for every later call into them too.
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -10,72 +16,18 @@
 #include <string_view>
 #include <vector>
 
-#include "kef/base_measure.hpp"
+#include "kef/component_info.hpp"
 #include "kef/config.hpp"
-#include "kef/data_source.hpp"
-#include "kef/estimator.hpp"
-#include "kef/evaluator.hpp"
-#include "kef/feature_map.hpp"
-#include "kef/kernel.hpp"
-#include "kef/model.hpp"
+#include "kef/plugin_registrar.hpp"
 
 namespace kef {
 
 class ModelReader;
-class Registry;
 
+// Shorthands for the interfaces the host itself defines; the registry is keyed by the names
+// (to_string), and any other interface name works the same way.
 enum class ComponentKind { Kernel, FeatureMap, BaseMeasure, Estimator, Evaluator, DataSource, Model };
 const char* to_string(ComponentKind kind);
-
-struct ComponentInfo {
-  std::string type;        // "gaussian", "synthetic/banana", ...
-  std::string summary;     // one line
-  std::string reference;   // paper and section it implements
-  KeyList keys;
-  // Estimators: which parts of the [[model]] table they use.
-  bool uses_kernel = false;
-  bool uses_base_measure = false;
-  // Evaluators: whether they need the exact density of the source / a second model.
-  bool needs_truth = false;
-  bool compares_two_models = false;
-  std::string plugin;      // filled by the registry
-};
-
-struct BuildContext {
-  Index dim = -1;                 // data dimension when known
-  Registry* registry = nullptr;
-  RandomStream* rng = nullptr;    // the component's own stream (initialisation)
-  Index train_rows = -1;          // size of the training split when known (early validation)
-};
-
-using KernelFactory = std::function<std::unique_ptr<Kernel>(const Config&, const BuildContext&)>;
-using FeatureMapFactory =
-    std::function<std::unique_ptr<FeatureMap>(const Config&, const BuildContext&)>;
-using BaseMeasureFactory =
-    std::function<std::unique_ptr<BaseMeasure>(const Config&, const BuildContext&)>;
-using EstimatorFactory = std::function<std::unique_ptr<Estimator>(
-    const Config&, const EstimatorParts&, const BuildContext&)>;
-using EvaluatorFactory =
-    std::function<std::unique_ptr<Evaluator>(const Config&, const BuildContext&)>;
-using DataSourceFactory =
-    std::function<std::unique_ptr<DataSource>(const Config&, const BuildContext&)>;
-using ModelLoader = std::function<ModelPtr(const ModelReader&, Registry&)>;
-
-// What a plugin's registration function receives.
-class PluginRegistrar {
- public:
-  virtual ~PluginRegistrar() = default;
-  virtual void add_kernel(ComponentInfo info, KernelFactory factory) = 0;
-  virtual void add_feature_map(ComponentInfo info, FeatureMapFactory factory) = 0;
-  virtual void add_base_measure(ComponentInfo info, BaseMeasureFactory factory) = 0;
-  virtual void add_estimator(ComponentInfo info, EstimatorFactory factory) = 0;
-  virtual void add_evaluator(ComponentInfo info, EvaluatorFactory factory) = 0;
-  virtual void add_data_source(ComponentInfo info, DataSourceFactory factory) = 0;
-  // Loader for saved models whose model.toml has `type = info.type`.
-  virtual void add_model_loader(ComponentInfo info, ModelLoader loader) = 0;
-};
-
-using RegisterFunction = void(PluginRegistrar&);
 
 struct PluginRecord {
   enum class Status { Loaded, Refused, Shadowed };
@@ -104,22 +56,48 @@ class Registry {
   // Components linked into the program itself (tests, embedding); `origin` names them.
   void register_builtin(const std::string& origin, const std::function<RegisterFunction>& fn);
 
-  std::vector<ComponentInfo> components(ComponentKind kind) const;
-  const ComponentInfo* find(ComponentKind kind, std::string_view type) const;
+  // Every interface name that has at least one component, sorted.
+  std::vector<std::string> interfaces() const;
+  std::vector<ComponentInfo> components(std::string_view interface) const;
+  const ComponentInfo* find(std::string_view interface, std::string_view type) const;
   // The ComponentInfo for cfg's type; ConfigError listing the valid types otherwise.
-  const ComponentInfo& info_for(ComponentKind kind, const Config& cfg) const;
+  const ComponentInfo& info_for(std::string_view interface, const Config& cfg) const;
 
-  // Validate cfg against the type's keys (ConfigError on any problem), then build.
-  KernelPtr make_kernel(Config cfg, const BuildContext& ctx);
-  FeatureMapPtr make_feature_map(Config cfg, const BuildContext& ctx);
-  BaseMeasurePtr make_base_measure(Config cfg, const BuildContext& ctx);
-  EstimatorPtr make_estimator(Config cfg, const EstimatorParts& parts, const BuildContext& ctx);
-  // host_keys: keys the host handles (e.g. `models`), allowed besides the evaluator's own.
-  EvaluatorPtr make_evaluator(Config cfg, const BuildContext& ctx,
-                              const std::vector<std::string>& host_keys = {});
-  DataSourcePtr make_data_source(Config cfg, const BuildContext& ctx,
+  // Validates cfg against the type's keys (ConfigError on any problem; `host_keys` are keys the caller
+  // handles, allowed besides the component's own), then builds the component. The object is a T* of
+  // the interface's type, as void; make<T> is the typed form.
+  std::shared_ptr<void> make_any(std::string_view interface, Config cfg, const BuildContext& ctx,
                                  const std::vector<std::string>& host_keys = {});
+  template <class T>
+  std::shared_ptr<T> make(Config cfg, const BuildContext& ctx, const std::vector<std::string>& host_keys = {}) {
+    return std::static_pointer_cast<T>(make_any(T::kInterface, std::move(cfg), ctx, host_keys));
+  }
+  // Builds the parts `info` declares from the tables of `owner` (a [[model]] table: [model.kernel],
+  // [model.sampler], ...); a missing required part is a ConfigError naming the table. Tables of
+  // `owner` that are not parts are the caller's to check (see part_names).
+  Parts make_parts(const ComponentInfo& info, const Config& owner, const BuildContext& ctx);
+
   ModelPtr load_model(const ModelReader& reader);
+
+  // The forms of the host's own interfaces, kept for source compatibility with kef 0.2.
+  std::vector<ComponentInfo> components(ComponentKind kind) const { return components(to_string(kind)); }
+  const ComponentInfo* find(ComponentKind kind, std::string_view type) const { return find(to_string(kind), type); }
+  const ComponentInfo& info_for(ComponentKind kind, const Config& cfg) const {
+    return info_for(to_string(kind), cfg);
+  }
+  KernelPtr make_kernel(Config cfg, const BuildContext& ctx) { return make<Kernel>(std::move(cfg), ctx); }
+  FeatureMapPtr make_feature_map(Config cfg, const BuildContext& ctx) { return make<FeatureMap>(std::move(cfg), ctx); }
+  BaseMeasurePtr make_base_measure(Config cfg, const BuildContext& ctx) {
+    return make<BaseMeasure>(std::move(cfg), ctx);
+  }
+  EstimatorPtr make_estimator(Config cfg, const EstimatorParts& parts, const BuildContext& ctx);
+  EvaluatorPtr make_evaluator(Config cfg, const BuildContext& ctx, const std::vector<std::string>& host_keys = {}) {
+    return make<Evaluator>(std::move(cfg), ctx, host_keys);
+  }
+  DataSourcePtr make_data_source(Config cfg, const BuildContext& ctx,
+                                 const std::vector<std::string>& host_keys = {}) {
+    return make<DataSource>(std::move(cfg), ctx, host_keys);
+  }
 
   struct Impl;
 
@@ -135,7 +113,7 @@ std::filesystem::path installed_plugin_dir();
 // Version of the library, "major.minor.patch".
 const char* version();
 constexpr int kVersionMajor = 0;
-constexpr int kVersionMinor = 2;
+constexpr int kVersionMinor = 3;
 constexpr int kVersionPatch = 0;
 
 }  // namespace kef
