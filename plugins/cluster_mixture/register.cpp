@@ -14,6 +14,7 @@ void register_cluster_mixture(kef::PluginRegistrar& r) {
   est.keys = kef::cluster_mixture::cluster_mixture_keys();
   est.uses_kernel = true;
   est.uses_base_measure = true;
+  est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian};
   r.add_estimator(est,
                   [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext& ctx) {
                     return std::make_unique<kef::cluster_mixture::ClusterMixtureEstimator>(cfg, parts, ctx);

@@ -11,6 +11,7 @@ void register_likelihood(kef::PluginRegistrar& r) {
       "bound, or by the midpoint rule on a box (D <= 2)";
   info.reference = "DKEF (Wenliang et al. 2019) section 3.2, Proposition 1 and appendix D.1; MATH.md §8";
   info.keys = kef::likelihood::likelihood_keys();
+  info.facets = kef::Facet::LogDensity;
   r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<kef::likelihood::LikelihoodEvaluator>(cfg, ctx.dim);
   });

@@ -4,13 +4,14 @@
 namespace {
 
 void add(kef::PluginRegistrar& r, const char* type, const char* summary, const char* reference,
-         kef::score_metrics::Metric metric, bool needs_truth) {
+         kef::score_metrics::Metric metric, bool needs_truth, kef::FacetSet needs) {
   kef::ComponentInfo info;
   info.type = type;
   info.summary = summary;
   info.reference = reference;
   info.keys = kef::score_metrics::split_keys();
   info.needs_truth = needs_truth;
+  info.facets = needs;
   r.add_evaluator(info, [metric](const kef::Config& cfg, const kef::BuildContext&) {
     return std::make_unique<kef::score_metrics::ScoreEvaluator>(metric, cfg);
   });
@@ -20,11 +21,11 @@ void register_score_metrics(kef::PluginRegistrar& r) {
   using kef::score_metrics::Metric;
   add(r, "score_matching_loss",
       "Held-out score-matching loss J = mean Σ_d [∂²_d log p~ + ½(∂_d log p~)²] (and J of the truth when known)",
-      "DKEF eq. 4; MATH.md §1", Metric::ScoreMatching, false);
+      "DKEF eq. 4; MATH.md §1", Metric::ScoreMatching, false, kef::Facet::Laplacian);
   add(r, "fisher_divergence", "½ mean ‖∇log p~ − ∇log p0‖² against the exact score of a synthetic source",
-      "MATH.md §1", Metric::FisherDivergence, true);
+      "MATH.md §1", Metric::FisherDivergence, true, kef::Facet::Score);
   add(r, "true_log_likelihood", "Mean log density of the true distribution on the split (a reference value)",
-      "MATH.md §1", Metric::TrueLogLikelihood, true);
+      "MATH.md §1", Metric::TrueLogLikelihood, true, {});
 }
 
 }  // namespace

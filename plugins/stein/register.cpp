@@ -11,6 +11,7 @@ void register_stein(kef::PluginRegistrar& r) {
   fssd.summary = "Finite-set Stein discrepancy FSSD² at J test locations, with its goodness-of-fit p-value";
   fssd.reference = "Jitkrittum et al. (2017), A linear-time kernel goodness-of-fit test; MATH.md §8";
   fssd.keys = fssd_keys();
+  fssd.facets = kef::Facet::Score;
   r.add_evaluator(fssd, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<FssdEvaluator>(cfg, ctx, false);
   });
@@ -21,6 +22,7 @@ void register_stein(kef::PluginRegistrar& r) {
   rel.reference = "Jitkrittum et al. (2018), Informative features for model comparison; DKEF Fig. 3; MATH.md §8";
   rel.keys = relative_fssd_keys();
   rel.compares_two_models = true;
+  rel.facets = kef::Facet::Score;
   r.add_evaluator(rel, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<FssdEvaluator>(cfg, ctx, true);
   });
@@ -30,6 +32,7 @@ void register_stein(kef::PluginRegistrar& r) {
   ksd.summary = "Kernel Stein discrepancy KSD² (U or V statistic) with a wild-bootstrap p-value";
   ksd.reference = "Chwialkowski et al. (2016); Liu et al. (2016); Gorham & Mackey (2017) for IMQ; MATH.md §8";
   ksd.keys = ksd_keys();
+  ksd.facets = kef::Facet::Score;
   r.add_evaluator(ksd, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<KsdEvaluator>(cfg, ctx);
   });

@@ -8,47 +8,8 @@
 // before the library is loaded) and the registration function (a Boost.DLL alias).
 #include <boost/dll/alias.hpp>
 
-#include "kef/plugin_abi.h"
+#include "kef/plugin_descriptor.hpp"
 #include "kef/registry.hpp"
-
-#if defined(__clang__)
-#define KEF_PLUGIN_COMPILER_ID_ KEF_PLUGIN_COMPILER_CLANG
-#define KEF_PLUGIN_COMPILER_MAJOR_ __clang_major__
-#define KEF_PLUGIN_COMPILER_MINOR_ __clang_minor__
-#elif defined(__GNUC__)
-#define KEF_PLUGIN_COMPILER_ID_ KEF_PLUGIN_COMPILER_GCC
-#define KEF_PLUGIN_COMPILER_MAJOR_ __GNUC__
-#define KEF_PLUGIN_COMPILER_MINOR_ __GNUC_MINOR__
-#else
-#define KEF_PLUGIN_COMPILER_ID_ KEF_PLUGIN_COMPILER_OTHER
-#define KEF_PLUGIN_COMPILER_MAJOR_ 0
-#define KEF_PLUGIN_COMPILER_MINOR_ 0
-#endif
-
-#ifdef _GLIBCXX_USE_CXX11_ABI
-#define KEF_PLUGIN_CXX11_ABI_ _GLIBCXX_USE_CXX11_ABI
-#else
-#define KEF_PLUGIN_CXX11_ABI_ -1
-#endif
-
-// The descriptor as this translation unit sees the world; the host compares it with its own.
-#define KEF_PLUGIN_DESCRIPTOR_VALUE(NAME, VERSION, SUMMARY)                                        \
-  {KEF_PLUGIN_ABI_VERSION,                                                                       \
-   sizeof(kef_plugin_descriptor_t),                                                              \
-   static_cast<uint32_t>(::kef::kVersionMajor),                                                  \
-   static_cast<uint32_t>(::kef::kVersionMinor),                                                  \
-   KEF_PLUGIN_COMPILER_ID_,                                                                      \
-   KEF_PLUGIN_COMPILER_MAJOR_,                                                                   \
-   KEF_PLUGIN_COMPILER_MINOR_,                                                                   \
-   KEF_PLUGIN_CXX11_ABI_,                                                                        \
-   EIGEN_WORLD_VERSION,                                                                          \
-   EIGEN_MAJOR_VERSION,                                                                          \
-   EIGEN_MINOR_VERSION,                                                                          \
-   static_cast<uint32_t>(sizeof(void*)),                                                         \
-   static_cast<uint32_t>(EIGEN_MAX_ALIGN_BYTES),                                                 \
-   NAME,                                                                                         \
-   VERSION,                                                                                      \
-   SUMMARY}
 
 #define KEF_PLUGIN(NAME, VERSION, SUMMARY, REGISTER_FUNCTION)                                     \
   extern "C" __attribute__((visibility("default"))) const kef_plugin_descriptor_t               \

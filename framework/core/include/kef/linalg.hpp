@@ -26,6 +26,12 @@ class SpdFactor {
 
 double logsumexp(const Vector& v);
 
+// C (lower triangle) += AᵀA, and C += AᵀB in full: OpenBLAS dsyrk / dgemm on the calling thread only
+// (kef parallelises over fixed row blocks itself, so BLAS must never split work across threads).
+// These are the hot loops of every score-matching system (lite, DKEF stage 2, clustered mixtures).
+void add_gram_lower(const Matrix& A, Matrix& C);
+void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C);
+
 // ‖x_n − y_m‖² for all rows (N x M), by ‖x‖² + ‖y‖² − 2xᵀy (one GEMM) after centring both on Y's
 // mean, clamped at 0 against rounding.
 Matrix squared_distances(const Matrix& X, const Matrix& Y);

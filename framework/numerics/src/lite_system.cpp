@@ -1,7 +1,5 @@
 #include "kef/lite_system.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -13,20 +11,6 @@
 namespace kef {
 
 namespace {
-
-// C (lower triangle) += AᵀA with OpenBLAS, on one thread: kef parallelises over row blocks itself.
-void syrk_lower(const Matrix& A, Matrix& C) {
-  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, static_cast<blasint>(C.rows()), static_cast<blasint>(A.rows()),
-              1.0, A.data(), static_cast<blasint>(A.rows()), 1.0, C.data(), static_cast<blasint>(C.rows()));
-}
-
-// C += AᵀB in full, on one thread.
-void gemm_tn(const Matrix& A, const Matrix& B, Matrix& C) {
-  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(C.rows()),
-              static_cast<blasint>(C.cols()), static_cast<blasint>(A.rows()), 1.0, A.data(),
-              static_cast<blasint>(A.rows()), B.data(), static_cast<blasint>(B.rows()), 1.0, C.data(),
-              static_cast<blasint>(C.rows()));
-}
 
 struct BlockSums {
   Matrix G, U;     // stack path: B1ᵀB1 (lower); both paths: B2ᵀB2 (lower)
@@ -49,11 +33,7 @@ void add_stack_chunk(const Kernel& kernel, const Eigen::Ref<const Matrix>& Xc, c
   kernel.derivatives(Xc, Z, 2, st);
   // Column-major N x D flattens in (d, n) order, the row order of the stacks.
   Eigen::Map<const Vector> q1v(q1.data(), len * D), q2v(q2.data(), len * D);
-  syrk_lower(st.d1, s.G);
-  if (need_U) syrk_lower(st.d2, s.U);
-  s.b_main.noalias() += st.d2.colwise().sum().transpose();
-  s.b_main.noalias() += st.d1.transpose() * q1v;
-  s.b_c.noalias() += st.d2.transpose() * q2v;
+  add_lite_stack_terms(st, q1v, q2v, s.G, need_U ? &s.U : nullptr, s.b_main, s.b_c);
 }
 
 struct RadialWork {
@@ -68,8 +48,8 @@ void add_radial_chunk(const RadialProfile& profile, const Eigen::Ref<const Matri
   w.r = squared_distances(Xc, Z);
   profile.evaluate(w.r, nullptr, &w.p1, &w.p2);
   w.q = w.p1.cwiseProduct(w.r);
-  gemm_tn(w.q, w.p1, s.C);
-  syrk_lower(w.p1, s.PtP);
+  add_cross_product(w.q, w.p1, s.C);
+  add_gram_lower(w.p1, s.PtP);
 
   // b_main = Σ_n Σ_d ∂²_d k + ∂_d k q1_d
   //        = 1ᵀ(2D Φ' + 4 Φ'' ∘ r) + 2 Φ'ᵀ(Σ_d x_d q1_d) − 2 Σ_d z_d (Φ'ᵀ q1)_d
@@ -103,7 +83,7 @@ void add_radial_chunk(const RadialProfile& profile, const Eigen::Ref<const Matri
       }
     }
   }
-  syrk_lower(w.stack, s.U);
+  add_gram_lower(w.stack, s.U);
 }
 
 }  // namespace
@@ -230,6 +210,15 @@ LiteSolution solve_lite_system(const LiteSystem& system, const Matrix& K, double
   sol.jitter = factor.jitter();
   check_finite(sol.alpha, "lite solution alpha");
   return sol;
+}
+
+void add_lite_stack_terms(const KernelStacks& st, const Eigen::Ref<const Vector>& q1, const Eigen::Ref<const Vector>& q2,
+                          Matrix& G, Matrix* U, Vector& b, Vector& bc) {
+  add_gram_lower(st.d1, G);
+  if (U) add_gram_lower(st.d2, *U);
+  b.noalias() += st.d2.colwise().sum().transpose();
+  b.noalias() += st.d1.transpose() * q1;
+  bc.noalias() += st.d2.transpose() * q2;
 }
 
 }  // namespace kef

@@ -36,6 +36,13 @@ struct LiteAccumulateOptions {
   bool use_radial_structure = true;
 };
 
+// What one chunk of rows adds to the lite system through the kernel's derivative stacks (docs/math.md
+// §3), q1 and q2 being the base measure's first and second derivatives flattened in (d, n) order like
+// the stacks' rows: G += d1ᵀd1 and, when U is given, U += d2ᵀd2 (lower triangles); b += 1ᵀd2 + d1ᵀq1;
+// bc += d2ᵀq2. Shared by the lite fit and DKEF's closed-form meta-gradient.
+void add_lite_stack_terms(const KernelStacks& st, const Eigen::Ref<const Vector>& q1, const Eigen::Ref<const Vector>& q2,
+                          Matrix& G, Matrix* U, Vector& b, Vector& bc);
+
 LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
                                   const Matrix& Z, const LiteAccumulateOptions& options);
 

@@ -1,49 +1,14 @@
 #include "plugin_compatibility.hpp"
 
-#include <Eigen/Core>
 #include <cstdint>
 #include <cstring>
 
-#include "kef/registry.hpp"
+#include "kef/plugin_descriptor.hpp"
 
 namespace kef::detail {
 
-#if defined(__clang__)
-constexpr std::uint32_t kCompilerId = KEF_PLUGIN_COMPILER_CLANG;
-constexpr std::uint32_t kCompilerMajor = __clang_major__;
-constexpr std::uint32_t kCompilerMinor = __clang_minor__;
-#elif defined(__GNUC__)
-constexpr std::uint32_t kCompilerId = KEF_PLUGIN_COMPILER_GCC;
-constexpr std::uint32_t kCompilerMajor = __GNUC__;
-constexpr std::uint32_t kCompilerMinor = __GNUC_MINOR__;
-#else
-constexpr std::uint32_t kCompilerId = KEF_PLUGIN_COMPILER_OTHER;
-constexpr std::uint32_t kCompilerMajor = 0;
-constexpr std::uint32_t kCompilerMinor = 0;
-#endif
-#ifdef _GLIBCXX_USE_CXX11_ABI
-constexpr std::int32_t kCxx11Abi = _GLIBCXX_USE_CXX11_ABI;
-#else
-constexpr std::int32_t kCxx11Abi = -1;
-#endif
-
 const kef_plugin_descriptor_t& host_descriptor() {
-  static const kef_plugin_descriptor_t d = {KEF_PLUGIN_ABI_VERSION,
-                                            sizeof(kef_plugin_descriptor_t),
-                                            static_cast<std::uint32_t>(kVersionMajor),
-                                            static_cast<std::uint32_t>(kVersionMinor),
-                                            kCompilerId,
-                                            kCompilerMajor,
-                                            kCompilerMinor,
-                                            kCxx11Abi,
-                                            EIGEN_WORLD_VERSION,
-                                            EIGEN_MAJOR_VERSION,
-                                            EIGEN_MINOR_VERSION,
-                                            static_cast<std::uint32_t>(sizeof(void*)),
-                                            static_cast<std::uint32_t>(EIGEN_MAX_ALIGN_BYTES),
-                                            "kef",
-                                            "",
-                                            ""};
+  static const kef_plugin_descriptor_t d = KEF_PLUGIN_DESCRIPTOR_VALUE("kef", "", "");
   return d;
 }
 

@@ -89,6 +89,7 @@ const KeyList& output_keys() {
 struct ModelPlan {
   std::string name;
   Config table;
+  const ComponentInfo* info = nullptr;  // the estimator's
   EstimatorPtr estimator;
   Parts parts;  // [model.kernel], [model.base_measure], [model.sampler], ...: what the estimator declares
 };
@@ -183,6 +184,7 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
     Config est = m.table("estimator");
     const ComponentInfo& info = plan.registry->info_for(Estimator::kInterface, est);
     check_model_tables(m, info);
+    mp.info = &info;
     RandomStream init_rng(plan.seed, m.dotted("init"));
     BuildContext ctx{D, plan.registry.get(), &init_rng, plan.data.train.rows()};
     mp.parts = plan.registry->make_parts(info, m, ctx);
@@ -214,6 +216,17 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
       if (!e.has("against")) e.fail("", "`" + ep.info->type + "` compares two models: set `against = \"NAME\"`");
       ep.other = e.string("against");
       if (!names.count(ep.other)) e.fail("against", "no [[model]] named \"" + ep.other + "\"");
+    }
+    // An estimator that declares its models' facets is checked here, before any fit; the others'
+    // models are checked when they are evaluated.
+    for (const auto& mp : plan.models) {
+      const bool judged = std::find(ep.models.begin(), ep.models.end(), mp.name) != ep.models.end();
+      if (!judged && mp.name != ep.other) continue;
+      const FacetSet missing = ep.info->facets.minus(mp.info->facets);
+      if (!mp.info->facets.empty() && !missing.empty())
+        e.fail("type", "`" + ep.info->type + "` needs the " + missing.text() + " of model `" + mp.name +
+                           "`, which estimator `" + mp.info->type + "` does not provide (its models have: " +
+                           mp.info->facets.text() + "); restrict it with `models = [...]`");
     }
     if (ep.info->needs_truth && !plan.data.truth)
       e.fail("type", "`" + ep.info->type + "` needs the exact density of the data, and this data source has none "
@@ -387,6 +400,9 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
       auto& ep = plan.evaluations[i];
       for (const auto& name : ep.models) {
         if (ep.info->compares_two_models && name == ep.other) continue;
+        const std::string who = "evaluate[" + std::to_string(i) + "] (" + ep.info->type + ")";
+        require_facets(*fitted.at(name), ep.info->facets, who, name);
+        if (!ep.other.empty()) require_facets(*fitted.at(ep.other), ep.info->facets, who, ep.other);
         RandomStream rng(plan.seed, "evaluate[" + std::to_string(i) + "]." + name);
         EvalInput in{*fitted.at(name), name, plan.data, rng, *progress, threads,
                      ep.other.empty() ? nullptr : fitted.at(ep.other).get(), ep.other};

@@ -1,5 +1,7 @@
 #include "kef/linalg.hpp"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -87,6 +89,17 @@ double median_pairwise_distance(const Matrix& X, Index max_rows) {
   double med = *mid;
   if (d.size() % 2 == 0) med = 0.5 * (med + *std::max_element(d.begin(), mid));
   return med;
+}
+
+void add_gram_lower(const Matrix& A, Matrix& C) {
+  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, static_cast<blasint>(C.rows()), static_cast<blasint>(A.rows()),
+              1.0, A.data(), static_cast<blasint>(A.rows()), 1.0, C.data(), static_cast<blasint>(C.rows()));
+}
+
+void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C) {
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(C.rows()), static_cast<blasint>(C.cols()),
+              static_cast<blasint>(A.rows()), 1.0, A.data(), static_cast<blasint>(A.rows()), B.data(),
+              static_cast<blasint>(B.rows()), 1.0, C.data(), static_cast<blasint>(C.rows()));
 }
 
 }  // namespace kef

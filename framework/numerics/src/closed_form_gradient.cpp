@@ -1,13 +1,12 @@
 #include "kef/closed_form_gradient.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
 
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
+#include "kef/lite_system.hpp"
 #include "kef/parallel.hpp"
 
 namespace kef {
@@ -67,12 +66,6 @@ Stacks stacks_of(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
   return s;
 }
 
-// C += AᵀA (lower triangle), through OpenBLAS dsyrk (single-threaded: kef's loops own the threads).
-void syrk_lower(const Matrix& A, Matrix& C) {
-  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, static_cast<blasint>(C.rows()), static_cast<blasint>(A.rows()),
-              1.0, A.data(), static_cast<blasint>(A.rows()), 1.0, C.data(), static_cast<blasint>(C.rows()));
-}
-
 struct Fit {
   std::vector<Stacks> train;  // per block
   SpdFactor factor;
@@ -100,11 +93,9 @@ Fit fit_alpha(const Kernel& kernel, const BaseMeasure& base, const Matrix& train
         s = stacks_of(kernel, base, train.middleRows(blocks[bi].begin, blocks[bi].rows), Z);
         G[si] = Matrix::Zero(M, M);
         U[si] = Matrix::Zero(M, M);
-        syrk_lower(s.k.d1, G[si]);
-        syrk_lower(s.k.d2, U[si]);
-        b[si] = s.k.d2.colwise().sum().transpose();
-        b[si].noalias() += s.k.d1.transpose() * s.q1;
-        bc[si].noalias() = s.k.d2.transpose() * s.q2;
+        b[si] = Vector::Zero(M);
+        bc[si] = Vector::Zero(M);
+        add_lite_stack_terms(s.k, s.q1, s.q2, G[si], &U[si], b[si], bc[si]);
       },
       [&](Index, Index slot) {
         const auto si = static_cast<std::size_t>(slot);
@@ -365,7 +356,7 @@ FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const Bas
         Stacks st = stacks_of(kernel, base, p.rows_of_block(bi), Z);
         const bool tr = bi < nt;
         q.G = Matrix::Zero(M, M);
-        syrk_lower(st.k.d1, q.G);
+        add_gram_lower(st.k.d1, q.G);
         q.c = st.k.d2.colwise().sum().transpose();
         if (!base_learns) {
           q.h1.noalias() = st.k.d1.transpose() * st.q1;
@@ -375,7 +366,7 @@ FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const Bas
         }
         if (tr) {
           q.U = Matrix::Zero(M, M);
-          syrk_lower(st.k.d2, q.U);
+          add_gram_lower(st.k.d2, q.U);
         }
         if (p.keep) {
           if (tr) {

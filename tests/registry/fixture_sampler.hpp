@@ -1,0 +1,15 @@
+#pragma once
+// An interface the host does not know: what a plugin family adding a new kind of component (DDE's
+// samplers, a flow's layers, ...) writes. Only its name and its factory signature matter to the registry.
+#include "kef/component.hpp"
+#include "kef/types.hpp"
+
+namespace fixture {
+
+class Sampler : public kef::Component {
+ public:
+  static constexpr const char* kInterface = "fixture_sampler";
+  virtual double centre() const = 0;
+};
+
+}  // namespace fixture
