@@ -1,4 +1,4 @@
-"""NumPy baseline for bench_stein: the same FSSD and KSD tests as kef's `stein` plugin (MATH.md §8).
+"""NumPy baseline for bench_stein: the same FSSD and KSD tests as kef's `stein` plugin (docs/math.md §8).
 
     stein_numpy.py X.npy V.npy SIGMA SHIFT NULL_DRAWS BOOTSTRAP_DRAWS   (BOOTSTRAP_DRAWS < 0: FSSD only)
 

@@ -1,10 +1,10 @@
 #pragma once
-// The deep kernel of DKEF (eq. 7, MATH.md §2): a mixture of R components, each a Gaussian (or, for
+// The deep kernel of DKEF (eq. 7, docs/math.md §2): a mixture of R components, each a Gaussian (or, for
 // DKEF-L, linear) kernel on its own learned feature map φ_r (kef::Mlp),
 //   k(x, y) = Σ_r ρ_r exp(−‖φ_r(x) − φ_r(y)‖² / (2σ_r²)),   ρ = softmax(v),  σ_r = exp(s_r).
 // Parameter vector: v (R), then s (R; Gaussian components only), then each network's parameters.
 //
-// Speed (MATH.md §2 shapes): each network runs once per call on the stacked channels (features, J_d,
+// Speed (docs/math.md §2 shapes): each network runs once per call on the stacked channels (features, J_d,
 // S_d) of all rows, one GEMM per layer; the Gaussian Gram in feature space is ‖a‖² + ‖c‖² − 2aᵀc after
 // centring both on the mean of the second argument's features (one GEMM that also yields uᵀJ_d and
 // uᵀS_d for every coordinate). Features of the second argument (the inducing points) are cached per

@@ -18,7 +18,7 @@ void register_deep(kef::PluginRegistrar& r) {
   kef::ComponentInfo kernel;
   kernel.type = "deep";
   kernel.summary = "DKEF deep kernel: a softmax-weighted mixture of Gaussian (or linear) kernels on MLP features";
-  kernel.reference = "DKEF (Wenliang et al. 2019) eq. 7; MATH.md §2";
+  kernel.reference = "DKEF (Wenliang et al. 2019) eq. 7; docs/math.md §2";
   kernel.keys = {
       KeySpec::integer("components", "R, the number of mixture components", 3).at_least(1),
       KeySpec::integer("layers", "L, fully connected layers per feature map", 3).at_least(1),
@@ -55,7 +55,7 @@ void register_deep(kef::PluginRegistrar& r) {
   scalar.type = "deep_scalar";
   scalar.summary =
       "DKEF-L-50-1's kernel: k(x, y) = ψ(x)ψ(y) with ψ = wᵀφ(x) + b, one affine neuron on DKEF's network";
-  scalar.reference = "DKEF (Wenliang et al. 2019) section 4, DKEF-L-50-1; MATH.md §2";
+  scalar.reference = "DKEF (Wenliang et al. 2019) section 4, DKEF-L-50-1; docs/math.md §2";
   scalar.keys = {
       KeySpec::integer("layers", "L, fully connected layers of the network under the head", 3).at_least(1),
       KeySpec::integer("width", "W, the width of every layer under the head", 50).at_least(1)};
@@ -69,7 +69,7 @@ void register_deep(kef::PluginRegistrar& r) {
   kef::ComponentInfo fm;
   fm.type = "mlp";
   fm.summary = "DKEF's network: L softplus layers of width W, skip connection into the last layer";
-  fm.reference = "DKEF (Wenliang et al. 2019) section 2; MATH.md §2";
+  fm.reference = "DKEF (Wenliang et al. 2019) section 2; docs/math.md §2";
   fm.keys = {KeySpec::integer("layers", "L, fully connected layers", 3).at_least(1),
              KeySpec::integer("width", "W, the width of every layer", 30).at_least(1)};
   r.add_feature_map(fm, [](const kef::Config& cfg, const kef::BuildContext& ctx) {

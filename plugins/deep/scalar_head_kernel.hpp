@@ -9,7 +9,7 @@
 // output unit, and a softplus head would make ψ > 0, so f = αψ(z)ψ(x) could only be bounded on one side
 // by a fixed sign of αψ(z) — an energy shape restriction the paper does not describe.
 //
-// Derivatives (MATH.md §2 notation, J_d = ∂φ/∂x_d, S_d = ∂²φ/∂x_d²):
+// Derivatives (docs/math.md §2 notation, J_d = ∂φ/∂x_d, S_d = ∂²φ/∂x_d²):
 //   ∂_d k = (wᵀJ_d(x)) ψ(y),   ∂²_d k = (wᵀS_d(x)) ψ(y).
 // Parameter vector: the network's parameters (layout in mlp.hpp), then w (W), then b.
 // Not bounded in [0, 1]; rank one, so positive semi-definite but not positive definite.

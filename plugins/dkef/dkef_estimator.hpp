@@ -1,5 +1,5 @@
 #pragma once
-// DKEF training (Algorithm 1 of the ICML paper, MATH.md §5): learn the kernel, the inducing points,
+// DKEF training (Algorithm 1 of the ICML paper, docs/math.md §5): learn the kernel, the inducing points,
 // log λ_α, log λ_C and q0's parameters by minimising the validation-batch score-matching loss of the
 // closed-form fit on a training batch; early-stop on the validation split; tune λ with the kernel
 // frozen; fit the final α on the whole fit split.

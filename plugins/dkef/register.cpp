@@ -7,7 +7,7 @@ void register_dkef(kef::PluginRegistrar& r) {
   kef::ComponentInfo est;
   est.type = "dkef";
   est.summary = "Deep kernel exponential family: kernel, points and λ learned through the closed-form fit";
-  est.reference = "DKEF (Wenliang et al. 2019) Algorithm 1; MATH.md §5";
+  est.reference = "DKEF (Wenliang et al. 2019) Algorithm 1; docs/math.md §5";
   est.keys = kef::dkef::dkef_keys();
   est.uses_kernel = true;
   est.uses_base_measure = true;

@@ -1,5 +1,5 @@
 #pragma once
-// k(x, y) = exp(−‖x − y‖² / (2σ²)) with σ the length scale (MATH.md §2); parameter: log σ.
+// k(x, y) = exp(−‖x − y‖² / (2σ²)) with σ the length scale (docs/math.md §2); parameter: log σ.
 #include <cmath>
 
 #include "kef/kernel.hpp"

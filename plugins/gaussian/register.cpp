@@ -9,7 +9,7 @@ void register_gaussian(kef::PluginRegistrar& r) {
   kef::ComponentInfo kernel;
   kernel.type = "gaussian";
   kernel.summary = "Gaussian kernel exp(-|x-y|^2 / (2 sigma^2)), sigma the length scale";
-  kernel.reference = "MATH.md §2";
+  kernel.reference = "docs/math.md §2";
   kernel.keys = {KeySpec::number("sigma", "length scale σ (learned as log σ by estimators that learn kernels)", 1.0)
                      .positive()};
   r.add_kernel(kernel, [](const kef::Config& cfg, const kef::BuildContext&) {
@@ -19,7 +19,7 @@ void register_gaussian(kef::PluginRegistrar& r) {
   kef::ComponentInfo base;
   base.type = "gaussian";
   base.summary = "Gaussian base measure N(mean, std^2 I)";
-  base.reference = "MATH.md §3";
+  base.reference = "docs/math.md §3";
   base.keys = {KeySpec::numbers("mean", "mean: one value for every coordinate, or one per coordinate",
                                 std::vector<double>{0.0}),
                KeySpec::number("std", "standard deviation σ0", 1.0).positive()};

@@ -16,7 +16,7 @@ namespace {
 constexpr const char* kWhere = "base_measure/generalized_normal";
 
 // Everything one coordinate needs, from (μ, log σ, β). Derivatives of the pieces with respect to
-// log σ (s) and β (p) are written out in backward(); MATH.md §3 has the forward formulas.
+// log σ (s) and β (p) are written out in backward(); docs/math.md §3 has the forward formulas.
 struct Coord {
   double mu, s, p;
   double c;          // 1 / (2σ²)

@@ -1,7 +1,7 @@
 #pragma once
 // The DKEF (ICML version) base measure: independent generalised normal coordinates
 //   log q0(x) = Σ_d [ −½ |x_d − μ_d|^{β_d} / σ_d² + log(β_d / (2 α_d Γ(1/β_d))) ],  α_d = (2σ_d²)^{1/β_d},
-// with learnable μ_d, σ_d and β_d = 1 + e^{b_d} > 1 (MATH.md §3).
+// with learnable μ_d, σ_d and β_d = 1 + e^{b_d} > 1 (docs/math.md §3).
 //
 // Parameters (unconstrained, flat): [μ_0..μ_{D-1}, log σ_0..log σ_{D-1}, b_0..b_{D-1}], so they exist
 // only once D is known. D is fixed by the first of: a `mean`/`std`/`beta` list of length > 1, the

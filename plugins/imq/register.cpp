@@ -10,7 +10,7 @@ void register_imq(kef::PluginRegistrar& r) {
   kef::ComponentInfo info;
   info.type = "imq";
   info.summary = "Inverse multiquadric kernel (c^2 + |x-y|^2)^beta, beta < 0";
-  info.reference = "Gorham & Mackey (2017), Measuring sample quality with kernels, §3; MATH.md §8 (KSD)";
+  info.reference = "Gorham & Mackey (2017), Measuring sample quality with kernels, §3; docs/math.md §8 (KSD)";
   info.keys = {KeySpec::number("c", "offset c; the kernel is bounded by 1 when c >= 1", 1.0).positive(),
                KeySpec::number("beta", "exponent β, negative", -0.5).at_most(0.0)};
   r.add_kernel(info, [](const kef::Config& cfg, const kef::BuildContext&) -> std::unique_ptr<kef::Kernel> {

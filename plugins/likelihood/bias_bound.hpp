@@ -1,5 +1,5 @@
 #pragma once
-// DKEF Proposition 1 (MATH.md §8): an upper bound on the bias log Z − E log Ẑ of the importance-
+// DKEF Proposition 1 (docs/math.md §8): an upper bound on the bias log Z − E log Ẑ of the importance-
 // sampling estimate from U proposals,
 //
 //   ψ(t, Z) Var[r] / ((Z − t)² U) + P (4ρ(1 − ρ))^{U/2},

@@ -1,6 +1,6 @@
 #pragma once
 // Held-out log-likelihood log p~(x) − log Ẑ with Ẑ by importance sampling from the model's
-// normalised base measure, and the DKEF Proposition 1 bound on the bias of log Ẑ (MATH.md §8); or,
+// normalised base measure, and the DKEF Proposition 1 bound on the bias of log Ẑ (docs/math.md §8); or,
 // for D <= 2, Ẑ by the midpoint rule on a box (method = "quadrature", quadrature.hpp).
 #include <optional>
 #include <string>

@@ -9,7 +9,7 @@ void register_likelihood(kef::PluginRegistrar& r) {
   info.summary =
       "Held-out log p~(x) − log Ẑ, Ẑ by importance sampling from the model's base measure with DKEF's bias "
       "bound, or by the midpoint rule on a box (D <= 2)";
-  info.reference = "DKEF (Wenliang et al. 2019) section 3.2, Proposition 1 and appendix D.1; MATH.md §8";
+  info.reference = "DKEF (Wenliang et al. 2019) section 3.2, Proposition 1 and appendix D.1; docs/math.md §8";
   info.keys = kef::likelihood::likelihood_keys();
   info.facets = kef::Facet::LogDensity;
   r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) {

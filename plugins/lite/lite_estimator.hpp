@@ -1,5 +1,5 @@
 #pragma once
-// The "lite" estimator: α in closed form for M inducing points (MATH.md §4, DKEF Prop. 3).
+// The "lite" estimator: α in closed form for M inducing points (docs/math.md §4, DKEF Prop. 3).
 #include "kef/config.hpp"
 #include "kef/estimator.hpp"
 #include "kef/registry.hpp"

@@ -7,7 +7,7 @@ void register_lite(kef::PluginRegistrar& r) {
   kef::ComponentInfo est;
   est.type = "lite";
   est.summary = "Lite kernel exponential family: closed-form score matching on M inducing points";
-  est.reference = "DKEF (Wenliang et al. 2019) Proposition 3; MATH.md §4";
+  est.reference = "DKEF (Wenliang et al. 2019) Proposition 3; docs/math.md §4";
   est.keys = kef::lite::lite_keys();
   est.uses_kernel = true;
   est.uses_base_measure = true;

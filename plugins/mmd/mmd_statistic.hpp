@@ -1,5 +1,5 @@
 #pragma once
-// The unbiased MMD² U-statistic between two samples and its permutation null (MATH.md §8), computed
+// The unbiased MMD² U-statistic between two samples and its permutation null (docs/math.md §8), computed
 // from row blocks of the pooled Gram matrix so memory stays O(block · N), never O(N²).
 #include <limits>
 

@@ -9,7 +9,7 @@ void register_mmd(kef::PluginRegistrar& r) {
   info.summary =
       "Unbiased MMD² (Gaussian kernel, median-heuristic bandwidth) between model samples (exact sampler or HMC) "
       "and a held-out split, with a permutation p-value";
-  info.reference = "DDE (Dai et al. 2019) Table 1; Gretton et al. 2012; MATH.md §8";
+  info.reference = "DDE (Dai et al. 2019) Table 1; Gretton et al. 2012; docs/math.md §8";
   info.keys = kef::mmd::mmd_keys();
   r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<kef::mmd::MmdEvaluator>(cfg, ctx);

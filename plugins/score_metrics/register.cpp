@@ -21,11 +21,11 @@ void register_score_metrics(kef::PluginRegistrar& r) {
   using kef::score_metrics::Metric;
   add(r, "score_matching_loss",
       "Held-out score-matching loss J = mean Σ_d [∂²_d log p~ + ½(∂_d log p~)²] (and J of the truth when known)",
-      "DKEF eq. 4; MATH.md §1", Metric::ScoreMatching, false, kef::Facet::Laplacian);
+      "DKEF eq. 4; docs/math.md §1", Metric::ScoreMatching, false, kef::Facet::Laplacian);
   add(r, "fisher_divergence", "½ mean ‖∇log p~ − ∇log p0‖² against the exact score of a synthetic source",
-      "MATH.md §1", Metric::FisherDivergence, true, kef::Facet::Score);
+      "docs/math.md §1", Metric::FisherDivergence, true, kef::Facet::Score);
   add(r, "true_log_likelihood", "Mean log density of the true distribution on the split (a reference value)",
-      "MATH.md §1", Metric::TrueLogLikelihood, true, {});
+      "docs/math.md §1", Metric::TrueLogLikelihood, true, {});
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ EvaluationResult ScoreEvaluator::evaluate(const EvalInput& in) {
       double j = score_matching_loss(in.model, X, in.threads, rows);
       r.metrics.emplace_back("score_matching_loss", j);
       if (truth) {
-        // J(p~) − J(p0) estimates the Fisher divergence without the true score (MATH.md §1).
+        // J(p~) − J(p0) estimates the Fisher divergence without the true score (docs/math.md §1).
         r.metrics.emplace_back("score_matching_loss_truth", score_matching_loss(*truth, X, in.threads, rows));
       }
       break;

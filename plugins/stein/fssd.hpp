@@ -1,6 +1,6 @@
 #pragma once
 // The finite-set Stein discrepancy (Jitkrittum et al. 2017) and its relative test (Jitkrittum et al.
-// 2018), MATH.md §8. Everything streams over the rows in kRowChunk chunks.
+// 2018), docs/math.md §8. Everything streams over the rows in kRowChunk chunks.
 #include <limits>
 #include <vector>
 

@@ -15,7 +15,7 @@ namespace kef::stein {
 
 namespace {
 
-constexpr Index kDkefLocations = 100;      // DKEF's protocol (MATH.md §8)
+constexpr Index kDkefLocations = 100;      // DKEF's protocol (docs/math.md §8)
 constexpr Index kOptimizedLocations = 10;  // kgof's experiments use J ≤ 10: optimised locations overfit less
 
 std::vector<KeySpec> location_keys(bool relative) {

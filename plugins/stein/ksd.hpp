@@ -1,5 +1,5 @@
 #pragma once
-// The kernel Stein discrepancy (Chwialkowski et al. 2016; Liu et al. 2016), MATH.md §8, with a wild
+// The kernel Stein discrepancy (Chwialkowski et al. 2016; Liu et al. 2016), docs/math.md §8, with a wild
 // bootstrap. Streams over the N² pairs in blocks: memory holds the data, its scores and N·B bits of
 // bootstrap signs, never an N x N matrix.
 #include <optional>

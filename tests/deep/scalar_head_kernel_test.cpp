@@ -180,7 +180,7 @@ TEST(DeepScalarKernel, BadInputIsAnErrorNamingTheKeyOrTheDimension) {
   EXPECT_THROW(k->gram(Matrix::Zero(3, 3), Matrix::Zero(2, 3)), DataError);
 }
 
-// DKEF's meta-gradient (MATH.md §5) with this kernel, for every parameter group, against central
+// DKEF's meta-gradient (docs/math.md §5) with this kernel, for every parameter group, against central
 // differences of the validation loss; M = 1 is DKEF-L-50-1's setting, M = 4 the general one.
 void check_closed_form(Index M) {
   Registry& reg = test::plugin_registry();

@@ -22,7 +22,7 @@ double gauss(const Eigen::RowVectorXd& a, const Eigen::RowVectorXd& b, double si
   return std::exp(-(a - b).squaredNorm() / (2 * sigma * sigma));
 }
 
-// Unbiased MMD² by its definition (MATH.md §8).
+// Unbiased MMD² by its definition (docs/math.md §8).
 double brute_mmd2(const Matrix& X, const Matrix& Y, double sigma) {
   const Index n = X.rows(), m = Y.rows();
   double xx = 0, yy = 0, xy = 0;

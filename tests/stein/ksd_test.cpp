@@ -19,7 +19,7 @@ KernelPtr base_kernel(const std::string& type) {
   return type == "gaussian" ? make_gaussian_kernel(reg, 1.3) : make_imq_kernel(reg, 1.0, -0.5);
 }
 
-// h(x_i, x_j) = s_iᵀs_j k + s_iᵀ∇_y k + s_jᵀ∇_x k + Σ_d ∂_{x_d}∂_{y_d} k straight from MATH.md §8, one
+// h(x_i, x_j) = s_iᵀs_j k + s_iᵀ∇_y k + s_jᵀ∇_x k + Σ_d ∂_{x_d}∂_{y_d} k straight from docs/math.md §8, one
 // row at a time, with ∇_y k(x_i, x_j) = ∇_x k(x_j, x_i) (symmetry of k) and the trace from
 // cross_derivatives(): no use of translation invariance, unlike stein_kernel().
 Matrix brute_force_h(const Kernel& k, const Matrix& X, const Matrix& S) {

@@ -51,7 +51,7 @@ Matrix stack_adjoint_loss_gradient_y(const Kernel& kernel, const Matrix& X, cons
 // not have the documented (N·D) x (M·D) shape.
 double cross_derivative_error(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h);
 
-// A small DKEF meta-learning problem (MATH.md §5) for the closed-form gradient suites: the kernel of
+// A small DKEF meta-learning problem (docs/math.md §5) for the closed-form gradient suites: the kernel of
 // `kernel_toml` with its parameters moved off their initial values by 0.1·N(0, 1) (so no test sits at
 // a symmetric starting point), the base measure of `base_toml`, and standard normal training rows,
 // validation rows and inducing points, all from the stream (seed, tag).

@@ -29,7 +29,7 @@ LiteSetup make_setup(Index n, Index m, Index d) {
   return s;
 }
 
-// G, U, b written straight from MATH.md §4 with explicit loops: no stacks, no chunks.
+// G, U, b written straight from docs/math.md §4 with explicit loops: no stacks, no chunks.
 LiteSystem brute_force(const LiteSetup& s) {
   const Index N = s.X.rows(), M = s.Z.rows(), D = s.X.cols();
   const double s2 = s.sigma * s.sigma, v0 = s.std0 * s.std0;
@@ -150,7 +150,7 @@ TEST(LiteSystem, ResultDoesNotDependOnThreadCount) {
   }
 }
 
-// The regularised objective of MATH.md §4, computed from the definition.
+// The regularised objective of docs/math.md §4, computed from the definition.
 double objective(const LiteSetup& s, const Vector& alpha, double la, double lh, double lc) {
   KernelStacks st;
   s.kernel->derivatives(s.X, s.Z, 2, st);

@@ -195,7 +195,7 @@ ClosedFormGradient closed_form_validation_gradient(const Kernel& kernel, const B
   const Vector w = f.factor.solve(g);
 
   // Direct terms of J_v = (1/Nv) Σ [B2v α + q2v + ½ (B1v α + q1v)²] and, through the solve
-  // (MATH.md §5), dJ/dθ = ∂J_v/∂θ|_α − wᵀ(dA α + db), block by block.
+  // (docs/math.md §5), dJ/dθ = ∂J_v/∂θ|_α − wᵀ(dA α + db), block by block.
   const bool kernel_grads = kernel.parameter_count() > 0 || kernel.capabilities().inducing_point_gradients;
   const Index nk = kernel.parameter_count(), nq = base.parameter_count();
   const std::size_t nt_blocks = f.train.size(), n_blocks = nt_blocks + vblocks.size();

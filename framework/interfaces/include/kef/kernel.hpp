@@ -1,7 +1,7 @@
 #pragma once
 // A positive definite kernel k(x, y) with the input derivatives the score-matching estimators need.
 //
-// Derivative stacks (MATH.md §4): for X (N x D) and Y (M x D), row d*N + n of `d1` holds
+// Derivative stacks (docs/math.md §4): for X (N x D) and Y (M x D), row d*N + n of `d1` holds
 // ∂k(x_n, y_m)/∂x_d for every m, and `d2` the second derivative ∂²/∂x_d² along the same coordinate.
 // Stacks are (N·D) x M, so G = d1ᵀ d1 / N is a single symmetric rank-k update.
 #include <memory>

@@ -1,6 +1,6 @@
 #pragma once
 // The model of every inducing-point estimator (lite, DKEF): f(x) = Σ_m α_m k(x, z_m) and
-// log p~(x) = f(x) + log q0(x) (MATH.md §4). Saved as type "lite"; the framework registers its loader.
+// log p~(x) = f(x) + log q0(x) (docs/math.md §4). Saved as type "lite"; the framework registers its loader.
 #include "kef/base_measure.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
@@ -21,7 +21,7 @@ class LiteModel final : public Model {
   void score_and_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const override;
   std::string describe() const override;
   const BaseMeasure* base_measure() const override { return base_.get(); }
-  // With 0 <= k <= 1, f(x) = Σ α_m k(x, z_m) >= Σ_m min(α_m, 0) (MATH.md §8).
+  // With 0 <= k <= 1, f(x) = Σ α_m k(x, z_m) >= Σ_m min(α_m, 0) (docs/math.md §8).
   std::optional<double> log_ratio_lower_bound() const override;
   bool can_save() const override { return true; }
   void save(ModelWriter& writer) const override;

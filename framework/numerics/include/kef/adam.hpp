@@ -1,6 +1,6 @@
 #pragma once
 // Adam (Kingma & Ba 2015) for minimisation, with bias-corrected moment estimates. The optimiser of
-// DKEF's training loop (MATH.md §5) and of any plugin that learns parameters by stochastic gradients.
+// DKEF's training loop (docs/math.md §5) and of any plugin that learns parameters by stochastic gradients.
 // A non-finite gradient is an error naming the parameter, never zeroed or skipped: it means the
 // objective or its gradient is broken, and continuing would hide that.
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// The gradient of DKEF's meta-objective (MATH.md §5): the score-matching loss on a validation batch
+// The gradient of DKEF's meta-objective (docs/math.md §5): the score-matching loss on a validation batch
 // Dv of the lite fit α(θ; Dt) = −(G + λ_α I + λ_C U)^{-1} b on a training batch Dt, with respect to
 // everything the fit depends on: kernel parameters, inducing points, log λ_α, log λ_C and the base
 // measure's parameters. The adjoint of the Cholesky solve is w = A^{-1} ∂J_v/∂α; the adjoints of the

@@ -1,5 +1,5 @@
 #pragma once
-// Importance sampling from a model's normalised base measure q0 (MATH.md §8): proposals y ~ q0 and
+// Importance sampling from a model's normalised base measure q0 (docs/math.md §8): proposals y ~ q0 and
 // their log ratios f(y) = log p~(y) − log q0(y) = log r(y), streamed in fixed-size chunks. Shared by
 // the log_likelihood evaluator and the estimators that normalise their components (cluster_mixture).
 //

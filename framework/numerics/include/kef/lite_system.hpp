@@ -1,5 +1,5 @@
 #pragma once
-// The linear system of the "lite" kernel exponential family (MATH.md §4, DKEF Proposition 3):
+// The linear system of the "lite" kernel exponential family (docs/math.md §4, DKEF Proposition 3):
 //   α = −(G + λ_α I + λ_H K + λ_C U)^{-1} b,
 //   G = B1ᵀB1/N, U = B2ᵀB2/N, b = (B2ᵀ1 + B1ᵀq1 + λ_C B2ᵀq2)/N.
 // Accumulated over chunks of rows so memory stays flat in N; parallel over a fixed number of row

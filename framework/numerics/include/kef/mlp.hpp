@@ -1,5 +1,5 @@
 #pragma once
-// The network of DKEF's deep kernels (MATH.md §2): L fully connected layers of width W with softplus
+// The network of DKEF's deep kernels (docs/math.md §2): L fully connected layers of width W with softplus
 // (s(t) = t for t > 30), and for L > 1 a skip connection from the input into the last layer:
 //   h_l = s(W_l h_{l−1} + b_l),  h_L = s(W_L h_{L−1} + V x + b_L),  h_0 = x.
 // Forward mode propagates the input derivatives J_d = ∂h/∂x_d and S_d = ∂²h/∂x_d² for every

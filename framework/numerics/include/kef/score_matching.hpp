@@ -1,5 +1,5 @@
 #pragma once
-// The score-matching objective of MATH.md §1 and the Fisher divergence, evaluated from a model's
+// The score-matching objective of docs/math.md §1 and the Fisher divergence, evaluated from a model's
 // score and Hessian diagonal.
 #include <string_view>
 #include <vector>
