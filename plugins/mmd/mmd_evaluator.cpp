@@ -6,6 +6,7 @@
 
 #include "kef/base_measure.hpp"
 #include "kef/error.hpp"
+#include "kef/evaluation_rows.hpp"
 #include "kef/linalg.hpp"
 #include "mmd_statistic.hpp"
 
@@ -32,8 +33,7 @@ std::string fmt(double v) {
 KeyList mmd_keys() {
   const HmcOptions d;
   return {
-      KeySpec::string("split", "held-out split the model samples are compared with", std::string("test"))
-          .one_of({"test", "validation", "train"}),
+      split_key("held-out split the model samples are compared with"),
       KeySpec::integer("samples", "number of model samples (default: the size of the split)").optional().at_least(2),
       KeySpec::number("bandwidth", "Gaussian kernel length scale σ (default: median pairwise distance of the pooled sample)")
           .optional()
@@ -78,11 +78,7 @@ MmdEvaluator::MmdEvaluator(const Config& cfg, const BuildContext& ctx)
 }
 
 EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
-  const Matrix& Y = split_ == "test" ? in.data.test : split_ == "validation" ? in.data.validation : in.data.train;
-  if (Y.rows() < 2) cfg_.fail("split", "the " + split_ + " split has " + std::to_string(Y.rows()) + " rows; MMD needs at least 2");
-  if (Y.cols() != in.model.dim())
-    throw DataError("mmd: model " + in.model_name + " has dimension " + std::to_string(in.model.dim()) + ", the data " +
-                    std::to_string(Y.cols()));
+  const Matrix& Y = evaluation_rows(in, cfg_, "mmd", 2);
   const Index n = cfg_.has("samples") ? cfg_.integer("samples") : Y.rows();
 
   HmcOptions o = hmc_;

@@ -3,24 +3,32 @@
 #include <algorithm>
 
 #include "kef/error.hpp"
+#include "kef/evaluation_rows.hpp"
 #include "kef/score_matching.hpp"
 
 namespace kef::score_metrics {
 
-KeyList split_keys() {
-  return {KeySpec::string("split", "which held-out split to evaluate on", std::string("test"))
-              .one_of({"test", "validation", "train"})};
+namespace {
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::ScoreMatching:
+      return "score_matching_loss";
+    case Metric::FisherDivergence:
+      return "fisher_divergence";
+    case Metric::TrueLogLikelihood:
+      return "true_log_likelihood";
+  }
+  return "score_metrics";
 }
+}  // namespace
+
+KeyList split_keys() { return {split_key("which held-out split to evaluate on")}; }
 
 ScoreEvaluator::ScoreEvaluator(Metric metric, const Config& cfg)
     : metric_(metric), cfg_(cfg), split_(cfg.string("split")) {}
 
 EvaluationResult ScoreEvaluator::evaluate(const EvalInput& in) {
-  const Matrix& X = split_ == "test" ? in.data.test : split_ == "validation" ? in.data.validation : in.data.train;
-  if (X.rows() == 0) cfg_.fail("split", "the " + split_ + " split is empty");
-  if (X.cols() != in.model.dim())
-    throw DataError("model " + in.model_name + " has dimension " + std::to_string(in.model.dim()) +
-                    ", the data " + std::to_string(X.cols()));
+  const Matrix& X = evaluation_rows(in, cfg_, metric_name(metric_));
   EvaluationResult r;
   const Model* truth = in.data.truth.get();
   if (metric_ != Metric::ScoreMatching && !truth)

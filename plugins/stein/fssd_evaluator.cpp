@@ -138,16 +138,11 @@ Matrix take_rows(const Matrix& X, const std::vector<Index>& rows, Index begin, I
 
 EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
   const std::string name = relative_ ? "relative_fssd" : "fssd";
-  const Matrix& X = select_split(in.data, split_, cfg_);
-  check_dimension(in.model, in.model_name, X);
-  if (relative_) {
-    if (!in.other) cfg_.fail("against", "relative_fssd compares two models: set `against = \"NAME\"`");
-    check_dimension(*in.other, in.other_name, X);
-  }
+  const Matrix& X = evaluation_rows(in, cfg_, name, 2);
+  if (relative_ && !in.other) cfg_.fail("against", "relative_fssd compares two models: set `against = \"NAME\"`");
   if (mode_ == "given" && given_.cols() != X.cols())
     cfg_.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) + ", the data has " +
                                     std::to_string(X.cols()));
-  if (X.rows() < 2) cfg_.fail("split", "the " + split_ + " split has " + std::to_string(X.rows()) + " row; FSSD needs 2");
   auto what = [&](const std::string& model) { return name + ": the score of model " + model + " on the " + split_ + " split"; };
   const Matrix S = checked_score_all(in.model, X, in.threads, what(in.model_name));
   RandomStream locations_rng = stream_ ? *stream_ : in.rng.derive("locations");

@@ -319,9 +319,7 @@ KsdEvaluator::KsdEvaluator(const Config& cfg, const BuildContext& ctx) : cfg_(cf
 }
 
 EvaluationResult KsdEvaluator::evaluate(const EvalInput& in) {
-  const Matrix& X = select_split(in.data, split_, cfg_);
-  check_dimension(in.model, in.model_name, X);
-  if (X.rows() < 2) cfg_.fail("split", "the " + split_ + " split has 1 row; KSD needs 2");
+  const Matrix& X = evaluation_rows(in, cfg_, "ksd", 2);
   const Matrix S = checked_score_all(in.model, X, in.threads,
                                      "ksd: the score of model " + in.model_name + " on the " + split_ + " split");
   KernelPtr k;

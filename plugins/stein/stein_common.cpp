@@ -7,22 +7,6 @@
 
 namespace kef::stein {
 
-KeySpec split_key() {
-  return KeySpec::string("split", "which split to evaluate on", std::string("test"))
-      .one_of({"test", "validation", "train"});
-}
-
-const Matrix& select_split(const Dataset& data, const std::string& split, const Config& cfg) {
-  const Matrix& X = split == "test" ? data.test : split == "validation" ? data.validation : data.train;
-  if (X.rows() == 0) cfg.fail("split", "the " + split + " split is empty");
-  return X;
-}
-
-void check_dimension(const Model& model, const std::string& model_name, const Matrix& X) {
-  if (X.cols() != model.dim())
-    throw DataError("model " + model_name + " has dimension " + std::to_string(model.dim()) + ", the data " +
-                    std::to_string(X.cols()));
-}
 
 Matrix checked_score(const Model& model, const Matrix& X, Index row_offset, const std::string& what) {
   Matrix S = model.score(X);

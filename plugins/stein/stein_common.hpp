@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kef/config.hpp"
+#include "kef/evaluation_rows.hpp"
 #include "kef/dataset.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
@@ -22,13 +23,8 @@ namespace kef::stein {
 // summation order, and hence every result, is the same for any number of threads.
 constexpr Index kRowChunk = 256;
 
-KeySpec split_key();
 
-// The rows the evaluator reads (`split` key); ConfigError naming `split` when it is empty.
-const Matrix& select_split(const Dataset& data, const std::string& split, const Config& cfg);
 
-// DataError when the model and the data disagree on the dimension.
-void check_dimension(const Model& model, const std::string& model_name, const Matrix& X);
 
 // ∇ log p~ on X. `what` names the score ("fssd: the score of model M on the test split"); a
 // non-finite value is a NumericalError citing it and the row (row_offset + local row, so chunks
