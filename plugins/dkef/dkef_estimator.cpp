@@ -9,6 +9,7 @@
 #include "kef/adam.hpp"
 #include "kef/closed_form_gradient.hpp"
 #include "kef/error.hpp"
+#include "kef/linalg.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/lite_system.hpp"
 
@@ -17,11 +18,6 @@ namespace kef::dkef {
 namespace {
 const std::vector<std::string> kGroups = {"kernel", "points", "lambda", "base_measure"};
 
-Matrix rows_of(const Matrix& X, const std::vector<Index>& idx, std::size_t begin, std::size_t count) {
-  Matrix out(static_cast<Index>(count), X.cols());
-  for (std::size_t i = 0; i < count; ++i) out.row(static_cast<Index>(i)) = X.row(idx[begin + i]);
-  return out;
-}
 }  // namespace
 
 KeyList dkef_keys() {
@@ -134,9 +130,7 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
   s.theta.head(s.n_kernel) = kernel_->parameters();
   {
     RandomStream pick = in.rng.derive("inducing_points");
-    auto idx = sample_without_replacement(N, inducing_, pick);
-    Matrix Z(inducing_, D);
-    for (Index i = 0; i < inducing_; ++i) Z.row(i) = X.row(idx[static_cast<std::size_t>(i)]);
+    const Matrix Z = random_rows(X, inducing_, pick);
     s.theta.segment(s.off_points(), s.n_points) = Eigen::Map<const Vector>(Z.data(), Z.size());
   }
   s.theta.segment(s.off_lambda(), 2).setConstant(init_log_lambda_);
@@ -166,7 +160,7 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
   if (validation_fit_rows_ > 0 && validation_fit_rows_ < N) {
     RandomStream sub = in.rng.derive("validation_fit_rows");
     auto idx = sample_without_replacement(N, validation_fit_rows_, sub);
-    fit_rows = rows_of(X, idx, 0, idx.size());
+    fit_rows = gather_rows(X, idx, 0, idx.size());
   }
 
   auto group_of = [&](Index i) -> std::string {
@@ -202,8 +196,8 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
     // sample_without_replacement returns sorted indices; shuffle so Dt and Dv are random halves.
     for (std::size_t i = idx.size() - 1; i > 0; --i)
       std::swap(idx[i], idx[static_cast<std::size_t>(batches.uniform_int(i + 1))]);
-    Matrix Dt = rows_of(X, idx, 0, static_cast<std::size_t>(batch_fit_));
-    Matrix Dv = rows_of(X, idx, static_cast<std::size_t>(batch_fit_), static_cast<std::size_t>(batch_loss_));
+    Matrix Dt = gather_rows(X, idx, 0, static_cast<std::size_t>(batch_fit_));
+    Matrix Dv = gather_rows(X, idx, static_cast<std::size_t>(batch_fit_), static_cast<std::size_t>(batch_loss_));
     if (noise_std_ > 0) {
       Dt += noise_std_ * batches.normal_matrix(Dt.rows(), D);
       Dv += noise_std_ * batches.normal_matrix(Dv.rows(), D);

@@ -4,6 +4,7 @@
 
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
+#include "kef/linalg.hpp"
 #include "kef/lite_system.hpp"
 #include "kef/lite_model.hpp"
 
@@ -43,10 +44,7 @@ Matrix LiteEstimator::choose_inducing_points(const Matrix& train, RandomStream& 
       cfg_.fail("inducing_points", std::to_string(m) + " inducing points but only " +
                                        std::to_string(train.rows()) + " training rows");
     RandomStream pick = rng.derive("inducing_points");
-    auto idx = sample_without_replacement(train.rows(), m, pick);
-    Matrix Z(m, train.cols());
-    for (Index i = 0; i < m; ++i) Z.row(i) = train.row(idx[static_cast<std::size_t>(i)]);
-    return Z;
+    return random_rows(train, m, pick);
   }
   std::filesystem::path p = cfg_.string("inducing_points_file");
   if (p.is_relative()) p = std::filesystem::path(cfg_.source()).parent_path() / p;

@@ -121,9 +121,7 @@ namespace {
 
 // J distinct rows of X plus N(0, noise²) noise (DKEF's protocol).
 Matrix random_locations(const Matrix& X, Index J, double noise, RandomStream& rng) {
-  const auto rows = sample_without_replacement(X.rows(), J, rng);
-  Matrix V(J, X.cols());
-  for (Index j = 0; j < J; ++j) V.row(j) = X.row(rows[static_cast<std::size_t>(j)]);
+  Matrix V = random_rows(X, J, rng);
   if (noise > 0.0) V += noise * rng.normal_matrix(J, X.cols());
   return V;
 }

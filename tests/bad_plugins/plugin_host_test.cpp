@@ -106,8 +106,8 @@ TEST(PluginHost, RefusesEveryBrokenFixtureAndLoadsTheGoodOne) {
       {"kef_fixture_wrong_abi.so", "plugin ABI version mismatch (expected 1, got 999)"},
       {"kef_fixture_wrong_major.so", "kef major version mismatch (expected 0, got 1)"},
       {"kef_fixture_wrong_minor.so",
-       "built for kef 0.1, this is kef 0.2: kef 0.x plugins must match the minor version (expected 2, got "
-       "1); rebuild the plugin against this kef"},
+       "built for kef 0.2, this is kef 0.3: kef 0.x plugins must match the minor version (expected 3, got "
+       "2); rebuild the plugin against this kef"},
       {"kef_fixture_no_descriptor.so",
        "no kef plugin descriptor (symbol kef_plugin_descriptor not exported; was it declared with "
        "KEF_PLUGIN?)"},
@@ -151,8 +151,8 @@ TEST(PluginHost, OlderMinorIsRefusedWithTheExactReasonWhileKefIsZeroX) {
   EXPECT_EQ(rec.status, PluginRecord::Status::Refused);
   EXPECT_EQ(rec.name, "fixture_wrong_minor");
   EXPECT_EQ(rec.reason,
-            "built for kef 0.1, this is kef 0.2: kef 0.x plugins must match the minor version "
-            "(expected 2, got 1); rebuild the plugin against this kef");
+            "built for kef 0.2, this is kef 0.3: kef 0.x plugins must match the minor version "
+            "(expected 3, got 2); rebuild the plugin against this kef");
   EXPECT_THAT(msg, HasSubstr(rec.reason));
   EXPECT_EQ(r.find(ComponentKind::Kernel, "fixture_wrong_minor"), nullptr);
   EXPECT_FALSE(is_loaded(file));
@@ -390,4 +390,4 @@ TEST(PluginHost, BuiltinsShareTheRegistrationRules) {
   EXPECT_EQ(r2.find(ComponentKind::Kernel, "late_kernel"), nullptr);
 }
 
-TEST(PluginHost, Version) { EXPECT_STREQ(version(), "0.2.0"); }
+TEST(PluginHost, Version) { EXPECT_STREQ(version(), "0.3.0"); }

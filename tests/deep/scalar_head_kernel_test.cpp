@@ -72,7 +72,9 @@ TEST(DeepScalarKernel, ValueIsThePerPairProductOfTheScalarHead) {
       EXPECT_NEAR(G(n, m), psi(X.row(n)) * psi(Y.row(m)), 1e-14 * std::max(1.0, std::abs(G(n, m))));
   KernelStacks st;
   k->derivatives(X, Y, 2, st);
-  EXPECT_EQ(max_abs(st.value - G), 0.0);  // the same computation in both entry points
+  // gram() and derivatives() evaluate the same formula through separately compiled code, which the
+  // optimiser may vectorise or contract differently: equal to a few ulps of the O(1) values.
+  EXPECT_LE(max_abs(st.value - G), 1e-14 * std::max(1.0, max_abs(G)));
   EXPECT_FALSE(k->capabilities().bounded_unit);
   EXPECT_TRUE(k->capabilities().differentiable_parameters);
   EXPECT_TRUE(k->capabilities().inducing_point_gradients);

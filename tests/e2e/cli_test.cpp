@@ -66,7 +66,7 @@ TEST(Cli, RunWritesResultsAndAReloadableModel) {
   Result r = kef_cmd("run " + cfg.string() + " --output " + (dir / "out").string() + " --quiet");
   ASSERT_EQ(r.status, 0) << r.output;
   Json j = read_json(dir / "out" / "results.json");
-  EXPECT_EQ(j["kef_version"], "0.2.0");
+  EXPECT_EQ(j["kef_version"], "0.3.0");
   EXPECT_EQ(j["seed"], 3);
   EXPECT_TRUE(j["config"].is_object());
   EXPECT_EQ(j["config"]["model"][0]["estimator"]["lambda_alpha"], 1e-3) << "resolved defaults";

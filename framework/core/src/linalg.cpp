@@ -102,4 +102,21 @@ void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C) {
               static_cast<blasint>(B.rows()), 1.0, C.data(), static_cast<blasint>(C.rows()));
 }
 
+Matrix gather_rows(const Matrix& X, const std::vector<Index>& idx, std::size_t begin, std::size_t count) {
+  if (begin > idx.size()) throw Error("gather_rows: begin past the end of the index list");
+  count = std::min(count, idx.size() - begin);
+  Matrix out(static_cast<Index>(count), X.cols());
+  for (std::size_t i = 0; i < count; ++i) {
+    const Index row = idx[begin + i];
+    if (row < 0 || row >= X.rows()) throw Error("gather_rows: row " + std::to_string(row) + " of a " +
+                                                std::to_string(X.rows()) + "-row matrix");
+    out.row(static_cast<Index>(i)) = X.row(row);
+  }
+  return out;
+}
+
+Matrix random_rows(const Matrix& X, Index k, RandomStream& rng) {
+  return gather_rows(X, sample_without_replacement(X.rows(), k, rng));
+}
+
 }  // namespace kef

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include "elf_descriptor.hpp"
@@ -95,9 +96,18 @@ struct Entry {
 // Runs plugin code and turns what escapes it into host-owned exceptions. kef::Errors keep their
 // class and message but are re-created here: the exception object of a throw inside a plugin uses
 // the plugin's copies of the (inline) vtable and destructor, which must not outlive the library.
-template <class F>
-auto guarded(const Origin& origin, const std::string& context, F&& f) -> decltype(f()) {
+// `context` says what was running, for the message: a string, or a callable returning one (built only
+// when something escaped, so the guard costs nothing on the hot paths of model calls).
+template <class Context, class F>
+auto guarded(const Origin& origin, Context&& context, F&& f) -> decltype(f()) {
   if (!origin.is_plugin()) return f();  // the program's own code: its exceptions are its own
+  auto where = [&]() -> std::string {
+    if constexpr (std::is_invocable_v<Context>) {
+      return origin.label() + ": " + context();
+    } else {
+      return origin.label() + ": " + std::string(context);
+    }
+  };
   try {
     return f();
   } catch (const PluginError& e) {
@@ -113,9 +123,9 @@ auto guarded(const Origin& origin, const std::string& context, F&& f) -> decltyp
   } catch (const Error& e) {
     throw Error(e.what());
   } catch (const std::exception& e) {
-    throw PluginError(origin.label() + ": " + context + ": " + e.what());
+    throw PluginError(where() + ": " + e.what());
   } catch (...) {
-    throw PluginError(origin.label() + ": " + context + ": an exception that is not a std::exception");
+    throw PluginError(where() + ": an exception that is not a std::exception");
   }
 }
 
@@ -158,7 +168,7 @@ class PluginEvaluator final : public Evaluator {
 // (during scoring, sampling, saving, ...) reaches the caller as a host-owned exception.
 class PluginModel final : public Model {
  public:
-  PluginModel(ModelPtr inner, OriginPtr origin) : inner_(std::move(inner)), origin_(std::move(origin)) {}
+  PluginModel(ModelPtr inner, OriginPtr origin) : origin_(std::move(origin)), inner_(std::move(inner)) {}
 
   Index dim() const override { return inner_->dim(); }
   std::string type_name() const override { return inner_->type_name(); }
@@ -198,10 +208,12 @@ class PluginModel final : public Model {
  private:
   template <class F>
   auto call(const char* what, F&& f) const -> decltype(f()) {
-    return guarded(*origin_, "model " + inner_->type_name() + " failed in " + what, std::forward<F>(f));
+    return guarded(*origin_, [&] { return "model " + inner_->type_name() + " failed in " + what; }, std::forward<F>(f));
   }
-  ModelPtr inner_;
+  // The origin (and so the library) is declared first so that it is destroyed last: inner_ may be a
+  // pointer made by plugin code whose control block and destructor are that library's code.
   OriginPtr origin_;
+  ModelPtr inner_;
 };
 
 ModelPtr guard_model(ModelPtr model, const OriginPtr& origin) {

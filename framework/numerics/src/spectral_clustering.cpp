@@ -81,9 +81,7 @@ SpectralClustering SpectralClustering::fit(const Matrix& X, const SpectralCluste
     sc.landmarks_ = X;
   } else {
     RandomStream pick = rng.derive("landmarks");
-    const std::vector<Index> idx = sample_without_replacement(n, opt.max_points, pick);
-    sc.landmarks_.resize(opt.max_points, X.cols());
-    for (Index i = 0; i < opt.max_points; ++i) sc.landmarks_.row(i) = X.row(idx[static_cast<std::size_t>(i)]);
+    sc.landmarks_ = random_rows(X, opt.max_points, pick);
   }
   const Matrix& Lm = sc.landmarks_;
   const Index m = Lm.rows();

@@ -1,7 +1,9 @@
 #pragma once
 // Dense linear-algebra building blocks shared by every estimator and evaluator.
 #include <string_view>
+#include <vector>
 
+#include "kef/random.hpp"
 #include "kef/types.hpp"
 
 namespace kef {
@@ -35,6 +37,13 @@ void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C);
 // ‖x_n − y_m‖² for all rows (N x M), by ‖x‖² + ‖y‖² − 2xᵀy (one GEMM) after centring both on Y's
 // mean, clamped at 0 against rounding.
 Matrix squared_distances(const Matrix& X, const Matrix& Y);
+
+// Rows idx[begin], ..., idx[begin + count − 1] of X, in that order (count = npos: to the end of idx).
+Matrix gather_rows(const Matrix& X, const std::vector<Index>& idx, std::size_t begin = 0,
+                   std::size_t count = static_cast<std::size_t>(-1));
+// k distinct rows of X chosen by sample_without_replacement(X.rows(), k, rng), in increasing row order:
+// the seeded subsets of inducing points, test locations and landmarks.
+Matrix random_rows(const Matrix& X, Index k, RandomStream& rng);
 
 // NumericalError naming `where` and the first (row, column) that is NaN or infinite.
 void check_finite(const Matrix& m, std::string_view where);
