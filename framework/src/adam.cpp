@@ -10,7 +10,8 @@ Adam::Adam(AdamOptions options, std::string where) : Optimizer(std::move(where))
           "a finite number > 0", o.learning_rate);
   require(o.beta1 >= 0.0 && o.beta1 < 1.0, this->where(), "beta1", "a number in [0, 1)", o.beta1);
   require(o.beta2 >= 0.0 && o.beta2 < 1.0, this->where(), "beta2", "a number in [0, 1)", o.beta2);
-  require(std::isfinite(o.epsilon) && o.epsilon > 0.0, this->where(), "epsilon", "a finite number > 0", o.epsilon);
+  require(std::isfinite(o.epsilon) && o.epsilon > 0.0, this->where(), "epsilon", "a finite number > 0",
+          o.epsilon);
 }
 
 void Adam::forget() {

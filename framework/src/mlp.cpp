@@ -43,7 +43,8 @@ void Mlp::forward(const Matrix& X, int order, FeatureStacks& out) const {
   for (Index d = 0; d < (order >= 2 ? D : 0); ++d) out.S.emplace_back(st.middleRows((1 + D + d) * N, N));
 }
 
-void Mlp::backward(const Matrix& X, int order, const FeatureStacks& adj, Vector* grad_params, Matrix* grad_X) const {
+void Mlp::backward(const Matrix& X, int order, const FeatureStacks& adj, Vector* grad_params,
+                   Matrix* grad_X) const {
   const Index N = X.rows(), D = input_dim_;
   Tape tape;
   Matrix st;
@@ -51,7 +52,8 @@ void Mlp::backward(const Matrix& X, int order, const FeatureStacks& adj, Vector*
   Matrix a = Matrix::Zero(st.rows(), st.cols());
   if (adj.features.size()) a.topRows(N) = adj.features;
   for (Index d = 0; d < D * std::min(order, 1) && d < static_cast<Index>(adj.J.size()); ++d)
-    if (adj.J[static_cast<std::size_t>(d)].size()) a.middleRows((1 + d) * N, N) = adj.J[static_cast<std::size_t>(d)];
+    if (adj.J[static_cast<std::size_t>(d)].size())
+      a.middleRows((1 + d) * N, N) = adj.J[static_cast<std::size_t>(d)];
   for (Index d = 0; d < (order >= 2 ? D : 0) && d < static_cast<Index>(adj.S.size()); ++d)
     if (adj.S[static_cast<std::size_t>(d)].size())
       a.middleRows((1 + D + d) * N, N) = adj.S[static_cast<std::size_t>(d)];

@@ -1,5 +1,7 @@
 // MADE's degrees and masks, and the property they exist for: output i of a masked network depends
 // only on the inputs before input i in the order (checked exactly on the forward-mode Jacobian).
+#include "kef/network/made.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +9,6 @@
 #include "kef/error.hpp"
 #include "kef/network/activation.hpp"
 #include "kef/network/dense.hpp"
-#include "kef/network/made.hpp"
 #include "kef/network/network.hpp"
 
 namespace kef::network {
@@ -24,7 +25,8 @@ TEST(Made, InputAndHiddenDegrees) {
   EXPECT_NE(r, sorted);  // a permutation other than the identity for this seed
   EXPECT_THROW(made::input_degrees(3, made::InputOrder::random), Error);
   // Sequential: k mod (D − 1) + 1.
-  EXPECT_EQ(made::hidden_degrees(7, 4, made::HiddenDegrees::sequential, {}), (std::vector<Index>{1, 2, 3, 1, 2, 3, 1}));
+  EXPECT_EQ(made::hidden_degrees(7, 4, made::HiddenDegrees::sequential, {}),
+            (std::vector<Index>{1, 2, 3, 1, 2, 3, 1}));
   EXPECT_EQ(made::hidden_degrees(3, 1, made::HiddenDegrees::sequential, {}), (std::vector<Index>{0, 0, 0}));
   // Random: within [min(previous), D − 1].
   const auto h = made::hidden_degrees(200, 5, made::HiddenDegrees::random, {3, 4, 5}, &rng);

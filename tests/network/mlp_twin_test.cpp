@@ -32,7 +32,8 @@ struct Shape {
 TEST(MlpTwin, ValuesDerivativesAndGradientsEqualTheHandWrittenImplementation) {
   const Shape shapes[] = {{1, 1, 1}, {3, 4, 1}, {2, 5, 2}, {3, 4, 3}, {11, 30, 3}, {5, 8, 4}};
   for (const auto& s : shapes) {
-    const std::string tag = "D=" + std::to_string(s.D) + " W=" + std::to_string(s.W) + " L=" + std::to_string(s.L);
+    const std::string tag =
+        "D=" + std::to_string(s.D) + " W=" + std::to_string(s.W) + " L=" + std::to_string(s.L);
     Mlp net(s.D, s.W, s.L);
     test::ReferenceMlp ref(s.D, s.W, s.L);
     ASSERT_EQ(net.parameter_count(), ref.parameter_count()) << tag;
@@ -75,7 +76,8 @@ TEST(MlpTwin, ValuesDerivativesAndGradientsEqualTheHandWrittenImplementation) {
       for (std::size_t d = 0; d < fa.J.size(); ++d) expect_close(fa.J[d], fb.J[d], at + ": J");
       for (std::size_t d = 0; d < fa.S.size(); ++d) expect_close(fa.S[d], fb.S[d], at + ": S");
       adj.features = r1.normal_matrix(X.rows(), s.W);
-      for (std::size_t d = 0; d < fa.J.size(); ++d) adj.J.push_back(d % 2 ? Matrix() : r1.normal_matrix(X.rows(), s.W));
+      for (std::size_t d = 0; d < fa.J.size(); ++d)
+        adj.J.push_back(d % 2 ? Matrix() : r1.normal_matrix(X.rows(), s.W));
       for (std::size_t d = 0; d < fa.S.size(); ++d) adj.S.push_back(r1.normal_matrix(X.rows(), s.W));
       Vector g1, g2;
       Matrix x1, x2;

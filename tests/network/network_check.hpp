@@ -42,8 +42,8 @@ inline void expect_input_derivatives(const Network& net, const Matrix& X, const 
 
 // Reverse mode at every order: gradients of ⟨R, forward(X, order)⟩ (R random, every channel) in
 // the parameters and in X against central differences.
-inline void expect_reverse_mode(const Network& net, const Matrix& X, const std::string& what, double tol = 1e-7,
-                                int max_order = 2) {
+inline void expect_reverse_mode(const Network& net, const Matrix& X, const std::string& what,
+                                double tol = 1e-7, int max_order = 2) {
   const Index N = X.rows(), D = X.cols();
   for (int order = 0; order <= max_order; ++order) {
     RandomStream rng(100 + static_cast<std::uint64_t>(order), "adjoint");

@@ -46,15 +46,15 @@ struct Case {
 std::vector<Case> cases() {
   std::vector<Case> out;
   out.push_back({"dense", [] { return std::move(Network(kD).add(dense(kD, 4))); }});
-  out.push_back({"dense without bias", [] { return std::move(Network(kD).add(std::make_unique<Dense>(kD, 4, std::nullopt, false))); }});
-  for (auto k : {ActivationKind::softplus, ActivationKind::tanh, ActivationKind::sigmoid, ActivationKind::relu,
-                 ActivationKind::elu, ActivationKind::linear}) {
-    out.push_back({activation_name(k) + " between dense layers", [k] {
-                     return std::move(Network(kD).add(dense(kD, 5)).add(act(k, 5)).add(dense(5, 2)));
-                   }});
-    out.push_back({activation_name(k) + " on the input", [k] {
-                     return std::move(Network(kD).add(act(k, kD)).add(dense(kD, 2)));
-                   }});
+  out.push_back({"dense without bias", [] {
+                   return std::move(Network(kD).add(std::make_unique<Dense>(kD, 4, std::nullopt, false)));
+                 }});
+  for (auto k : {ActivationKind::softplus, ActivationKind::tanh, ActivationKind::sigmoid,
+                 ActivationKind::relu, ActivationKind::elu, ActivationKind::linear}) {
+    out.push_back({activation_name(k) + " between dense layers",
+                   [k] { return std::move(Network(kD).add(dense(kD, 5)).add(act(k, 5)).add(dense(5, 2))); }});
+    out.push_back({activation_name(k) + " on the input",
+                   [k] { return std::move(Network(kD).add(act(k, kD)).add(dense(kD, 2))); }});
   }
   out.push_back({"masked dense", [] {
                    const auto in = made::input_degrees(kD, made::InputOrder::reversed);
@@ -86,7 +86,10 @@ std::vector<Case> cases() {
                  }});
   out.push_back({"batch norm (evaluation)", [] {
                    Network net(kD);
-                   net.add(dense(kD, 4)).add(std::make_unique<BatchNorm>(4)).add(act(ActivationKind::tanh, 4)).add(dense(4, 2));
+                   net.add(dense(kD, 4))
+                       .add(std::make_unique<BatchNorm>(4))
+                       .add(act(ActivationKind::tanh, 4))
+                       .add(dense(4, 2));
                    Vector m(4), v(4);
                    m << 0.3, -0.2, 0.1, 0.5;
                    v << 0.8, 1.7, 0.4, 2.5;
@@ -140,11 +143,12 @@ TEST(NetworkLayers, ValueOnlyPassEqualsTheTapedAndDerivativePassesBitwise) {
 // s', s'', s''' of every activation against central differences of s, s', s'' over both signs and
 // the tails (softplus above its threshold of 30 is the identity: 1, 0, 0).
 TEST(NetworkLayers, ActivationDerivativesMatchCentralDifferences) {
-  const std::vector<double> ts = {-40.0, -12.0, -3.1, -0.7, -1e-3, 2e-3, 0.45, 1.3, 4.2, 11.0, 29.0, 31.0, 45.0};
+  const std::vector<double> ts = {-40.0, -12.0, -3.1, -0.7, -1e-3, 2e-3, 0.45,
+                                  1.3,   4.2,   11.0, 29.0, 31.0,  45.0};
   const Index n = static_cast<Index>(ts.size());
   const double h = 1e-6;
-  for (auto k : {ActivationKind::softplus, ActivationKind::tanh, ActivationKind::sigmoid, ActivationKind::relu,
-                 ActivationKind::elu, ActivationKind::linear}) {
+  for (auto k : {ActivationKind::softplus, ActivationKind::tanh, ActivationKind::sigmoid,
+                 ActivationKind::relu, ActivationKind::elu, ActivationKind::linear}) {
     Vector s(n), d1(n), d2(n), d3(n);
     activate(k, ts.data(), n, 3, s.data(), d1.data(), d2.data(), d3.data());
     Vector tp(n), tm(n);
@@ -187,7 +191,10 @@ TEST(NetworkLayers, ActivationDerivativesMatchCentralDifferences) {
 
 Network batch_norm_net() {
   Network net(kD);
-  net.add(dense(kD, 4)).add(std::make_unique<BatchNorm>(4)).add(act(ActivationKind::tanh, 4)).add(dense(4, 2));
+  net.add(dense(kD, 4))
+      .add(std::make_unique<BatchNorm>(4))
+      .add(act(ActivationKind::tanh, 4))
+      .add(dense(4, 2));
   randomize(net, 7);
   return net;
 }
@@ -241,7 +248,10 @@ TEST(NetworkLayers, BatchNormRunningStatisticsAndModes) {
 
 TEST(NetworkLayers, ParameterLayoutInitialisationAndCopies) {
   Network net(kD);
-  net.add(dense(kD, 4)).add(act(ActivationKind::tanh, 4)).add(std::make_unique<InputSkip>(4, kD)).add(dense(4, 1));
+  net.add(dense(kD, 4))
+      .add(act(ActivationKind::tanh, 4))
+      .add(std::make_unique<InputSkip>(4, kD))
+      .add(dense(4, 1));
   EXPECT_EQ(net.parameter_count(), (4 * kD + 4) + 4 * kD + (4 + 1));
   EXPECT_EQ(net.parameter_offset(2), 4 * kD + 4);
   EXPECT_EQ(net.parameter_offset(3), 8 * kD + 4);

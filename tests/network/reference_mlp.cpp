@@ -107,10 +107,11 @@ Activation activate(const Eigen::MatrixBase<Derived>& P, int derivs) {
 
 }  // namespace
 
-ReferenceMlp::ReferenceMlp(Index input_dim, Index width, Index layers) : input_dim_(input_dim), width_(width), layers_(layers) {
+ReferenceMlp::ReferenceMlp(Index input_dim, Index width, Index layers)
+    : input_dim_(input_dim), width_(width), layers_(layers) {
   if (input_dim < 1 || width < 1 || layers < 1)
-    throw Error("mlp: input dimension, width and layers must be positive (got " + std::to_string(input_dim) + ", " +
-                std::to_string(width) + ", " + std::to_string(layers) + ")");
+    throw Error("mlp: input dimension, width and layers must be positive (got " + std::to_string(input_dim) +
+                ", " + std::to_string(width) + ", " + std::to_string(layers) + ")");
   Index offset = 0;
   for (Index l = 0; l < layers; ++l) {
     const Index fan_in = l == 0 ? input_dim : width;
@@ -213,8 +214,8 @@ void ReferenceMlp::forward_stacked(const Matrix& X, int order, Matrix& out, Tape
   out = std::move(h);
 }
 
-void ReferenceMlp::backward_stacked(const Matrix& X, const Tape& tape, const Matrix& adjoint, Vector* grad_params,
-                           Matrix* grad_X) const {
+void ReferenceMlp::backward_stacked(const Matrix& X, const Tape& tape, const Matrix& adjoint,
+                                    Vector* grad_params, Matrix* grad_X) const {
   const Index N = X.rows(), D = input_dim_, L = layers_, Wd = width_;
   const int order = tape.order;
   const Index C = 1 + D * order;
@@ -288,7 +289,8 @@ void ReferenceMlp::forward(const Matrix& X, int order, FeatureStacks& out) const
   for (Index d = 0; d < (order >= 2 ? D : 0); ++d) out.S.emplace_back(st.middleRows((1 + D + d) * N, N));
 }
 
-void ReferenceMlp::backward(const Matrix& X, int order, const FeatureStacks& adj, Vector* grad_params, Matrix* grad_X) const {
+void ReferenceMlp::backward(const Matrix& X, int order, const FeatureStacks& adj, Vector* grad_params,
+                            Matrix* grad_X) const {
   const Index N = X.rows(), D = input_dim_;
   Tape tape;
   Matrix st;
@@ -296,7 +298,8 @@ void ReferenceMlp::backward(const Matrix& X, int order, const FeatureStacks& adj
   Matrix a = Matrix::Zero(st.rows(), st.cols());
   if (adj.features.size()) a.topRows(N) = adj.features;
   for (Index d = 0; d < D * std::min(order, 1) && d < static_cast<Index>(adj.J.size()); ++d)
-    if (adj.J[static_cast<std::size_t>(d)].size()) a.middleRows((1 + d) * N, N) = adj.J[static_cast<std::size_t>(d)];
+    if (adj.J[static_cast<std::size_t>(d)].size())
+      a.middleRows((1 + d) * N, N) = adj.J[static_cast<std::size_t>(d)];
   for (Index d = 0; d < (order >= 2 ? D : 0) && d < static_cast<Index>(adj.S.size()); ++d)
     if (adj.S[static_cast<std::size_t>(d)].size())
       a.middleRows((1 + D + d) * N, N) = adj.S[static_cast<std::size_t>(d)];

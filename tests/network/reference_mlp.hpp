@@ -50,8 +50,8 @@ class ReferenceMlp {
   // N·(1 + D·order) rows and W columns, row block c (N rows each) holding the features (c = 0), J_d
   // (c = 1 + d) and, for order 2, S_d (c = 1 + D + d). The tape keeps what backward_stacked needs.
   struct TapeLayer {
-    Matrix input;  // stacked h_{l−1}, J, S of the layer's input (empty for the first layer: x itself)
-    Matrix pre;    // stacked pre-activations P, ∂_d P, W_l S_d(h_{l−1})
+    Matrix input;       // stacked h_{l−1}, J, S of the layer's input (empty for the first layer: x itself)
+    Matrix pre;         // stacked pre-activations P, ∂_d P, W_l S_d(h_{l−1})
     Matrix s1, s2, s3;  // s'(P), s''(P), s'''(P)
   };
   struct Tape {

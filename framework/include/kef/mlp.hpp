@@ -43,7 +43,9 @@ class Mlp {
   // (c = 1 + d) and, for order 2, S_d (c = 1 + D + d) (kef/network/layer.hpp). The tape keeps what
   // backward_stacked needs.
   using Tape = network::Network::Tape;
-  static Index stacked_rows(Index n, Index dim, int order) { return network::Network::stacked_rows(n, dim, order); }
+  static Index stacked_rows(Index n, Index dim, int order) {
+    return network::Network::stacked_rows(n, dim, order);
+  }
   void forward_stacked(const Matrix& X, int order, Matrix& out, Tape* tape) const {
     net_.forward(X, order, out, tape);
   }

@@ -148,8 +148,8 @@ void linear(const double* t, Index n, int derivs, double* s, double* d1, double*
 }  // namespace
 
 ActivationKind activation_from_name(const std::string& name) {
-  for (auto k : {ActivationKind::softplus, ActivationKind::tanh, ActivationKind::sigmoid, ActivationKind::relu,
-                 ActivationKind::elu, ActivationKind::linear})
+  for (auto k : {ActivationKind::softplus, ActivationKind::tanh, ActivationKind::sigmoid,
+                 ActivationKind::relu, ActivationKind::elu, ActivationKind::linear})
     if (activation_name(k) == name) return k;
   throw Error("network: unknown activation '" + name +
               "' (expected softplus, tanh, sigmoid, relu, elu or linear)");
@@ -157,12 +157,18 @@ ActivationKind activation_from_name(const std::string& name) {
 
 std::string activation_name(ActivationKind kind) {
   switch (kind) {
-    case ActivationKind::softplus: return "softplus";
-    case ActivationKind::tanh: return "tanh";
-    case ActivationKind::sigmoid: return "sigmoid";
-    case ActivationKind::relu: return "relu";
-    case ActivationKind::elu: return "elu";
-    case ActivationKind::linear: return "linear";
+    case ActivationKind::softplus:
+      return "softplus";
+    case ActivationKind::tanh:
+      return "tanh";
+    case ActivationKind::sigmoid:
+      return "sigmoid";
+    case ActivationKind::relu:
+      return "relu";
+    case ActivationKind::elu:
+      return "elu";
+    case ActivationKind::linear:
+      return "linear";
   }
   return "?";
 }
@@ -170,22 +176,30 @@ std::string activation_name(ActivationKind kind) {
 void activate(ActivationKind kind, const double* t, Index n, int derivs, double* s, double* d1, double* d2,
               double* d3) {
   switch (kind) {
-    case ActivationKind::softplus: return softplus(t, n, derivs, s, d1, d2, d3);
-    case ActivationKind::tanh: return tanh_(t, n, derivs, s, d1, d2, d3);
-    case ActivationKind::sigmoid: return sigmoid(t, n, derivs, s, d1, d2, d3);
-    case ActivationKind::relu: return relu(t, n, derivs, s, d1, d2, d3);
-    case ActivationKind::elu: return elu(t, n, derivs, s, d1, d2, d3);
-    case ActivationKind::linear: return linear(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::softplus:
+      return softplus(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::tanh:
+      return tanh_(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::sigmoid:
+      return sigmoid(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::relu:
+      return relu(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::elu:
+      return elu(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::linear:
+      return linear(t, n, derivs, s, d1, d2, d3);
   }
 }
 
 Activation::Activation(ActivationKind kind, Index width) : kind_(kind), width_(width) {
-  if (width < 1) throw Error("network: an activation layer needs a positive width (got " + std::to_string(width) + ")");
+  if (width < 1)
+    throw Error("network: an activation layer needs a positive width (got " + std::to_string(width) + ")");
 }
 
 std::string Activation::name() const { return activation_name(kind_) + " " + std::to_string(width_); }
 
-void Activation::forward(const double* /*theta*/, const Pass& pass, bool /*seeded*/, Matrix& h, LayerTape* tape) const {
+void Activation::forward(const double* /*theta*/, const Pass& pass, bool /*seeded*/, Matrix& h,
+                         LayerTape* tape) const {
   const Index N = pass.n, D = pass.dim, W = width_;
   const int order = pass.order;
   if (order == 0 && !tape) {  // values only: in place, no derivative buffers

@@ -8,9 +8,11 @@ namespace kef::network {
 
 BatchNorm::BatchNorm(Index width, double epsilon)
     : width_(width), epsilon_(epsilon), mean_(Vector::Zero(width)), variance_(Vector::Ones(width)) {
-  if (width < 1) throw Error("network: batch norm needs a positive width (got " + std::to_string(width) + ")");
+  if (width < 1)
+    throw Error("network: batch norm needs a positive width (got " + std::to_string(width) + ")");
   if (!(epsilon > 0.0) || !std::isfinite(epsilon))
-    throw Error("network: batch norm's epsilon must be a finite number > 0 (got " + std::to_string(epsilon) + ")");
+    throw Error("network: batch norm's epsilon must be a finite number > 0 (got " + std::to_string(epsilon) +
+                ")");
 }
 
 std::string BatchNorm::name() const { return "batch norm " + std::to_string(width_); }
@@ -21,8 +23,8 @@ void BatchNorm::initialize(double* theta, RandomStream& /*rng*/) const {
 
 void BatchNorm::set_running_statistics(const Vector& mean, const Vector& variance) {
   if (mean.size() != width_ || variance.size() != width_)
-    throw Error("network: " + name() + " takes running statistics of size " + std::to_string(width_) + " (got " +
-                std::to_string(mean.size()) + " and " + std::to_string(variance.size()) + ")");
+    throw Error("network: " + name() + " takes running statistics of size " + std::to_string(width_) +
+                " (got " + std::to_string(mean.size()) + " and " + std::to_string(variance.size()) + ")");
   for (Index j = 0; j < width_; ++j)
     if (!std::isfinite(mean[j]) || !std::isfinite(variance[j]) || variance[j] < 0.0)
       throw NumericalError("network: " + name() + ": running statistics of unit " + std::to_string(j) +
@@ -35,16 +37,19 @@ void BatchNorm::update_statistics(const LayerTape& tape, double momentum) {
   if (tape.mean.size() != width_)
     throw Error("network: " + name() + ": update_running_statistics needs the tape of a training-mode pass");
   if (!(momentum > 0.0 && momentum <= 1.0))
-    throw Error("network: the running-statistics momentum must be in (0, 1] (got " + std::to_string(momentum) + ")");
+    throw Error("network: the running-statistics momentum must be in (0, 1] (got " +
+                std::to_string(momentum) + ")");
   mean_ = (1.0 - momentum) * mean_ + momentum * tape.mean;
   variance_ = (1.0 - momentum) * variance_ + momentum * tape.variance;
 }
 
-void BatchNorm::forward(const double* theta, const Pass& pass, bool /*seeded*/, Matrix& h, LayerTape* tape) const {
+void BatchNorm::forward(const double* theta, const Pass& pass, bool /*seeded*/, Matrix& h,
+                        LayerTape* tape) const {
   const Index N = pass.n;
   const Eigen::Map<const Vector> log_scale(theta, width_), shift(theta + width_, width_);
   if (pass.training) {
-    if (pass.order > 0) throw Error("network: " + name() + " propagates input derivatives in evaluation mode only");
+    if (pass.order > 0)
+      throw Error("network: " + name() + " propagates input derivatives in evaluation mode only");
     if (N < 1) throw DataError("network: " + name() + " in training mode needs at least one row");
     const Vector mean = h.colwise().mean().transpose();
     h.rowwise() -= mean.transpose();
@@ -71,8 +76,8 @@ void BatchNorm::forward(const double* theta, const Pass& pass, bool /*seeded*/, 
   h.topRows(N).rowwise() += shift.transpose();
 }
 
-void BatchNorm::backward(const double* theta, const Pass& pass, const LayerTape& tape, Matrix& adjoint, double* grad,
-                         Matrix* /*grad_X*/) const {
+void BatchNorm::backward(const double* theta, const Pass& pass, const LayerTape& tape, Matrix& adjoint,
+                         double* grad, Matrix* /*grad_X*/) const {
   const Index N = pass.n;
   const Eigen::Map<const Vector> log_scale(theta, width_);
   Eigen::Map<Vector> g_log_scale(grad, width_), g_shift(grad + width_, width_);

@@ -20,11 +20,11 @@ std::vector<Index> input_degrees(Index dim, InputOrder order, RandomStream* rng)
   return deg;
 }
 
-std::vector<Index> hidden_degrees(Index width, Index dim, HiddenDegrees mode, const std::vector<Index>& previous,
-                                  RandomStream* rng) {
+std::vector<Index> hidden_degrees(Index width, Index dim, HiddenDegrees mode,
+                                  const std::vector<Index>& previous, RandomStream* rng) {
   if (width < 1 || dim < 1)
-    throw Error("made: hidden width and input dimension must be positive (got " + std::to_string(width) + ", " +
-                std::to_string(dim) + ")");
+    throw Error("made: hidden width and input dimension must be positive (got " + std::to_string(width) +
+                ", " + std::to_string(dim) + ")");
   std::vector<Index> deg(static_cast<std::size_t>(width));
   if (mode == HiddenDegrees::sequential) {
     const Index cycle = std::max<Index>(1, dim - 1), first = std::min<Index>(1, dim - 1);
@@ -34,7 +34,9 @@ std::vector<Index> hidden_degrees(Index width, Index dim, HiddenDegrees mode, co
   if (!rng) throw Error("made: random hidden degrees need a random stream");
   if (previous.empty()) throw Error("made: random hidden degrees need the previous layer's degrees");
   const Index lo = std::min(*std::min_element(previous.begin(), previous.end()), dim - 1), hi = dim - 1;
-  for (auto& d : deg) d = lo + static_cast<Index>(rng->uniform_int(static_cast<std::uint64_t>(std::max<Index>(hi - lo + 1, 1))));
+  for (auto& d : deg)
+    d = lo +
+        static_cast<Index>(rng->uniform_int(static_cast<std::uint64_t>(std::max<Index>(hi - lo + 1, 1))));
   return deg;
 }
 

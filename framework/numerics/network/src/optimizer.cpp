@@ -10,7 +10,8 @@ namespace kef {
 
 Optimizer::Optimizer(std::string where) : where_(std::move(where)) {}
 
-void Optimizer::require(bool ok, const std::string& where, const char* option, const char* expected, double got) {
+void Optimizer::require(bool ok, const std::string& where, const char* option, const char* expected,
+                        double got) {
   if (ok) return;
   std::ostringstream os;
   os << where << ": " << option << " is out of range (expected " << expected << ", got " << got << ")";
@@ -82,14 +83,16 @@ RmsProp::RmsProp(RmsPropOptions options, std::string where) : Optimizer(std::mov
   require(std::isfinite(o.learning_rate) && o.learning_rate > 0.0, this->where(), "learning_rate",
           "a finite number > 0", o.learning_rate);
   require(o.alpha >= 0.0 && o.alpha < 1.0, this->where(), "alpha", "a number in [0, 1)", o.alpha);
-  require(std::isfinite(o.epsilon) && o.epsilon > 0.0, this->where(), "epsilon", "a finite number > 0", o.epsilon);
+  require(std::isfinite(o.epsilon) && o.epsilon > 0.0, this->where(), "epsilon", "a finite number > 0",
+          o.epsilon);
 }
 
 Vector RmsProp::update(const Vector& theta, const Vector& gradient) {
   if (v_.size() != theta.size()) v_ = Vector::Zero(theta.size());
   const double a = options_.alpha;
   v_ = a * v_ + (1.0 - a) * gradient.cwiseAbs2();
-  return (theta.array() - options_.learning_rate * gradient.array() / (v_.array().sqrt() + options_.epsilon)).matrix();
+  return (theta.array() - options_.learning_rate * gradient.array() / (v_.array().sqrt() + options_.epsilon))
+      .matrix();
 }
 
 }  // namespace kef

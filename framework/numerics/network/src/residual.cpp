@@ -12,7 +12,8 @@ Residual::Residual(Sequence block) : block_(std::move(block)) {
 }
 
 std::string Residual::name() const {
-  return "residual (" + std::to_string(block_.size()) + " layers, width " + std::to_string(input_width()) + ")";
+  return "residual (" + std::to_string(block_.size()) + " layers, width " + std::to_string(input_width()) +
+         ")";
 }
 
 bool Residual::has_running_statistics() const {
@@ -21,16 +22,19 @@ bool Residual::has_running_statistics() const {
   return false;
 }
 
-void Residual::update_statistics(const LayerTape& tape, double momentum) { block_.update_statistics(tape.inner, momentum); }
+void Residual::update_statistics(const LayerTape& tape, double momentum) {
+  block_.update_statistics(tape.inner, momentum);
+}
 
-void Residual::forward(const double* theta, const Pass& pass, bool /*seeded*/, Matrix& h, LayerTape* tape) const {
+void Residual::forward(const double* theta, const Pass& pass, bool /*seeded*/, Matrix& h,
+                       LayerTape* tape) const {
   Matrix inner = h;
   block_.forward(theta, pass, false, inner, tape ? &tape->inner : nullptr);
   h += inner;
 }
 
-void Residual::backward(const double* theta, const Pass& pass, const LayerTape& tape, Matrix& adjoint, double* grad,
-                        Matrix* grad_X) const {
+void Residual::backward(const double* theta, const Pass& pass, const LayerTape& tape, Matrix& adjoint,
+                        double* grad, Matrix* grad_X) const {
   Matrix inner = adjoint;
   block_.backward(theta, pass, tape.inner, inner, grad, grad_X);
   adjoint += inner;

@@ -6,7 +6,8 @@
 
 namespace kef::network {
 
-Sequence::Sequence(const Sequence& other) : offsets_(other.offsets_), parameter_count_(other.parameter_count_) {
+Sequence::Sequence(const Sequence& other)
+    : offsets_(other.offsets_), parameter_count_(other.parameter_count_) {
   layers_.reserve(other.layers_.size());
   for (const auto& l : other.layers_) layers_.push_back(l->clone());
 }
@@ -68,8 +69,8 @@ void Sequence::forward(const double* theta, const Pass& pass, bool seeded, Matri
   }
 }
 
-void Sequence::backward(const double* theta, const Pass& pass, const std::vector<LayerTape>& tapes, Matrix& adjoint,
-                        double* grad, Matrix* grad_X) const {
+void Sequence::backward(const double* theta, const Pass& pass, const std::vector<LayerTape>& tapes,
+                        Matrix& adjoint, double* grad, Matrix* grad_X) const {
   if (tapes.size() != layers_.size())
     throw Error("network: backward needs the tape of a forward pass of the same network");
   for (std::size_t i = layers_.size(); i-- > 0;) {

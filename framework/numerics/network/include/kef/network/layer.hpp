@@ -36,12 +36,13 @@ struct Pass {
 
 // What a layer's forward pass keeps for its backward pass (each layer uses the fields it needs).
 struct LayerTape {
-  Matrix input;               // the layer's input stack (Dense, activations, batch norm)
-  Matrix d1, d2, d3;          // s', s'', s''' at the pre-activation values (activations)
-  Vector mean, variance, inv_std;  // batch norm: the batch statistics (training); inv_std the unit factor (evaluation)
+  Matrix input;       // the layer's input stack (Dense, activations, batch norm)
+  Matrix d1, d2, d3;  // s', s'', s''' at the pre-activation values (activations)
+  Vector mean, variance,
+      inv_std;  // batch norm: the batch statistics (training); inv_std the unit factor (evaluation)
   std::vector<LayerTape> inner;  // the block's tapes (Residual)
-  bool seeded = false;        // the layer received the network input as a seed
-  bool expanded = false;      // the seed was expanded into a full stack for it
+  bool seeded = false;           // the layer received the network input as a seed
+  bool expanded = false;         // the seed was expanded into a full stack for it
 };
 
 class Layer {
@@ -67,7 +68,8 @@ class Layer {
   // h: in, the input stack (pass.rows() x input_width()), or unused when `seeded` (the input is
   // pass.X with J_d = e_d, S_d = 0); out, the output stack (pass.rows() x output_width()).
   // With tape == nullptr nothing is kept (and a value-only pass may work in place).
-  virtual void forward(const double* theta, const Pass& pass, bool seeded, Matrix& h, LayerTape* tape) const = 0;
+  virtual void forward(const double* theta, const Pass& pass, bool seeded, Matrix& h,
+                       LayerTape* tape) const = 0;
   // adjoint: in, the adjoint of the output stack; out, the adjoint of the input stack, except when the
   // input was seeded: then the value adjoint is added to *grad_X (when not null) and adjoint is left
   // in an unspecified state. Parameter gradients are added to grad (the layer's slice).

@@ -22,8 +22,8 @@ std::vector<Index> input_degrees(Index dim, InputOrder order, RandomStream* rng 
 // H hidden degrees for inputs of dimension D. sequential: unit k gets k mod max(1, D − 1) + min(1, D − 1)
 // (cycling through 1..D−1); random: uniform on {min(min(previous), D − 1), ..., D − 1} (rng required),
 // so that no unit is cut off from every unit below it.
-std::vector<Index> hidden_degrees(Index width, Index dim, HiddenDegrees mode, const std::vector<Index>& previous,
-                                  RandomStream* rng = nullptr);
+std::vector<Index> hidden_degrees(Index width, Index dim, HiddenDegrees mode,
+                                  const std::vector<Index>& previous, RandomStream* rng = nullptr);
 
 // 1 where degree_in[j] ≤ degree_out[i] (hidden layers).
 Matrix hidden_mask(const std::vector<Index>& degree_in, const std::vector<Index>& degree_out);

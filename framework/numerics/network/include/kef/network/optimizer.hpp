@@ -36,7 +36,8 @@ class Optimizer {
   virtual void forget() = 0;
   const std::string& where() const { return where_; }
   // ConfigError "where: option is out of range (expected ..., got ...)" unless ok.
-  static void require(bool ok, const std::string& where, const char* option, const char* expected, double got);
+  static void require(bool ok, const std::string& where, const char* option, const char* expected,
+                      double got);
 
  private:
   std::string label(Index i) const;

@@ -30,7 +30,8 @@ class Sequence {
 
   void initialize(double* theta, RandomStream& rng) const;
   // As Layer::forward and Layer::backward, for the whole list (tapes: one per layer, or null).
-  void forward(const double* theta, const Pass& pass, bool seeded, Matrix& h, std::vector<LayerTape>* tapes) const;
+  void forward(const double* theta, const Pass& pass, bool seeded, Matrix& h,
+               std::vector<LayerTape>* tapes) const;
   void backward(const double* theta, const Pass& pass, const std::vector<LayerTape>& tapes, Matrix& adjoint,
                 double* grad, Matrix* grad_X) const;
   void update_statistics(const std::vector<LayerTape>& tapes, double momentum);
