@@ -36,10 +36,11 @@ struct Pass {
 
 // What a layer's forward pass keeps for its backward pass (each layer uses the fields it needs).
 struct LayerTape {
-  Matrix input;       // the layer's input stack (Dense, activations, batch norm)
+  Matrix input;       // the input stack (Dense, activations; batch norm: x̂, or x − m in evaluation)
   Matrix d1, d2, d3;  // s', s'', s''' at the pre-activation values (activations)
-  Vector mean, variance,
-      inv_std;  // batch norm: the batch statistics (training); inv_std the unit factor (evaluation)
+  // Batch norm: the batch's mean, variance and 1/√(v + ε) in training mode; in evaluation mode only
+  // inv_std, holding the unit's whole factor e^γ/√(v + ε).
+  Vector mean, variance, inv_std;
   std::vector<LayerTape> inner;  // the block's tapes (Residual)
   bool seeded = false;           // the layer received the network input as a seed
   bool expanded = false;         // the seed was expanded into a full stack for it
