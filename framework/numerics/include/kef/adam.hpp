@@ -1,12 +1,11 @@
 #pragma once
 // Adam (Kingma & Ba 2015) for minimisation, with bias-corrected moment estimates. The optimiser of
-// DKEF's training loop (docs/math.md §5) and of any plugin that learns parameters by stochastic gradients.
-// A non-finite gradient is an error naming the parameter, never zeroed or skipped: it means the
-// objective or its gradient is broken, and continuing would hide that.
+// DKEF's training loop (docs/math.md §5) and of any plugin that learns parameters by stochastic
+// gradients. The checks, the step count and the error messages are the Optimizer base's
+// (kef/network/optimizer.hpp, with RMSprop and gradient clipping beside it).
 #include <string>
-#include <vector>
 
-#include "kef/types.hpp"
+#include "kef/network/optimizer.hpp"
 
 namespace kef {
 
@@ -17,31 +16,21 @@ struct AdamOptions {
   double epsilon = 1e-8;        // > 0
 };
 
-class Adam {
+class Adam final : public Optimizer {
  public:
   // Throws ConfigError naming `where` (e.g. the dotted config key of the estimator) and the option
   // when an option is out of range.
   explicit Adam(AdamOptions options = {}, std::string where = "Adam");
-
-  // Names used in error messages ("gradient[3] (log_sigma_1)"); optional.
-  void set_parameter_names(std::vector<std::string> names) { names_ = std::move(names); }
-
-  // θ − lr · m̂ / (√v̂ + ε) for the gradient g of the objective at θ. The first call fixes the size;
-  // Error on a size mismatch, NumericalError naming the index if θ or g is not finite.
-  Vector step(const Vector& theta, const Vector& gradient);
-
-  // Forgets the moments and the step count (the next step is a "first" step again).
-  void reset();
-  Index steps() const { return steps_; }
   const AdamOptions& options() const { return options_; }
 
+ protected:
+  // θ − lr · m̂ / (√v̂ + ε) for the gradient g of the objective at θ.
+  Vector update(const Vector& theta, const Vector& gradient) override;
+  void forget() override;
+
  private:
-  std::string label(Index i) const;
   AdamOptions options_;
-  std::string where_;
-  std::vector<std::string> names_;
   Vector m_, v_;
-  Index steps_ = 0;
 };
 
 }  // namespace kef

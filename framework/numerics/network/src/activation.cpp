@@ -1,0 +1,269 @@
+#include "kef/network/activation.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kef/error.hpp"
+#include "kef/multiply_add.hpp"
+#include "kef/vector_exp.hpp"
+
+namespace kef::network {
+
+namespace {
+
+using Arr = Eigen::Map<Eigen::ArrayXd>;
+
+// Softplus above this is the identity with derivatives 1, 0, 0 (DKEF's threshold; no overflow).
+constexpr double kLinearAbove = 30.0;
+
+// s(t) = max(t, 0) + log1p(e) from e = exp(−|t|) ∈ (0, 1], which neither overflows nor cancels.
+// log1p(e) = 2 atanh(z) with z = e/(2 + e) ∈ (0, 1/3]: the odd series 2z Σ z^{2i}/(2i + 1) to i = 16
+// truncates below 2^-60 relative (z² ≤ 1/9), needs no logarithm and one division, and is accurate to
+// a few ulp for every e (1 + e is never rounded and then taken a logarithm of). s may be t.
+void softplus_from(const double* t, const double* e, double* s, Index n) {
+  for (Index i = 0; i < n; ++i) {
+    const double z = e[i] / (2.0 + e[i]), w = z * z;
+    double p = 1.0 / 33.0;
+    p = multiply_add(p, w, 1.0 / 31.0);
+    p = multiply_add(p, w, 1.0 / 29.0);
+    p = multiply_add(p, w, 1.0 / 27.0);
+    p = multiply_add(p, w, 1.0 / 25.0);
+    p = multiply_add(p, w, 1.0 / 23.0);
+    p = multiply_add(p, w, 1.0 / 21.0);
+    p = multiply_add(p, w, 1.0 / 19.0);
+    p = multiply_add(p, w, 1.0 / 17.0);
+    p = multiply_add(p, w, 1.0 / 15.0);
+    p = multiply_add(p, w, 1.0 / 13.0);
+    p = multiply_add(p, w, 1.0 / 11.0);
+    p = multiply_add(p, w, 1.0 / 9.0);
+    p = multiply_add(p, w, 1.0 / 7.0);
+    p = multiply_add(p, w, 1.0 / 5.0);
+    p = multiply_add(p, w, 1.0 / 3.0);
+    const double z2 = z + z;
+    const double value = (t[i] > 0.0 ? t[i] : 0.0) + multiply_add(z2, w * p, z2);
+    s[i] = t[i] > kLinearAbove ? t[i] : value;
+  }
+}
+
+// e = exp(−|t|) (kef::exp_array, the one exponential of every path).
+void exp_minus_abs(const double* t, double* e, Index n) {
+  for (Index i = 0; i < n; ++i) e[i] = -std::abs(t[i]);
+  exp_array(e, e, n);
+}
+
+// The softplus value alone in cache-sized chunks (s may be t).
+void softplus_values(const double* t, double* s, Index n) {
+  constexpr Index kChunk = 256;
+  alignas(64) double e[kChunk];
+  for (Index i0 = 0; i0 < n; i0 += kChunk) {
+    const Index len = std::min(kChunk, n - i0);
+    exp_minus_abs(t + i0, e, len);
+    softplus_from(t + i0, e, s + i0, len);
+  }
+}
+
+void softplus(const double* tp, Index n, int derivs, double* s, double* d1p, double* d2p, double* d3p) {
+  if (derivs == 0) return softplus_values(tp, s, n);
+  Eigen::ArrayXd e(n);
+  exp_minus_abs(tp, e.data(), n);
+  const Eigen::ArrayXd u = 1.0 + e;
+  auto linear_to = [&](Arr x, double value) {
+    for (Index i = 0; i < n; ++i) x[i] = tp[i] > kLinearAbove ? value : x[i];
+  };
+  softplus_from(tp, e.data(), s, n);
+  Eigen::ArrayXd num(n);  // σ(t) = 1/u for t ≥ 0, e/u below
+  for (Index i = 0; i < n; ++i) num[i] = tp[i] >= 0.0 ? 1.0 : e[i];
+  Arr sg(d1p, n);
+  sg = num / u;
+  linear_to(sg, 1.0);
+  if (derivs >= 2) {
+    Arr d2(d2p, n);
+    d2 = sg * (1.0 - sg);
+    linear_to(d2, 0.0);
+  }
+  if (derivs >= 3) {
+    Arr d3(d3p, n);
+    d3 = sg * (1.0 - sg) * (1.0 - 2.0 * sg);
+    linear_to(d3, 0.0);
+  }
+}
+
+// σ from e = exp(−|t|): σ = 1/(1 + e) above 0, e/(1 + e) below; σ(1 − σ) = e/(1 + e)² with no
+// cancellation; 1 − 2σ = ∓(1 − e)/(1 + e); σ''' = σ(1 − σ)(1 − 6σ(1 − σ)).
+void sigmoid(const double* t, Index n, int derivs, double* s, double* d1, double* d2, double* d3) {
+  Eigen::ArrayXd e(n);
+  exp_minus_abs(t, e.data(), n);
+  for (Index i = 0; i < n; ++i) {
+    const bool pos = t[i] >= 0.0;
+    const double u = 1.0 + e[i];
+    const double g = e[i] / (u * u);
+    const double one_minus_2s = (pos ? -(1.0 - e[i]) : (1.0 - e[i])) / u;
+    s[i] = (pos ? 1.0 : e[i]) / u;
+    if (derivs >= 1) d1[i] = g;
+    if (derivs >= 2) d2[i] = g * one_minus_2s;
+    if (derivs >= 3) d3[i] = g * (1.0 - 6.0 * g);
+  }
+}
+
+void tanh_(const double* t, Index n, int derivs, double* s, double* d1, double* d2, double* d3) {
+  for (Index i = 0; i < n; ++i) {
+    const double y = std::tanh(t[i]), g = 1.0 - y * y;
+    s[i] = y;
+    if (derivs >= 1) d1[i] = g;
+    if (derivs >= 2) d2[i] = -2.0 * y * g;
+    if (derivs >= 3) d3[i] = -2.0 * g * (1.0 - 3.0 * y * y);
+  }
+}
+
+void relu(const double* t, Index n, int derivs, double* s, double* d1, double* d2, double* d3) {
+  for (Index i = 0; i < n; ++i) {
+    const bool pos = t[i] > 0.0;
+    s[i] = pos ? t[i] : 0.0;
+    if (derivs >= 1) d1[i] = pos ? 1.0 : 0.0;
+    if (derivs >= 2) d2[i] = 0.0;
+    if (derivs >= 3) d3[i] = 0.0;
+  }
+}
+
+void elu(const double* t, Index n, int derivs, double* s, double* d1, double* d2, double* d3) {
+  for (Index i = 0; i < n; ++i) {
+    const bool pos = t[i] > 0.0;
+    const double ex = pos ? 1.0 : std::exp(t[i]);
+    s[i] = pos ? t[i] : std::expm1(t[i]);
+    if (derivs >= 1) d1[i] = ex;
+    if (derivs >= 2) d2[i] = pos ? 0.0 : ex;
+    if (derivs >= 3) d3[i] = pos ? 0.0 : ex;
+  }
+}
+
+void linear(const double* t, Index n, int derivs, double* s, double* d1, double* d2, double* d3) {
+  for (Index i = 0; i < n; ++i) {
+    s[i] = t[i];
+    if (derivs >= 1) d1[i] = 1.0;
+    if (derivs >= 2) d2[i] = 0.0;
+    if (derivs >= 3) d3[i] = 0.0;
+  }
+}
+
+}  // namespace
+
+ActivationKind activation_from_name(const std::string& name) {
+  for (auto k : {ActivationKind::softplus, ActivationKind::tanh, ActivationKind::sigmoid,
+                 ActivationKind::relu, ActivationKind::elu, ActivationKind::linear})
+    if (activation_name(k) == name) return k;
+  throw Error("network: unknown activation '" + name +
+              "' (expected softplus, tanh, sigmoid, relu, elu or linear)");
+}
+
+std::string activation_name(ActivationKind kind) {
+  switch (kind) {
+    case ActivationKind::softplus:
+      return "softplus";
+    case ActivationKind::tanh:
+      return "tanh";
+    case ActivationKind::sigmoid:
+      return "sigmoid";
+    case ActivationKind::relu:
+      return "relu";
+    case ActivationKind::elu:
+      return "elu";
+    case ActivationKind::linear:
+      return "linear";
+  }
+  return "?";
+}
+
+void activate(ActivationKind kind, const double* t, Index n, int derivs, double* s, double* d1, double* d2,
+              double* d3) {
+  switch (kind) {
+    case ActivationKind::softplus:
+      return softplus(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::tanh:
+      return tanh_(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::sigmoid:
+      return sigmoid(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::relu:
+      return relu(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::elu:
+      return elu(t, n, derivs, s, d1, d2, d3);
+    case ActivationKind::linear:
+      return linear(t, n, derivs, s, d1, d2, d3);
+  }
+}
+
+Activation::Activation(ActivationKind kind, Index width) : kind_(kind), width_(width) {
+  if (width < 1)
+    throw Error("network: an activation layer needs a positive width (got " + std::to_string(width) + ")");
+}
+
+std::string Activation::name() const { return activation_name(kind_) + " " + std::to_string(width_); }
+
+void Activation::forward(const double* /*theta*/, const Pass& pass, bool /*seeded*/, Matrix& h,
+                         LayerTape* tape) const {
+  const Index N = pass.n, D = pass.dim, W = width_;
+  const int order = pass.order;
+  if (order == 0 && !tape) {  // values only: in place, no derivative buffers
+    activate(kind_, h.data(), h.size(), 0, h.data(), nullptr, nullptr, nullptr);
+    return;
+  }
+  const int derivs = tape ? order + 1 : order;
+  const Matrix P = h.topRows(N);
+  Matrix s(N, W), d1(N, W), d2, d3;
+  if (derivs >= 2) d2.resize(N, W);
+  if (derivs >= 3) d3.resize(N, W);
+  activate(kind_, P.data(), P.size(), derivs, s.data(), d1.data(), d2.data(), d3.data());
+  if (tape) {
+    Matrix next(pass.rows(), W);
+    next.topRows(N) = s;
+    for (Index d = 0; d < D * std::min(order, 1); ++d) {
+      const auto A = h.middleRows((1 + d) * N, N);
+      next.middleRows((1 + d) * N, N) = d1.cwiseProduct(A);
+      if (order >= 2)
+        next.middleRows((1 + D + d) * N, N) =
+            d2.cwiseProduct(A.cwiseProduct(A)) + d1.cwiseProduct(h.middleRows((1 + D + d) * N, N));
+    }
+    tape->input = std::move(h);
+    tape->d1 = std::move(d1);
+    tape->d2 = std::move(d2);
+    tape->d3 = std::move(d3);
+    h = std::move(next);
+    return;
+  }
+  // In place: S_d first (it reads A_d), then J_d, then the values.
+  for (Index d = 0; d < D * std::min(order, 1); ++d) {
+    auto A = h.middleRows((1 + d) * N, N);
+    if (order >= 2) {
+      auto Q = h.middleRows((1 + D + d) * N, N);
+      Q = d2.cwiseProduct(A.cwiseProduct(A)) + d1.cwiseProduct(Q);
+    }
+    A = d1.cwiseProduct(A);
+  }
+  h.topRows(N) = s;
+}
+
+// With h = s(P), J = s'(P)·A, S = s''(P)·A² + s'(P)·Q and adjoints h̄, J̄, S̄:
+//   P̄ = h̄ s' + Σ_d J̄_d A_d s'' + S̄_d (A_d² s''' + Q_d s''),  Ā_d = J̄_d s' + 2 S̄_d s'' A_d,  Q̄_d = S̄_d s'.
+void Activation::backward(const double* /*theta*/, const Pass& pass, const LayerTape& t, Matrix& adjoint,
+                          double* /*grad*/, Matrix* /*grad_X*/) const {
+  const Index N = pass.n, D = pass.dim;
+  const int order = pass.order;
+  auto P0 = adjoint.topRows(N);
+  P0 = P0.cwiseProduct(t.d1);
+  for (Index d = 0; d < D * std::min(order, 1); ++d) {
+    const auto A = t.input.middleRows((1 + d) * N, N);
+    auto Jb = adjoint.middleRows((1 + d) * N, N);
+    if (order >= 2) {
+      const auto Q = t.input.middleRows((1 + D + d) * N, N);
+      auto Sb = adjoint.middleRows((1 + D + d) * N, N);
+      P0.array() += Jb.array() * A.array() * t.d2.array() +
+                    Sb.array() * (A.array().square() * t.d3.array() + Q.array() * t.d2.array());
+      Jb.array() = Jb.array() * t.d1.array() + 2.0 * Sb.array() * t.d2.array() * A.array();
+      Sb = Sb.cwiseProduct(t.d1);
+    } else {
+      P0.array() += Jb.array() * A.array() * t.d2.array();
+      Jb = Jb.cwiseProduct(t.d1);
+    }
+  }
+}
+
+}  // namespace kef::network

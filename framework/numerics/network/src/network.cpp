@@ -1,0 +1,90 @@
+#include "kef/network/network.hpp"
+
+#include "kef/error.hpp"
+
+namespace kef::network {
+
+Network::Network(Index input_dim) : input_dim_(input_dim) {
+  if (input_dim < 1)
+    throw Error("network: the input dimension must be positive (got " + std::to_string(input_dim) + ")");
+}
+
+Network& Network::add(LayerPtr layer) {
+  if (layer && body_.empty() && layer->input_width() != input_dim_)
+    throw Error("network: the first layer (" + layer->name() + ") takes width " +
+                std::to_string(layer->input_width()) + " but the input has dimension " +
+                std::to_string(input_dim_));
+  body_.add(std::move(layer));
+  theta_.conservativeResize(body_.parameter_count());
+  const Index start = body_.offset(body_.size() - 1);
+  theta_.tail(theta_.size() - start).setZero();
+  return *this;
+}
+
+void Network::set_parameters(const Vector& theta) {
+  if (theta.size() != parameter_count())
+    throw Error("network: expected " + std::to_string(parameter_count()) + " parameters, got " +
+                std::to_string(theta.size()));
+  theta_ = theta;
+}
+
+void Network::initialize(RandomStream& rng) { body_.initialize(theta_.data(), rng); }
+
+Pass Network::pass(const Matrix& X, int order, bool training) const {
+  if (body_.empty()) throw Error("network: the network has no layers");
+  if (X.cols() != input_dim_)
+    throw DataError("network: input has " + std::to_string(X.cols()) + " columns, expected " +
+                    std::to_string(input_dim_));
+  if (order < 0 || order > 2)
+    throw Error("network: derivative order must be 0, 1 or 2 (got " + std::to_string(order) + ")");
+  if (order > body_.max_order(training))
+    throw Error("network: derivative order " + std::to_string(order) + " is not available in " +
+                (training ? "training" : "evaluation") + " mode (a batch norm layer supports order " +
+                std::to_string(body_.max_order(training)) + "; set_training(false) for input derivatives)");
+  return Pass{X, X.rows(), input_dim_, order, training};
+}
+
+void Network::forward(const Matrix& X, int order, Matrix& out, Tape* tape) const {
+  const Pass p = pass(X, order, training_);
+  if (tape) {
+    tape->order = order;
+    tape->n = p.n;
+    tape->training = training_;
+  }
+  Matrix h;
+  body_.forward(theta_.data(), p, true, h, tape ? &tape->layers : nullptr);
+  out = std::move(h);
+}
+
+void Network::backward(const Matrix& X, const Tape& tape, const Matrix& adjoint, Vector* grad_params,
+                       Matrix* grad_X) const {
+  const Pass p = pass(X, tape.order, tape.training);
+  if (tape.n != p.n || static_cast<Index>(tape.layers.size()) != body_.size() || adjoint.rows() != p.rows() ||
+      adjoint.cols() != output_dim())
+    throw Error("network: backward needs the tape of forward on the same input and a " +
+                std::to_string(p.rows()) + " x " + std::to_string(output_dim()) + " adjoint (got " +
+                std::to_string(adjoint.rows()) + " x " + std::to_string(adjoint.cols()) + ")");
+  if (grad_params && grad_params->size() != parameter_count()) grad_params->setZero(parameter_count());
+  if (grad_X && (grad_X->rows() != p.n || grad_X->cols() != input_dim_)) grad_X->setZero(p.n, input_dim_);
+  // Local sums first, added at the end: the result does not depend on what the caller accumulated.
+  Vector g = Vector::Zero(parameter_count());
+  Matrix Xbar = Matrix::Zero(p.n, input_dim_);
+  Matrix a = adjoint;
+  body_.backward(theta_.data(), p, tape.layers, a, g.data(), grad_X ? &Xbar : nullptr);
+  if (grad_params) *grad_params += g;
+  if (grad_X) *grad_X += Xbar;
+}
+
+Matrix Network::value(const Matrix& X) const {
+  Matrix out;
+  forward(X, 0, out, nullptr);
+  return out;
+}
+
+void Network::update_running_statistics(const Tape& tape, double momentum) {
+  if (!tape.training)
+    throw Error("network: update_running_statistics needs the tape of a training-mode pass");
+  body_.update_statistics(tape.layers, momentum);
+}
+
+}  // namespace kef::network

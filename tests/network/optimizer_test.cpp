@@ -1,0 +1,89 @@
+// RMSprop and global-norm clipping against hand-computed values; the Optimizer base's checks through
+// RMSprop (Adam's are in tests/generalized_normal/adam_test.cpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "kef/adam.hpp"
+#include "kef/error.hpp"
+#include "kef/network/rmsprop.hpp"
+
+namespace kef {
+namespace {
+
+TEST(RmsProp, TwoStepsByHand) {
+  RmsProp opt(RmsPropOptions{.learning_rate = 0.1, .alpha = 0.9, .epsilon = 1e-8});
+  Vector theta(2), g(2);
+  theta << 1.0, -2.0;
+  g << 2.0, -0.5;
+  // v = 0.1 g² = (0.4, 0.025); θ − 0.1 g/(√v + ε).
+  const Vector t1 = opt.step(theta, g);
+  EXPECT_NEAR(t1[0], 1.0 - 0.1 * 2.0 / (std::sqrt(0.4) + 1e-8), 1e-15);
+  EXPECT_NEAR(t1[1], -2.0 + 0.1 * 0.5 / (std::sqrt(0.025) + 1e-8), 1e-15);
+  Vector g2(2);
+  g2 << 1.0, 3.0;
+  // v = 0.9 (0.4, 0.025) + 0.1 (1, 9) = (0.46, 0.9225).
+  const Vector t2 = opt.step(t1, g2);
+  EXPECT_NEAR(t2[0], t1[0] - 0.1 * 1.0 / (std::sqrt(0.46) + 1e-8), 1e-15);
+  EXPECT_NEAR(t2[1], t1[1] - 0.1 * 3.0 / (std::sqrt(0.9225) + 1e-8), 1e-15);
+  EXPECT_EQ(opt.steps(), 2);
+  opt.reset();
+  EXPECT_EQ(opt.steps(), 0);
+  EXPECT_NEAR(opt.step(theta, g)[0], t1[0], 1e-15);  // a first step again
+}
+
+TEST(RmsProp, ChecksAreTheOptimizerBasesAndOptionsAreValidated) {
+  RmsProp opt(RmsPropOptions{}, "model.dual");
+  opt.set_parameter_names({"w0", "w1"});
+  Vector g(2);
+  g << 1.0, std::numeric_limits<double>::quiet_NaN();
+  try {
+    opt.step(Vector::Zero(2), g);
+    FAIL() << "expected NumericalError";
+  } catch (const NumericalError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("gradient[1] (w1)"), std::string::npos) << what;
+    EXPECT_NE(what.find("model.dual"), std::string::npos) << what;
+  }
+  EXPECT_EQ(opt.steps(), 0);
+  opt.step(Vector::Zero(2), Vector::Ones(2));
+  EXPECT_THROW(opt.step(Vector::Zero(3), Vector::Ones(3)), Error);
+  EXPECT_THROW(RmsProp(RmsPropOptions{.learning_rate = 0.0}), ConfigError);
+  EXPECT_THROW(RmsProp(RmsPropOptions{.alpha = 1.0}), ConfigError);
+  EXPECT_THROW(RmsProp(RmsPropOptions{.epsilon = -1.0}), ConfigError);
+}
+
+TEST(ClipGlobalNorm, ScalesAllGroupsTogetherOnlyAboveTheBound) {
+  Vector a(2), b(1);
+  a << 3.0, 4.0;
+  b << 12.0;  // joint norm 13
+  Vector* both[] = {&a, &b};
+  EXPECT_DOUBLE_EQ(clip_global_norm(both, 6.5), 13.0);
+  const double f = 6.5 / (13.0 + 1e-6);
+  EXPECT_DOUBLE_EQ(a[0], 3.0 * f);
+  EXPECT_DOUBLE_EQ(a[1], 4.0 * f);
+  EXPECT_DOUBLE_EQ(b[0], 12.0 * f);
+  EXPECT_NEAR(std::sqrt(a.squaredNorm() + b.squaredNorm()), 6.5, 1e-6);
+  Vector c(2);
+  c << 0.3, 0.4;
+  EXPECT_DOUBLE_EQ(clip_global_norm(c, 5.0), 0.5);
+  EXPECT_EQ(c[0], 0.3);  // below the bound: untouched
+  EXPECT_EQ(c[1], 0.4);
+  EXPECT_THROW(clip_global_norm(c, 0.0), Error);
+  c[0] = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(clip_global_norm(c, 1.0), NumericalError);
+}
+
+TEST(Adam, IsAnOptimizer) {
+  Adam adam(AdamOptions{.learning_rate = 0.5});
+  Optimizer& opt = adam;
+  Vector theta(1), g(1);
+  theta << 1.0;
+  g << -3.0;
+  EXPECT_NEAR(opt.step(theta, g)[0], 1.5, 1e-7);  // first step: lr · sign
+  EXPECT_EQ(opt.steps(), 1);
+}
+
+}  // namespace
+}  // namespace kef
