@@ -3,6 +3,8 @@
 // differences; the value-only path against the taped one; batch norm in both modes; errors.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <functional>
 
@@ -123,7 +125,7 @@ TEST(NetworkLayers, ReverseModeThroughValuesAndDerivativesMatchesCentralDifferen
   }
 }
 
-TEST(NetworkLayers, ValueOnlyPassEqualsTheTapedAndDerivativePassesBitwise) {
+TEST(NetworkLayers, ValueOnlyPassEqualsTheTapedPassBitwiseAndTheDerivativePassToAFewUlps) {
   std::uint64_t seed = 90;
   for (const auto& c : cases()) {
     Network net = c.make();
@@ -135,7 +137,11 @@ TEST(NetworkLayers, ValueOnlyPassEqualsTheTapedAndDerivativePassesBitwise) {
     net.forward(X, 0, taped, &tape);
     net.forward(X, 2, stacked, nullptr);
     EXPECT_EQ((fast - taped).cwiseAbs().maxCoeff(), 0.0) << c.name;
-    EXPECT_EQ((fast - channel(stacked, 7, 0)).cwiseAbs().maxCoeff(), 0.0) << c.name;
+    // The derivative pass multiplies a matrix of 1 + 2D stacked channels: a differently shaped product,
+    // which the compiler and Eigen may block or vectorise differently, so a few ulps, not bitwise.
+    EXPECT_LE((fast - channel(stacked, 7, 0)).cwiseAbs().maxCoeff(),
+              8 * std::numeric_limits<double>::epsilon() * std::max(1.0, fast.cwiseAbs().maxCoeff()))
+        << c.name;
     EXPECT_EQ((fast - net.value(X)).cwiseAbs().maxCoeff(), 0.0) << c.name;
   }
 }
