@@ -86,7 +86,8 @@ Matrix guarded_rows(const Matrix& X, Index cols, std::vector<std::string>& error
   for (Index r = 0; r < X.rows(); ++r) {
     try {
       const Matrix row = eval(Matrix(X.row(r)));
-      if (row.rows() != 1 || row.cols() != cols) throw Error("HMC: the model returned values of the wrong shape");
+      if (row.rows() != 1 || row.cols() != cols)
+        throw Error("HMC: the model returned values of the wrong shape");
       out.row(r) = row;
     } catch (const NumericalError& e) {
       out.row(r).setConstant(kNaN);
@@ -97,7 +98,8 @@ Matrix guarded_rows(const Matrix& X, Index cols, std::vector<std::string>& error
 }
 
 Vector guarded_log_p(const Model& model, const Matrix& X, std::vector<std::string>& errors) {
-  const Matrix m = guarded_rows(X, 1, errors, [&](const Matrix& Y) { return Matrix(model.log_unnormalized(Y)); });
+  const Matrix m =
+      guarded_rows(X, 1, errors, [&](const Matrix& Y) { return Matrix(model.log_unnormalized(Y)); });
   return m.col(0);
 }
 
@@ -120,12 +122,13 @@ Matrix starting_points(const Model& model, const HmcOptions& o, RandomStream rng
   }
   if (init == HmcInit::BaseMeasure) {
     if (!base_ok)
-      throw ConfigError("HMC on " + who(model, o) + ": option `init`: the base measure was asked for, but model " +
-                        model.type_name() + " has none that can be sampled; start from given points instead");
+      throw ConfigError("HMC on " + who(model, o) +
+                        ": option `init`: the base measure was asked for, but model " + model.type_name() +
+                        " has none that can be sampled; start from given points instead");
     Matrix X = base->sample(o.chains, D, rng);
     if (X.rows() != o.chains || X.cols() != D)
-      throw Error("HMC on " + who(model, o) + ": the base measure returned a " + std::to_string(X.rows()) + " x " +
-                  std::to_string(X.cols()) + " sample, expected " + std::to_string(o.chains) + " x " +
+      throw Error("HMC on " + who(model, o) + ": the base measure returned a " + std::to_string(X.rows()) +
+                  " x " + std::to_string(X.cols()) + " sample, expected " + std::to_string(o.chains) + " x " +
                   std::to_string(D));
     return X;
   }
@@ -170,8 +173,9 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
                            "; start from points where the model is finite");
     if (!std::isfinite(logp[r]) || !row_finite(S, r))
       throw NumericalError("HMC on " + who(model, o) + ": chain " + std::to_string(chains[r].id) + ": " +
-                           (std::isfinite(logp[r]) ? "the score" : "log p~") + " is not finite at its starting point " +
-                           point_text(X, r) + "; start from points where the model is finite");
+                           (std::isfinite(logp[r]) ? "the score" : "log p~") +
+                           " is not finite at its starting point " + point_text(X, r) +
+                           "; start from points where the model is finite");
   }
   // Step size only in the first 15%, mass in 15%–50%, then step size alone again. (Stan's last
   // step-size-only window is 10%: too short for dual averaging to settle after its restart, which
@@ -220,7 +224,8 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
       }
     }
     const Vector logp1 = guarded_log_p(model, X1, logp_errors);
-    if (logp1.size() != n) throw Error("HMC on " + who(model, o) + ": the model returned log p~ of the wrong size");
+    if (logp1.size() != n)
+      throw Error("HMC on " + who(model, o) + ": the model returned log p~ of the wrong size");
     const bool keep = !warm && (it - W + 1) % o.thinning == 0;
     for (Index r = 0; r < n; ++r) {
       Chain& ch = chains[r];
@@ -512,7 +517,8 @@ std::string HmcDiagnostics::summary() const {
      << (hi == step_size.end() ? kNaN : *hi) << "; min ESS " << min_ess() << "; max split-R^ " << max_r_hat()
      << "; divergences " << total_divergences() << " (warm-up " << warmup_divergences << ")";
   if (error_divergences > 0)
-    os << "; " << error_divergences << " of all divergences where the model threw (first: " << first_error << ")";
+    os << "; " << error_divergences << " of all divergences where the model threw (first: " << first_error
+       << ")";
   return os.str();
 }
 
