@@ -7,6 +7,7 @@
 
 #include "kef/base_measure.hpp"
 #include "kef/config.hpp"
+#include "kef/data_transform.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
 
@@ -52,7 +53,34 @@ class ModelReader {
 
 // Writes a model into dir (created; must not exist).
 void save_model(const Model& model, const std::filesystem::path& dir);
-// Reads model.toml's `type` and dispatches to the registered loader.
+// Also records the data's columns and the map to model coordinates (a [preprocessing] table in
+// model.toml: kind, columns, log_abs_det; preprocessing_matrix.npy and preprocessing_offset.npy).
+void save_model(const Model& model, const std::filesystem::path& dir, const DataTransform& transform);
+// Reads model.toml's `type` and dispatches to the registered loader. The model is in the coordinates
+// it was fitted in (bitwise as saved).
 ModelPtr load_model(const std::filesystem::path& dir, Registry& registry);
+
+// A saved model and the transform from data units to its coordinates (identity, with no columns,
+// for models saved without one, e.g. by kef 0.2). ModelFileError when the record is inconsistent
+// (shapes, non-finite values, log_abs_det disagreeing with the matrix, column count).
+struct SavedModel {
+  ModelPtr model;           // in model coordinates
+  DataTransform transform;  // data units -> model coordinates
+  ModelPtr in_data_units() const { return make_data_units_model(model, transform); }
+};
+SavedModel load_saved_model(const std::filesystem::path& dir, Registry& registry);
+DataTransform read_data_transform(const ModelReader& reader, Index dim);
+
+// The rows of a data file for a saved model, in data units. A CSV's columns (all, or `columns`)
+// must be the saved column names in the saved order; a .npy file (or a model whose columns are the
+// positional x0, x1, ...) is checked by count. DataError naming the file and both column lists.
+Matrix read_saved_model_input(const std::filesystem::path& file, const std::vector<std::string>& columns,
+                              const SavedModel& saved, const std::string& model_dir);
+
+// `kef score`: N x (1 + D), log p~ then its gradient, in data units (Jacobian included). With
+// `normalize`, log p = log p~ − log Z, which needs a known normaliser (Model::log_normalizer());
+// ConfigError naming the model otherwise.
+Matrix score_saved_model(const SavedModel& saved, const Matrix& X, bool normalize,
+                         const std::string& model_dir);
 
 }  // namespace kef

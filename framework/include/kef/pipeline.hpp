@@ -43,7 +43,13 @@ struct SavedEvalOptions {
   int threads = 0;
   bool quiet = false;
 };
-EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions& options);
+// The evaluator runs in the model's coordinates on the data mapped there; log-likelihoods come back in
+// data units plus their model-space value (metrics_in_data_units), and `metric_spaces`, when given,
+// receives the space of every metric and `transform` the saved map.
+EvaluationResult evaluate_saved_model(
+    Registry& registry, const SavedEvalOptions& options,
+    std::vector<std::pair<std::string, std::string>>* metric_spaces = nullptr,
+    DataTransform* transform = nullptr);
 
 // Components that come with the framework itself (the `file` data source).
 void register_core_components(Registry& registry);
