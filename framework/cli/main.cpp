@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "kef/allocator.hpp"
 #include "kef/data_io.hpp"
@@ -187,17 +188,21 @@ int cmd_sample(const std::string& model_dir, long n, const std::string& out, std
   // Poor mixing is reported even with --quiet: the samples may not represent the model.
   const double r_hat = diag.max_r_hat(), ess = diag.min_ess();
   const double ess_needed = flags.min_ess_fraction * static_cast<double>(n);
+  auto num = [](double v) {
+    std::ostringstream os;
+    os.precision(6);
+    os << v;
+    return os.str();
+  };
   std::vector<std::string> problems;
   if (!(r_hat <= flags.max_r_hat))
     problems.push_back(std::isnan(r_hat)
                            ? "split-R^ could not be computed (fewer than 8 draws per chain, or a "
                              "coordinate that never moved)"
-                           : "max split-R^ " + std::to_string(r_hat) + " > " +
-                                 std::to_string(flags.max_r_hat));
+                           : "max split-R^ " + num(r_hat) + " > " + num(flags.max_r_hat));
   if (!(ess >= ess_needed))
     problems.push_back(std::isnan(ess) ? "the ESS could not be computed"
-                                       : "min ESS " + std::to_string(ess) + " < " +
-                                             std::to_string(flags.min_ess_fraction) + " x " +
+                                       : "min ESS " + num(ess) + " < " + num(flags.min_ess_fraction) + " x " +
                                              std::to_string(n) + " samples");
   if (problems.empty()) return 0;
   std::cerr << "[kef] warning: the HMC chains for " << model_dir << " mix poorly:";

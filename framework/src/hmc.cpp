@@ -17,6 +17,7 @@ namespace kef {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr Index kMaxDraws = Index{1} << 40;  // iterations of all chains together; far beyond any use
 
 // Hoffman & Gelman (2014), Algorithm 5, with their constants (also Stan's).
 struct DualAveraging {
@@ -392,6 +393,14 @@ void validate(const HmcOptions& o, Index dim) {
   if (o.chains_per_batch < 1) bad_option("chains_per_batch", "an integer >= 1", std::to_string(o.chains_per_batch));
   if (!(o.max_energy_error > 0)) bad_option("max_energy_error", "a number > 0", num(o.max_energy_error));
   if (o.threads < 0) bad_option("threads", "an integer >= 0 (0: the default)", std::to_string(o.threads));
+  // Counts whose products index the output and the progress: overflow would be undefined behaviour.
+  Index per_chain = 0, total = 0;
+  if (__builtin_mul_overflow(o.samples, o.thinning, &per_chain) ||
+      __builtin_add_overflow(per_chain, o.warmup, &per_chain) ||
+      __builtin_mul_overflow(per_chain, o.chains, &total) || total > kMaxDraws)
+    bad_option("samples", "chains x (warmup + samples x thinning) at most " + std::to_string(kMaxDraws),
+               std::to_string(o.chains) + " x (" + std::to_string(o.warmup) + " + " +
+                   std::to_string(o.samples) + " x " + std::to_string(o.thinning) + ")");
   if (o.init == HmcInit::Points && o.init_points.rows() == 0)
     bad_option("init_points", "at least one starting point when init is Points", "none");
   if (o.init_points.rows() > 0) {
@@ -468,6 +477,9 @@ Matrix draw_samples(const Model& model, Index n, RandomStream& rng, const HmcOpt
                     HmcDiagnostics* diagnostics) {
   if (diagnostics) *diagnostics = HmcDiagnostics{};
   if (n < 1) throw ConfigError("draw_samples: the number of samples must be >= 1, got " + std::to_string(n));
+  if (n > kMaxDraws)
+    throw ConfigError("draw_samples: the number of samples must be at most " + std::to_string(kMaxDraws) +
+                      ", got " + std::to_string(n));
   validate(options, model.dim());
   if (model.can_sample()) {
     Matrix X = model.sample(n, rng);
