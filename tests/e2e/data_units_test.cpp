@@ -244,6 +244,43 @@ TEST(DataUnits, TwoScaleCsvScoresEvaluatesAndSamplesInDataUnits) {
   check_data_units(dir / "two_scale.csv", "two-scale");
 }
 
+TEST(DataUnits, TrueLogLikelihoodInDataUnitsDoesNotDependOnThePreprocessing) {
+  // The exact density of a synthetic source, evaluated on the same raw test rows: whitening or
+  // standardising changes the model-space value by log|det A|, and the reported data-units value
+  // must come back to the unpreprocessed one. (A sign error in the Jacobian would show as 2 log|det A|.)
+  const fs::path dir = test::temp_dir("true-ll-units");
+  auto run = [&](const std::string& name, const std::string& extra) {
+    std::ofstream(dir / (name + ".toml"))
+        << "schema_version = 1\nseed = 5\n[data]\ntype = \"synthetic/banana\"\nn = 600\n"
+           "split = { test = 100, validation = 0 }\n"
+        << extra
+        << "[[model]]\nname = \"m\"\n[model.estimator]\ntype = \"lite\"\ninducing_points = 30\n"
+           "[model.kernel]\ntype = \"gaussian\"\nsigma = 1.0\n[model.base_measure]\ntype = \"gaussian\"\nstd "
+           "= 3.0\n"
+           "[[evaluate]]\ntype = \"true_log_likelihood\"\n";
+    const Result r =
+        kef_cmd("run " + (dir / (name + ".toml")).string() + " --quiet --output " + (dir / name).string());
+    EXPECT_EQ(r.status, 0) << r.output;
+    return read_json(dir / name / "results.json");
+  };
+  const Json plain = run("plain", "");
+  const double reference = plain["models"]["m"]["metrics"]["true_log_likelihood"].get<double>();
+  EXPECT_EQ(plain["models"]["m"]["metric_spaces"]["true_log_likelihood"], "data");
+  EXPECT_FALSE(plain["models"]["m"]["metrics"].contains("true_log_likelihood_standardized"));
+  for (const char* kind : {"standardize", "whiten"}) {
+    SCOPED_TRACE(kind);
+    const Json j = run(kind, std::string(kind) + " = true\n");
+    const Json& m = j["models"]["m"];
+    const std::string space = std::string(kind) == "whiten" ? "whitened" : "standardized";
+    const double log_det = j["data"]["preprocessing"]["log_abs_det"].get<double>();
+    EXPECT_GT(std::abs(log_det), 0.1);
+    EXPECT_NEAR(m["metrics"]["true_log_likelihood"].get<double>(), reference, 1e-9 * std::abs(reference));
+    EXPECT_NEAR(m["metrics"]["true_log_likelihood_" + space].get<double>(), reference - log_det,
+                1e-9 * std::abs(reference));
+    EXPECT_EQ(m["metric_spaces"]["true_log_likelihood_" + space], space);
+  }
+}
+
 TEST(DataUnits, LogLikelihoodMetricsMoveByTheLogDeterminantOthersStay) {
   DataTransform t = make_data_transform("standardize", Vector(Vector::Constant(2, 0.5)).asDiagonal(),
                                         Vector::Zero(2), {"a", "b"});
