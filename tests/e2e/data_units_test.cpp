@@ -116,6 +116,23 @@ void check_data_units(const fs::path& csv, const std::string& tag) {
   EXPECT_EQ(again.transform.log_abs_det, saved.transform.log_abs_det);
   EXPECT_EQ(again.transform.columns, saved.transform.columns);
   EXPECT_EQ(again.model->log_unnormalized(test_rows), saved.model->log_unnormalized(test_rows));
+  // A record that disagrees with its arrays is refused, naming the file.
+  {
+    std::ifstream in(dir / "resaved" / "model.toml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string toml = text.str();
+    const auto at = toml.find("log_abs_det = ");
+    ASSERT_NE(at, std::string::npos) << toml;
+    toml.replace(at, toml.find('\n', at) - at, "log_abs_det = 1.5");
+    std::ofstream(dir / "resaved" / "model.toml") << toml;
+    try {
+      load_saved_model(dir / "resaved", test::plugin_registry());
+      ADD_FAILURE() << "expected ModelFileError";
+    } catch (const ModelFileError& e) {
+      EXPECT_NE(std::string(e.what()).find("log_abs_det"), std::string::npos) << e.what();
+    }
+  }
 
   // kef score on raw rows: log p~ in data units = standardised-space log p~ + log|det A|, and the
   // score by the chain rule (∇_x = ∇_z / sd).
@@ -279,6 +296,13 @@ TEST(DataUnits, TrueLogLikelihoodInDataUnitsDoesNotDependOnThePreprocessing) {
                 1e-9 * std::abs(reference));
     EXPECT_EQ(m["metric_spaces"]["true_log_likelihood_" + space], space);
   }
+  // A comparison needs both models in the same coordinates: refused, naming the model.
+  write_npy(dir / "rows.npy", Matrix(Matrix::Zero(5, 2)));
+  const Result cmp = kef_cmd("eval " + (dir / "standardize" / "models" / "m").string() + " --against " +
+                             (dir / "plain" / "models" / "m").string() + " --data " +
+                             (dir / "rows.npy").string() + " --type relative_fssd --quiet");
+  EXPECT_EQ(cmp.status, 2) << cmp.output;
+  EXPECT_NE(cmp.output.find("other coordinates"), std::string::npos) << cmp.output;
 }
 
 TEST(DataUnits, LogLikelihoodMetricsMoveByTheLogDeterminantOthersStay) {
