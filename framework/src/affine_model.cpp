@@ -111,9 +111,9 @@ class DataUnitsModel final : public Model {
       return;
     }
     if (!inner_->has_hessian())
-      throw Error("model " + inner_->type_name() + " in " + t_.kind +
-                  "ed data units: second derivatives need the model's full Hessian, which it does not give; "
-                  "evaluate second-derivative metrics in model coordinates");
+      throw Error("model " + inner_->type_name() + " fitted " + t_.model_space() +
+                  ", in data units: second derivatives need the model's full Hessian, which it does not "
+                  "give; evaluate second-derivative metrics in model coordinates (kef eval does)");
     score = inner_->score(Z) * t_.matrix;
     laplacian.resize(X.rows(), X.cols());
     for (Index n = 0; n < X.rows(); ++n)
