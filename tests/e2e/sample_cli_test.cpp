@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "kef/npy.hpp"
 #include "test_support.hpp"
@@ -129,6 +130,27 @@ TEST(KefSample, GeneralizedNormalErrorsDuringATrajectoryAreDivergences) {
     EXPECT_TRUE(d.status == 0 || d.status == 3) << d.output;
     EXPECT_FALSE(contains(d.output, "numerical error")) << d.output;
   }
+}
+
+TEST(KefSample, MmdInAPipelineSurvivesTheGeneralizedNormalsErrors) {
+  // kef 0.2: adding `mmd` to such a pipeline killed the run (exit 1) after the fits. Now the errors
+  // are divergences: the run finishes and the evaluator's notes report them.
+  const fs::path dir = test::temp_dir("sample-gn-mmd");
+  std::ofstream(dir / "p.toml")
+      << "schema_version = 1\nseed = 3\n[data]\ntype = \"synthetic/banana\"\nn = 1200\n"
+         "split = { test = 200, validation = 0 }\n[[model]]\nname = \"m\"\n"
+         "[model.estimator]\ntype = \"lite\"\ninducing_points = 60\n"
+         "[model.kernel]\ntype = \"gaussian\"\nsigma = 1.5\n[model.base_measure]\n"
+         "type = \"generalized_normal\"\nstd = 3.0\nbeta = 4.0\n"
+         "[[evaluate]]\ntype = \"mmd\"\nsamples = 200\n";
+  const Result r =
+      kef_cmd("run " + (dir / "p.toml").string() + " --quiet --output " + (dir / "out").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream in(dir / "out" / "results.json");
+  std::stringstream json;
+  json << in.rdbuf();
+  EXPECT_TRUE(contains(json.str(), "where the model threw")) << json.str();
+  EXPECT_TRUE(contains(json.str(), "\"mmd2\"")) << json.str();
 }
 
 }  // namespace
