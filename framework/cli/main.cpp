@@ -1,14 +1,15 @@
 // The kef command: run, validate, plugins, score, eval, sample, montage.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
-
-#include <CLI/CLI.hpp>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "kef/allocator.hpp"
 #include "kef/data_io.hpp"
@@ -91,18 +92,13 @@ int cmd_plugins(const std::vector<std::string>& paths, const std::string& descri
 }
 
 int cmd_score(const std::string& model_dir, const std::string& data, const std::string& out,
-              const std::vector<std::string>& columns, int threads) {
+              const std::vector<std::string>& columns, int threads, bool normalize) {
   kef::Registry registry;
   load_default_plugins(registry, {});
-  kef::ModelPtr model = kef::load_model(model_dir, registry);
-  kef::TableData table = kef::read_table(data, columns);
-  if (table.values.cols() != model->dim())
-    throw kef::DataError(data + ": has " + std::to_string(table.values.cols()) + " columns, the model at " +
-                         model_dir + " has dimension " + std::to_string(model->dim()));
+  const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
+  const kef::Matrix X = kef::read_saved_model_input(data, columns, saved, model_dir);
   (void)threads;
-  kef::Matrix result(table.values.rows(), 1 + model->dim());
-  result.col(0) = model->log_unnormalized(table.values);
-  result.rightCols(model->dim()) = model->score(table.values);
+  const kef::Matrix result = kef::score_saved_model(saved, X, normalize, model_dir);
   for (kef::Index n = 0; n < result.rows(); ++n)
     if (!result.row(n).allFinite())
       throw kef::NumericalError(data + ": the model's log density or score is not finite at data row " +
@@ -111,39 +107,119 @@ int cmd_score(const std::string& model_dir, const std::string& data, const std::
   if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
     throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() + " does not exist");
   kef::write_npy(out_path, result);
-  std::cerr << "[kef] wrote " << result.rows() << " x " << result.cols() << " (log p~, score) to " << out << "\n";
+  std::cerr << "[kef] wrote " << result.rows() << " x " << result.cols() << " ("
+            << (normalize ? "log p" : "log p~") << ", score) to " << out
+            << (saved.transform.identity()
+                    ? std::string()
+                    : " in data units (model fitted " + saved.transform.model_space() + ", log|det| " +
+                          std::to_string(saved.transform.log_abs_det) + ")")
+            << "\n";
   return 0;
 }
 
+// `kef sample`'s sampler options (HmcOptions) and its mixing check.
+struct SamplerFlags {
+  kef::HmcOptions hmc;
+  bool allow_poor_mixing = false;
+  double max_r_hat = 1.05;
+  double min_ess_fraction = 0.1;
+};
+
+void add_sampler_flags(CLI::App* sample, SamplerFlags& f) {
+  sample->add_option("--warmup", f.hmc.warmup, "HMC warm-up iterations per chain (discarded)")
+      ->capture_default_str();
+  sample->add_option("--chains", f.hmc.chains, "HMC chains")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sample->add_option("--leapfrog-steps", f.hmc.leapfrog_steps, "leapfrog steps per HMC iteration")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sample->add_option("--step-size", f.hmc.step_size, "initial leapfrog step size (adapted in warm-up)")
+      ->capture_default_str();
+  sample->add_option("--thinning", f.hmc.thinning, "keep every k-th draw after warm-up")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sample->add_flag(
+      "--allow-poor-mixing", f.allow_poor_mixing,
+      "exit 0 even when split-R^ or the ESS fail the mixing check (the warning is still printed)");
+  sample->add_option("--max-rhat", f.max_r_hat, "mixing check: largest acceptable split-R^")
+      ->capture_default_str();
+  sample
+      ->add_option("--min-ess-fraction", f.min_ess_fraction,
+                   "mixing check: smallest acceptable min ESS, as a fraction of -n")
+      ->capture_default_str();
+}
+
+constexpr int kExitPoorMixing = 3;
+
 int cmd_sample(const std::string& model_dir, long n, const std::string& out, std::uint64_t seed, int threads,
-               bool quiet) {
+               bool quiet, const SamplerFlags& flags) {
   if (n < 1) throw kef::ConfigError("-n " + std::to_string(n) + ": expected a positive number of samples");
+  if (!(flags.max_r_hat >= 1.0))
+    throw kef::ConfigError("--max-rhat " + std::to_string(flags.max_r_hat) + ": expected a number >= 1");
+  if (!(flags.min_ess_fraction >= 0.0 && flags.min_ess_fraction <= 1.0))
+    throw kef::ConfigError("--min-ess-fraction " + std::to_string(flags.min_ess_fraction) +
+                           ": expected a number in [0, 1]");
   fs::path out_path(out);
   if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
     throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() + " does not exist");
   kef::Registry registry;
   load_default_plugins(registry, {});
-  kef::ModelPtr model = kef::load_model(model_dir, registry);
-  kef::HmcOptions options;
+  const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
+  kef::HmcOptions options = flags.hmc;
   options.threads = threads;
+  options.context = "model " + model_dir + " (kef sample)";
   auto progress = quiet ? kef::make_silent_progress() : kef::make_stderr_progress();
   options.progress = progress.get();
   kef::RandomStream rng(seed, "sample");
   kef::HmcDiagnostics diag;
-  kef::Matrix X = kef::draw_samples(*model, n, rng, options, &diag);
+  // HMC runs in the coordinates the model was fitted in (where its step sizes were tuned for unit
+  // scales); the draws are then mapped back to data units.
+  const kef::Matrix X = saved.transform.to_data(kef::draw_samples(*saved.model, n, rng, options, &diag));
   kef::write_npy(out_path, X);
   if (!quiet) {
-    if (diag.ran) std::cerr << "[kef] HMC: " << diag.summary() << "\n";
+    if (diag.ran)
+      std::cerr << "[kef] " << diag.summary() << "\n";
     else std::cerr << "[kef] drawn with the model's exact sampler\n";
   }
-  std::cerr << "[kef] wrote " << X.rows() << " x " << X.cols() << " samples to " << out << "\n";
-  return 0;
+  std::cerr << "[kef] wrote " << X.rows() << " x " << X.cols() << " samples to " << out
+            << (saved.transform.identity() ? "" : " (data units)") << "\n";
+  if (!diag.ran) return 0;
+  // Poor mixing is reported even with --quiet: the samples may not represent the model.
+  const double r_hat = diag.max_r_hat(), ess = diag.min_ess();
+  const double ess_needed = flags.min_ess_fraction * static_cast<double>(n);
+  auto num = [](double v) {
+    std::ostringstream os;
+    os.precision(6);
+    os << v;
+    return os.str();
+  };
+  std::vector<std::string> problems;
+  if (!(r_hat <= flags.max_r_hat))
+    problems.push_back(std::isnan(r_hat)
+                           ? "split-R^ could not be computed (fewer than 8 draws per chain, or a "
+                             "coordinate that never moved)"
+                           : "max split-R^ " + num(r_hat) + " > " + num(flags.max_r_hat));
+  if (!(ess >= ess_needed))
+    problems.push_back(std::isnan(ess) ? "the ESS could not be computed"
+                                       : "min ESS " + num(ess) + " < " + num(flags.min_ess_fraction) + " x " +
+                                             std::to_string(n) + " samples");
+  if (problems.empty()) return 0;
+  std::cerr << "[kef] warning: the HMC chains for " << model_dir << " mix poorly:";
+  for (std::size_t i = 0; i < problems.size(); ++i) std::cerr << (i ? "; " : " ") << problems[i];
+  std::cerr << ". The samples in " << out
+            << " may not represent the model. Raise --warmup, --leapfrog-steps or "
+            << "-n, or pass --allow-poor-mixing to accept them"
+            << (flags.allow_poor_mixing ? " (given: exit status 0)" : " (exit status 3)") << "\n";
+  return flags.allow_poor_mixing ? 0 : kExitPoorMixing;
 }
 
 int cmd_eval(const kef::SavedEvalOptions& opts, const std::string& out) {
   kef::Registry registry;
   load_default_plugins(registry, {});
-  kef::EvaluationResult r = kef::evaluate_saved_model(registry, opts);
+  std::vector<std::pair<std::string, std::string>> spaces;
+  kef::DataTransform transform;
+  kef::EvaluationResult r = kef::evaluate_saved_model(registry, opts, &spaces, &transform);
   nlohmann::ordered_json j;
   j["kef_version"] = kef::version();
   j["model_dir"] = opts.model_dir;
@@ -151,9 +227,17 @@ int cmd_eval(const kef::SavedEvalOptions& opts, const std::string& out) {
   j["data"] = opts.data_file;
   j["evaluator"] = opts.evaluator;
   j["seed"] = opts.seed;
-  for (const auto& [k, v] : r.metrics) {
+  j["preprocessing"] = {
+      {"kind", transform.kind}, {"columns", transform.columns}, {"model_space", transform.model_space()}};
+  if (!transform.identity()) j["preprocessing"]["log_abs_det"] = transform.log_abs_det;
+  for (std::size_t i = 0; i < r.metrics.size(); ++i) {
+    const auto& [k, v] = r.metrics[i];
     j["metrics"][k] = v;
-    std::cout << k << " = " << v << "\n";
+    j["metric_spaces"][k] = spaces[i].second;
+    std::cout << k << " = " << v;
+    if (!transform.identity())
+      std::cout << "  (" << (spaces[i].second == "data" ? "data units" : spaces[i].second) << ")";
+    std::cout << "\n";
   }
   for (const auto& n : r.notes) {
     j["notes"].push_back(n);
@@ -207,6 +291,9 @@ int main(int argc, char** argv) {
   score->add_option("--data", data, "data file (.csv or .npy)")->required();
   score->add_option("--out", out, "output .npy: N x (1 + D), log p~ then the score")->required();
   score->add_option("--columns", columns, "CSV columns to use");
+  bool score_normalize = false;
+  score->add_flag("--normalize", score_normalize,
+                  "write log p = log p~ - log Z (needs a model with a known normaliser)");
 
   kef::SavedEvalOptions eval_opts;
   std::string eval_out;
@@ -232,6 +319,8 @@ int main(int argc, char** argv) {
   sample->add_option("--seed", sample_seed, "seed (default 0)");
   sample->add_option("--threads", threads, "worker threads (results do not depend on it)")->check(CLI::PositiveNumber);
   sample->add_flag("--quiet", quiet, "no progress or diagnostics on stderr");
+  SamplerFlags sampler_flags;
+  add_sampler_flags(sample, sampler_flags);
 
   std::vector<std::string> montage_inputs;
   std::string montage_out;
@@ -277,8 +366,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (plugins->parsed()) return cmd_plugins(plugin_paths, describe);
-    if (score->parsed()) return cmd_score(model_dir, data, out, columns, threads);
-    if (sample->parsed()) return cmd_sample(sample_dir, sample_n, sample_out, sample_seed, threads, quiet);
+    if (score->parsed()) return cmd_score(model_dir, data, out, columns, threads, score_normalize);
+    if (sample->parsed())
+      return cmd_sample(sample_dir, sample_n, sample_out, sample_seed, threads, quiet, sampler_flags);
     if (montage->parsed()) {
       std::vector<fs::path> inputs(montage_inputs.begin(), montage_inputs.end());
       kef::MontageResult m = kef::write_png_montage(inputs, montage_columns, montage_out, montage_width);

@@ -85,6 +85,7 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   o.threads = in.threads;
   o.progress = &in.progress;
   o.progress_task = "mmd " + in.model_name + ": HMC";
+  o.context = "model " + in.model_name + " (evaluator mmd)";
   if (!in.model.can_sample() && init_from_train_) {
     if (in.data.train.rows() == 0) cfg_.fail("hmc_init", "the training split is empty; use \"base_measure\"");
     o.init = HmcInit::Points;

@@ -215,6 +215,57 @@ TEST(Hmc, NonFiniteDensityDuringSamplingIsARejectedDivergence) {
   EXPECT_TRUE(X.allFinite());
 }
 
+TEST(Hmc, AComponentErrorDuringATrajectoryIsADivergenceNotAFailure) {
+  // kef 0.2 let the NumericalError escape and lost the run (`kef sample` with a generalised-normal
+  // q0). Now the rows that throw are divergences, the others of the batch go on, and the chains stay
+  // where the model is usable. A large fixed step leaves the box often.
+  const test::ThrowingOutsideBox model(2, 2.0);
+  HmcOptions o;
+  o.chains = 4;
+  o.chains_per_batch = 4;  // one batch: a throw must not take the other chains' rows with it
+  o.samples = 200;
+  o.warmup = 50;
+  o.step_size = 1.5;
+  o.adapt_step_size = false;
+  o.init_points = Matrix::Zero(1, 2);
+  RandomStream rng(5, "hmc-throw");
+  HmcDiagnostics diag;
+  const Matrix X = run_hmc(model, rng, o, &diag);
+  EXPECT_GT(model.throws.load(), 0);
+  EXPECT_GT(diag.error_divergences, 0);
+  EXPECT_LE(diag.error_divergences, diag.total_divergences() + diag.warmup_divergences);
+  EXPECT_NE(diag.first_error.find("non-finite value inf"), std::string::npos) << diag.first_error;
+  EXPECT_NE(diag.summary().find("where the model threw"), std::string::npos) << diag.summary();
+  EXPECT_TRUE(X.allFinite());
+  EXPECT_LT(X.cwiseAbs().maxCoeff(), 2.0);
+  EXPECT_GT(diag.mean_acceptance(), 0.05) << "chains still move";
+  // Same seed, one thread: the row-by-row fallback keeps results independent of the threads.
+  RandomStream rng2(5, "hmc-throw");
+  o.threads = 1;
+  EXPECT_EQ(run_hmc(model, rng2, o), X);
+}
+
+TEST(Hmc, AComponentErrorAtTheStartNamesTheModelAndTheCaller) {
+  const test::ThrowingOutsideBox model(2, 2.0);
+  HmcOptions o;
+  o.chains = 2;
+  o.warmup = 10;
+  o.samples = 10;
+  o.init_points = (Matrix(2, 2) << 0.0, 0.0, 5.0, 5.0).finished();
+  o.context = "model gn-dkef (evaluator mmd)";
+  RandomStream rng(1, "bad-start");
+  try {
+    run_hmc(model, rng, o);
+    FAIL() << "expected NumericalError";
+  } catch (const NumericalError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("model gn-dkef (evaluator mmd)"), std::string::npos) << what;
+    EXPECT_NE(what.find("chain 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("test/throwing: log density: non-finite value inf"), std::string::npos) << what;
+    EXPECT_EQ(what.find("HMC: HMC"), std::string::npos) << what;
+  }
+}
+
 TEST(Hmc, NonFiniteStartingPointIsANumericalErrorNamingTheChain) {
   const BoxedNormal model(2, 1.5);
   HmcOptions o;

@@ -1,10 +1,12 @@
 #pragma once
 // Small densities with exact log p~ and score for the HMC and MMD tests.
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <string>
 
 #include "kef/base_measure.hpp"
+#include "kef/error.hpp"
 #include "kef/model.hpp"
 
 namespace kef::test {
@@ -105,6 +107,41 @@ class BoxedNormal : public Model {
   std::string describe() const override { return "test boxed normal"; }
 
  private:
+  Index dim_;
+  double bound_;
+};
+
+// N(0, I) that throws kef::NumericalError (like the generalised normal's derivative check) when any
+// row of a batch leaves the box |x_d| < bound, as a component refusing a point would; counts calls
+// that threw, so a test can tell that the sampler met the error.
+class ThrowingOutsideBox : public Model {
+ public:
+  ThrowingOutsideBox(Index dim, double bound) : dim_(dim), bound_(bound) {}
+  Index dim() const override { return dim_; }
+  std::string type_name() const override { return "test/throwing"; }
+  Vector log_unnormalized(const Matrix& X) const override {
+    check(X, "log density");
+    return -0.5 * X.rowwise().squaredNorm();
+  }
+  Matrix score(const Matrix& X) const override {
+    check(X, "first derivatives");
+    return -X;
+  }
+  void score_and_laplacian(const Matrix& X, Matrix& s, Matrix& l) const override {
+    s = score(X);
+    l = Matrix::Constant(X.rows(), dim_, -1.0);
+  }
+  std::string describe() const override { return "test normal that throws outside a box"; }
+  mutable std::atomic<int> throws{0};
+
+ private:
+  void check(const Matrix& X, const char* what) const {
+    for (Index i = 0; i < X.rows(); ++i)
+      if (!(X.row(i).cwiseAbs().maxCoeff() < bound_)) {
+        ++throws;
+        throw NumericalError(std::string("test/throwing: ") + what + ": non-finite value inf");
+      }
+  }
   Index dim_;
   double bound_;
 };

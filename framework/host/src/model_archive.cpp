@@ -1,5 +1,7 @@
 #include "kef/model_archive.hpp"
 
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <system_error>
 
@@ -111,6 +113,97 @@ void save_model(const Model& model, const fs::path& dir) {
   ModelWriter writer(dir, model.type_name());
   model.save(writer);
   writer.finish();
+}
+
+namespace {
+
+std::string toml_quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+constexpr const char* kPreprocessing = "preprocessing";
+
+}  // namespace
+
+void save_model(const Model& model, const fs::path& dir, const DataTransform& transform) {
+  if (!model.can_save()) throw ModelFileError("model " + model.type_name() + " cannot be saved");
+  ModelWriter writer(dir, model.type_name());
+  model.save(writer);
+  std::string text = "kind = " + toml_quoted(transform.kind) + "\ncolumns = [";
+  for (std::size_t i = 0; i < transform.columns.size(); ++i)
+    text += (i ? ", " : "") + toml_quoted(transform.columns[i]);
+  text += "]\n";
+  Config table = Config::parse_string(text, "preprocessing");
+  if (!transform.identity()) {
+    table.set("log_abs_det", transform.log_abs_det);
+    writer.write_array("preprocessing_matrix", transform.matrix);
+    writer.write_array("preprocessing_offset", transform.offset);
+  }
+  writer.manifest().set_table(kPreprocessing, table);
+  writer.finish();
+}
+
+DataTransform read_data_transform(const ModelReader& reader, Index dim) {
+  DataTransform t;
+  if (!reader.manifest().has(kPreprocessing)) return t;
+  Config table = reader.manifest().table(kPreprocessing);
+  try {
+    table.validate({KeySpec::string("kind", "none, standardize or whiten", "none")
+                        .one_of({"none", "standardize", "whiten"}),
+                    KeySpec::strings("columns", "the data's columns, in order"),
+                    KeySpec::number("log_abs_det", "log|det A| of the map to model coordinates").optional()});
+  } catch (const ConfigError& e) {
+    throw ModelFileError(e.what());
+  }
+  const std::string kind = table.has("kind") ? table.string("kind") : "none";
+  std::vector<std::string> columns =
+      table.has("columns") ? table.strings("columns") : std::vector<std::string>{};
+  if (!columns.empty() && static_cast<Index>(columns.size()) != dim)
+    reader.fail("[preprocessing] columns lists " + std::to_string(columns.size()) +
+                " names for a model of dimension " + std::to_string(dim));
+  if (kind == "none") {
+    t.columns = std::move(columns);
+    return t;
+  }
+  const Matrix A = reader.read_array("preprocessing_matrix");
+  const Matrix c = reader.read_array("preprocessing_offset");
+  if (A.rows() != dim || A.cols() != dim || c.rows() != dim || c.cols() != 1)
+    reader.fail("preprocessing_matrix.npy is " + std::to_string(A.rows()) + " x " + std::to_string(A.cols()) +
+                " and preprocessing_offset.npy has " + std::to_string(c.size()) + " values; expected " +
+                std::to_string(dim) + " x " + std::to_string(dim) + " and " + std::to_string(dim));
+  try {
+    t = make_data_transform(kind, A, c.col(0), std::move(columns));
+  } catch (const Error& e) {
+    reader.fail(std::string("[preprocessing]: ") + e.what());
+  }
+  if (!table.has("log_abs_det")) reader.fail("[preprocessing] has no `log_abs_det`");
+  const double stored = table.number("log_abs_det");
+  if (!(std::abs(stored - t.log_abs_det) <= 1e-9 * std::max(1.0, std::abs(stored))))
+    reader.fail("[preprocessing] log_abs_det = " + std::to_string(stored) +
+                " disagrees with preprocessing_matrix.npy (" + std::to_string(t.log_abs_det) + ")");
+  return t;
+}
+
+SavedModel load_saved_model(const fs::path& dir, Registry& registry) {
+  ModelReader reader(dir);
+  SavedModel saved;
+  saved.model = registry.load_model(reader);
+  saved.transform = read_data_transform(reader, saved.model->dim());
+  return saved;
 }
 
 ModelPtr load_model(const fs::path& dir, Registry& registry) {

@@ -17,6 +17,7 @@ namespace kef {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr Index kMaxDraws = Index{1} << 40;  // iterations of all chains together; far beyond any use
 
 // Hoffman & Gelman (2014), Algorithm 5, with their constants (also Stan's).
 struct DualAveraging {
@@ -46,7 +47,8 @@ struct Chain {
   Vector inv_mass;
   Index var_n = 0;  // Welford accumulators for the mass window
   Vector var_mean, var_m2;
-  Index accepted = 0, divergences = 0, warmup_divergences = 0;
+  Index accepted = 0, divergences = 0, warmup_divergences = 0, error_divergences = 0;
+  std::string first_error;
   double accept_stat_sum = 0;
   Matrix draws;  // samples x D
 };
@@ -65,6 +67,47 @@ std::string point_text(const Matrix& X, Index r) {
 
 bool row_finite(const Matrix& M, Index r) { return M.row(r).array().isFinite().all(); }
 
+std::string who(const Model& model, const HmcOptions& o) {
+  return o.context.empty() ? "model " + model.type_name() : o.context;
+}
+
+// Model calls during sampling. A component may refuse a point with a kef::NumericalError (the
+// generalised normal's derivatives overflow far out in its tails) where another model would return
+// inf; both mean the trajectory left the region where the model is usable, which is a divergence of
+// that chain, not a failure of the run. A batch that throws is evaluated again row by row, and the
+// rows that still throw come back as NaN with their message in `errors` (empty for the others).
+template <class Eval>
+Matrix guarded_rows(const Matrix& X, Index cols, std::vector<std::string>& errors, Eval eval) {
+  errors.assign(static_cast<std::size_t>(X.rows()), std::string());
+  try {
+    return eval(X);
+  } catch (const NumericalError&) {
+  }
+  Matrix out(X.rows(), cols);
+  for (Index r = 0; r < X.rows(); ++r) {
+    try {
+      const Matrix row = eval(Matrix(X.row(r)));
+      if (row.rows() != 1 || row.cols() != cols)
+        throw Error("HMC: the model returned values of the wrong shape");
+      out.row(r) = row;
+    } catch (const NumericalError& e) {
+      out.row(r).setConstant(kNaN);
+      errors[static_cast<std::size_t>(r)] = e.what();
+    }
+  }
+  return out;
+}
+
+Vector guarded_log_p(const Model& model, const Matrix& X, std::vector<std::string>& errors) {
+  const Matrix m =
+      guarded_rows(X, 1, errors, [&](const Matrix& Y) { return Matrix(model.log_unnormalized(Y)); });
+  return m.col(0);
+}
+
+Matrix guarded_score(const Model& model, const Matrix& X, std::vector<std::string>& errors) {
+  return guarded_rows(X, X.cols(), errors, [&](const Matrix& Y) { return model.score(Y); });
+}
+
 Matrix starting_points(const Model& model, const HmcOptions& o, RandomStream rng) {
   const Index D = model.dim();
   const bool have_points = o.init_points.rows() > 0;
@@ -75,17 +118,18 @@ Matrix starting_points(const Model& model, const HmcOptions& o, RandomStream rng
     if (have_points) init = HmcInit::Points;
     else if (base_ok) init = HmcInit::BaseMeasure;
     else
-      throw ConfigError("HMC: no starting points for model " + model.type_name() +
-                        ": it has no base measure that can be sampled; pass init_points (e.g. training rows)");
+      throw ConfigError("HMC on " + who(model, o) + ": no starting points: model " + model.type_name() +
+                        " has no base measure that can be sampled; pass init_points (e.g. training rows)");
   }
   if (init == HmcInit::BaseMeasure) {
     if (!base_ok)
-      throw ConfigError("HMC option `init`: the base measure was asked for, but model " + model.type_name() +
+      throw ConfigError("HMC on " + who(model, o) +
+                        ": option `init`: the base measure was asked for, but model " + model.type_name() +
                         " has none that can be sampled; start from given points instead");
     Matrix X = base->sample(o.chains, D, rng);
     if (X.rows() != o.chains || X.cols() != D)
-      throw Error("HMC: the base measure returned a " + std::to_string(X.rows()) + " x " +
-                  std::to_string(X.cols()) + " sample, expected " + std::to_string(o.chains) + " x " +
+      throw Error("HMC on " + who(model, o) + ": the base measure returned a " + std::to_string(X.rows()) +
+                  " x " + std::to_string(X.cols()) + " sample, expected " + std::to_string(o.chains) + " x " +
                   std::to_string(D));
     return X;
   }
@@ -116,15 +160,23 @@ struct ProgressTicker {
 // Runs every iteration for the chains chains[0..n) of one group, advancing them as one batch.
 void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, Matrix X, ProgressTicker& ticker) {
   const Index D = X.cols(), W = o.warmup, total = o.warmup + o.samples * o.thinning;
-  Vector logp = model.log_unnormalized(X);
-  Matrix S = model.score(X);
+  std::vector<std::string> logp_errors, score_errors;
+  Vector logp = guarded_log_p(model, X, logp_errors);
+  Matrix S = guarded_score(model, X, score_errors);
   if (logp.size() != n || S.rows() != n || S.cols() != D)
-    throw Error("HMC: model " + model.type_name() + " returned values of the wrong shape");
+    throw Error("HMC on " + who(model, o) + ": the model returned values of the wrong shape");
   for (Index r = 0; r < n; ++r) {
+    const auto a = static_cast<std::size_t>(r);
+    const std::string& error = logp_errors[a].empty() ? score_errors[a] : logp_errors[a];
+    if (!error.empty())
+      throw NumericalError("HMC on " + who(model, o) + ": chain " + std::to_string(chains[r].id) +
+                           ": the model fails at its starting point " + point_text(X, r) + ": " + error +
+                           "; start from points where the model is finite");
     if (!std::isfinite(logp[r]) || !row_finite(S, r))
-      throw NumericalError("HMC: chain " + std::to_string(chains[r].id) + ": " +
-                           (std::isfinite(logp[r]) ? "the score" : "log p~") + " is not finite at its starting point " +
-                           point_text(X, r) + "; start from points where the model is finite");
+      throw NumericalError("HMC on " + who(model, o) + ": chain " + std::to_string(chains[r].id) + ": " +
+                           (std::isfinite(logp[r]) ? "the score" : "log p~") +
+                           " is not finite at its starting point " + point_text(X, r) +
+                           "; start from points where the model is finite");
   }
   // Step size only in the first 15%, mass in 15%–50%, then step size alone again. (Stan's last
   // step-size-only window is 10%: too short for dual averaging to settle after its restart, which
@@ -135,6 +187,7 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
   Matrix P(n, D), X1(n, D), P1(n, D), S1(n, D);
   Vector eps(n), h0(n);
   std::vector<char> alive(static_cast<std::size_t>(n));
+  std::vector<std::string> error(static_cast<std::size_t>(n));  // this iteration's component error, per row
   for (Index it = 0; it < total; ++it) {
     const bool warm = it < W;
     for (Index r = 0; r < n; ++r) {
@@ -143,6 +196,7 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
       eps[r] = ch.eps * (1.0 + o.step_size_jitter * (2.0 * ch.rng.uniform() - 1.0));
       h0[r] = -logp[r] + 0.5 * (P.row(r).array().square() * ch.inv_mass.transpose().array()).sum();
       alive[static_cast<std::size_t>(r)] = 1;
+      error[static_cast<std::size_t>(r)].clear();
     }
     X1 = X;
     P1 = P;
@@ -153,12 +207,14 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
         P1.row(r) += 0.5 * eps[r] * S1.row(r);
         X1.row(r).array() += eps[r] * chains[r].inv_mass.transpose().array() * P1.row(r).array();
       }
-      S1 = model.score(X1);
-      if (S1.rows() != n || S1.cols() != D) throw Error("HMC: model " + model.type_name() + " returned a score of the wrong shape");
+      S1 = guarded_score(model, X1, score_errors);
+      if (S1.rows() != n || S1.cols() != D)
+        throw Error("HMC on " + who(model, o) + ": the model returned a score of the wrong shape");
       for (Index r = 0; r < n; ++r) {
         auto a = static_cast<std::size_t>(r);
         if (!alive[a]) continue;
         if (!row_finite(X1, r) || !row_finite(S1, r)) {
+          if (!score_errors[a].empty()) error[a] = score_errors[a];
           // The trajectory left the region where the model is finite: a divergence. Park the row at
           // its (finite) start so later batch evaluations stay well defined.
           alive[a] = 0;
@@ -168,13 +224,20 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
         P1.row(r) += 0.5 * eps[r] * S1.row(r);
       }
     }
-    const Vector logp1 = model.log_unnormalized(X1);
-    if (logp1.size() != n) throw Error("HMC: model " + model.type_name() + " returned log p~ of the wrong size");
+    const Vector logp1 = guarded_log_p(model, X1, logp_errors);
+    if (logp1.size() != n)
+      throw Error("HMC on " + who(model, o) + ": the model returned log p~ of the wrong size");
     const bool keep = !warm && (it - W + 1) % o.thinning == 0;
     for (Index r = 0; r < n; ++r) {
       Chain& ch = chains[r];
       double accept_stat = 0;
-      bool divergent = !alive[static_cast<std::size_t>(r)] || !std::isfinite(logp1[r]);
+      const auto a = static_cast<std::size_t>(r);
+      if (alive[a] && !logp_errors[a].empty()) error[a] = logp_errors[a];
+      bool divergent = !alive[a] || !std::isfinite(logp1[r]);
+      if (!error[a].empty()) {
+        ++ch.error_divergences;
+        if (ch.first_error.empty()) ch.first_error = error[a];
+      }
       if (!divergent) {
         const double h1 = -logp1[r] + 0.5 * (P1.row(r).array().square() * ch.inv_mass.transpose().array()).sum();
         const double dh = h1 - h0[r];
@@ -330,6 +393,14 @@ void validate(const HmcOptions& o, Index dim) {
   if (o.chains_per_batch < 1) bad_option("chains_per_batch", "an integer >= 1", std::to_string(o.chains_per_batch));
   if (!(o.max_energy_error > 0)) bad_option("max_energy_error", "a number > 0", num(o.max_energy_error));
   if (o.threads < 0) bad_option("threads", "an integer >= 0 (0: the default)", std::to_string(o.threads));
+  // Counts whose products index the output and the progress: overflow would be undefined behaviour.
+  Index per_chain = 0, total = 0;
+  if (__builtin_mul_overflow(o.samples, o.thinning, &per_chain) ||
+      __builtin_add_overflow(per_chain, o.warmup, &per_chain) ||
+      __builtin_mul_overflow(per_chain, o.chains, &total) || total > kMaxDraws)
+    bad_option("samples", "chains x (warmup + samples x thinning) at most " + std::to_string(kMaxDraws),
+               std::to_string(o.chains) + " x (" + std::to_string(o.warmup) + " + " +
+                   std::to_string(o.samples) + " x " + std::to_string(o.thinning) + ")");
   if (o.init == HmcInit::Points && o.init_points.rows() == 0)
     bad_option("init_points", "at least one starting point when init is Points", "none");
   if (o.init_points.rows() > 0) {
@@ -392,6 +463,8 @@ Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& o, HmcDi
       d.step_size.push_back(ch.eps);
       d.divergences.push_back(ch.divergences);
       d.warmup_divergences += ch.warmup_divergences;
+      d.error_divergences += ch.error_divergences;
+      if (d.first_error.empty()) d.first_error = ch.first_error;
       d.inverse_mass.row(c) = ch.inv_mass.transpose();
     }
     d.ess = effective_sample_size(draws);
@@ -404,6 +477,9 @@ Matrix draw_samples(const Model& model, Index n, RandomStream& rng, const HmcOpt
                     HmcDiagnostics* diagnostics) {
   if (diagnostics) *diagnostics = HmcDiagnostics{};
   if (n < 1) throw ConfigError("draw_samples: the number of samples must be >= 1, got " + std::to_string(n));
+  if (n > kMaxDraws)
+    throw ConfigError("draw_samples: the number of samples must be at most " + std::to_string(kMaxDraws) +
+                      ", got " + std::to_string(n));
   validate(options, model.dim());
   if (model.can_sample()) {
     Matrix X = model.sample(n, rng);
@@ -452,6 +528,9 @@ std::string HmcDiagnostics::summary() const {
      << mean_acceptance() << "; step size " << (lo == step_size.end() ? kNaN : *lo) << ".."
      << (hi == step_size.end() ? kNaN : *hi) << "; min ESS " << min_ess() << "; max split-R^ " << max_r_hat()
      << "; divergences " << total_divergences() << " (warm-up " << warmup_divergences << ")";
+  if (error_divergences > 0)
+    os << "; " << error_divergences << " of all divergences where the model threw (first: " << first_error
+       << ")";
   return os.str();
 }
 

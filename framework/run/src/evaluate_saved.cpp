@@ -1,7 +1,11 @@
 // `kef eval`: an evaluator run on saved models outside a pipeline.
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <optional>
 
 #include "kef/data_io.hpp"
+#include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/parallel.hpp"
@@ -9,7 +13,68 @@
 
 namespace kef {
 
-EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions& o) {
+namespace {
+
+std::string list_text(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+  return out + "]";
+}
+
+bool positional_names(const std::vector<std::string>& names) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] != "x" + std::to_string(i)) return false;
+  return true;
+}
+
+bool same_transform(const DataTransform& a, const DataTransform& b) {
+  if (a.identity() || b.identity()) return a.identity() == b.identity();
+  return a.kind == b.kind && a.matrix == b.matrix && a.offset == b.offset;
+}
+
+}  // namespace
+
+Matrix read_saved_model_input(const std::filesystem::path& file, const std::vector<std::string>& columns,
+                              const SavedModel& saved, const std::string& model_dir) {
+  const TableData table = read_table(file, columns);
+  const Index D = saved.model->dim();
+  const std::vector<std::string>& expected = saved.transform.columns;
+  std::string ext = file.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (ext == ".csv" && !expected.empty() && !positional_names(expected) && table.columns != expected)
+    throw DataError(file.string() + ": columns " + list_text(table.columns) + " do not match the model at " +
+                    model_dir + ", fitted on " + list_text(expected) +
+                    " in that order; select and order them with --columns (e.g. --columns " + expected[0] +
+                    (expected.size() > 1 ? " --columns " + expected[1] : std::string()) + " ...)");
+  if (table.values.cols() != D)
+    throw DataError(file.string() + ": has " + std::to_string(table.values.cols()) +
+                    " columns, the model at " + model_dir + " has dimension " + std::to_string(D) +
+                    (expected.empty() ? std::string() : " (columns " + list_text(expected) + ")"));
+  return table.values;
+}
+
+Matrix score_saved_model(const SavedModel& saved, const Matrix& X, bool normalize,
+                         const std::string& model_dir) {
+  std::optional<double> log_z;
+  if (normalize) {
+    log_z = saved.model->log_normalizer();
+    if (!log_z)
+      throw ConfigError("--normalize: the model at " + model_dir + " (" + saved.model->type_name() +
+                        ") has no known normalising constant; kef score does not estimate one. Drop "
+                        "--normalize for log p~, or estimate the log-likelihood with `kef eval --type "
+                        "log_likelihood`");
+  }
+  const ModelPtr model = make_data_units_model(saved.model, saved.transform);
+  Matrix result(X.rows(), 1 + model->dim());
+  result.col(0) = model->log_unnormalized(X);
+  if (log_z) result.col(0).array() -= *log_z;
+  result.rightCols(model->dim()) = model->score(X);
+  return result;
+}
+
+EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions& o,
+                                      std::vector<std::pair<std::string, std::string>>* metric_spaces,
+                                      DataTransform* transform) {
   Config cfg = Config::parse_string("type = \"" + o.evaluator + "\"\n", "kef eval");
   for (const auto& s : o.settings) {
     auto eq = s.find('=');
@@ -25,17 +90,25 @@ EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions
   if (!info.compares_two_models && !o.against_dir.empty())
     throw ConfigError("--against: evaluator " + info.type + " takes one model");
 
-  ModelPtr model = load_model(o.model_dir, registry);
-  ModelPtr other = o.against_dir.empty() ? nullptr : load_model(o.against_dir, registry);
+  const SavedModel saved = load_saved_model(o.model_dir, registry);
+  const ModelPtr model = saved.model;
+  SavedModel saved_other;
+  if (!o.against_dir.empty()) saved_other = load_saved_model(o.against_dir, registry);
+  const ModelPtr other = saved_other.model;
   if (other && other->dim() != model->dim())
     throw DataError(o.against_dir + ": dimension " + std::to_string(other->dim()) + ", the model at " + o.model_dir +
                     " has " + std::to_string(model->dim()));
+  // Both models see the same mapped rows, so they must have been fitted in the same coordinates.
+  if (other && !same_transform(saved.transform, saved_other.transform))
+    throw DataError(o.against_dir + ": fitted in other coordinates (" + saved_other.transform.kind +
+                    ") than the model at " + o.model_dir + " (" + saved.transform.kind +
+                    "); compare models fitted on the same preprocessed data");
 
+  // The evaluator runs where the model was fitted: on the data mapped to model coordinates.
   Dataset data;
-  data.test = read_table(o.data_file, o.columns).values;
-  if (data.test.cols() != model->dim())
-    throw DataError(o.data_file + ": has " + std::to_string(data.test.cols()) + " columns, the model at " +
-                    o.model_dir + " has dimension " + std::to_string(model->dim()));
+  data.test = saved.transform.to_model(read_saved_model_input(o.data_file, o.columns, saved, o.model_dir));
+  data.columns = saved.transform.columns;
+  data.transform = saved.transform;
   data.train.resize(0, data.test.cols());
   data.validation.resize(0, data.test.cols());
   data.provenance = o.data_file;
@@ -51,6 +124,8 @@ EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions
   EvaluationResult r = evaluator->evaluate(in);
   for (const auto& [metric, value] : r.metrics)
     if (!std::isfinite(value)) throw NumericalError(info.type + ": metric " + metric + " is not finite");
+  r.metrics = metrics_in_data_units(r.metrics, saved.transform, metric_spaces);
+  if (transform) *transform = saved.transform;
   return r;
 }
 

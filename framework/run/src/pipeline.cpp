@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kef/density_plot.hpp"
+#include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/parallel.hpp"
@@ -317,6 +318,13 @@ void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fit
   for (const auto& n : r.notes) log << n << "\n";
 }
 
+// results.json's record of the map from data units to the models' coordinates.
+Json transform_json(const DataTransform& t) {
+  Json j = {{"kind", t.kind}, {"columns", t.columns}, {"model_space", t.model_space()}};
+  if (!t.identity()) j["log_abs_det"] = t.log_abs_det;
+  return j;
+}
+
 }  // namespace
 
 Config load_pipeline_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -358,6 +366,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
                        {"dim", plan.data.dim()},
                        {"provenance", plan.data.provenance},
                        {"truth", plan.data.truth ? plan.data.truth->describe() : std::string()}};
+    results["data"]["preprocessing"] = transform_json(plan.data.transform);
     Json models = Json::object();
     std::map<std::string, ModelPtr> fitted;
     std::ofstream log(staging / "log.txt");
@@ -387,7 +396,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
       if (!report.notes.empty()) fit["notes"] = report.notes;
       Json entry = {{"fit", fit}, {"metrics", Json::object()}, {"description", model->describe()}};
       if (plan.save_models && model->can_save()) {
-        save_model(*model, staging / "models" / mp.name);
+        save_model(*model, staging / "models" / mp.name, plan.data.transform);
         entry["model_dir"] = "models/" + mp.name;
       } else {
         entry["model_dir"] = nullptr;
@@ -407,6 +416,10 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
         EvalInput in{*fitted.at(name), name, plan.data, rng, *progress, threads,
                      ep.other.empty() ? nullptr : fitted.at(ep.other).get(), ep.other};
         EvaluationResult r = ep.evaluator->evaluate(in);
+        std::vector<std::pair<std::string, std::string>> spaces;
+        r.metrics = metrics_in_data_units(r.metrics, plan.data.transform, &spaces);
+        for (const auto& [metric, space] : spaces)
+          models[name]["metric_spaces"][ep.label.empty() ? metric : ep.label + "." + metric] = space;
         Json& metrics = models[name]["metrics"];
         for (const auto& [metric, value] : r.metrics) {
           if (!std::isfinite(value))

@@ -100,6 +100,16 @@ void check_dims(const Dataset& d) {
                     ", the samples have " + std::to_string(D));
 }
 
+// Applies z = A x + c to every split and records the map, so that saved models carry it and are
+// used in data units (kef/data_transform.hpp); the splits are mapped by the very function that maps
+// a saved model's input, so a raw row reaches the model bitwise as the pipeline's did.
+void record_transform(Dataset& out, const char* kind, const Matrix& A, const Vector& c) {
+  const bool named = static_cast<Index>(out.columns.size()) == A.rows();
+  out.transform = make_data_transform(kind, A, c, named ? out.columns : std::vector<std::string>{});
+  for (Matrix* m : {&out.train, &out.validation, &out.test})
+    if (m->rows() > 0) *m = out.transform.to_model(*m);
+}
+
 }  // namespace
 
 void register_core_components(Registry& registry) {
@@ -203,13 +213,10 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
           es.eigenvectors().transpose();
     }
     Vector c = -A * mean;
-    auto apply = [&](Matrix& m) {
-      if (m.rows() > 0) m = (m * A.transpose()).rowwise() + c.transpose();
-    };
-    apply(out.train);
-    apply(out.validation);
-    apply(out.test);
+    record_transform(out, standardize ? "standardize" : "whiten", A, c);
     if (out.truth) out.truth = make_affine_model(out.truth, A, c);
+  } else if (static_cast<Index>(out.columns.size()) == out.train.cols()) {
+    out.transform.columns = out.columns;
   }
   return out;
 }

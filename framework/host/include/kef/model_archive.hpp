@@ -7,6 +7,7 @@
 
 #include "kef/base_measure.hpp"
 #include "kef/config.hpp"
+#include "kef/data_transform.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
 
@@ -52,7 +53,21 @@ class ModelReader {
 
 // Writes a model into dir (created; must not exist).
 void save_model(const Model& model, const std::filesystem::path& dir);
-// Reads model.toml's `type` and dispatches to the registered loader.
+// Also records the data's columns and the map to model coordinates (a [preprocessing] table in
+// model.toml: kind, columns, log_abs_det; preprocessing_matrix.npy and preprocessing_offset.npy).
+void save_model(const Model& model, const std::filesystem::path& dir, const DataTransform& transform);
+// Reads model.toml's `type` and dispatches to the registered loader. The model is in the coordinates
+// it was fitted in (bitwise as saved).
 ModelPtr load_model(const std::filesystem::path& dir, Registry& registry);
+
+// A saved model and the transform from data units to its coordinates (identity, with no columns,
+// for models saved without one, e.g. by kef 0.2). ModelFileError when the record is inconsistent
+// (shapes, non-finite values, log_abs_det disagreeing with the matrix, column count).
+struct SavedModel {
+  ModelPtr model;           // in model coordinates
+  DataTransform transform;  // data units -> model coordinates (make_data_units_model, kef/data_units_model.hpp)
+};
+SavedModel load_saved_model(const std::filesystem::path& dir, Registry& registry);
+DataTransform read_data_transform(const ModelReader& reader, Index dim);
 
 }  // namespace kef

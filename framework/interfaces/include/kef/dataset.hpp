@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/data_transform.hpp"
 #include "kef/model.hpp"
 #include "kef/types.hpp"
 
@@ -16,6 +17,9 @@ struct Dataset {
   std::vector<std::string> columns;
   ModelPtr truth;  // the exact density, for synthetic sources (in the transformed coordinates)
   std::string provenance;
+  // Data units -> the coordinates of train/validation/test ([data] standardize or whiten), with the
+  // column names; saved with every model so that saved models are used in data units.
+  DataTransform transform;
   Index dim() const { return train.cols(); }
 };
 

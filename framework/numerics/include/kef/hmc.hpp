@@ -56,6 +56,9 @@ struct HmcOptions {
   int threads = 0;                   // 0: default_threads()
   Progress* progress = nullptr;      // optional; updated at most from one thread at a time
   std::string progress_task = "hmc";
+  // Who is sampling what, for error messages: e.g. "model dkef-gn (evaluator mmd)" or
+  // "kef sample runs/x/models/m". Empty: "model <type name>".
+  std::string context;
 };
 
 struct HmcDiagnostics {
@@ -66,6 +69,11 @@ struct HmcDiagnostics {
   std::vector<double> step_size;         // per chain: final (adapted) step size
   std::vector<Index> divergences;        // per chain, after warm-up (non-finite or |ΔH| too large)
   Index warmup_divergences = 0;          // all chains
+  // Divergences (warm-up included) where the model threw a kef::NumericalError instead of returning
+  // a value (e.g. a base measure refusing an overflowing derivative far out in the tails), and the
+  // first such message (of the lowest chain that had one, so it does not depend on the threads).
+  Index error_divergences = 0;
+  std::string first_error;
   Matrix inverse_mass;                   // chains x D: diagonal of M⁻¹ used after warm-up
   // Per coordinate, over all chains, each split in halves (Vehtari et al. 2021 without rank
   // normalisation): Geyer's initial monotone sequence ESS, and split-R̂. NaN when there are fewer
@@ -86,7 +94,10 @@ void validate(const HmcOptions& options, Index dim = -1);
 // Runs HMC on log p~ of `model`: returns (samples · chains) x D, interleaved as described above.
 // Draws one number from rng and derives every stream from it, so successive calls differ.
 // ConfigError for invalid options or when no starting point is available; NumericalError naming the
-// chain when log p~ or the score is not finite at a chain's starting point.
+// model (options.context) and the chain when log p~ or the score is not finite, or the model throws,
+// at a chain's starting point. During a trajectory, a non-finite value or a kef::NumericalError from
+// the model is a divergence of that chain (counted in the diagnostics), never fatal: the batch is
+// re-evaluated row by row so that only the rows that fail are affected.
 Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& options,
                HmcDiagnostics* diagnostics = nullptr);
 

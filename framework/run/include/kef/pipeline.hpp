@@ -8,6 +8,7 @@
 
 #include "kef/config.hpp"
 #include "kef/dataset.hpp"
+#include "kef/model_archive.hpp"
 #include "kef/registry.hpp"
 
 namespace kef {
@@ -43,7 +44,26 @@ struct SavedEvalOptions {
   int threads = 0;
   bool quiet = false;
 };
-EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions& options);
+// The evaluator runs in the model's coordinates on the data mapped there; log-likelihoods come back in
+// data units plus their model-space value (metrics_in_data_units), and `metric_spaces`, when given,
+// receives the space of every metric and `transform` the saved map.
+EvaluationResult evaluate_saved_model(
+    Registry& registry, const SavedEvalOptions& options,
+    std::vector<std::pair<std::string, std::string>>* metric_spaces = nullptr,
+    DataTransform* transform = nullptr);
+
+// The rows of a data file for a saved model, in data units. A CSV's columns (all, or `columns`)
+// must be the saved column names in the saved order; a .npy file (or a model whose columns are the
+// positional x0, x1, ...) is checked by count. DataError naming the file and both column lists.
+Matrix read_saved_model_input(const std::filesystem::path& file, const std::vector<std::string>& columns,
+                              const SavedModel& saved, const std::string& model_dir);
+
+// `kef score`: N x (1 + D), log p~ then its gradient, in data units (Jacobian included). With
+// `normalize`, log p = log p~ − log Z, which needs a known normaliser (Model::log_normalizer());
+// ConfigError naming the model otherwise.
+Matrix score_saved_model(const SavedModel& saved, const Matrix& X, bool normalize,
+                         const std::string& model_dir);
+
 
 // Components that come with the framework itself (the `file` data source).
 void register_core_components(Registry& registry);
