@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -70,6 +72,7 @@ struct ModelPlan {
   std::string name;
   Config table;
   EstimatorPtr estimator;
+  std::optional<ModelFacets> facets;
   KernelPtr kernel;
   BaseMeasurePtr base_measure;
 };
@@ -88,6 +91,7 @@ struct Plan {
   std::uint64_t seed = 0;
   std::unique_ptr<Registry> registry;
   Dataset data;
+  DataShape shape;
   std::vector<ModelPlan> models;
   std::vector<EvalPlan> evaluations;
   fs::path output_dir;
@@ -103,6 +107,32 @@ void warn_refused_plugins(const Registry& registry, bool quiet) {
   for (const auto& p : registry.plugins())
     if (p.status == PluginRecord::Status::Refused)
       std::cerr << "[kef] warning: plugin " << p.path.string() << " refused: " << p.reason << "\n";
+}
+
+DataShape data_shape(const Dataset& data) {
+  DataShape shape;
+  shape.dim = data.dim();
+  shape.train_rows = data.train.rows();
+  shape.validation_rows = data.validation.rows();
+  shape.test_rows = data.test.rows();
+  shape.has_truth = static_cast<bool>(data.truth);
+  return shape;
+}
+
+// An evaluator's checks against the data's shape and every model it will run on (docs/design.md:
+// everything that depends only on the config and the data fails before the first fit).
+void check_evaluation(const Plan& plan, const EvalPlan& ep) {
+  ep.evaluator->check(plan.shape);
+  auto planned = [&](const std::string& name) {
+    for (const auto& mp : plan.models)
+      if (mp.name == name) return PlannedModel{name, mp.facets};
+    return PlannedModel{name, std::nullopt};
+  };
+  for (const auto& name : ep.models) {
+    if (ep.info->compares_two_models && name == ep.other) continue;
+    ep.evaluator->check_model(plan.shape, planned(name));
+  }
+  if (!ep.other.empty()) ep.evaluator->check_model(plan.shape, planned(ep.other));
 }
 
 Plan build_plan(const std::string& path, const RunOptions& options) {
@@ -133,6 +163,7 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
 
   plan.data = prepare_dataset(*plan.registry, root.table("data"), plan.seed);
   const Index D = plan.data.dim();
+  plan.shape = data_shape(plan.data);
 
   plan.plot = output.boolean("plot");
   plan.plot_options.show_points = output.boolean("plot_points");
@@ -186,6 +217,8 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
     }
     mp.estimator = plan.registry->make_estimator(est, EstimatorParts{mp.kernel, mp.base_measure, plan.registry.get()}, ctx);
     est.fill_defaults();
+    mp.estimator->check(plan.shape);
+    mp.facets = mp.estimator->facets();
     plan.models.push_back(std::move(mp));
   }
 
@@ -217,6 +250,7 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
     RandomStream init_rng(plan.seed, e.dotted("init"));
     ep.evaluator = plan.registry->make_evaluator(e, BuildContext{D, plan.registry.get(), &init_rng, plan.data.train.rows()}, host);
     e.fill_defaults();
+    check_evaluation(plan, ep);
     plan.evaluations.push_back(std::move(ep));
   }
   root.fill_defaults();
@@ -300,6 +334,60 @@ void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fit
   for (const auto& n : r.notes) log << n << "\n";
 }
 
+void write_results(const Json& results, const fs::path& staging) {
+  std::ofstream out(staging / "results.json");
+  out << results.dump(2) << "\n";
+  out.flush();
+  if (!out) throw Error((staging / "results.json").string() + ": cannot write");
+}
+
+std::string metrics_table(const Json& models) {
+  std::ostringstream table;
+  for (const auto& [name, entry] : models.items()) {
+    table << std::left << std::setw(16) << name << " fit "
+          << format_metric(entry["fit"]["seconds"].get<double>()) << " s";
+    for (const auto& [metric, value] : entry["metrics"].items())
+      table << "  " << metric << " = " << format_metric(value.get<double>());
+    table << "\n";
+  }
+  return table.str();
+}
+
+struct FailureInfo {
+  std::string kind = "error";
+  std::string message;
+  int exit_status = 1;
+};
+
+FailureInfo describe_failure(const std::exception_ptr& error) {
+  FailureInfo f;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    f.kind = e.kind();
+    f.message = e.what();
+    f.exit_status = e.exit_status();
+  } catch (const std::exception& e) {
+    f.kind = "internal error";
+    f.message = e.what();
+  } catch (...) {
+    f.kind = "internal error";
+    f.message = "unknown exception";
+  }
+  return f;
+}
+
+// An exception of the failure's kind (so the exit status is kept) whose code lives in libkef.
+[[noreturn]] void throw_like(const FailureInfo& f, const std::string& message) {
+  const std::string_view kind = f.kind;
+  if (kind == "config error") throw ConfigError(message);
+  if (kind == "data error") throw DataError(message);
+  if (kind == "plugin error") throw PluginError(message);
+  if (kind == "model file error") throw ModelFileError(message);
+  if (kind == "numerical error") throw NumericalError(message);
+  throw Error(message);
+}
+
 }  // namespace
 
 Config load_pipeline_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -324,8 +412,14 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
   std::unique_ptr<Progress> progress = options.quiet ? make_silent_progress() : make_stderr_progress();
 
   fs::path staging = make_staging_dir(plan.output_dir);
+  Json results;
+  Json models = Json::object();
+  std::ofstream log;
+  // The step under way, and whether anything worth keeping is finished: a failure after the first fit
+  // publishes the fitted models and finished metrics with the failure recorded, then reports it.
+  std::string step = "start";
+  bool kept_work = false;
   try {
-    Json results;
     results["kef_version"] = version();
     results["seed"] = plan.seed;
     results["config_file"] = fs::absolute(path).string();
@@ -341,11 +435,11 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
                        {"dim", plan.data.dim()},
                        {"provenance", plan.data.provenance},
                        {"truth", plan.data.truth ? plan.data.truth->describe() : std::string()}};
-    Json models = Json::object();
     std::map<std::string, ModelPtr> fitted;
-    std::ofstream log(staging / "log.txt");
+    log.open(staging / "log.txt");
 
     for (auto& mp : plan.models) {
+      step = "fit of model " + mp.name;
       RandomStream rng(plan.seed, "model." + mp.name + ".fit");
       FitReport report;
       FitInput in{plan.data.train, plan.data.validation, rng, *progress, threads, report};
@@ -363,13 +457,14 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
       for (const auto& [k, v] : report.values) fit[k] = v;
       if (!report.curve.empty()) {
         Json curve = Json::array();
-        for (const auto& [step, loss] : report.curve) curve.push_back({step, loss});
+        for (const auto& [s, loss] : report.curve) curve.push_back({s, loss});
         fit["curve"] = curve;
       }
       for (const auto& n : report.notes) log << "model " << mp.name << ": " << n << "\n";
       if (!report.notes.empty()) fit["notes"] = report.notes;
       Json entry = {{"fit", fit}, {"metrics", Json::object()}, {"description", model->describe()}};
       if (plan.save_models && model->can_save()) {
+        step = "saving model " + mp.name;
         save_model(*model, staging / "models" / mp.name);
         entry["model_dir"] = "models/" + mp.name;
       } else {
@@ -377,16 +472,19 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
       }
       models[mp.name] = entry;
       fitted[mp.name] = model;
+      kept_work = true;
     }
 
     for (std::size_t i = 0; i < plan.evaluations.size(); ++i) {
       auto& ep = plan.evaluations[i];
       for (const auto& name : ep.models) {
         if (ep.info->compares_two_models && name == ep.other) continue;
+        step = "evaluate[" + std::to_string(i) + "] (" + ep.info->type + ") on model " + name;
         RandomStream rng(plan.seed, "evaluate[" + std::to_string(i) + "]." + name);
         EvalInput in{*fitted.at(name), name, plan.data, rng, *progress, threads,
                      ep.other.empty() ? nullptr : fitted.at(ep.other).get(), ep.other};
         EvaluationResult r = ep.evaluator->evaluate(in);
+        // Validate every metric before recording any, so a model's metrics hold whole evaluations only.
         Json& metrics = models[name]["metrics"];
         for (const auto& [metric, value] : r.metrics) {
           if (!std::isfinite(value))
@@ -396,8 +494,9 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
           if (metrics.contains(key))
             ep.table.fail("name", "metric `" + key + "` of model " + name +
                                       " is already reported by another [[evaluate]]; give this one a `name`");
-          metrics[key] = value;
         }
+        for (const auto& [metric, value] : r.metrics)
+          metrics[ep.label.empty() ? metric : ep.label + "." + metric] = value;
         for (const auto& n : r.notes) {
           models[name]["notes"].push_back(ep.info->type + ": " + n);
           log << "model " << name << ": " << ep.info->type << ": " << n << "\n";
@@ -405,32 +504,44 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
         if (!r.summary.empty()) log << "model " << name << ": " << r.summary << "\n";
       }
     }
+    step = "density plot";
     if (plan.plot) write_run_plot(plan, fitted, models, staging, threads, log);
+    step = "writing results";
+    results["status"] = "complete";
     results["models"] = models;
-    {
-      std::ofstream out(staging / "results.json");
-      out << results.dump(2) << "\n";
-      if (!out) throw Error((staging / "results.json").string() + ": cannot write");
-    }
+    write_results(results, staging);
     log.close();
     publish(staging, plan.output_dir);
 
     RunSummary summary;
     summary.output_dir = plan.output_dir;
-    std::ostringstream table;
-    for (const auto& [name, entry] : models.items()) {
-      table << std::left << std::setw(16) << name << " fit " << format_metric(entry["fit"]["seconds"].get<double>())
-            << " s";
-      for (const auto& [metric, value] : entry["metrics"].items())
-        table << "  " << metric << " = " << format_metric(value.get<double>());
-      table << "\n";
-    }
-    summary.table = table.str();
+    summary.table = metrics_table(models);
     return summary;
   } catch (...) {
+    const FailureInfo failure = describe_failure(std::current_exception());
+    if (kept_work) {
+      // Publish what is finished: the fitted models and every whole evaluation, and the failed step.
+      bool published = false;
+      try {
+        results["status"] = "failed";
+        results["failure"] = {{"step", step}, {"kind", failure.kind}, {"error", failure.message}};
+        results["models"] = models;
+        log << "run failed at " << step << ": " << failure.kind << ": " << failure.message << "\n";
+        log.close();
+        write_results(results, staging);
+        publish(staging, plan.output_dir);
+        published = true;
+      } catch (...) {
+      }
+      if (published)
+        throw_like(failure, failure.message + "\n(the run failed at " + step +
+                                "; the fitted models and finished metrics are kept in " +
+                                plan.output_dir.string() + ", whose results.json records the failure)");
+    }
     std::error_code ec;
     fs::remove_all(staging, ec);
-    throw;
+    // Rethrown as an error of the same kind made here, so it stays valid when the plan's plugins unload.
+    throw_like(failure, failure.message);
   }
 }
 

@@ -164,6 +164,12 @@ class PluginEstimator final : public Estimator {
     if (!model) throw PluginError(origin_->label() + ": " + name_ + ": fit returned no model");
     return hold_model(std::move(model), origin_->library);
   }
+  void check(const DataShape& data) const override {
+    guarded(*origin_, name_ + " failed in check", [&] { inner_->check(data); });
+  }
+  std::optional<ModelFacets> facets() const override {
+    return guarded(*origin_, name_ + " failed in facets", [&] { return inner_->facets(); });
+  }
 
  private:
   EstimatorPtr inner_;
@@ -177,6 +183,12 @@ class PluginEvaluator final : public Evaluator {
       : inner_(std::move(inner)), origin_(std::move(origin)), name_(std::move(name)) {}
   EvaluationResult evaluate(const EvalInput& input) override {
     return guarded(*origin_, name_ + " failed in evaluate", [&] { return inner_->evaluate(input); });
+  }
+  void check(const DataShape& data) const override {
+    guarded(*origin_, name_ + " failed in check", [&] { inner_->check(data); });
+  }
+  void check_model(const DataShape& data, const PlannedModel& model) const override {
+    guarded(*origin_, name_ + " failed in check_model", [&] { inner_->check_model(data, model); });
   }
 
  private:

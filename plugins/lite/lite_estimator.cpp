@@ -59,6 +59,13 @@ Matrix LiteEstimator::choose_inducing_points(const Matrix& train, RandomStream& 
   return Z;
 }
 
+std::optional<ModelFacets> LiteEstimator::facets() const {
+  ModelFacets f;
+  f.base_measure = base_ != nullptr;
+  f.base_measure_can_sample = base_ && base_->can_sample();
+  return f;
+}
+
 ModelPtr LiteEstimator::fit(const FitInput& in) {
   Matrix Z = choose_inducing_points(in.train, in.rng);
   base_->check_dimension(in.train.cols());
