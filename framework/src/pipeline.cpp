@@ -334,6 +334,25 @@ void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fit
   for (const auto& n : r.notes) log << n << "\n";
 }
 
+Json preprocessing_json(const PreprocessingReport& p) {
+  Json out = Json::object();
+  if (!p.split_rule.empty()) out["split_rule"] = p.split_rule;
+  if (!p.excluded.empty()) out["excluded"] = p.excluded;
+  if (!p.dequantized.empty()) {
+    Json gaps = Json::object();
+    for (const auto& d : p.dequantized) gaps[d.column] = d.gap;
+    out["dequantized_gaps"] = gaps;
+  }
+  if (!p.dropped.empty()) {
+    Json dropped = Json::array();
+    for (const auto& d : p.dropped)
+      dropped.push_back({{"column", d.column}, {"correlated_with", d.partner}, {"correlation", d.correlation}});
+    out["dropped_correlated"] = dropped;
+  }
+  if (p.statistics_rows > 0) out["statistics_rows"] = p.statistics_rows;
+  return out;
+}
+
 void write_results(const Json& results, const fs::path& staging) {
   std::ofstream out(staging / "results.json");
   out << results.dump(2) << "\n";
@@ -435,6 +454,8 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
                        {"dim", plan.data.dim()},
                        {"provenance", plan.data.provenance},
                        {"truth", plan.data.truth ? plan.data.truth->describe() : std::string()}};
+    results["data"]["columns"] = plan.data.columns;
+    results["data"]["preprocessing"] = preprocessing_json(plan.data.preprocessing);
     std::map<std::string, ModelPtr> fitted;
     log.open(staging / "log.txt");
 

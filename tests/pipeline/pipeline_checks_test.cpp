@@ -254,5 +254,47 @@ type = "pipeline_fixture_fail"
   EXPECT_FALSE(j.contains("failure"));
 }
 
+TEST(PipelineChecks, ResultsRecordThePreprocessing) {
+  fs::path dir = test::temp_dir("checks-preprocessing");
+  std::string csv = "a,b,c,quality\n";
+  for (int i = 0; i < 200; ++i) {
+    const double a = (i * 37) % 101, c = (i * 53) % 89;
+    csv += std::to_string(a) + "," + std::to_string(2 * a + (i % 3)) + "," + std::to_string(c) + "," +
+           std::to_string(i % 7) + "\n";
+  }
+  write_file(dir, "data.csv", csv);
+  fs::path cfg = write_file(dir, "p.toml", std::string(R"(schema_version = 1
+[data]
+type = "file"
+path = "data.csv"
+exclude = ["quality"]
+dequantize = true
+drop_correlated = 0.98
+whiten = true
+statistics_rows = 100
+split = { rule = "dkef" }
+[[model]]
+name = "g"
+[model.estimator]
+type = "pipeline_fixture_gaussian"
+[plugins]
+paths = [")") + KEF_PIPELINE_FIXTURE_DIR + "\"]\n");
+  Result r = kef_cmd("run " + cfg.string() + " --quiet --output " + (dir / "out").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Json j = read_json(dir / "out" / "results.json");
+  const Json& data = j["data"];
+  EXPECT_EQ(data["columns"], Json({"b", "c"}));
+  EXPECT_EQ(data["test_rows"], 20);
+  EXPECT_EQ(data["validation_rows"], 18);
+  const Json& p = data["preprocessing"];
+  EXPECT_EQ(p["split_rule"], "dkef");
+  EXPECT_EQ(p["excluded"], Json({"quality"}));
+  EXPECT_EQ(p["dequantized_gaps"]["a"], 1.0);
+  EXPECT_EQ(p["dropped_correlated"][0]["column"], "a");
+  EXPECT_EQ(p["dropped_correlated"][0]["correlated_with"], "b");
+  EXPECT_GT(p["dropped_correlated"][0]["correlation"].get<double>(), 0.98);
+  EXPECT_EQ(p["statistics_rows"], 100);
+}
+
 }  // namespace
 }  // namespace kef
