@@ -164,7 +164,7 @@ void check_evaluation(const Plan& plan, const EvalPlan& ep) {
   if (!ep.other.empty()) ep.evaluator->check_model(plan.shape, planned(ep.other));
 }
 
-std::string format_number(double v) {
+std::string format_metric(double v) {
   std::ostringstream os;
   os << std::setprecision(6) << v;
   return os.str();
@@ -186,7 +186,7 @@ void apply_median_heuristic(Config& kcfg, const Dataset& data, ModelPlan& mp) {
   if (data.train.rows() < 2) kcfg.fail("sigma", "the median heuristic needs at least 2 training rows");
   const double sigma = median_pairwise_distance(data.train, kRows);
   if (!(sigma > 0.0) || !std::isfinite(sigma))
-    kcfg.fail("sigma", "the median pairwise distance of the training rows is " + format_number(sigma) +
+    kcfg.fail("sigma", "the median pairwise distance of the training rows is " + format_metric(sigma) +
                            "; set `sigma` to a positive number");
   const Index rows = std::min(kRows, data.train.rows());
   mp.choices.push_back({kcfg.dotted("sigma"), sigma,
@@ -310,7 +310,7 @@ TunePlan build_tune(const Plan& plan, Config t) {
   double count = 1;
   for (const auto& g : tune.grid) count *= static_cast<double>(g.second.size());
   if (count > static_cast<double>(t.integer("max_candidates")))
-    t.fail("grid", "has " + format_number(count) + " candidates, more than max_candidates = " +
+    t.fail("grid", "has " + format_metric(count) + " candidates, more than max_candidates = " +
                        std::to_string(t.integer("max_candidates")));
   // The product in odometer order, the last key varying fastest.
   std::vector<std::size_t> at(tune.grid.size(), 0);
@@ -454,12 +454,6 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
   root.fill_defaults();
   output.fill_defaults();
   return plan;
-}
-
-std::string format_metric(double v) {
-  std::ostringstream os;
-  os << std::setprecision(6) << v;
-  return os.str();
 }
 
 // A temporary directory next to the target, so the final rename stays on one filesystem.
