@@ -111,6 +111,13 @@ double DkefEstimator::validation_loss(const State& s, const Matrix& fit_rows, co
                                      threads);
 }
 
+std::optional<ModelFacets> DkefEstimator::facets() const {
+  ModelFacets f;
+  f.base_measure = base_ != nullptr;
+  f.base_measure_can_sample = base_ && base_->can_sample();
+  return f;
+}
+
 ModelPtr DkefEstimator::fit(const FitInput& in) {
   const Matrix& X = in.train;
   const Matrix& V = in.validation;
