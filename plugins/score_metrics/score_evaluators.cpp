@@ -7,6 +7,10 @@
 
 namespace kef::score_metrics {
 
+void ScoreEvaluator::check(const DataShape& data) const {
+  if (data.rows(split_) == 0) cfg_.fail("split", "the " + split_ + " split is empty");
+}
+
 KeyList split_keys() {
   return {KeySpec::string("split", "which held-out split to evaluate on", std::string("test"))
               .one_of({"test", "validation", "train"})};

@@ -158,6 +158,19 @@ min_train_rows = )") +
          evaluators;
 }
 
+TEST(PipelineChecks, EmptySplitsFailBeforeFitting) {
+  // The validation split of two_models() is empty: every evaluator that reads it says so in validate.
+  fs::path dir = test::temp_dir("checks-split");
+  for (const char* type : {"score_matching_loss", "ksd", "fssd", "mmd"}) {
+    fs::path cfg = write_file(
+        dir, "p.toml",
+        two_models(std::string("[[evaluate]]\ntype = \"") + type + "\"\nsplit = \"validation\"\n"));
+    Result r = kef_cmd("validate " + cfg.string());
+    EXPECT_EQ(r.status, 2) << type << ": " << r.output;
+    EXPECT_NE(r.output.find("evaluate[0].split"), std::string::npos) << type << ": " << r.output;
+  }
+}
+
 TEST(PipelineChecks, EstimatorChecksRunBeforeFitting) {
   fs::path dir = test::temp_dir("checks-estimator");
   Result ok = kef_cmd("validate " + write_file(dir, "ok.toml", fixture_model(200, "")).string());
