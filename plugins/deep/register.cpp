@@ -7,7 +7,9 @@ namespace {
 
 using kef::KeySpec;
 
-const std::vector<double> kDkefSigmaInit = {1.0, 3.16, 10.0};
+// DKEF's code initialises log10 of each component's σ² at linspace(0, 1, R) = 0, 0.5, 1 (R = 3) and uses
+// k = exp(−‖u‖² / (2σ²)) with that σ², a variance. kef's σ is a length scale: σ = 10^{0, 0.25, 0.5}.
+const std::vector<double> kDkefSigmaInit = {1.0, 1.7782794100389228, 3.1622776601683795};
 
 kef::Index require_dim(const kef::Config& cfg, const kef::BuildContext& ctx, const char* what) {
   if (ctx.dim < 1) cfg.fail("type", std::string(what) + " needs the data dimension, which is not known here");
@@ -24,7 +26,8 @@ void register_deep(kef::PluginRegistrar& r) {
       KeySpec::integer("layers", "L, fully connected layers per feature map", 3).at_least(1),
       KeySpec::integer("width", "W, the width of every layer", 30).at_least(1),
       KeySpec::numbers("sigma_init", "initial length scales σ_r: one value, or one per component "
-                                     "(default DKEF's [1.0, 3.16, 10], its first R values when R < 3)")
+                                     "(default DKEF's σ_r² = [1, 3.16, 10] as length scales [1, 1.78, 3.16], its first R "
+                                     "values when R < 3)")
           .optional()
           .positive(),
       KeySpec::string("on", "kernel on the features: gaussian (DKEF-G) or linear (DKEF-L)", std::string("gaussian"))

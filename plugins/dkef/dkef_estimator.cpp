@@ -107,6 +107,12 @@ double DkefEstimator::validation_loss(const State& s, const Matrix& fit_rows, co
                                      threads);
 }
 
+std::optional<FacetSet> DkefEstimator::facets() const {
+  FacetSet f{Facet::LogDensity, Facet::Score, Facet::Laplacian};
+  if (base_ && base_->can_sample()) f |= Facet::BaseMeasureRatio;
+  return f;
+}
+
 ModelPtr DkefEstimator::fit(const FitInput& in) {
   const Matrix& X = in.train;
   const Matrix& V = in.validation;

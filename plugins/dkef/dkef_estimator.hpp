@@ -18,6 +18,8 @@ class DkefEstimator final : public Estimator {
  public:
   DkefEstimator(const Config& cfg, const EstimatorParts& parts, Index train_rows);
   ModelPtr fit(const FitInput& input) override;
+  // The fitted model is f + log q0 with the (learned) configured q0, no exact sampler or normaliser.
+  std::optional<FacetSet> facets() const override;
 
  private:
   struct State;  // the parameter vector and how it splits into groups

@@ -11,7 +11,7 @@ void register_dkef(kef::PluginRegistrar& r) {
   est.keys = kef::dkef::dkef_keys();
   est.uses_kernel = true;
   est.uses_base_measure = true;
-  est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian, kef::Facet::BaseMeasureRatio};
+  est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian};  // + base measure ratio when q0 samples
   r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext& ctx) {
     return std::make_unique<kef::dkef::DkefEstimator>(cfg, parts, ctx.train_rows);
   });

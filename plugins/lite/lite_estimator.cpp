@@ -57,6 +57,12 @@ Matrix LiteEstimator::choose_inducing_points(const Matrix& train, RandomStream& 
   return Z;
 }
 
+std::optional<FacetSet> LiteEstimator::facets() const {
+  FacetSet f{Facet::LogDensity, Facet::Score, Facet::Laplacian};
+  if (base_ && base_->can_sample()) f |= Facet::BaseMeasureRatio;
+  return f;
+}
+
 ModelPtr LiteEstimator::fit(const FitInput& in) {
   Matrix Z = choose_inducing_points(in.train, in.rng);
   base_->check_dimension(in.train.cols());

@@ -12,6 +12,8 @@ class LiteEstimator final : public Estimator {
  public:
   LiteEstimator(const Config& cfg, const EstimatorParts& parts);
   ModelPtr fit(const FitInput& input) override;
+  // A lite model is f + log q0 with the configured q0 and no exact sampler or normaliser.
+  std::optional<FacetSet> facets() const override;
 
  private:
   Matrix choose_inducing_points(const Matrix& train, RandomStream& rng) const;

@@ -11,7 +11,7 @@ void register_lite(kef::PluginRegistrar& r) {
   est.keys = kef::lite::lite_keys();
   est.uses_kernel = true;
   est.uses_base_measure = true;
-  est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian, kef::Facet::BaseMeasureRatio};
+  est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian};  // + base measure ratio when q0 samples
   r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext& ctx) {
     // Caught at validation time when the training size is already known.
     if (ctx.train_rows >= 0 && cfg.has("inducing_points") && cfg.integer("inducing_points") > ctx.train_rows)

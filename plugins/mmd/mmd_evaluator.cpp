@@ -77,6 +77,22 @@ MmdEvaluator::MmdEvaluator(const Config& cfg, const BuildContext& ctx)
   (void)registry_->make_kernel(Config::parse_string("type = \"gaussian\"\nsigma = 1.0", "mmd"), {});
 }
 
+void MmdEvaluator::check(const DataShape& data) const {
+  const Index rows = data.rows(split_);
+  if (rows < 2)
+    cfg_.fail("split",
+              "the " + split_ + " split has " + std::to_string(rows) + " rows; MMD needs at least 2");
+}
+
+void MmdEvaluator::check_model(const DataShape& data, const PlannedModel& model) const {
+  if (!model.facets || model.facets->has(Facet::Sampler)) return;
+  if (init_from_train_) {
+    if (data.train_rows == 0) cfg_.fail("hmc_init", "the training split is empty; use \"base_measure\"");
+  } else if (!model.facets->has(Facet::BaseMeasureRatio)) {
+    cfg_.fail("hmc_init", "model " + model.name + " has no base measure that can be sampled; use \"train\"");
+  }
+}
+
 EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   const Matrix& Y = evaluation_rows(in, cfg_, "mmd", 2);
   const Index n = cfg_.has("samples") ? cfg_.integer("samples") : Y.rows();

@@ -15,6 +15,9 @@ class MmdEvaluator : public Evaluator {
  public:
   MmdEvaluator(const Config& cfg, const BuildContext& ctx);
   EvaluationResult evaluate(const EvalInput& input) override;
+  // The split's size, and the sampler's starting points, before any model is fitted.
+  void check(const DataShape& data) const override;
+  void check_model(const DataShape& data, const PlannedModel& model) const override;
 
  private:
   Config cfg_;

@@ -24,6 +24,10 @@ const char* metric_name(Metric m) {
 
 KeyList split_keys() { return {split_key("which held-out split to evaluate on")}; }
 
+void ScoreEvaluator::check(const DataShape& data) const {
+  if (data.rows(split_) == 0) cfg_.fail("split", "the " + split_ + " split is empty");
+}
+
 ScoreEvaluator::ScoreEvaluator(Metric metric, const Config& cfg)
     : metric_(metric), cfg_(cfg), split_(cfg.string("split")) {}
 

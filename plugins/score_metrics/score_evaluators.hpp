@@ -11,6 +11,8 @@ class ScoreEvaluator final : public Evaluator {
  public:
   ScoreEvaluator(Metric metric, const Config& cfg);
   EvaluationResult evaluate(const EvalInput& input) override;
+  // An empty split fails before any model is fitted.
+  void check(const DataShape& data) const override;
 
  private:
   Metric metric_;

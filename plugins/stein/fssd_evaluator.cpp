@@ -117,6 +117,27 @@ Index FssdEvaluator::locations_for(Index rows) const {
   return J;
 }
 
+void FssdEvaluator::check(const DataShape& data) const {
+  const Index N = data.rows(split_);
+  if (N == 0) cfg_.fail("split", "the " + split_ + " split is empty");
+  if (N < 2) cfg_.fail("split", "the " + split_ + " split has " + std::to_string(N) + " row; FSSD needs 2");
+  if (mode_ == "given") {
+    if (data.dim > 0 && given_.cols() != data.dim)
+      cfg_.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) +
+                                      ", the data has " + std::to_string(data.dim));
+  } else if (mode_ == "optimized") {
+    // The same arithmetic as evaluate(): the part that chooses the locations, and the rest.
+    const Index n_train = static_cast<Index>(std::llround(train_fraction_ * static_cast<double>(N)));
+    if (n_train < 2 || N - n_train < 2)
+      cfg_.fail("train_fraction", "splits the " + std::to_string(N) + " rows into " +
+                                      std::to_string(n_train) + " to optimise and " +
+                                      std::to_string(N - n_train) + " to test; each needs 2");
+    (void)locations_for(n_train);
+  } else {
+    (void)locations_for(N);
+  }
+}
+
 namespace {
 
 // J distinct rows of X plus N(0, noise²) noise (DKEF's protocol).

@@ -18,6 +18,8 @@ class FssdEvaluator final : public Evaluator {
   // relative: the `relative_fssd` evaluator (two models, locations "dkef" or "given").
   FssdEvaluator(const Config& cfg, const BuildContext& ctx, bool relative);
   EvaluationResult evaluate(const EvalInput& input) override;
+  // J against the rows it is drawn from, and the split's size, before any model is fitted.
+  void check(const DataShape& data) const override;
 
  private:
   Index locations_for(Index rows) const;  // J, checked against the rows it is drawn from

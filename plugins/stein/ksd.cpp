@@ -318,6 +318,12 @@ KsdEvaluator::KsdEvaluator(const Config& cfg, const BuildContext& ctx) : cfg_(cf
   bootstrap_draws_ = cfg.integer("bootstrap_draws");
 }
 
+void KsdEvaluator::check(const DataShape& data) const {
+  const Index rows = data.rows(split_);
+  if (rows == 0) cfg_.fail("split", "the " + split_ + " split is empty");
+  if (rows < 2) cfg_.fail("split", "the " + split_ + " split has 1 row; KSD needs 2");
+}
+
 EvaluationResult KsdEvaluator::evaluate(const EvalInput& in) {
   const Matrix& X = evaluation_rows(in, cfg_, "ksd", 2);
   const Matrix S = checked_score_all(in.model, X, in.threads,

@@ -39,6 +39,8 @@ class KsdEvaluator final : public Evaluator {
  public:
   KsdEvaluator(const Config& cfg, const BuildContext& ctx);
   EvaluationResult evaluate(const EvalInput& input) override;
+  // The split's size, before any model is fitted.
+  void check(const DataShape& data) const override;
 
  private:
   Config cfg_;

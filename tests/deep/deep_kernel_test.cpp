@@ -114,6 +114,36 @@ TEST(DeepKernel, GaussianMixtureIsBoundedAndWeightsSumToOne) {
   EXPECT_TRUE(k->capabilities().bounded_unit);
 }
 
+// DKEF's code initialises log10 σ_r² at 0, 0.5, 1 and uses σ_r² as the variance of
+// exp(−‖u‖² / (2σ_r²)); kef's σ_r are length scales, so the default starts at 10^{0, 0.25, 0.5}
+// (kef 0.2 took 1, 3.16, 10 as length scales). Checked on the kernel's values, not only its parameters.
+TEST(DeepKernel, DefaultSigmaInitIsDkefsVariancesAsLengthScales) {
+  RandomStream init(3, "init");
+  auto k = test::plugin_registry().make_kernel(test::config_from("type = \"deep\"\nlayers = 1\nwidth = 2"),
+                                               BuildContext{2, nullptr, &init});
+  const Vector theta = k->parameters();
+  const double dkef_log10_variance[] = {0.0, 0.5, 1.0};
+  for (Index r = 0; r < 3; ++r)
+    EXPECT_NEAR(2.0 * theta[3 + r], dkef_log10_variance[r] * std::log(10.0), 1e-12) << "component " << r;
+  // One component at a time (weights all on r): k between two points whose features differ by u is
+  // exp(−‖u‖² / (2·10^{log10 σ²})) with DKEF's variance.
+  for (Index r = 0; r < 3; ++r) {
+    Vector t = theta;
+    t.head(3).setConstant(-200.0);
+    t[r] = 0.0;
+    k->set_parameters(t);
+    const Matrix X = (Matrix(1, 2) << 0.3, -0.2).finished(), Y = (Matrix(1, 2) << -0.4, 0.5).finished();
+    // The features of the network are not the identity; read ‖φ(x) − φ(y)‖² off the kernel with
+    // σ = 1 and compare the kernel at the default σ_r with DKEF's formula.
+    Vector t1 = t;
+    t1[3 + r] = 0.0;
+    k->set_parameters(t1);
+    const double d2 = -2.0 * std::log(k->gram(X, Y)(0, 0));
+    k->set_parameters(t);
+    EXPECT_NEAR(k->gram(X, Y)(0, 0), std::exp(-0.5 * d2 / std::pow(10.0, dkef_log10_variance[r])), 1e-12);
+  }
+}
+
 TEST(DeepKernel, BadKeysAreConfigErrorsNamingTheKey) {
   auto expect = [](const std::string& toml, const std::string& key, Index dim) {
     try {

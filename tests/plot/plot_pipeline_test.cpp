@@ -155,7 +155,13 @@ paths = [")" + std::string(KEF_PLOT_FIXTURE_DIR) + R"("]
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("model broken"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("NaN"), std::string::npos) << r.output;
-  EXPECT_FALSE(fs::exists(dir / "out"));
+  // The failure comes after the fit: the fitted model's results are kept, with the failed step recorded
+  // (issue 11 §4), and no figure.
+  std::ifstream in(dir / "out" / "results.json");
+  const std::string results((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(results.find("\"status\": \"failed\""), std::string::npos) << results;
+  EXPECT_NE(results.find("\"step\": \"density plot\""), std::string::npos) << results;
+  EXPECT_FALSE(fs::exists(dir / "out" / "density.png"));
   EXPECT_FALSE(staging_left(dir));
   // The same model without its NaN region plots fine (the failure above is the NaN, not the fixture).
   Result ok = kef_cmd("run " + cfg.string() + " --quiet --set model.broken.estimator.nan=false --output " +

@@ -143,6 +143,12 @@ class PluginEstimator final : public Estimator {
   PluginEstimator(EstimatorPtr inner, OriginPtr origin, std::string name)
       : inner_(std::move(inner)), origin_(std::move(origin)), name_(std::move(name)) {}
   ModelPtr fit(const FitInput& input) override;
+  void check(const DataShape& data) const override {
+    guarded(*origin_, name_ + " failed in check", [&] { inner_->check(data); });
+  }
+  std::optional<FacetSet> facets() const override {
+    return guarded(*origin_, name_ + " failed in facets", [&] { return inner_->facets(); });
+  }
 
  private:
   EstimatorPtr inner_;
@@ -156,6 +162,12 @@ class PluginEvaluator final : public Evaluator {
       : inner_(std::move(inner)), origin_(std::move(origin)), name_(std::move(name)) {}
   EvaluationResult evaluate(const EvalInput& input) override {
     return guarded(*origin_, name_ + " failed in evaluate", [&] { return inner_->evaluate(input); });
+  }
+  void check(const DataShape& data) const override {
+    guarded(*origin_, name_ + " failed in check", [&] { inner_->check(data); });
+  }
+  void check_model(const DataShape& data, const PlannedModel& model) const override {
+    guarded(*origin_, name_ + " failed in check_model", [&] { inner_->check_model(data, model); });
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -12,12 +13,14 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "kef/density_plot.hpp"
 #include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
+#include "kef/linalg.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/parallel.hpp"
 
@@ -43,6 +46,7 @@ const KeyList& top_level_keys() {
       KeySpec::table_array("evaluate", "[[evaluate]] entries: `type`, its keys, optional `models` and `name`"),
       KeySpec::table("output", "where and what to write"),
       KeySpec::table("plugins", "plugin search: `paths`"),
+      KeySpec::table("tune", "grid search of one model's numeric keys, scored on a held-out split"),
   };
   return keys;
 }
@@ -93,6 +97,32 @@ struct ModelPlan {
   const ComponentInfo* info = nullptr;  // the estimator's
   EstimatorPtr estimator;
   Parts parts;  // [model.kernel], [model.base_measure], [model.sampler], ...: what the estimator declares
+  // The facets the fitted model will have (Estimator::facets, else the type's declaration); empty: unknown.
+  std::optional<FacetSet> facets;
+  // Values the host chose for the model's keys (e.g. sigma = "median"): key, value, how.
+  struct Choice {
+    std::string key;
+    double value;
+    std::string rule;
+  };
+  std::vector<Choice> choices;
+  // The tuned model's fit, kept from the search (the same config and stream as a refit).
+  ModelPtr prefit;
+  FitReport prefit_report;
+  double prefit_seconds = 0.0;
+};
+
+// [tune]: a grid over numeric keys of one model, each candidate fitted on the training split and scored
+// by one evaluator on a held-out split.
+struct TunePlan {
+  std::string model;
+  std::size_t model_index = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> grid;  // "kernel.sigma" -> values
+  std::vector<std::vector<double>> candidates;                    // the grid's product, in order
+  Config evaluate;
+  EvaluatorPtr evaluator;
+  std::string metric;  // the evaluator metric that scores a candidate
+  bool maximize = false;
 };
 
 struct EvalPlan {
@@ -105,12 +135,16 @@ struct EvalPlan {
 };
 
 struct Plan {
+  std::string path;
+  std::vector<std::string> overrides;
   Config root;
   std::uint64_t seed = 0;
   std::unique_ptr<Registry> registry;
   Dataset data;
+  DataShape shape;
   std::vector<ModelPlan> models;
   std::vector<EvalPlan> evaluations;
+  std::optional<TunePlan> tune;
   fs::path output_dir;
   bool save_models = true;
   bool plot = false;
@@ -126,8 +160,218 @@ void warn_refused_plugins(const Registry& registry, bool quiet) {
       std::cerr << "[kef] warning: plugin " << p.path.string() << " refused: " << p.reason << "\n";
 }
 
+DataShape data_shape(const Dataset& data) {
+  DataShape shape;
+  shape.dim = data.dim();
+  shape.train_rows = data.train.rows();
+  shape.validation_rows = data.validation.rows();
+  shape.test_rows = data.test.rows();
+  shape.has_truth = static_cast<bool>(data.truth);
+  return shape;
+}
+
+// An evaluator's checks against the data's shape and every model it will run on (docs/design.md:
+// everything that depends only on the config and the data fails before the first fit).
+void check_evaluation(const Plan& plan, const EvalPlan& ep) {
+  ep.evaluator->check(plan.shape);
+  auto planned = [&](const std::string& name) {
+    for (const auto& mp : plan.models)
+      if (mp.name == name) return PlannedModel{name, mp.facets};
+    return PlannedModel{name, std::nullopt};
+  };
+  for (const auto& name : ep.models) {
+    if (ep.info->compares_two_models && name == ep.other) continue;
+    ep.evaluator->check_model(plan.shape, planned(name));
+  }
+  if (!ep.other.empty()) ep.evaluator->check_model(plan.shape, planned(ep.other));
+}
+
+std::string format_metric(double v) {
+  std::ostringstream os;
+  os << std::setprecision(6) << v;
+  return os.str();
+}
+
+// `sigma = "median"` in a kernel table: the median pairwise distance of the training split (its first
+// 1000 rows, after the shuffle), written into the table as the number the kernel is built with.
+void apply_median_heuristic(Config& kcfg, const Dataset& data, ModelPlan& mp) {
+  if (!kcfg.has("sigma")) return;
+  std::string text;
+  try {
+    text = kcfg.string("sigma");
+  } catch (const ConfigError&) {
+    return;  // a number (or a list): the kernel checks it
+  }
+  if (text != "median")
+    kcfg.fail("sigma", "expected a number or \"median\" (the median heuristic), got \"" + text + "\"");
+  constexpr Index kRows = 1000;
+  if (data.train.rows() < 2) kcfg.fail("sigma", "the median heuristic needs at least 2 training rows");
+  const double sigma = median_pairwise_distance(data.train, kRows);
+  if (!(sigma > 0.0) || !std::isfinite(sigma))
+    kcfg.fail("sigma", "the median pairwise distance of the training rows is " + format_metric(sigma) +
+                           "; set `sigma` to a positive number");
+  const Index rows = std::min(kRows, data.train.rows());
+  mp.choices.push_back({kcfg.dotted("sigma"), sigma,
+                        "median heuristic: median pairwise Euclidean distance of the first " + std::to_string(rows) +
+                            " training rows (of " + std::to_string(data.train.rows()) + ")"});
+  kcfg.set("sigma", sigma);
+}
+
+// One [[model]]: its components built and checked against the data's shape.
+ModelPlan build_model(const Plan& plan, Config m, const std::string& name) {
+  const Index D = plan.data.dim();
+  ModelPlan mp;
+  mp.name = name;
+  mp.table = m;
+  Config est = m.table("estimator");
+  const ComponentInfo& info = plan.registry->info_for(Estimator::kInterface, est);
+  check_model_tables(m, info);
+  mp.info = &info;
+  RandomStream init_rng(plan.seed, m.dotted("init"));
+  BuildContext ctx{D, plan.registry.get(), &init_rng, plan.data.train.rows()};
+  if (m.has("kernel")) {
+    Config kcfg = m.table("kernel");  // a view of the pipeline's table: the chosen σ is written into it
+    apply_median_heuristic(kcfg, plan.data, mp);
+  }
+  mp.parts = plan.registry->make_parts(info, m, ctx);
+  if (auto q0 = mp.parts.get<BaseMeasure>("base_measure")) q0->check_dimension(D);
+  ctx.parts = &mp.parts;
+  mp.estimator = plan.registry->make<Estimator>(est, ctx);
+  est.fill_defaults();
+  mp.estimator->check(plan.shape);
+  mp.facets = mp.estimator->facets();
+  if (!mp.facets && !info.facets.empty()) mp.facets = info.facets;
+  return mp;
+}
+
+const KeyList& tune_keys() {
+  static const KeyList keys = {
+      KeySpec::string("model", "the [[model]] to tune (default: the only one)").optional(),
+      KeySpec::table("grid", "[tune.grid.estimator], [tune.grid.kernel], [tune.grid.base_measure]: lists of "
+                             "values for numeric keys of the model's tables")
+          .mandatory(),
+      KeySpec::table("evaluate", "the scoring evaluator: score_matching_loss (lowest wins, the default) or "
+                                 "log_likelihood (highest wins), with its keys; split defaults to validation"),
+      KeySpec::integer("max_candidates", "refuse grids with more candidates than this", 1000).at_least(1),
+  };
+  return keys;
+}
+
+// "model.NAME.kernel.sigma=0.5": integral values are written as integers so integer keys accept them.
+std::string candidate_setting(const std::string& model, const std::string& key, double value) {
+  std::ostringstream os;
+  os << "model." << model << "." << key << "=";
+  if (std::abs(value) < 9.0e15 && value == std::floor(value))
+    os << static_cast<long long>(value);
+  else
+    os << std::setprecision(17) << value;
+  return os.str();
+}
+
+std::vector<std::string> candidate_settings(const TunePlan& tune, const std::vector<double>& values) {
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < tune.grid.size(); ++k)
+    out.push_back(candidate_setting(tune.model, tune.grid[k].first, values[k]));
+  return out;
+}
+
+// The model's table in the pipeline parsed again with one candidate's values set.
+Config candidate_model_table(const Plan& plan, const TunePlan& tune, const std::vector<double>& values) {
+  std::vector<std::string> overrides = plan.overrides;
+  for (auto& s : candidate_settings(tune, values)) overrides.push_back(std::move(s));
+  Config root = load_pipeline_config(plan.path, overrides);
+  return root.table_array("model")[tune.model_index];
+}
+
+TunePlan build_tune(const Plan& plan, Config t) {
+  t.validate(tune_keys());
+  TunePlan tune;
+  if (t.has("model")) {
+    tune.model = t.string("model");
+  } else if (plan.models.size() == 1) {
+    tune.model = plan.models[0].name;
+  } else {
+    t.fail("model", "there are " + std::to_string(plan.models.size()) + " models: name the one to tune");
+  }
+  bool found = false;
+  for (std::size_t i = 0; i < plan.models.size(); ++i)
+    if (plan.models[i].name == tune.model) {
+      tune.model_index = i;
+      found = true;
+    }
+  if (!found) t.fail("model", "no [[model]] named \"" + tune.model + "\"");
+  const ModelPlan& mp = plan.models[tune.model_index];
+
+  Config grid = t.table("grid");
+  for (const auto& part : grid.keys()) {
+    if (part != "estimator" && part != "kernel" && part != "base_measure")
+      grid.fail(part, "expected a table named estimator, kernel or base_measure (the model's tables)");
+    if (!mp.table.has(part)) grid.fail(part, "model " + tune.model + " has no [" + part + "] table");
+    Config values = grid.table(part);
+    for (const auto& key : values.keys()) {
+      std::vector<double> v = values.numbers(key);
+      if (v.empty()) values.fail(key, "give at least one value");
+      for (double x : v)
+        if (!std::isfinite(x)) values.fail(key, "values must be finite numbers");
+      tune.grid.emplace_back(part + "." + key, std::move(v));
+    }
+  }
+  if (tune.grid.empty()) t.fail("grid", "no keys to search: add e.g. [tune.grid.kernel] sigma = [0.5, 1, 2]");
+  double count = 1;
+  for (const auto& g : tune.grid) count *= static_cast<double>(g.second.size());
+  if (count > static_cast<double>(t.integer("max_candidates")))
+    t.fail("grid", "has " + format_metric(count) + " candidates, more than max_candidates = " +
+                       std::to_string(t.integer("max_candidates")));
+  // The product in odometer order, the last key varying fastest.
+  std::vector<std::size_t> at(tune.grid.size(), 0);
+  for (;;) {
+    std::vector<double> c;
+    for (std::size_t k = 0; k < at.size(); ++k) c.push_back(tune.grid[k].second[at[k]]);
+    tune.candidates.push_back(std::move(c));
+    std::size_t k = at.size();
+    while (k > 0 && ++at[k - 1] == tune.grid[k - 1].second.size()) at[--k] = 0;
+    if (k == 0) break;
+  }
+
+  // The defaults (score_matching_loss on the validation split) are written into the table; errors about
+  // a key the user did not write cite [tune] evaluate.
+  const bool given_evaluate = t.has("evaluate");
+  tune.evaluate = given_evaluate ? t.table("evaluate") : Config::parse_string("", t.source());
+  const bool given_type = tune.evaluate.has("type"), given_split = tune.evaluate.has("split");
+  auto fail = [&](bool given, const char* key, const std::string& what) {
+    if (given) tune.evaluate.fail(key, what);
+    t.fail("evaluate", what + " (`" + key + "` defaults to " +
+                           (std::string(key) == "type" ? "score_matching_loss" : "validation") + ")");
+  };
+  if (!given_type) tune.evaluate.set("type", std::string("score_matching_loss"));
+  if (!given_split) tune.evaluate.set("split", std::string("validation"));
+  const std::string type = tune.evaluate.string("type");
+  if (type != "score_matching_loss" && type != "log_likelihood")
+    fail(given_type, "type", "tuning scores with score_matching_loss or log_likelihood, got \"" + type + "\"");
+  tune.metric = type;
+  tune.maximize = type == "log_likelihood";
+  const std::string split = tune.evaluate.string("split");
+  if (split == "train") fail(given_split, "split", "scoring on the training split would reward overfitting");
+  if (plan.shape.rows(split) <= 0)
+    fail(given_split, "split", "the " + split + " split is empty; tuning scores candidates on held-out rows");
+  RandomStream init_rng(plan.seed, "tune.init");
+  tune.evaluator = plan.registry->make_evaluator(
+      tune.evaluate, BuildContext{plan.data.dim(), plan.registry.get(), &init_rng, plan.data.train.rows()});
+  tune.evaluate.fill_defaults();
+  tune.evaluator->check(plan.shape);
+  // Every candidate builds and passes its checks before anything is fitted.
+  for (const auto& c : tune.candidates) {
+    ModelPlan cp = build_model(plan, candidate_model_table(plan, tune, c), tune.model);
+    tune.evaluator->check_model(plan.shape, PlannedModel{tune.model, cp.facets});
+  }
+  t.fill_defaults();
+  return tune;
+}
+
 Plan build_plan(const std::string& path, const RunOptions& options) {
   Plan plan;
+  plan.path = path;
+  plan.overrides = options.overrides;
   plan.root = load_pipeline_config(path, options.overrides);
   Config& root = plan.root;
   plan.seed = static_cast<std::uint64_t>(root.integer("seed"));
@@ -154,6 +398,7 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
 
   plan.data = prepare_dataset(*plan.registry, root.table("data"), plan.seed);
   const Index D = plan.data.dim();
+  plan.shape = data_shape(plan.data);
 
   plan.plot = output.boolean("plot");
   plan.plot_options.show_points = output.boolean("plot_points");
@@ -176,25 +421,13 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
   if (model_tables.empty()) root.fail("model", "at least one [[model]] is required");
   for (std::size_t i = 0; i < model_tables.size(); ++i) {
     Config m = model_tables[i];
-    ModelPlan mp;
-    mp.name = m.has("name") ? m.string("name") : "model" + std::to_string(i);
-    if (mp.name.empty() || mp.name.find_first_of("/\\ \t") != std::string::npos || mp.name[0] == '.')
+    const std::string name = m.has("name") ? m.string("name") : "model" + std::to_string(i);
+    if (name.empty() || name.find_first_of("/\\ \t") != std::string::npos || name[0] == '.')
       m.fail("name", "model names must be non-empty, without spaces or slashes, not starting with '.'");
-    if (!names.insert(mp.name).second) m.fail("name", "duplicate model name \"" + mp.name + "\"");
-    mp.table = m;
-    Config est = m.table("estimator");
-    const ComponentInfo& info = plan.registry->info_for(Estimator::kInterface, est);
-    check_model_tables(m, info);
-    mp.info = &info;
-    RandomStream init_rng(plan.seed, m.dotted("init"));
-    BuildContext ctx{D, plan.registry.get(), &init_rng, plan.data.train.rows()};
-    mp.parts = plan.registry->make_parts(info, m, ctx);
-    if (auto q0 = mp.parts.get<BaseMeasure>("base_measure")) q0->check_dimension(D);
-    ctx.parts = &mp.parts;
-    mp.estimator = plan.registry->make<Estimator>(est, ctx);
-    est.fill_defaults();
-    plan.models.push_back(std::move(mp));
+    if (!names.insert(name).second) m.fail("name", "duplicate model name \"" + name + "\"");
+    plan.models.push_back(build_model(plan, m, name));
   }
+  if (root.has("tune")) plan.tune = build_tune(plan, root.table("tune"));
 
   auto eval_tables = root.table_array("evaluate");
   for (std::size_t i = 0; i < eval_tables.size(); ++i) {
@@ -223,11 +456,12 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
     for (const auto& mp : plan.models) {
       const bool judged = std::find(ep.models.begin(), ep.models.end(), mp.name) != ep.models.end();
       if (!judged && mp.name != ep.other) continue;
-      const FacetSet missing = ep.info->facets.minus(mp.info->facets);
-      if (!mp.info->facets.empty() && !missing.empty())
+      if (!mp.facets) continue;
+      const FacetSet missing = ep.info->facets.minus(*mp.facets);
+      if (!missing.empty())
         e.fail("type", "`" + ep.info->type + "` needs the " + missing.text() + " of model `" + mp.name +
                            "`, which estimator `" + mp.info->type + "` does not provide (its models have: " +
-                           mp.info->facets.text() + "); restrict it with `models = [...]`");
+                           mp.facets->text() + "); restrict it with `models = [...]`");
     }
     if (ep.info->needs_truth && !plan.data.truth)
       e.fail("type", "`" + ep.info->type + "` needs the exact density of the data, and this data source has none "
@@ -235,17 +469,12 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
     RandomStream init_rng(plan.seed, e.dotted("init"));
     ep.evaluator = plan.registry->make_evaluator(e, BuildContext{D, plan.registry.get(), &init_rng, plan.data.train.rows()}, host);
     e.fill_defaults();
+    check_evaluation(plan, ep);
     plan.evaluations.push_back(std::move(ep));
   }
   root.fill_defaults();
   output.fill_defaults();
   return plan;
-}
-
-std::string format_metric(double v) {
-  std::ostringstream os;
-  os << std::setprecision(6) << v;
-  return os.str();
 }
 
 // A temporary directory next to the target, so the final rename stays on one filesystem.
@@ -325,6 +554,187 @@ Json transform_json(const DataTransform& t) {
   return j;
 }
 
+Json preprocessing_json(const PreprocessingReport& p) {
+  Json out = Json::object();
+  if (!p.split_rule.empty()) out["split_rule"] = p.split_rule;
+  if (!p.excluded.empty()) out["excluded"] = p.excluded;
+  if (!p.dequantized.empty()) {
+    Json gaps = Json::object();
+    for (const auto& d : p.dequantized) gaps[d.column] = d.gap;
+    out["dequantized_gaps"] = gaps;
+  }
+  if (!p.dropped.empty()) {
+    Json dropped = Json::array();
+    for (const auto& d : p.dropped)
+      dropped.push_back({{"column", d.column}, {"correlated_with", d.partner}, {"correlation", d.correlation}});
+    out["dropped_correlated"] = dropped;
+  }
+  if (p.statistics_rows > 0) out["statistics_rows"] = p.statistics_rows;
+  return out;
+}
+
+void write_results(const Json& results, const fs::path& staging) {
+  std::ofstream out(staging / "results.json");
+  out << results.dump(2) << "\n";
+  out.flush();
+  if (!out) throw Error((staging / "results.json").string() + ": cannot write");
+}
+
+std::string metrics_table(const Json& models) {
+  std::ostringstream table;
+  for (const auto& [name, entry] : models.items()) {
+    table << std::left << std::setw(16) << name << " fit "
+          << format_metric(entry["fit"]["seconds"].get<double>()) << " s";
+    for (const auto& [metric, value] : entry["metrics"].items())
+      table << "  " << metric << " = " << format_metric(value.get<double>());
+    table << "\n";
+  }
+  return table.str();
+}
+
+// The grid search of [tune]: every candidate fitted on the training split with the model's own stream
+// and scored by the tuning evaluator with one stream shared by all candidates (so their scores differ
+// only by the candidates). The best candidate's values are written into the pipeline and its fit
+// becomes the model's. A candidate whose fit or score fails numerically is recorded and skipped.
+Json run_tuning(Plan& plan, int threads, Progress& progress, std::ostream& log) {
+  TunePlan& tune = *plan.tune;
+  Json candidates = Json::array();
+  std::optional<std::size_t> best;
+  double best_score = 0.0;
+  ModelPtr best_model;
+  FitReport best_report;
+  double best_seconds = 0.0;
+  for (std::size_t i = 0; i < tune.candidates.size(); ++i) {
+    const std::vector<double>& values = tune.candidates[i];
+    Json entry;
+    std::string label;
+    for (std::size_t k = 0; k < tune.grid.size(); ++k) {
+      entry["values"][tune.grid[k].first] = values[k];
+      label += (label.empty() ? "" : ", ") + tune.grid[k].first + " = " + format_metric(values[k]);
+    }
+    ModelPlan cp = build_model(plan, candidate_model_table(plan, tune, values), tune.model);
+    RandomStream rng(plan.seed, "model." + tune.model + ".fit");
+    FitReport report;
+    FitInput in{plan.data.train, plan.data.validation, rng, progress, threads, report};
+    try {
+      auto t0 = std::chrono::steady_clock::now();
+      ModelPtr model = cp.estimator->fit(in);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!model || model->dim() != plan.data.dim())
+        throw Error("tune: the estimator of model " + tune.model + " returned no model of the data's dimension");
+      RandomStream eval_rng(plan.seed, "tune." + tune.model);
+      EvalInput ein{*model, tune.model, plan.data, eval_rng, progress, threads, nullptr, ""};
+      const EvaluationResult r = tune.evaluator->evaluate(ein);
+      std::optional<double> score;
+      for (const auto& [metric, value] : r.metrics)
+        if (metric == tune.metric) score = value;
+      if (!score) throw Error("tune: the evaluator reported no `" + tune.metric + "`");
+      if (!std::isfinite(*score)) throw NumericalError(tune.metric + " is not finite");
+      entry["score"] = *score;
+      entry["seconds"] = seconds;
+      for (const auto& c : cp.choices) entry["chosen"][c.key] = {{"value", c.value}, {"rule", c.rule}};
+      const bool better = !best || (tune.maximize ? *score > best_score : *score < best_score);
+      if (better) {
+        best = i;
+        best_score = *score;
+        best_model = model;
+        best_report = report;
+        best_seconds = seconds;
+      }
+      log << "tune " << tune.model << " [" << i << "] " << label << ": " << tune.metric << " = "
+          << format_metric(*score) << "\n";
+      progress.done("tune " + tune.model + " [" + std::to_string(i + 1) + "/" +
+                        std::to_string(tune.candidates.size()) + "] " + label,
+                    tune.metric + " = " + format_metric(*score));
+    } catch (const NumericalError& e) {
+      entry["score"] = nullptr;
+      entry["error"] = e.what();
+      log << "tune " << tune.model << " [" << i << "] " << label << ": failed: " << e.what() << "\n";
+    }
+    candidates.push_back(entry);
+  }
+  if (!best)
+    throw NumericalError("tune: every one of the " + std::to_string(tune.candidates.size()) + " candidates of model " +
+                         tune.model + " failed (log.txt and results.json list the errors)");
+  // The chosen values go into the pipeline itself, so results.json's config is the one fitted.
+  for (const auto& setting : candidate_settings(tune, tune.candidates[*best])) {
+    const auto eq = setting.find('=');
+    plan.root.set_from_text(setting.substr(0, eq), setting.substr(eq + 1));
+  }
+  ModelPlan& mp = plan.models[tune.model_index];
+  mp = build_model(plan, plan.root.table_array("model")[tune.model_index], tune.model);
+  mp.prefit = best_model;
+  mp.prefit_report = best_report;
+  mp.prefit_seconds = best_seconds;
+  Json out;
+  out["model"] = tune.model;
+  out["evaluator"] = Json::parse(tune.evaluate.to_json(true));
+  out["metric"] = tune.metric;
+  out["goal"] = tune.maximize ? "max" : "min";
+  out["candidates"] = candidates;
+  out["chosen"] = candidates[*best]["values"];
+  out["chosen_index"] = *best;
+  out["chosen_score"] = best_score;
+  return out;
+}
+
+std::string tuning_table(const Json& tuning) {
+  std::ostringstream os;
+  os << "tune " << tuning["model"].get<std::string>() << " (" << tuning["metric"].get<std::string>() << ", "
+     << (tuning["goal"] == "max" ? "highest" : "lowest") << " wins, on the "
+     << tuning["evaluator"]["split"].get<std::string>() << " split):\n";
+  const std::size_t chosen = tuning["chosen_index"].get<std::size_t>();
+  for (std::size_t i = 0; i < tuning["candidates"].size(); ++i) {
+    const Json& c = tuning["candidates"][i];
+    os << (i == chosen ? "  * " : "    ");
+    bool first = true;
+    for (const auto& [k, v] : c["values"].items()) {
+      os << (first ? "" : ", ") << k << " = " << format_metric(v.get<double>());
+      first = false;
+    }
+    if (c["score"].is_null())
+      os << ": failed (" << c["error"].get<std::string>() << ")\n";
+    else
+      os << ": " << format_metric(c["score"].get<double>()) << "\n";
+  }
+  return os.str();
+}
+
+struct FailureInfo {
+  std::string kind = "error";
+  std::string message;
+  int exit_status = 1;
+};
+
+FailureInfo describe_failure(const std::exception_ptr& error) {
+  FailureInfo f;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    f.kind = e.kind();
+    f.message = e.what();
+    f.exit_status = e.exit_status();
+  } catch (const std::exception& e) {
+    f.kind = "internal error";
+    f.message = e.what();
+  } catch (...) {
+    f.kind = "internal error";
+    f.message = "unknown exception";
+  }
+  return f;
+}
+
+// An exception of the failure's kind (so the exit status is kept) whose code lives in libkef.
+[[noreturn]] void throw_like(const FailureInfo& f, const std::string& message) {
+  const std::string_view kind = f.kind;
+  if (kind == "config error") throw ConfigError(message);
+  if (kind == "data error") throw DataError(message);
+  if (kind == "plugin error") throw PluginError(message);
+  if (kind == "model file error") throw ModelFileError(message);
+  if (kind == "numerical error") throw NumericalError(message);
+  throw Error(message);
+}
+
 }  // namespace
 
 Config load_pipeline_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -349,8 +759,14 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
   std::unique_ptr<Progress> progress = options.quiet ? make_silent_progress() : make_stderr_progress();
 
   fs::path staging = make_staging_dir(plan.output_dir);
+  Json results;
+  Json models = Json::object();
+  std::ofstream log;
+  // The step under way, and whether anything worth keeping is finished: a failure after the first fit
+  // publishes the fitted models and finished metrics with the failure recorded, then reports it.
+  std::string step = "start";
+  bool kept_work = false;
   try {
-    Json results;
     results["kef_version"] = version();
     results["seed"] = plan.seed;
     results["config_file"] = fs::absolute(path).string();
@@ -366,18 +782,28 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
                        {"dim", plan.data.dim()},
                        {"provenance", plan.data.provenance},
                        {"truth", plan.data.truth ? plan.data.truth->describe() : std::string()}};
-    results["data"]["preprocessing"] = transform_json(plan.data.transform);
-    Json models = Json::object();
+    Json preprocessing = preprocessing_json(plan.data.preprocessing);
+    for (const auto& [key, value] : transform_json(plan.data.transform).items()) preprocessing[key] = value;
+    results["data"]["columns"] = plan.data.columns;
+    results["data"]["preprocessing"] = preprocessing;
     std::map<std::string, ModelPtr> fitted;
-    std::ofstream log(staging / "log.txt");
+    log.open(staging / "log.txt");
+    if (plan.tune) {
+      step = "tuning of model " + plan.tune->model;
+      results["tuning"] = run_tuning(plan, threads, *progress, log);
+      results["config"] = Json::parse(plan.root.to_json(false));  // with the chosen values
+    }
 
     for (auto& mp : plan.models) {
+      step = "fit of model " + mp.name;
       RandomStream rng(plan.seed, "model." + mp.name + ".fit");
-      FitReport report;
+      FitReport report = mp.prefit ? mp.prefit_report : FitReport{};
       FitInput in{plan.data.train, plan.data.validation, rng, *progress, threads, report};
       auto t0 = std::chrono::steady_clock::now();
-      ModelPtr model = mp.estimator->fit(in);
-      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      // A tuned model was fitted by the search with the chosen values and the same stream.
+      ModelPtr model = mp.prefit ? mp.prefit : mp.estimator->fit(in);
+      double seconds = mp.prefit ? mp.prefit_seconds
+                                 : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!model) throw Error("model " + mp.name + ": the estimator returned no model");
       if (model->dim() != plan.data.dim())
         throw Error("model " + mp.name + ": fitted dimension " + std::to_string(model->dim()) +
@@ -389,13 +815,18 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
       for (const auto& [k, v] : report.values) fit[k] = v;
       if (!report.curve.empty()) {
         Json curve = Json::array();
-        for (const auto& [step, loss] : report.curve) curve.push_back({step, loss});
+        for (const auto& [s, loss] : report.curve) curve.push_back({s, loss});
         fit["curve"] = curve;
       }
       for (const auto& n : report.notes) log << "model " << mp.name << ": " << n << "\n";
       if (!report.notes.empty()) fit["notes"] = report.notes;
       Json entry = {{"fit", fit}, {"metrics", Json::object()}, {"description", model->describe()}};
+      for (const auto& c : mp.choices) {
+        entry["chosen"][c.key] = {{"value", c.value}, {"rule", c.rule}};
+        log << "model " << mp.name << ": " << c.key << " = " << format_metric(c.value) << " (" << c.rule << ")\n";
+      }
       if (plan.save_models && model->can_save()) {
+        step = "saving model " + mp.name;
         save_model(*model, staging / "models" / mp.name, plan.data.transform);
         entry["model_dir"] = "models/" + mp.name;
       } else {
@@ -403,12 +834,14 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
       }
       models[mp.name] = entry;
       fitted[mp.name] = model;
+      kept_work = true;
     }
 
     for (std::size_t i = 0; i < plan.evaluations.size(); ++i) {
       auto& ep = plan.evaluations[i];
       for (const auto& name : ep.models) {
         if (ep.info->compares_two_models && name == ep.other) continue;
+        step = "evaluate[" + std::to_string(i) + "] (" + ep.info->type + ") on model " + name;
         const std::string who = "evaluate[" + std::to_string(i) + "] (" + ep.info->type + ")";
         require_facets(*fitted.at(name), ep.info->facets, who, name);
         if (!ep.other.empty()) require_facets(*fitted.at(ep.other), ep.info->facets, who, ep.other);
@@ -420,6 +853,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
         r.metrics = metrics_in_data_units(r.metrics, plan.data.transform, &spaces);
         for (const auto& [metric, space] : spaces)
           models[name]["metric_spaces"][ep.label.empty() ? metric : ep.label + "." + metric] = space;
+        // Validate every metric before recording any, so a model's metrics hold whole evaluations only.
         Json& metrics = models[name]["metrics"];
         for (const auto& [metric, value] : r.metrics) {
           if (!std::isfinite(value))
@@ -429,8 +863,9 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
           if (metrics.contains(key))
             ep.table.fail("name", "metric `" + key + "` of model " + name +
                                       " is already reported by another [[evaluate]]; give this one a `name`");
-          metrics[key] = value;
         }
+        for (const auto& [metric, value] : r.metrics)
+          metrics[ep.label.empty() ? metric : ep.label + "." + metric] = value;
         for (const auto& n : r.notes) {
           models[name]["notes"].push_back(ep.info->type + ": " + n);
           log << "model " << name << ": " << ep.info->type << ": " << n << "\n";
@@ -438,32 +873,45 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
         if (!r.summary.empty()) log << "model " << name << ": " << r.summary << "\n";
       }
     }
+    step = "density plot";
     if (plan.plot) write_run_plot(plan, fitted, models, staging, threads, log);
+    step = "writing results";
+    results["status"] = "complete";
     results["models"] = models;
-    {
-      std::ofstream out(staging / "results.json");
-      out << results.dump(2) << "\n";
-      if (!out) throw Error((staging / "results.json").string() + ": cannot write");
-    }
+    write_results(results, staging);
     log.close();
     publish(staging, plan.output_dir);
 
     RunSummary summary;
     summary.output_dir = plan.output_dir;
-    std::ostringstream table;
-    for (const auto& [name, entry] : models.items()) {
-      table << std::left << std::setw(16) << name << " fit " << format_metric(entry["fit"]["seconds"].get<double>())
-            << " s";
-      for (const auto& [metric, value] : entry["metrics"].items())
-        table << "  " << metric << " = " << format_metric(value.get<double>());
-      table << "\n";
-    }
-    summary.table = table.str();
+    summary.table = metrics_table(models);
+    if (results.contains("tuning")) summary.table += tuning_table(results["tuning"]);
     return summary;
   } catch (...) {
+    const FailureInfo failure = describe_failure(std::current_exception());
+    if (kept_work) {
+      // Publish what is finished: the fitted models and every whole evaluation, and the failed step.
+      bool published = false;
+      try {
+        results["status"] = "failed";
+        results["failure"] = {{"step", step}, {"kind", failure.kind}, {"error", failure.message}};
+        results["models"] = models;
+        log << "run failed at " << step << ": " << failure.kind << ": " << failure.message << "\n";
+        log.close();
+        write_results(results, staging);
+        publish(staging, plan.output_dir);
+        published = true;
+      } catch (...) {
+      }
+      if (published)
+        throw_like(failure, failure.message + "\n(the run failed at " + step +
+                                "; the fitted models and finished metrics are kept in " +
+                                plan.output_dir.string() + ", whose results.json records the failure)");
+    }
     std::error_code ec;
     fs::remove_all(staging, ec);
-    throw;
+    // Rethrown as an error of the same kind made here, so it stays valid when the plan's plugins unload.
+    throw_like(failure, failure.message);
   }
 }
 

@@ -1,7 +1,9 @@
 // The [data] table: the built-in `file` source, splitting, shuffling and standardisation.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <utility>
 
 #include "affine_model.hpp"
 #include "kef/data_io.hpp"
@@ -110,6 +112,180 @@ void record_transform(Dataset& out, const char* kind, const Matrix& A, const Vec
     if (m->rows() > 0) *m = out.transform.to_model(*m);
 }
 
+std::string column_name(const std::vector<std::string>& columns, Index d) {
+  return static_cast<std::size_t>(d) < columns.size() ? columns[static_cast<std::size_t>(d)] : "x" + std::to_string(d);
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Steps that change which variables there are, or add noise, leave no exact density to compare with.
+void refuse_with_truth(const Config& data, const SourceData& raw, const char* key) {
+  if (raw.truth)
+    data.fail(key, "this source has an exact density of its own columns, which the step would make wrong "
+                   "(it is meant for data files)");
+}
+
+Matrix without_columns(const Matrix& X, const std::vector<Index>& keep) {
+  Matrix out(X.rows(), static_cast<Index>(keep.size()));
+  for (std::size_t k = 0; k < keep.size(); ++k) out.col(static_cast<Index>(k)) = X.col(keep[k]);
+  return out;
+}
+
+// `exclude = [...]`: the named columns are removed from every split before anything else happens.
+void exclude_columns(const Config& data, SourceData& raw, PreprocessingReport& report) {
+  if (!data.has("exclude")) return;
+  const std::vector<std::string> names = data.strings("exclude");
+  if (names.empty()) return;
+  refuse_with_truth(data, raw, "exclude");
+  std::vector<bool> drop(raw.columns.size(), false);
+  for (const auto& name : names) {
+    auto it = std::find(raw.columns.begin(), raw.columns.end(), name);
+    if (it == raw.columns.end())
+      data.fail("exclude", "no column \"" + name + "\" in the data (its columns: " + joined(raw.columns) + ")");
+    const auto k = static_cast<std::size_t>(it - raw.columns.begin());
+    if (drop[k]) data.fail("exclude", "column \"" + name + "\" is listed twice");
+    drop[k] = true;
+  }
+  std::vector<Index> keep;
+  std::vector<std::string> kept_names;
+  for (std::size_t k = 0; k < drop.size(); ++k)
+    if (!drop[k]) {
+      keep.push_back(static_cast<Index>(k));
+      kept_names.push_back(raw.columns[k]);
+    }
+  if (keep.empty()) data.fail("exclude", "excludes every column of the data");
+  auto apply = [&](Matrix& X) {
+    if (X.cols() == static_cast<Index>(drop.size())) X = without_columns(X, keep);
+  };
+  apply(raw.samples);
+  for (auto* m : {&raw.train, &raw.validation, &raw.test})
+    if (*m) apply(**m);
+  raw.columns = kept_names;
+  report.excluded = names;
+}
+
+// Row counts of the test and validation splits. The "counts" rule takes `test` and `validation` as
+// integers (rows) or fractions of all n rows, rounded to the nearest row (halves away from zero:
+// 0.1 of 1599 rows is 160). The "dkef" rule is DKEF's code: test = floor(n/10), then validation =
+// min(floor(rest/10), 1000) of the rest (159 and 144 of 1599 rows).
+std::pair<Index, Index> split_sizes(const Config& split, Index n, PreprocessingReport& report) {
+  report.split_rule = split.string("rule");
+  if (report.split_rule == "dkef") {
+    for (const char* k : {"test", "validation"})
+      if (split.has(k)) split.fail(k, "rule = \"dkef\" fixes the test and validation sizes; remove this key");
+    const Index n_test = n / 10;
+    const Index n_val = std::min<Index>((n - n_test) / 10, 1000);
+    return {n_test, n_val};
+  }
+  const Index n_test = split.has("test") ? split_count(split, "test", n)
+                                         : static_cast<Index>(std::llround(0.1 * static_cast<double>(n)));
+  return {n_test, split_count(split, "validation", n)};
+}
+
+// Median of the gaps between the sorted unique values of x (NaN when there are fewer than 2 values);
+// an even number of gaps averages the two middle ones.
+double median_unique_gap(const Vector& x) {
+  std::vector<double> v(x.data(), x.data() + x.size());
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  if (v.size() < 2) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> gaps(v.size() - 1);
+  for (std::size_t i = 0; i + 1 < v.size(); ++i) gaps[i] = v[i + 1] - v[i];
+  std::sort(gaps.begin(), gaps.end());
+  const std::size_t m = gaps.size();
+  return m % 2 == 1 ? gaps[m / 2] : 0.5 * (gaps[m / 2 - 1] + gaps[m / 2]);
+}
+
+// `dequantize = true`: every value of column d gets U(−1, 1)·g_d added, g_d the median gap between the
+// column's sorted unique training values (DKEF's protocol for the wine data sets, where it takes g_d
+// from all rows). Each split draws from its own stream, column by column, so the noise depends on the
+// seed only.
+void dequantize(const Config& data, Dataset& out, const RandomStream& rng) {
+  const Index D = out.train.cols();
+  Vector gap(D);
+  for (Index d = 0; d < D; ++d) {
+    gap[d] = median_unique_gap(out.train.col(d));
+    if (!std::isfinite(gap[d]))
+      throw DataError(data.where("dequantize") + ": column " + column_name(out.columns, d) +
+                      " has a single value in the training split, so it has no gap to dequantise with");
+    out.preprocessing.dequantized.push_back({column_name(out.columns, d), gap[d]});
+  }
+  const std::pair<const char*, Matrix*> splits[] = {
+      {"train", &out.train}, {"validation", &out.validation}, {"test", &out.test}};
+  for (const auto& [name, X] : splits) {
+    RandomStream r = rng.derive(std::string("dequantize.") + name);
+    for (Index d = 0; d < D; ++d)
+      for (Index n = 0; n < X->rows(); ++n) (*X)(n, d) += (2.0 * r.uniform() - 1.0) * gap[d];
+  }
+}
+
+// Correlation matrix of the columns of X (population moments); a constant column correlates with
+// nothing (its row and column are 0, the diagonal 1).
+Matrix column_correlations(const Matrix& X) {
+  const Matrix centred = X.rowwise() - X.colwise().mean();
+  const Matrix cov = centred.transpose() * centred / static_cast<double>(X.rows());
+  const Vector sd = cov.diagonal().cwiseMax(0.0).cwiseSqrt();
+  Matrix C = Matrix::Zero(X.cols(), X.cols());
+  for (Index i = 0; i < X.cols(); ++i)
+    for (Index j = 0; j < X.cols(); ++j)
+      C(i, j) = i == j ? 1.0 : (sd[i] > 0 && sd[j] > 0 ? cov(i, j) / (sd[i] * sd[j]) : 0.0);
+  return C;
+}
+
+// `drop_correlated = c`: while some pair of columns has |correlation| > c on the training split, the
+// first column (in column order) that has such a partner is dropped from every split, and the
+// correlations are recomputed (DKEF's clean_data, which it runs on all rows of Parkinsons).
+void drop_correlated(const Config& data, Dataset& out) {
+  const double threshold = data.number("drop_correlated");
+  if (!(threshold > 0.0 && threshold < 1.0))
+    data.fail("drop_correlated", "expected a correlation threshold in (0, 1), got " + std::to_string(threshold));
+  if (out.train.rows() < 2) data.fail("drop_correlated", "needs at least 2 training rows");
+  for (;;) {
+    const Matrix C = column_correlations(out.train);
+    Index drop = -1, partner = -1;
+    for (Index i = 0; i < C.rows() && drop < 0; ++i)
+      for (Index j = 0; j < C.cols(); ++j)
+        if (j != i && std::abs(C(i, j)) > threshold) {
+          drop = i;
+          partner = j;
+          break;
+        }
+    if (drop < 0) return;
+    out.preprocessing.dropped.push_back(
+        {column_name(out.columns, drop), column_name(out.columns, partner), C(drop, partner)});
+    std::vector<Index> keep;
+    for (Index k = 0; k < out.train.cols(); ++k)
+      if (k != drop) keep.push_back(k);
+    for (Matrix* X : {&out.train, &out.validation, &out.test}) *X = without_columns(*X, keep);
+    if (static_cast<std::size_t>(drop) < out.columns.size())
+      out.columns.erase(out.columns.begin() + static_cast<std::ptrdiff_t>(drop));
+  }
+}
+
+// The host's own [data] keys besides the split (exclude, dequantize, ...), checked for kind and range.
+void check_preprocessing_keys(const Config& data) {
+  for (const char* k : {"shuffle", "standardize", "whiten", "dequantize"})
+    if (data.has(k)) (void)data.boolean(k);  // a wrong type fails here, citing the key
+  if (data.has("exclude")) (void)data.strings("exclude");
+  if (data.has("drop_correlated")) (void)data.number("drop_correlated");
+  const bool scaled = (data.has("standardize") && data.boolean("standardize")) || (data.has("whiten") && data.boolean("whiten"));
+  if (data.has("statistics_rows") && !scaled)
+    data.fail("statistics_rows", "applies to `standardize` and `whiten`, and neither is set");
+  if (data.has("statistics_rows") && data.integer("statistics_rows") < 2)
+    data.fail("statistics_rows", "expected at least 2 rows, got " + std::to_string(data.integer("statistics_rows")));
+}
+
+// Training rows the standardize/whiten statistics use: the first `statistics_rows` of the (shuffled)
+// training split, or all of them.
+Index statistics_row_count(const Config& data, Index train_rows) {
+  if (!data.has("statistics_rows")) return train_rows;
+  return std::min<Index>(train_rows, data.integer("statistics_rows"));
+}
+
 }  // namespace
 
 void register_core_components(Registry& registry) {
@@ -134,18 +310,21 @@ void register_core_components(Registry& registry) {
   });
 }
 
-std::vector<std::string> data_host_keys() { return {"split", "shuffle", "standardize", "whiten"}; }
+std::vector<std::string> data_host_keys() {
+  return {"split", "shuffle", "standardize", "whiten", "exclude", "dequantize", "drop_correlated", "statistics_rows"};
+}
 
 Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint64_t seed) {
   Config data = data_table;
-  for (const char* k : {"shuffle", "standardize", "whiten"})
-    if (data.has(k)) (void)data.boolean(k);  // a wrong type fails here, citing the key
+  check_preprocessing_keys(data);
   RandomStream rng(seed, "data");
   BuildContext ctx{-1, &registry, &rng};
   DataSourcePtr source = registry.make_data_source(data, ctx, data_host_keys());
   RandomStream load_rng = rng.derive("source");
   SourceData raw = source->load(load_rng);
   data.fill_defaults();
+  PreprocessingReport report;
+  exclude_columns(data, raw, report);
 
   Dataset out;
   out.columns = raw.columns;
@@ -162,10 +341,12 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
     if (n == 0) throw DataError(data.where("type") + ": the source produced no rows");
     Config split = data.table("split");
     split.validate({KeySpec::number("test", "test rows: a fraction in [0, 1) or an integer count", 0.1),
-                    KeySpec::number("validation", "validation rows: fraction or count", 0.0)});
-    const Index n_test = split.has("test") ? split_count(split, "test", n)
-                                           : static_cast<Index>(std::llround(0.1 * static_cast<double>(n)));
-    const Index n_val = split_count(split, "validation", n);
+                    KeySpec::number("validation", "validation rows: fraction or count", 0.0),
+                    KeySpec::string("rule", "counts: `test` and `validation` as given; dkef: test = floor(10% of "
+                                            "the rows), validation = min(floor(10% of the rest), 1000)",
+                                    std::string("counts"))
+                        .one_of({"counts", "dkef"})});
+    const auto [n_test, n_val] = split_sizes(split, n, report);
     if (n_test + n_val >= n)
       split.fail("", "test (" + std::to_string(n_test) + ") + validation (" + std::to_string(n_val) +
                          ") rows leave no training rows out of " + std::to_string(n));
@@ -185,6 +366,15 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
     out.test = take_rows(raw.samples, idx, n_train + n_val, n_test);
   }
   check_dims(out);
+  out.preprocessing = report;
+  if (data.has("dequantize") && data.boolean("dequantize")) {
+    refuse_with_truth(data, raw, "dequantize");
+    dequantize(data, out, rng);
+  }
+  if (data.has("drop_correlated")) {
+    refuse_with_truth(data, raw, "drop_correlated");
+    drop_correlated(data, out);
+  }
 
   const bool standardize = data.has("standardize") && data.boolean("standardize");
   const bool whiten = data.has("whiten") && data.boolean("whiten");
@@ -192,11 +382,12 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
   if (standardize || whiten) {
     const Index D = out.train.cols();
     if (out.train.rows() < 2) data.fail(standardize ? "standardize" : "whiten", "needs at least 2 training rows");
-    Vector mean = out.train.colwise().mean().transpose();
-    Matrix centred = out.train.rowwise() - mean.transpose();
+    const Index n_stats = out.preprocessing.statistics_rows = statistics_row_count(data, out.train.rows());
+    Vector mean = out.train.topRows(n_stats).colwise().mean().transpose();
+    Matrix centred = out.train.topRows(n_stats).rowwise() - mean.transpose();
     Matrix A;
     if (standardize) {
-      Vector sd = (centred.array().square().colwise().sum() / static_cast<double>(out.train.rows())).sqrt();
+      Vector sd = (centred.array().square().colwise().sum() / static_cast<double>(n_stats)).sqrt();
       for (Index d = 0; d < D; ++d)
         if (!(sd[d] > 0))
           throw DataError(data.where("standardize") + ": column " +
@@ -204,7 +395,7 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
                           " is constant in the training split and cannot be standardised");
       A = sd.cwiseInverse().asDiagonal();
     } else {
-      Matrix cov = centred.transpose() * centred / static_cast<double>(out.train.rows());
+      Matrix cov = centred.transpose() * centred / static_cast<double>(n_stats);
       Eigen::SelfAdjointEigenSolver<Matrix> es(cov);
       if (es.eigenvalues().minCoeff() <= 1e-12 * std::max(1.0, es.eigenvalues().maxCoeff()))
         throw DataError(data.where("whiten") +

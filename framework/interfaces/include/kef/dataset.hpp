@@ -10,6 +10,24 @@
 
 namespace kef {
 
+// What the [data] table's preprocessing did (results.json "data.preprocessing"); an empty member is a
+// step that was not asked for.
+struct PreprocessingReport {
+  std::string split_rule;              // "counts" (test/validation keys) or "dkef"
+  std::vector<std::string> excluded;   // columns removed by `exclude`
+  struct Dequantized {
+    std::string column;
+    double gap;  // median gap between the column's sorted unique training values
+  };
+  std::vector<Dequantized> dequantized;
+  struct Dropped {
+    std::string column, partner;  // the dropped column and the kept one it was correlated with
+    double correlation;           // their correlation on the training split when it was dropped
+  };
+  std::vector<Dropped> dropped;
+  Index statistics_rows = 0;  // training rows the standardize/whiten statistics came from (0: none)
+};
+
 struct Dataset {
   Matrix train;
   Matrix validation;  // may have 0 rows
@@ -20,6 +38,7 @@ struct Dataset {
   // Data units -> the coordinates of train/validation/test ([data] standardize or whiten), with the
   // column names; saved with every model so that saved models are used in data units.
   DataTransform transform;
+  PreprocessingReport preprocessing;
   Index dim() const { return train.cols(); }
 };
 

@@ -3,12 +3,14 @@
 // model's kernel and base measure (either may be null when the method does not use one).
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kef/base_measure.hpp"
 #include "kef/component_info.hpp"
+#include "kef/data_shape.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
 #include "kef/progress.hpp"
@@ -67,6 +69,14 @@ class Estimator {
 
   virtual ~Estimator() = default;
   virtual ModelPtr fit(const FitInput& input) = 0;
+
+  // Checks that depend only on the configuration and the data's shape (e.g. inducing points against
+  // training rows), run by `kef validate` and before the first fit. The default checks nothing.
+  virtual void check(const DataShape& /*data*/) const {}
+  // The facets the fitted model will have, when this configuration determines them (evaluators'
+  // needs are checked against them before any fit); empty when unknown, and then the type's
+  // ComponentInfo::facets, if declared, stand in.
+  virtual std::optional<FacetSet> facets() const { return std::nullopt; }
 };
 
 using EstimatorPtr = std::shared_ptr<Estimator>;

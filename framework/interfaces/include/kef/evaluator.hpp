@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "kef/data_shape.hpp"
 #include "kef/dataset.hpp"
 #include "kef/model.hpp"
 #include "kef/progress.hpp"
@@ -35,6 +36,14 @@ class Evaluator {
 
   virtual ~Evaluator() = default;
   virtual EvaluationResult evaluate(const EvalInput& input) = 0;
+
+  // Checks that depend only on the configuration and the data's shape (split sizes, dimension), run
+  // by `kef validate` and before the first fit; a failure throws ConfigError/DataError naming the key.
+  // evaluate() may assume they passed. The default checks nothing.
+  virtual void check(const DataShape& /*data*/) const {}
+  // Checks against one model the evaluator will run on (e.g. that it can be sampled), before it is
+  // fitted; `model.facets` is empty when its estimator does not declare them. The default checks nothing.
+  virtual void check_model(const DataShape& /*data*/, const PlannedModel& /*model*/) const {}
 };
 
 using EvaluatorPtr = std::shared_ptr<Evaluator>;

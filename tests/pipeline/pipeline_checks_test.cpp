@@ -1,0 +1,313 @@
+// The pipeline's promises about work (issue 11 §4): every check that depends only on the config and
+// the data fails in `kef validate` and before the first fit; a failure after fitting publishes the
+// fitted models and the finished metrics with the failed step recorded, and exits non-zero.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace kef {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+struct Result {
+  int status;
+  std::string output;
+};
+
+Result kef_cmd(const std::string& args) {
+  Result r;
+  r.status = test::run_command(test::kef_executable() + " " + args, &r.output);
+  return r;
+}
+
+fs::path write_file(const fs::path& dir, const std::string& name, const std::string& text) {
+  fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+Json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return Json::parse(in);
+}
+
+// Two lite models on 1000 banana rows (200 test), then the evaluators given.
+std::string two_models(const std::string& evaluators) {
+  return std::string(R"(schema_version = 1
+seed = 5
+[data]
+type = "synthetic/banana"
+n = 1000
+split = { test = 200, validation = 0 }
+[[model]]
+name = "a"
+[model.estimator]
+type = "lite"
+inducing_points = 40
+[model.kernel]
+type = "gaussian"
+sigma = 1.5
+[model.base_measure]
+type = "gaussian"
+std = 4.0
+[[model]]
+name = "b"
+[model.estimator]
+type = "lite"
+inducing_points = 40
+[model.kernel]
+type = "gaussian"
+sigma = 1.0
+[model.base_measure]
+type = "gaussian"
+std = 4.0
+[plugins]
+paths = [")") +
+         KEF_PIPELINE_FIXTURE_DIR + "\"]\n" + evaluators;
+}
+
+const char* kFssdJ500 = R"(
+[[evaluate]]
+type = "score_matching_loss"
+[[evaluate]]
+type = "fssd"
+J = 500
+)";
+
+TEST(PipelineChecks, ValidateRefusesMoreFssdLocationsThanTestRows) {
+  fs::path dir = test::temp_dir("checks-validate");
+  fs::path cfg = write_file(dir, "p.toml", two_models(kFssdJ500));
+  Result r = kef_cmd("validate " + cfg.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("evaluate[1].J"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("J = 500"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("200 rows"), std::string::npos) << r.output;
+}
+
+TEST(PipelineChecks, RunRefusesBeforeTheFirstFit) {
+  fs::path dir = test::temp_dir("checks-run");
+  fs::path cfg = write_file(dir, "p.toml", two_models(kFssdJ500));
+  Result r = kef_cmd("run " + cfg.string() + " --output " + (dir / "out").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("evaluate[1].J"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("fitted in"), std::string::npos) << "no model may be fitted: " << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(PipelineChecks, OptimizedFssdChecksTheLocationsPartOfTheSplit) {
+  // optimized: J locations come from train_fraction (0.2) of the 200 test rows, i.e. 40 rows.
+  fs::path dir = test::temp_dir("checks-optimized");
+  fs::path cfg = write_file(dir, "p.toml", two_models(R"(
+[[evaluate]]
+type = "fssd"
+locations = "optimized"
+J = 41
+)"));
+  Result r = kef_cmd("validate " + cfg.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("only 40 rows in its training part"), std::string::npos) << r.output;
+  fs::path ok = write_file(dir, "ok.toml", two_models(R"(
+[[evaluate]]
+type = "fssd"
+locations = "optimized"
+J = 40
+)"));
+  Result r2 = kef_cmd("validate " + ok.string());
+  EXPECT_EQ(r2.status, 0) << r2.output;
+}
+
+TEST(PipelineChecks, MmdChecksItsSplitBeforeFitting) {
+  fs::path dir = test::temp_dir("checks-mmd");
+  // A lite model's q0 (Gaussian) can be sampled, so hmc_init = "base_measure" is accepted ...
+  fs::path ok = write_file(dir, "ok.toml", two_models(R"(
+[[evaluate]]
+type = "mmd"
+hmc_init = "base_measure"
+)"));
+  Result r = kef_cmd("validate " + ok.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  // ... and a split of fewer than 2 rows is refused before fitting.
+  fs::path bad = write_file(dir, "bad.toml", two_models(R"(
+[[evaluate]]
+type = "mmd"
+split = "validation"
+)"));
+  Result r2 = kef_cmd("validate " + bad.string());
+  EXPECT_EQ(r2.status, 2) << r2.output;
+  EXPECT_NE(r2.output.find("evaluate[0].split"), std::string::npos) << r2.output;
+}
+
+// One model of the fixture estimator (no sampler, no base measure, at least min_train_rows rows).
+std::string fixture_model(Index min_train_rows, const std::string& evaluators) {
+  return std::string(R"(schema_version = 1
+[data]
+type = "synthetic/banana"
+n = 300
+split = { test = 100 }
+[[model]]
+name = "g"
+[model.estimator]
+type = "pipeline_fixture_gaussian"
+min_train_rows = )") +
+         std::to_string(min_train_rows) + "\n[plugins]\npaths = [\"" + KEF_PIPELINE_FIXTURE_DIR + "\"]\n" +
+         evaluators;
+}
+
+TEST(PipelineChecks, EmptySplitsFailBeforeFitting) {
+  // The validation split of two_models() is empty: every evaluator that reads it says so in validate.
+  fs::path dir = test::temp_dir("checks-split");
+  for (const char* type : {"score_matching_loss", "ksd", "fssd", "mmd"}) {
+    fs::path cfg = write_file(
+        dir, "p.toml",
+        two_models(std::string("[[evaluate]]\ntype = \"") + type + "\"\nsplit = \"validation\"\n"));
+    Result r = kef_cmd("validate " + cfg.string());
+    EXPECT_EQ(r.status, 2) << type << ": " << r.output;
+    EXPECT_NE(r.output.find("evaluate[0].split"), std::string::npos) << type << ": " << r.output;
+  }
+}
+
+TEST(PipelineChecks, EstimatorChecksRunBeforeFitting) {
+  fs::path dir = test::temp_dir("checks-estimator");
+  Result ok = kef_cmd("validate " + write_file(dir, "ok.toml", fixture_model(200, "")).string());
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  Result bad = kef_cmd("validate " + write_file(dir, "bad.toml", fixture_model(201, "")).string());
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("model[0].estimator.min_train_rows: needs 201 training rows, the data has 200"),
+            std::string::npos)
+      << bad.output;
+}
+
+TEST(PipelineChecks, EvaluatorsCheckTheFacetsTheEstimatorDeclares) {
+  // The fixture's model has no sampler and no base measure: mmd may start HMC from the training rows
+  // but not from a base measure, and that is known before the fit.
+  fs::path dir = test::temp_dir("checks-facets");
+  Result ok = kef_cmd(
+      "validate " + write_file(dir, "ok.toml", fixture_model(0, "[[evaluate]]\ntype = \"mmd\"\n")).string());
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  Result bad =
+      kef_cmd("run --quiet " +
+              write_file(dir, "bad.toml",
+                         fixture_model(0, "[[evaluate]]\ntype = \"mmd\"\nhmc_init = \"base_measure\"\n"))
+                  .string() +
+              " --output " + (dir / "out").string());
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("evaluate[0].hmc_init: model g has no base measure that can be sampled"),
+            std::string::npos)
+      << bad.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(PipelineChecks, AFailureAfterFittingKeepsTheModelsAndFinishedMetrics) {
+  fs::path dir = test::temp_dir("checks-keep");
+  fs::path cfg = write_file(dir, "p.toml", two_models(R"(
+[[evaluate]]
+type = "score_matching_loss"
+[[evaluate]]
+type = "pipeline_fixture_fail"
+fail_on = "b"
+)"));
+  const fs::path out = dir / "out";
+  Result r = kef_cmd("run " + cfg.string() + " --quiet --output " + out.string());
+  EXPECT_EQ(r.status, 1) << "a numerical error keeps its exit status: " << r.output;
+  EXPECT_NE(r.output.find("failing on model b as asked"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kept in"), std::string::npos) << r.output;
+  ASSERT_TRUE(fs::exists(out / "results.json")) << r.output;
+  const Json j = read_json(out / "results.json");
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_EQ(j["failure"]["step"], "evaluate[1] (pipeline_fixture_fail) on model b");
+  EXPECT_EQ(j["failure"]["kind"], "numerical error");
+  EXPECT_NE(j["failure"]["error"].get<std::string>().find("failing on model b"), std::string::npos);
+  for (const char* m : {"a", "b"}) {
+    EXPECT_TRUE(fs::exists(out / "models" / m / "model.toml")) << m;
+    EXPECT_TRUE(j["models"][m]["metrics"]["score_matching_loss"].is_number()) << m;
+  }
+  EXPECT_EQ(j["models"]["a"]["metrics"]["fixture_rows"], 200) << "a finished evaluation is kept";
+  EXPECT_FALSE(j["models"]["b"]["metrics"].contains("fixture_rows"));
+  std::ifstream log(out / "log.txt");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("run failed at evaluate[1] (pipeline_fixture_fail) on model b"), std::string::npos)
+      << text;
+  // The kept models reload and score.
+  fs::path pts = write_file(dir, "pts.csv", "x0,x1\n0.1,0.2\n");
+  Result s = kef_cmd("score " + (out / "models" / "a").string() + " --data " + pts.string() + " --out " +
+                     (dir / "scores.npy").string());
+  EXPECT_EQ(s.status, 0) << s.output;
+}
+
+TEST(PipelineChecks, AKeptFailureKeepsTheErrorsExitStatus) {
+  fs::path dir = test::temp_dir("checks-keep-data");
+  fs::path cfg = write_file(dir, "p.toml", two_models(R"(
+[[evaluate]]
+type = "pipeline_fixture_fail"
+fail_on = "a"
+kind = "data"
+)"));
+  Result r = kef_cmd("run " + cfg.string() + " --quiet --output " + (dir / "out").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  const Json j = read_json(dir / "out" / "results.json");
+  EXPECT_EQ(j["status"], "failed");
+  EXPECT_EQ(j["failure"]["kind"], "data error");
+}
+
+TEST(PipelineChecks, ASuccessfulRunSaysItIsComplete) {
+  fs::path dir = test::temp_dir("checks-complete");
+  fs::path cfg = write_file(dir, "p.toml", two_models(R"(
+[[evaluate]]
+type = "pipeline_fixture_fail"
+)"));
+  Result r = kef_cmd("run " + cfg.string() + " --quiet --output " + (dir / "out").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Json j = read_json(dir / "out" / "results.json");
+  EXPECT_EQ(j["status"], "complete");
+  EXPECT_FALSE(j.contains("failure"));
+}
+
+TEST(PipelineChecks, ResultsRecordThePreprocessing) {
+  fs::path dir = test::temp_dir("checks-preprocessing");
+  std::string csv = "a,b,c,quality\n";
+  for (int i = 0; i < 200; ++i) {
+    const double a = (i * 37) % 101, c = (i * 53) % 89;
+    csv += std::to_string(a) + "," + std::to_string(2 * a + (i % 3)) + "," + std::to_string(c) + "," +
+           std::to_string(i % 7) + "\n";
+  }
+  write_file(dir, "data.csv", csv);
+  fs::path cfg = write_file(dir, "p.toml", std::string(R"(schema_version = 1
+[data]
+type = "file"
+path = "data.csv"
+exclude = ["quality"]
+dequantize = true
+drop_correlated = 0.98
+whiten = true
+statistics_rows = 100
+split = { rule = "dkef" }
+[[model]]
+name = "g"
+[model.estimator]
+type = "pipeline_fixture_gaussian"
+[plugins]
+paths = [")") + KEF_PIPELINE_FIXTURE_DIR + "\"]\n");
+  Result r = kef_cmd("run " + cfg.string() + " --quiet --output " + (dir / "out").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Json j = read_json(dir / "out" / "results.json");
+  const Json& data = j["data"];
+  EXPECT_EQ(data["columns"], Json({"b", "c"}));
+  EXPECT_EQ(data["test_rows"], 20);
+  EXPECT_EQ(data["validation_rows"], 18);
+  const Json& p = data["preprocessing"];
+  EXPECT_EQ(p["split_rule"], "dkef");
+  EXPECT_EQ(p["excluded"], Json({"quality"}));
+  EXPECT_EQ(p["dequantized_gaps"]["a"], 1.0);
+  EXPECT_EQ(p["dropped_correlated"][0]["column"], "a");
+  EXPECT_EQ(p["dropped_correlated"][0]["correlated_with"], "b");
+  EXPECT_GT(p["dropped_correlated"][0]["correlation"].get<double>(), 0.98);
+  EXPECT_EQ(p["statistics_rows"], 100);
+}
+
+}  // namespace
+}  // namespace kef
