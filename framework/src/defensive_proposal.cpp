@@ -1,5 +1,6 @@
 #include "kef/defensive_proposal.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -8,14 +9,19 @@
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/student_t_proposal.hpp"
+#include "kef/vector_exp.hpp"
 
 namespace kef {
 namespace {
 
-// Per row: logsumexp of the row (rows of −inf stay −inf).
+// Per row: logsumexp of the row (rows of −inf stay −inf), vectorised over the columns.
 Vector row_logsumexp(const Matrix& A) {
+  const Vector m = A.rowwise().maxCoeff();
   Vector out(A.rows());
-  for (Index i = 0; i < A.rows(); ++i) out[i] = logsumexp(A.row(i).transpose());
+  Matrix shifted = A.colwise() - m;
+  exp_array(shifted.data(), shifted.data(), shifted.size());
+  const Vector s = shifted.rowwise().sum();
+  for (Index i = 0; i < A.rows(); ++i) out[i] = std::isfinite(m[i]) ? m[i] + std::log(s[i]) : m[i];
   return out;
 }
 
@@ -42,6 +48,9 @@ GaussianCentresProposal::GaussianCentresProposal(Matrix centres, Vector bandwidt
     throw ConfigError("Gaussian-bump proposal: needs at least one centre and one bandwidth per coordinate");
   if (!centres_.allFinite() || !(bandwidth_.array() > 0.0).all() || !bandwidth_.allFinite())
     throw DataError("Gaussian-bump proposal: centres must be finite and bandwidths finite and > 0");
+  scaled_centres_ = centres_ * bandwidth_.cwiseInverse().asDiagonal();
+  log_norm_ =
+      -0.5 * static_cast<double>(dim()) * std::log(2.0 * std::numbers::pi) - bandwidth_.array().log().sum();
 }
 
 Vector GaussianCentresProposal::silverman_bandwidth(const Matrix& data, double factor) {
@@ -63,11 +72,8 @@ Vector GaussianCentresProposal::silverman_bandwidth(const Matrix& data, double f
 }
 
 Matrix GaussianCentresProposal::component_log_densities(const Matrix& X) const {
-  const Vector inv_h = bandwidth_.cwiseInverse();
-  const Matrix Xs = X * inv_h.asDiagonal(), Cs = centres_ * inv_h.asDiagonal();
-  const double D = static_cast<double>(dim());
-  const double log_norm = -0.5 * D * std::log(2.0 * std::numbers::pi) - bandwidth_.array().log().sum();
-  return (log_norm - 0.5 * squared_distances(Xs, Cs).array()).matrix();
+  const Matrix Xs = X * bandwidth_.cwiseInverse().asDiagonal();
+  return (log_norm_ - 0.5 * squared_distances(Xs, scaled_centres_).array()).matrix();
 }
 
 Matrix GaussianCentresProposal::sample(Index n, RandomStream& rng) const {

@@ -33,6 +33,8 @@ class GaussianCentresProposal final : public Proposal {
   Matrix component_log_densities(const Matrix& X) const;
   Matrix centres_;
   Vector bandwidth_;
+  Matrix scaled_centres_;  // centres / h, per coordinate
+  double log_norm_ = 0.0;  // log of N(0; 0, diag(h²))
 };
 
 // Σ_k w_k q_k. sample(n) draws the component of each of the n draws from rng, then each component's
