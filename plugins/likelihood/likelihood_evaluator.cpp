@@ -371,6 +371,7 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
     if (bound) {
       r.metrics.emplace_back("bias_bound", bound->value);
       ri.bias_bound = bound->value;
+      ri.bound_sample_log_z = bound->log_z;
     }
   }
   if (check != "none") {

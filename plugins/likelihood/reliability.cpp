@@ -68,6 +68,10 @@ Reliability assess(const ReliabilityInputs& in) {
   if (in.bias_bound && !(*in.bias_bound <= in.tolerance))
     out.reasons.push_back("the bias bound " + fmt(*in.bias_bound) + " exceeds the tolerance " +
                           fmt(in.tolerance));
+  if (in.bound_sample_log_z && !in.main.failed &&
+      !(std::abs(*in.bound_sample_log_z - in.main.log_z) <= in.tolerance))
+    out.reasons.push_back("the bias bound's own sample gives log Z = " + fmt(*in.bound_sample_log_z) + ", " +
+                          fmt(std::abs(*in.bound_sample_log_z - in.main.log_z)) + " nats from log Ẑ");
   if (in.bdmc_lower && in.bdmc_upper) {
     const double lo = *in.bdmc_lower, hi = *in.bdmc_upper;
     if (!(hi - lo <= in.tolerance))

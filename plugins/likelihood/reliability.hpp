@@ -24,6 +24,8 @@ struct ReliabilityInputs {
   NormalizerEstimate main;
   std::optional<NormalizerEstimate> check;  // none: check = "none"
   std::optional<double> bias_bound;
+  // log Z from the bias bound's own variance sample (method importance): a second look from q0.
+  std::optional<double> bound_sample_log_z;
   // Bidirectional Monte Carlo: forward AIS (a stochastic lower bound of log Z) and reverse AIS from
   // exact samples (a stochastic upper bound), when the model can be sampled exactly.
   std::optional<double> bdmc_lower, bdmc_upper;
@@ -42,7 +44,8 @@ struct Reliability {
 // tolerance/2 and its effective sample size at least min_effective_samples (for AIS, at least
 // min(min_effective_samples, particles/4): its particles are few and each costs a whole annealing
 // run); the check, when given, must meet the same and agree within tolerance; the bias bound, when
-// given, must be at most tolerance; the BDMC bracket must be at most tolerance wide and hold the
+// given, must be at most tolerance, and the log Z of the bound's own sample must agree with the
+// estimate within tolerance; the BDMC bracket must be at most tolerance wide and hold the
 // estimate (within its slack). No check at all is a reason too: one estimate cannot vouch for itself.
 // For quadrature: its error estimate at most tolerance/2 and no boundary warning (it needs no check).
 Reliability assess(const ReliabilityInputs& in);

@@ -297,6 +297,21 @@ TEST(LogLikelihoodReliabilityErrors, BadKeysNameTheKey) {
   }
 }
 
+// kef 0.2 printed log Ẑ and the bias bound's own estimate of log Z (its variance sample) side by side,
+// 4 nats apart, without a word. f = softplus(4x) under q0 = N(0, 1): r >= 1 (so the bound applies) and
+// r ~ e^{4x} in the right tail, which two samples of 10⁵ see very differently (ESS of a few).
+TEST(LogLikelihoodReliability, TheBiasBoundsOwnSampleDisagreeingIsAReason) {
+  FunctionModel m(gaussian_base(1.0), 1, [](const Matrix& X) -> Vector {
+    const Eigen::ArrayXd u = 4.0 * X.col(0).array();
+    return (u.max(0.0) + (-u.abs()).exp().log1p()).matrix();
+  });
+  m.with_lower_bound(0.0);
+  const EvaluationResult r = run_q0_log_likelihood(m, Matrix::Zero(5, 1), "samples = 100000");
+  ASSERT_TRUE(find_metric(r, "bias_bound"));
+  EXPECT_EQ(metric(r, "reliable"), 0.0);
+  EXPECT_TRUE(has_note(r, "the bias bound's own sample gives log Z")) << r.summary;
+}
+
 // Through `kef run`: the warning is printed on stdout with the numbers it qualifies (not only in
 // log.txt, as in kef 0.2), and strict = true makes the run fail naming the model and the evaluator.
 TEST(LogLikelihoodReliability, KefRunPrintsTheWarningOnStdoutAndStrictFails) {
