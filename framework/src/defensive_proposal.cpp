@@ -200,9 +200,15 @@ MixtureProposal make_defensive_proposal(const BaseMeasure* base, const Matrix& d
   const std::vector<Index> rows = sample_without_replacement(pool.rows(), k, rng);
   Matrix centres(k, D);
   for (Index i = 0; i < k; ++i) centres.row(i) = pool.row(rows[static_cast<std::size_t>(i)]);
-  components.push_back(std::make_shared<GaussianCentresProposal>(
-      centres, GaussianCentresProposal::silverman_bandwidth(data, o.bandwidth_factor)));
-  weights.push_back(o.weight_centres);
+  // One bump family per bandwidth factor, sharing the centres and the bumps' weight: a model can be far
+  // narrower than the data's scale at an outlying point (a spike), and wide bumps reach it only rarely.
+  if (o.bandwidth_factors.empty())
+    throw ConfigError("defensive proposal: needs at least one bandwidth factor");
+  for (double factor : o.bandwidth_factors) {
+    components.push_back(std::make_shared<GaussianCentresProposal>(
+        centres, GaussianCentresProposal::silverman_bandwidth(data, factor)));
+    weights.push_back(o.weight_centres / static_cast<double>(o.bandwidth_factors.size()));
+  }
   return MixtureProposal(std::move(components), std::move(weights));
 }
 

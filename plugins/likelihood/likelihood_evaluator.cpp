@@ -103,9 +103,12 @@ KeyList likelihood_keys() {
       KeySpec::integer("max_centres", "Gaussian bumps at most at this many inducing and data points", 1000)
           .at_least(1)
           .at_most(1e6),
-      KeySpec::number("bandwidth_factor", "the bumps' bandwidth as a multiple of Silverman's rule", 1.0)
-          .positive(),
-      KeySpec::integer("ais_particles", "AIS: particles (independent annealing runs)", 256)
+      KeySpec::numbers(
+          "bandwidth_factor",
+          "the bumps' bandwidths as multiples of Silverman's rule: one family of bumps per factor, "
+          "sharing the bumps' weight",
+          std::vector<double>{1.0, 0.25}),
+      KeySpec::integer("ais_particles", "AIS: particles (independent annealing runs)", 512)
           .at_least(2)
           .at_most(1e7),
       KeySpec::integer("ais_temperatures", "AIS: steps of the sigmoid schedule from β = 0 to 1", 200)
@@ -216,7 +219,10 @@ LikelihoodEvaluator::LikelihoodEvaluator(const Config& cfg, Index dim)
   defensive_.weight_centres = w[2];
   defensive_.dof = cfg.number("student_t_dof");
   defensive_.max_centres = cfg.integer("max_centres");
-  defensive_.bandwidth_factor = cfg.number("bandwidth_factor");
+  defensive_.bandwidth_factors = cfg.numbers("bandwidth_factor");
+  if (defensive_.bandwidth_factors.empty()) cfg.fail("bandwidth_factor", "needs at least one factor");
+  for (double f : defensive_.bandwidth_factors)
+    if (!(f > 0.0) || !std::isfinite(f)) cfg.fail("bandwidth_factor", "factors must be finite and > 0");
   ais_.particles = cfg.integer("ais_particles");
   ais_.temperatures = cfg.integer("ais_temperatures");
   ais_.leapfrog_steps = cfg.integer("ais_leapfrog_steps");

@@ -148,17 +148,18 @@ TEST(DefensiveProposal, ImportanceSamplingFromTheMixtureRecoversAKnownNormaliser
   RandomStream crng(6, "centres");
   const MixtureProposal mix =
       make_defensive_proposal(m.base_measure(), data, Matrix(0, 2), DefensiveOptions{}, crng);
-  EXPECT_EQ(mix.components().size(), 3u);
+  // q0, the t and one bump family per default bandwidth factor (1 and 0.25).
+  EXPECT_EQ(mix.components().size(), 4u);
   const ProposalSource source(m, mix, "test");
   const MomentsRun run =
       sample_moments(source, RandomStream(7, "is"), ChunkPlan{200000, 4096, 2, 0.0, nullptr, "t"});
   const double se = run.moments.log_mean_stderr();
   EXPECT_LT(se, 0.01);
   EXPECT_NEAR(run.moments.log_mean(), std::log(2 * std::numbers::pi), 4 * se);
-  // Without a base measure the mixture has the other two components only.
+  // Without a base measure: the t and the two bump families.
   const MixtureProposal no_q0 =
       make_defensive_proposal(nullptr, data, Matrix(0, 2), DefensiveOptions{}, crng);
-  EXPECT_EQ(no_q0.components().size(), 2u);
+  EXPECT_EQ(no_q0.components().size(), 3u);
 }
 
 }  // namespace

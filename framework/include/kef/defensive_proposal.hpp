@@ -65,9 +65,11 @@ struct DefensiveOptions {
   // Weights of q0, the Student-t and the Gaussian bumps (normalised; q0's is dropped when there is
   // no samplable base measure).
   double weight_base = 1.0, weight_student_t = 1.0, weight_centres = 1.0;
-  double dof = 3.0;               // of the Student-t
-  Index max_centres = 1000;       // bumps at most at this many data rows (a random subset)
-  double bandwidth_factor = 1.0;  // times Silverman's rule
+  double dof = 3.0;          // of the Student-t
+  Index max_centres = 1000;  // bumps at most at this many data rows (a random subset)
+  // Bump bandwidths, each a multiple of Silverman's rule: one family of bumps per factor, sharing
+  // weight_centres equally.
+  std::vector<double> bandwidth_factors = {1.0, 0.25};
 };
 
 // The defensive mixture for a model of dimension data.cols(): q0 = base (may be null), the Student-t
