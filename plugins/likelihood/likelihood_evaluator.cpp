@@ -541,6 +541,7 @@ NormalizerEstimate LikelihoodEvaluator::estimate_ais(const EvalInput& in, const 
   const AisResult fwd = ais_forward(in.model, *start, pilot, in.rng.derive("ais"), o);
   if (!fwd.moments.has_mass())
     throw NumericalError("log_likelihood: every AIS weight of model " + in.model_name + " is 0");
+  in.progress.done(o.task, "log Ẑ = " + fmt(fwd.log_z) + " ± " + fmt(fwd.log_z_stderr));
   NormalizerEstimate e;
   e.method = "ais";
   e.log_z = fwd.log_z;
