@@ -75,7 +75,9 @@ int main(int argc, char** argv) {
   ModelPtr model = est->fit(FitInput{data.train, empty, fit_rng, *progress, threads, report});
 
   auto evaluator = reg.make_evaluator(
-      cfg("type = \"log_likelihood\"\nbias_bound = false\nsamples = " + std::to_string(U)), BuildContext{D, &reg});
+      cfg("type = \"log_likelihood\"\nmethod = \"importance\"\ncheck = \"none\"\nbias_bound = false\nsamples = " +
+          std::to_string(U)),
+      BuildContext{D, &reg});
   double rate = 0, log_z = 0;
   for (int rep = 0; rep < 3; ++rep) {
     RandomStream rng(7, "evaluate");

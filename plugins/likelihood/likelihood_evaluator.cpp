@@ -4,11 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <vector>
 
 #include "kef/error.hpp"
+#include "kef/lite_model.hpp"
 #include "kef/parallel.hpp"
+#include "kef/student_t_proposal.hpp"
 
 namespace kef::likelihood {
 
@@ -17,8 +20,8 @@ namespace {
 constexpr Index kRowChunk = 4096;
 constexpr Index kDefaultGrid1 = 4096;
 constexpr Index kDefaultGrid2 = 512;
-constexpr Index kMinGrid = 16;        // grid/2 >= 8 cells for the error estimate
-constexpr Index kMaxGrid = 1 << 20;   // keeps grid^D far from overflowing an Index
+constexpr Index kMinGrid = 16;       // grid/2 >= 8 cells for the error estimate
+constexpr Index kMaxGrid = 1 << 20;  // keeps grid^D far from overflowing an Index
 constexpr Index kMaxQuadratureDim = 2;
 constexpr Index kBandDivisor = 32;  // the boundary band is the outer 1/32 of the box on each side
 const char* const kQuadratureKeys[] = {"grid", "extent", "pad_range", "pad_std", "boundary_tolerance"};
@@ -50,63 +53,134 @@ Vector log_unnormalized_rows(const Model& model, const Matrix& X, int threads, c
   });
   for (Index i = 0; i < n; ++i)
     if (!std::isfinite(out[i]))
-      throw NumericalError("log_likelihood: log p~ of model " + model_name + " is not finite (" + fmt(out[i]) +
-                           ") at " + split + " row " + std::to_string(i));
+      throw NumericalError("log_likelihood: log p~ of model " + model_name + " is not finite (" +
+                           fmt(out[i]) + ") at " + split + " row " + std::to_string(i));
   return out;
+}
+
+std::optional<double> find_metric(const EvaluationResult& r, const std::string& name) {
+  for (const auto& [k, v] : r.metrics)
+    if (k == name) return v;
+  return std::nullopt;
 }
 
 }  // namespace
 
 KeyList likelihood_keys() {
   return {
-      KeySpec::string("method",
-                      "how Z is estimated: importance sampling from the base measure, or the midpoint rule on a box "
-                      "(D <= 2)",
-                      std::string("importance"))
-          .one_of({"importance", "quadrature"}),
-      KeySpec::string("split", "which split to evaluate on", std::string("test")).one_of({"test", "validation", "train"}),
+      KeySpec::string(
+          "method",
+          "how Z is estimated: importance sampling from a defensive mixture (q0, a Student-t fitted to "
+          "the data, Gaussian bumps at data and inducing points), from the base measure q0 alone, by "
+          "annealed importance sampling with HMC, or by the midpoint rule on a box (D <= 2)",
+          std::string("defensive"))
+          .one_of({"defensive", "importance", "ais", "quadrature"}),
+      KeySpec::string("check",
+                      "the independent second estimate of Z that the result must agree with: auto = ais for "
+                      "method defensive, defensive for importance and ais, none for quadrature",
+                      std::string("auto"))
+          .one_of({"auto", "defensive", "importance", "ais", "none"}),
+      KeySpec::number(
+          "tolerance",
+          "nats: reliable only if the estimates agree within this, each has a standard error of at "
+          "most half of it, and the bias bound and bidirectional AIS gap (when given) are within it",
+          0.05)
+          .positive(),
+      KeySpec::boolean("strict", "an unreliable log-likelihood is a numerical error instead of a warning",
+                       false),
+      KeySpec::boolean(
+          "bidirectional",
+          "when the model can be sampled exactly and AIS runs, also run reverse AIS from exact samples "
+          "(an upper bound of log Z beside the forward lower bound)",
+          true),
+      KeySpec::numbers(
+          "defensive_weights",
+          "mixture weights of [q0, Student-t, Gaussian bumps] (normalised; q0's dropped when the model "
+          "has no samplable base measure)",
+          std::vector<double>{1.0, 1.0, 1.0}),
+      KeySpec::number("student_t_dof", "degrees of freedom of the data-fitted Student-t proposal", 3.0)
+          .positive(),
+      KeySpec::integer("max_centres", "Gaussian bumps at most at this many inducing and data points", 1000)
+          .at_least(1)
+          .at_most(1e6),
+      KeySpec::numbers(
+          "bandwidth_factor",
+          "the bumps' bandwidths as multiples of Silverman's rule: one family of bumps per factor, "
+          "sharing the bumps' weight",
+          std::vector<double>{1.0, 0.25}),
+      KeySpec::integer("ais_particles", "AIS: particles (independent annealing runs)", 512)
+          .at_least(2)
+          .at_most(1e7),
+      KeySpec::integer("ais_temperatures", "AIS: steps of the sigmoid schedule from β = 0 to 1", 200)
+          .at_least(1)
+          .at_most(1e6),
+      KeySpec::integer("ais_leapfrog_steps", "AIS: leapfrog steps per HMC transition", 10)
+          .at_least(1)
+          .at_most(1e4),
+      KeySpec::number("ais_step_size", "AIS: the pilot's initial HMC step size (then adapted)", 0.1)
+          .positive(),
+      KeySpec::integer("ais_pilot_particles", "AIS: particles of the pilot run that adapts the step sizes",
+                       32)
+          .at_least(1)
+          .at_most(1e6),
+      KeySpec::number("ais_target_acceptance", "AIS: the pilot's target HMC acceptance (< 1)", 0.65)
+          .positive(),
+      KeySpec::string("ais_start", "AIS: the distribution at β = 0", std::string("student_t"))
+          .one_of({"student_t", "base_measure"}),
+      KeySpec::string("split", "which split to evaluate on", std::string("test"))
+          .one_of({"test", "validation", "train"}),
       KeySpec::integer("samples", "importance-sampling proposals U for Ẑ (the budget)", 1000000).at_least(1),
       KeySpec::number("max_seconds",
                       "time budget for Ẑ's proposals, 0 = none; stops between chunks and keeps the longest "
                       "prefix of whole chunks, so the result equals a run with samples = proposals used",
                       0.0)
           .non_negative(),
-      KeySpec::integer("chunk_size", "proposals per chunk (chunk i draws from its own stream: part of the seed)", 4096)
+      KeySpec::integer("chunk_size",
+                       "proposals per chunk (chunk i draws from its own stream: part of the seed)", 4096)
           .at_least(1),
-      KeySpec::number("min_effective_samples",
-                      "a note warns that log Ẑ is unreliable when the proposals' effective sample size is below this",
-                      100.0)
+      KeySpec::number(
+          "min_effective_samples",
+          "a note warns that log Ẑ is unreliable when the proposals' effective sample size is below this",
+          100.0)
           .at_least(0.0),
       KeySpec::boolean("bias_bound", "estimate DKEF Proposition 1's bound on the bias of log Ẑ", true),
-      KeySpec::number("bound_percentile", "s is this quantile of the first bound sample (< 0.5)", 0.4).positive(),
-      KeySpec::integer("bound_percentile_samples", "proposals of the sample giving s (all kept in memory)", 100000)
+      KeySpec::number("bound_percentile", "s is this quantile of the first bound sample (< 0.5)", 0.4)
+          .positive(),
+      KeySpec::integer("bound_percentile_samples", "proposals of the sample giving s (all kept in memory)",
+                       100000)
           .at_least(1),
-      KeySpec::integer("bound_rho_samples", "proposals of the independent sample giving ρ >= P(r <= s)", 100000)
+      KeySpec::integer("bound_rho_samples", "proposals of the independent sample giving ρ >= P(r <= s)",
+                       100000)
           .at_least(1),
-      KeySpec::number("bound_confidence", "confidence of the Hoeffding upper bound ρ (< 1)", 0.999).positive(),
-      KeySpec::integer("bound_variance_samples", "proposals of the independent sample giving Z and Var[r]", 100000)
+      KeySpec::number("bound_confidence", "confidence of the Hoeffding upper bound ρ (< 1)", 0.999)
+          .positive(),
+      KeySpec::integer("bound_variance_samples", "proposals of the independent sample giving Z and Var[r]",
+                       100000)
           .at_least(2),
       // Quadrature keys have no declared default (the documented ones apply) so that giving one with
       // method = "importance" is recognisable as a mistake.
-      KeySpec::integer("grid",
-                       "quadrature: cells per dimension (default " + std::to_string(kDefaultGrid1) + " in 1-D, " +
-                           std::to_string(kDefaultGrid2) + " in 2-D); the error estimate uses grid/2 as well")
+      KeySpec::integer("grid", "quadrature: cells per dimension (default " + std::to_string(kDefaultGrid1) +
+                                   " in 1-D, " + std::to_string(kDefaultGrid2) +
+                                   " in 2-D); the error estimate uses grid/2 as well")
           .at_least(static_cast<double>(kMinGrid))
           .at_most(static_cast<double>(kMaxGrid))
           .optional(),
-      KeySpec::numbers("extent",
-                       "quadrature: the box, [xmin, xmax] (1-D) or [xmin, xmax, ymin, ymax] (2-D); default: the "
-                       "training data's range padded by pad_range·range + pad_std·std on each side")
+      KeySpec::numbers(
+          "extent",
+          "quadrature: the box, [xmin, xmax] (1-D) or [xmin, xmax, ymin, ymax] (2-D); default: the "
+          "training data's range padded by pad_range·range + pad_std·std on each side")
           .optional(),
-      KeySpec::number("pad_range", "quadrature: default box padding, as a fraction of the data's range (default 0.25)")
+      KeySpec::number("pad_range",
+                      "quadrature: default box padding, as a fraction of the data's range (default 0.25)")
           .non_negative()
           .optional(),
       KeySpec::number("pad_std", "quadrature: default box padding, in data standard deviations (default 3)")
           .non_negative()
           .optional(),
-      KeySpec::number("boundary_tolerance",
-                      "quadrature: warn when the boundary band (the outer 1/32 of the box on each side) holds more "
-                      "than this fraction of the mass (default 1e-6)")
+      KeySpec::number(
+          "boundary_tolerance",
+          "quadrature: warn when the boundary band (the outer 1/32 of the box on each side) holds more "
+          "than this fraction of the mass (default 1e-6)")
           .positive()
           .optional(),
   };
@@ -125,13 +199,50 @@ LikelihoodEvaluator::LikelihoodEvaluator(const Config& cfg, Index dim)
       bound_percentile_samples_(cfg.integer("bound_percentile_samples")),
       bound_rho_samples_(cfg.integer("bound_rho_samples")),
       bound_confidence_(cfg.number("bound_confidence")),
-      bound_variance_samples_(cfg.integer("bound_variance_samples")) {
+      bound_variance_samples_(cfg.integer("bound_variance_samples")),
+      check_(cfg.string("check")),
+      tolerance_(cfg.number("tolerance")),
+      strict_(cfg.boolean("strict")),
+      bidirectional_(cfg.boolean("bidirectional")),
+      ais_start_(cfg.string("ais_start")) {
+  const std::vector<double> w = cfg.numbers("defensive_weights");
+  if (w.size() != 3)
+    cfg.fail("defensive_weights",
+             "needs 3 weights, [q0, Student-t, Gaussian bumps] (got " + std::to_string(w.size()) + ")");
+  for (double v : w)
+    if (!(v >= 0.0) || !std::isfinite(v)) cfg.fail("defensive_weights", "weights must be finite and >= 0");
+  if (!(w[1] + w[2] > 0.0))
+    cfg.fail("defensive_weights",
+             "the Student-t or the bumps need a positive weight (q0 alone is method = \"importance\")");
+  defensive_.weight_base = w[0];
+  defensive_.weight_student_t = w[1];
+  defensive_.weight_centres = w[2];
+  defensive_.dof = cfg.number("student_t_dof");
+  defensive_.max_centres = cfg.integer("max_centres");
+  defensive_.bandwidth_factors = cfg.numbers("bandwidth_factor");
+  if (defensive_.bandwidth_factors.empty()) cfg.fail("bandwidth_factor", "needs at least one factor");
+  for (double f : defensive_.bandwidth_factors)
+    if (!(f > 0.0) || !std::isfinite(f)) cfg.fail("bandwidth_factor", "factors must be finite and > 0");
+  ais_.particles = cfg.integer("ais_particles");
+  ais_.temperatures = cfg.integer("ais_temperatures");
+  ais_.leapfrog_steps = cfg.integer("ais_leapfrog_steps");
+  ais_.step_size = cfg.number("ais_step_size");
+  ais_.pilot_particles = cfg.integer("ais_pilot_particles");
+  ais_.target_acceptance = cfg.number("ais_target_acceptance");
+  if (!(ais_.target_acceptance < 1.0)) cfg.fail("ais_target_acceptance", "must be below 1");
+  if (check_ == method_)
+    cfg.fail("check", "must differ from method (\"" + method_ + "\"): a check must be independent");
+  if (method_ == "quadrature" && check_ != "auto" && check_ != "none")
+    cfg.fail("check", "quadrature has its own error estimate; use check = \"none\" (or \"auto\")");
   // Proposition 1 needs P(r <= s) < 1/2.
-  if (!(bound_percentile_ < 0.5)) cfg.fail("bound_percentile", "must be below 0.5 (got " + fmt(bound_percentile_) + ")");
-  if (!(bound_confidence_ < 1.0)) cfg.fail("bound_confidence", "must be below 1 (got " + fmt(bound_confidence_) + ")");
+  if (!(bound_percentile_ < 0.5))
+    cfg.fail("bound_percentile", "must be below 0.5 (got " + fmt(bound_percentile_) + ")");
+  if (!(bound_confidence_ < 1.0))
+    cfg.fail("bound_confidence", "must be below 1 (got " + fmt(bound_confidence_) + ")");
   if (method_ != "quadrature") {
     for (const char* key : kQuadratureKeys)
-      if (cfg.has(key)) cfg.fail(key, std::string("applies only to method = \"quadrature\" (method is \"") + method_ + "\")");
+      if (cfg.has(key))
+        cfg.fail(key, std::string("applies only to method = \"quadrature\" (method is \"") + method_ + "\")");
     return;
   }
   if (cfg.has("grid")) grid_ = cfg.integer("grid");
@@ -141,7 +252,8 @@ LikelihoodEvaluator::LikelihoodEvaluator(const Config& cfg, Index dim)
   if (!(std::isfinite(pad_range_) && std::isfinite(pad_std_)))
     cfg.fail(cfg.has("pad_range") && !std::isfinite(pad_range_) ? "pad_range" : "pad_std", "must be finite");
   if (!(boundary_tolerance_ < 1.0))
-    cfg.fail("boundary_tolerance", "must be below 1 (a fraction of the mass; got " + fmt(boundary_tolerance_) + ")");
+    cfg.fail("boundary_tolerance",
+             "must be below 1 (a fraction of the mass; got " + fmt(boundary_tolerance_) + ")");
   if (cfg.has("extent")) {
     extent_ = cfg.numbers("extent");
     if (extent_.size() % 2 != 0 || extent_.empty())
@@ -149,38 +261,65 @@ LikelihoodEvaluator::LikelihoodEvaluator(const Config& cfg, Index dim)
                              std::to_string(extent_.size()) + ")");
     for (std::size_t i = 0; i < extent_.size(); i += 2)
       if (!(std::isfinite(extent_[i]) && std::isfinite(extent_[i + 1]) && extent_[i] < extent_[i + 1]))
-        cfg.fail("extent", "dimension " + std::to_string(i / 2) + ": needs finite min < max (got [" + fmt(extent_[i]) +
-                               ", " + fmt(extent_[i + 1]) + "])");
+        cfg.fail("extent", "dimension " + std::to_string(i / 2) + ": needs finite min < max (got [" +
+                               fmt(extent_[i]) + ", " + fmt(extent_[i + 1]) + "])");
   }
   if (dim > 0) check_quadrature_dimension(dim);
 }
 
 void LikelihoodEvaluator::check_quadrature_dimension(Index D) const {
   if (D > kMaxQuadratureDim)
-    cfg_.fail("method", "\"quadrature\" integrates over a grid and is offered for dimension 1 or 2 only; the data has "
-                        "dimension " + std::to_string(D) + " (use method = \"importance\")");
+    cfg_.fail("method",
+              "\"quadrature\" integrates over a grid and is offered for dimension 1 or 2 only; the data has "
+              "dimension " +
+                  std::to_string(D) + " (use method = \"importance\")");
   if (!extent_.empty() && static_cast<Index>(extent_.size()) != 2 * D)
     cfg_.fail("extent", "has " + std::to_string(extent_.size()) + " numbers; dimension " + std::to_string(D) +
                             " needs " + std::to_string(2 * D) + " ([min, max] per dimension)");
 }
 
+struct LikelihoodEvaluator::Run {
+  // Importance sampling from q0: what the bias bound and the throughput metrics need.
+  std::unique_ptr<ProposalSource> q0_source;
+  Index used = 0;
+  double seconds = 0.0;
+  double min_log_ratio = std::numeric_limits<double>::infinity();
+  // Bidirectional AIS, when the model can be sampled exactly.
+  std::optional<double> bdmc_lower, bdmc_upper;
+};
+
 EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
-  const Matrix& X = split_ == "test" ? in.data.test : split_ == "validation" ? in.data.validation : in.data.train;
+  const Matrix& X = split_ == "test"         ? in.data.test
+                    : split_ == "validation" ? in.data.validation
+                                             : in.data.train;
   if (X.rows() == 0) cfg_.fail("split", "the " + split_ + " split is empty");
   const Index D = in.model.dim();
   if (X.cols() != D)
-    throw DataError("log_likelihood: model " + in.model_name + " has dimension " + std::to_string(D) + ", the " +
-                    split_ + " data " + std::to_string(X.cols()));
+    throw DataError("log_likelihood: model " + in.model_name + " has dimension " + std::to_string(D) +
+                    ", the " + split_ + " data " + std::to_string(X.cols()));
   const bool quadrature = method_ == "quadrature";
   if (quadrature) check_quadrature_dimension(D);
   const std::optional<double> exact = in.model.log_normalizer();
   const BaseMeasure* base = in.model.base_measure();
-  if (!exact && !quadrature && (!base || !base->can_sample()))
-    cfg_.fail("type", "the base measure of model " + in.model_name +
-                          (base ? " (" + base->type_name() + ")" : std::string()) +
-                          " cannot be sampled, so Z cannot be estimated by importance sampling (the model does not "
-                          "know its normaliser either)");
-  if (!exact && !quadrature) base->check_dimension(D);  // before the expensive work
+  const std::string check = check_ != "auto"         ? check_
+                            : quadrature             ? std::string("none")
+                            : method_ == "defensive" ? std::string("ais")
+                                                     : std::string("defensive");
+  if (!exact && !quadrature) {
+    // Every estimator this run needs must be usable before the expensive work starts.
+    const bool base_ok = base && base->can_sample();
+    if ((method_ == "importance" || check == "importance") && !base_ok)
+      cfg_.fail(method_ == "importance" ? "type" : "check",
+                "the base measure of model " + in.model_name +
+                    (base ? " (" + base->type_name() + ")" : std::string()) +
+                    " cannot be sampled, so Z cannot be estimated by importance sampling from it (the model "
+                    "does not "
+                    "know its normaliser either; method = \"defensive\" or \"ais\" do not need it)");
+    if ((method_ == "ais" || check == "ais") && ais_start_ == "base_measure" && !base_ok)
+      cfg_.fail("ais_start",
+                "model " + in.model_name + " has no base measure that can be sampled (use \"student_t\")");
+    if (base_ok) base->check_dimension(D);
+  }
 
   EvaluationResult r;
   const Vector log_p = log_unnormalized_rows(in.model, X, in.threads, split_, in.model_name);
@@ -190,68 +329,277 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
   if (exact) {
     if (!std::isfinite(*exact))
       throw NumericalError("log_likelihood: model " + in.model_name + " reports a non-finite log normaliser");
-    r.metrics = {{"log_likelihood", mean_log_p - *exact}, {"log_normalizer", *exact}, {"log_normalizer_stderr", 0.0},
-                 {"bias_bound", 0.0}, {"proposals", 0.0}};
+    r.metrics = {{"log_likelihood", mean_log_p - *exact},
+                 {"log_normalizer", *exact},
+                 {"log_normalizer_stderr", 0.0},
+                 {"bias_bound", 0.0},
+                 {"proposals", 0.0},
+                 {"reliable", 1.0}};
     r.notes.push_back("model " + in.model_name + " knows its normaliser exactly: log Z = " + fmt(*exact) +
                       ", no sampling (stderr and bias bound 0; proposals_per_second omitted)");
-    r.summary = task + ": exact log Z = " + fmt(*exact);
+    r.notes.push_back("reliable: true (exact normaliser)");
+    r.summary = task + ": exact log Z = " + fmt(*exact) + "; reliable";
     return r;
   }
   if (quadrature) {
     evaluate_quadrature(in, mean_log_p, r);
+    ReliabilityInputs ri;
+    ri.main.method = "quadrature";
+    ri.main.log_z = *find_metric(r, "log_normalizer");
+    ri.main.stderr_log_z = *find_metric(r, "log_normalizer_error");
+    ri.boundary_warning = std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+      return n.rfind("warning: the boundary band", 0) == 0;
+    });
+    ri.tolerance = tolerance_;
+    conclude(in, ri, r);
     return r;
   }
 
-  const ProposalSource source(in.model, *base, "log_likelihood on model " + in.model_name);
-  ChunkPlan plan{samples_, chunk_size_, in.threads, max_seconds_, &in.progress, task};
-  const MomentsRun run = sample_moments(source, in.rng.derive("proposals"), plan);
-  if (!run.moments.has_mass())
-    throw NumericalError("log_likelihood: every one of the " + std::to_string(run.report.used) +
-                         " proposals of model " + in.model_name + " has p~ = 0, so log Ẑ = −inf");
-  const double log_z = run.moments.log_mean();
-  const double stderr_log_z = run.moments.log_mean_stderr();
-  const Index used = run.report.used;
-  if (run.report.stopped_early)
-    r.notes.push_back("time budget max_seconds = " + fmt(max_seconds_) + " reached: Ẑ uses " + std::to_string(used) +
-                      " of " + std::to_string(samples_) + " proposals (the first " +
-                      std::to_string(used / chunk_size_ + (used % chunk_size_ ? 1 : 0)) +
-                      " whole chunks; samples = " + std::to_string(used) + " without a time budget reproduces it)");
+  // The data-fitted proposals are fitted to the training rows (where the model was asked to put its
+  // mass); `kef eval` has none, and the evaluated rows stand in.
+  const bool from_train = in.data.train.rows() >= 2;
+  const Matrix& fit = from_train ? in.data.train : X;
+  if (!from_train && (method_ != "importance" || (check != "importance" && check != "none")))
+    r.notes.push_back("data-fitted proposals fitted to the " + split_ + " rows (there is no training split)");
+
+  Run run;
+  ReliabilityInputs ri;
+  ri.tolerance = tolerance_;
+  ri.min_effective_samples = min_effective_samples_;
+  ri.main = estimate(method_, true, in, fit, run, r);
+  const double log_z = ri.main.log_z;
+  // The likelihood first: it is the result; everything after it qualifies it.
+  r.metrics.insert(r.metrics.begin(), {"log_likelihood", mean_log_p - log_z});
 
   std::optional<BoundResult> bound;
-  if (bias_bound_) bound = estimate_bound(in, source, used, run.report.min_log_ratio, r);
-
-  r.metrics.emplace_back("log_likelihood", mean_log_p - log_z);
-  r.metrics.emplace_back("log_normalizer", log_z);
-  r.metrics.emplace_back("log_normalizer_stderr", stderr_log_z);
-  const double ess = run.moments.effective_sample_size();
-  r.metrics.emplace_back("effective_sample_size", ess);
-  // A base measure that rarely reaches the model's mass (a learned, narrow q0) gives a Ẑ carried by a
-  // handful of proposals, typically far too small: say so rather than print a confident number.
-  if (ess < min_effective_samples_)
-    r.notes.push_back("warning: log Ẑ of model " + in.model_name + " rests on an effective sample size of " + fmt(ess) +
-                      " of " + std::to_string(used) +
-                      " proposals (below min_effective_samples = " + fmt(min_effective_samples_) +
-                      "): the base measure rarely proposes where the model puts its mass, so log Ẑ is unreliable "
-                      "(usually too small, making log_likelihood too high); use more samples or a wider base measure");
-  if (bound) r.metrics.emplace_back("bias_bound", bound->value);
-  r.metrics.emplace_back("proposals", static_cast<double>(used));
-  const double rate = static_cast<double>(used) / std::max(run.report.seconds, 1e-9);
-  r.metrics.emplace_back("proposals_per_second", rate);
+  if (method_ == "importance" && bias_bound_) {
+    bound = estimate_bound(in, *run.q0_source, run.used, run.min_log_ratio, r);
+    if (bound) {
+      r.metrics.emplace_back("bias_bound", bound->value);
+      ri.bias_bound = bound->value;
+      ri.bound_sample_log_z = bound->log_z;
+    }
+  }
+  if (check != "none") {
+    EvaluationResult side;
+    ri.check = estimate(check, false, in, fit, run, side);
+    for (auto& [k, v] : side.metrics) r.metrics.emplace_back(k, v);
+    for (auto& n : side.notes) r.notes.push_back(std::move(n));
+    if (!ri.check->failed) {
+      r.metrics.emplace_back("log_normalizer_disagreement", std::abs(log_z - ri.check->log_z));
+    }
+  }
+  ri.bdmc_lower = run.bdmc_lower;
+  ri.bdmc_upper = run.bdmc_upper;
 
   std::ostringstream os;
-  os << task << ": log Ẑ = " << fmt(log_z) << " ± " << fmt(stderr_log_z) << " from " << used << " proposals in "
-     << fmt(run.report.seconds) << " s (" << fmt(rate) << "/s)";
+  os << task << ": log Ẑ = " << fmt(log_z) << " ± " << fmt(ri.main.stderr_log_z) << " (" << method_ << ", "
+     << ri.main.draws << (method_ == "ais" ? " particles" : " proposals") << ", ESS " << fmt(ri.main.ess)
+     << ")";
+  if (ri.check) {
+    if (ri.check->failed)
+      os << "; check " << check << " failed";
+    else
+      os << "; check " << check << ": " << fmt(ri.check->log_z) << " ± " << fmt(ri.check->stderr_log_z)
+         << " (ESS " << fmt(ri.check->ess) << ")";
+  }
   if (bound)
     os << "; bias bound " << fmt(bound->value) << " = variance term " << fmt(bound->variance_term)
        << " + exponential term " << fmt(bound->exponential_term) << " (log t = " << fmt(bound->log_t)
        << ", log Z = " << fmt(bound->log_z) << ")";
+  if (run.bdmc_lower && run.bdmc_upper)
+    os << "; bidirectional AIS bounds [" << fmt(*run.bdmc_lower) << ", " << fmt(*run.bdmc_upper) << "]";
   r.summary = os.str();
-  in.progress.done(task, "log Ẑ = " + fmt(log_z) + " from " + std::to_string(used) + " proposals");
+  in.progress.done(task, "log Ẑ = " + fmt(log_z) + " (" + method_ + ")");
+  conclude(in, ri, r);
   return r;
 }
 
-std::optional<BoundResult> LikelihoodEvaluator::estimate_bound(const EvalInput& in, const ProposalSource& source,
-                                                               Index used, double min_log_ratio,
+NormalizerEstimate LikelihoodEvaluator::estimate(const std::string& method, bool is_main, const EvalInput& in,
+                                                 const Matrix& fit, Run& run, EvaluationResult& out) const {
+  NormalizerEstimate e;
+  try {
+    if (method == "importance")
+      e = estimate_importance(is_main, in, run, out);
+    else if (method == "defensive")
+      e = estimate_defensive(is_main, in, fit, run, out);
+    else
+      e = estimate_ais(in, fit, run, out);
+  } catch (const NumericalError& err) {
+    // The main estimate's failure is the evaluation's; a check that fails makes the result
+    // unreliable (with the reason) but does not hide the main estimate.
+    if (is_main) throw;
+    e.method = method;
+    e.failed = true;
+    e.failure = err.what();
+    out.notes.push_back("the " + method + " check on model " + in.model_name + " failed: " + e.failure);
+    return e;
+  }
+  const std::string p = is_main ? "" : "check_";
+  if (is_main) {
+    out.metrics.emplace_back("log_normalizer", e.log_z);
+    out.metrics.emplace_back("log_normalizer_stderr", e.stderr_log_z);
+    out.metrics.emplace_back("effective_sample_size", e.ess);
+  } else {
+    out.metrics.emplace_back("log_normalizer_check", e.log_z);
+    out.metrics.emplace_back("log_normalizer_check_stderr", e.stderr_log_z);
+    out.metrics.emplace_back("check_effective_sample_size", e.ess);
+  }
+  return e;
+}
+
+NormalizerEstimate LikelihoodEvaluator::estimate_importance(bool is_main, const EvalInput& in, Run& run,
+                                                            EvaluationResult& out) const {
+  const std::string task = "log_likelihood " + in.model_name;
+  run.q0_source = std::make_unique<ProposalSource>(in.model, *in.model.base_measure(),
+                                                   "log_likelihood on model " + in.model_name);
+  ChunkPlan plan{samples_, chunk_size_, in.threads, max_seconds_, &in.progress, task};
+  const MomentsRun mr = sample_moments(*run.q0_source, in.rng.derive("proposals"), plan);
+  if (!mr.moments.has_mass())
+    throw NumericalError("log_likelihood: every one of the " + std::to_string(mr.report.used) +
+                         " proposals of model " + in.model_name + " has p~ = 0, so log Ẑ = −inf");
+  run.used = mr.report.used;
+  run.seconds = mr.report.seconds;
+  run.min_log_ratio = mr.report.min_log_ratio;
+  const Index used = mr.report.used;
+  if (mr.report.stopped_early)
+    out.notes.push_back("time budget max_seconds = " + fmt(max_seconds_) + " reached: Ẑ uses " +
+                        std::to_string(used) + " of " + std::to_string(samples_) + " proposals (the first " +
+                        std::to_string(used / chunk_size_ + (used % chunk_size_ ? 1 : 0)) +
+                        " whole chunks; samples = " + std::to_string(used) +
+                        " without a time budget reproduces it)");
+  NormalizerEstimate e;
+  e.method = "importance";
+  e.log_z = mr.moments.log_mean();
+  e.stderr_log_z = mr.moments.log_mean_stderr();
+  e.ess = mr.moments.effective_sample_size();
+  e.draws = used;
+  // A base measure that rarely reaches the model's mass (a learned, narrow q0) gives a Ẑ carried by a
+  // handful of proposals, typically far too small: say so rather than print a confident number.
+  if (e.ess < min_effective_samples_)
+    out.notes.push_back(
+        "warning: log Ẑ of model " + in.model_name + " rests on an effective sample size of " + fmt(e.ess) +
+        " of " + std::to_string(used) +
+        " proposals (below min_effective_samples = " + fmt(min_effective_samples_) +
+        "): the base measure rarely proposes where the model puts its mass, so log Ẑ is unreliable "
+        "(usually too small, making log_likelihood too high); use more samples or a wider base measure");
+  if (is_main) {
+    out.metrics.emplace_back("proposals", static_cast<double>(used));
+    out.metrics.emplace_back("proposals_per_second", static_cast<double>(used) / std::max(run.seconds, 1e-9));
+  }
+  return e;
+}
+
+NormalizerEstimate LikelihoodEvaluator::estimate_defensive(bool is_main, const EvalInput& in,
+                                                           const Matrix& fit, Run&,
+                                                           EvaluationResult& out) const {
+  const std::string task = "log_likelihood " + in.model_name + " (defensive)";
+  // Kernel models with inducing points get bumps there as well (where they can put mass).
+  Matrix inducing(0, in.model.dim());
+  if (const auto* lite = dynamic_cast<const LiteModel*>(&in.model)) inducing = lite->inducing_points();
+  RandomStream centres_rng = in.rng.derive("defensive_centres");
+  const MixtureProposal mixture =
+      make_defensive_proposal(in.model.base_measure(), fit, inducing, defensive_, centres_rng);
+  const ProposalSource source(in.model, mixture,
+                              "log_likelihood (defensive mixture) on model " + in.model_name);
+  ChunkPlan plan{samples_, chunk_size_, in.threads, max_seconds_, &in.progress, task};
+  const MomentsRun mr = sample_moments(source, in.rng.derive("defensive"), plan);
+  if (!mr.moments.has_mass())
+    throw NumericalError("log_likelihood: every one of the " + std::to_string(mr.report.used) +
+                         " defensive-mixture proposals of model " + in.model_name +
+                         " has p~ = 0, so log Ẑ = −inf");
+  NormalizerEstimate e;
+  e.method = "defensive";
+  e.log_z = mr.moments.log_mean();
+  e.stderr_log_z = mr.moments.log_mean_stderr();
+  e.ess = mr.moments.effective_sample_size();
+  e.draws = mr.report.used;
+  out.notes.push_back(std::string(is_main ? "log Ẑ" : "check") + " by importance sampling from the " +
+                      mixture.describe() + ": " + fmt(e.log_z) + " ± " + fmt(e.stderr_log_z) + " from " +
+                      std::to_string(e.draws) + " proposals, effective sample size " + fmt(e.ess) +
+                      (mr.report.stopped_early ? " (stopped by max_seconds)" : ""));
+  if (is_main) {
+    out.metrics.emplace_back("proposals", static_cast<double>(e.draws));
+    out.metrics.emplace_back("proposals_per_second",
+                             static_cast<double>(e.draws) / std::max(mr.report.seconds, 1e-9));
+  }
+  return e;
+}
+
+NormalizerEstimate LikelihoodEvaluator::estimate_ais(const EvalInput& in, const Matrix& fit, Run& run,
+                                                     EvaluationResult& out) const {
+  std::unique_ptr<Proposal> start;
+  if (ais_start_ == "base_measure")
+    start = std::make_unique<BaseMeasureProposal>(*in.model.base_measure(), in.model.dim());
+  else
+    start = std::make_unique<StudentTProposal>(StudentTProposal::fit(fit, defensive_.dof));
+  AisOptions o = ais_;
+  o.threads = in.threads;
+  o.progress = &in.progress;
+  o.task = "log_likelihood " + in.model_name + " (AIS)";
+  const AisPilot pilot = ais_pilot(in.model, *start, in.rng.derive("ais_pilot"), o);
+  const AisResult fwd = ais_forward(in.model, *start, pilot, in.rng.derive("ais"), o);
+  if (!fwd.moments.has_mass())
+    throw NumericalError("log_likelihood: every AIS weight of model " + in.model_name + " is 0");
+  in.progress.done(o.task, "log Ẑ = " + fmt(fwd.log_z) + " ± " + fmt(fwd.log_z_stderr));
+  NormalizerEstimate e;
+  e.method = "ais";
+  e.log_z = fwd.log_z;
+  e.stderr_log_z = fwd.log_z_stderr;
+  e.ess = fwd.effective_sample_size;
+  e.draws = o.particles;
+  out.metrics.emplace_back("ais_acceptance", fwd.mean_acceptance);
+  out.metrics.emplace_back("ais_divergences", static_cast<double>(fwd.divergences));
+  // Step sizes exist for the intermediate temperatures 1..T−1 only.
+  const auto first = pilot.step_sizes.begin() + 1, last = pilot.step_sizes.end() - 1;
+  const std::string steps = first < last ? "step sizes " + fmt(*std::min_element(first, last)) + " to " +
+                                               fmt(*std::max_element(first, last))
+                                         : std::string("no intermediate temperature");
+  std::string note = "AIS from the " + start->describe() + " over " + std::to_string(o.temperatures) +
+                     " temperatures, " + std::to_string(o.particles) + " particles, " +
+                     std::to_string(o.leapfrog_steps) + " leapfrog steps (pilot acceptance " +
+                     fmt(pilot.mean_acceptance) + ", " + steps + "): log Ẑ = " + fmt(e.log_z) + " ± " +
+                     fmt(e.stderr_log_z) + ", ESS " + fmt(e.ess) + ", " + std::to_string(fwd.divergences) +
+                     " divergent transitions, " + fmt(fwd.seconds) + " s";
+  if (bidirectional_ && in.model.can_sample()) {
+    // Reverse AIS from exact samples: E w_rev = 1/Z, so −log mean w_rev is a stochastic upper bound,
+    // the forward estimate a stochastic lower bound; together they bracket log Z.
+    RandomStream exact_rng = in.rng.derive("ais_exact");
+    const Matrix exact = in.model.sample(o.particles, exact_rng);
+    const AisResult rev = ais_reverse(in.model, *start, pilot, exact, in.rng.derive("ais_reverse"), o);
+    run.bdmc_lower = fwd.log_z;
+    run.bdmc_upper = rev.log_z;
+    out.metrics.emplace_back("log_normalizer_lower", fwd.log_z);
+    out.metrics.emplace_back("log_normalizer_upper", rev.log_z);
+    note += "; reverse AIS from " + std::to_string(o.particles) + " exact samples: upper bound " +
+            fmt(rev.log_z) + " ± " + fmt(rev.log_z_stderr);
+  }
+  out.notes.push_back(note);
+  return e;
+}
+
+void LikelihoodEvaluator::conclude(const EvalInput& in, const ReliabilityInputs& ri,
+                                   EvaluationResult& out) const {
+  const Reliability verdict = assess(ri);
+  out.metrics.emplace_back("reliable", verdict.reliable ? 1.0 : 0.0);
+  if (verdict.reliable) {
+    out.notes.push_back("reliable: true (within tolerance = " + fmt(tolerance_) +
+                        " nats by every available check)");
+    out.summary += "; reliable";
+    return;
+  }
+  const std::string why =
+      "reliable: false: the log-likelihood of model " + in.model_name + " may be wrong: " + verdict.text();
+  out.notes.push_back("warning: " + why);
+  out.summary += "; WARNING " + why;
+  if (strict_)
+    throw NumericalError("log_likelihood on model " + in.model_name +
+                         ": unreliable (strict = true): " + verdict.text());
+}
+
+std::optional<BoundResult> LikelihoodEvaluator::estimate_bound(const EvalInput& in,
+                                                               const ProposalSource& source, Index used,
+                                                               double min_log_ratio,
                                                                EvaluationResult& out) const {
   const std::optional<double> log_a = in.model.log_ratio_lower_bound();
   if (!log_a || !std::isfinite(*log_a)) {
@@ -265,8 +613,8 @@ std::optional<BoundResult> LikelihoodEvaluator::estimate_bound(const EvalInput& 
 
   // s: the percentile of a first sample (compared in log space: log is monotone).
   StreamReport rep_s, rep_rho;
-  Vector log_r = sample_log_ratios(source, in.rng.derive("bound_percentile"), plan_for(bound_percentile_samples_),
-                                   &rep_s);
+  Vector log_r = sample_log_ratios(source, in.rng.derive("bound_percentile"),
+                                   plan_for(bound_percentile_samples_), &rep_s);
   const Index n1 = log_r.size();
   const auto k = std::clamp<Index>(
       static_cast<Index>(std::ceil(bound_percentile_ * static_cast<double>(n1))) - 1, 0, n1 - 1);
@@ -274,19 +622,20 @@ std::optional<BoundResult> LikelihoodEvaluator::estimate_bound(const EvalInput& 
   const double log_s = log_r[k];
 
   // ρ: Hoeffding upper bound on P(r <= s) from a second, independent sample.
-  const Index below = count_at_most(source, in.rng.derive("bound_rho"), plan_for(bound_rho_samples_), log_s,
-                                    &rep_rho);
+  const Index below =
+      count_at_most(source, in.rng.derive("bound_rho"), plan_for(bound_rho_samples_), log_s, &rep_rho);
   const double rho = hoeffding_upper(below, bound_rho_samples_, bound_confidence_);
 
   // Z and Var[r] from a third.
-  const MomentsRun var = sample_moments(source, in.rng.derive("bound_variance"), plan_for(bound_variance_samples_));
+  const MomentsRun var =
+      sample_moments(source, in.rng.derive("bound_variance"), plan_for(bound_variance_samples_));
 
   // A model whose claimed bound fails on its own proposals would make the bound meaningless.
-  const double seen_min = std::min({min_log_ratio, rep_s.min_log_ratio, rep_rho.min_log_ratio,
-                                    var.report.min_log_ratio});
+  const double seen_min =
+      std::min({min_log_ratio, rep_s.min_log_ratio, rep_rho.min_log_ratio, var.report.min_log_ratio});
   if (seen_min < *log_a - 1e-9 * std::max(1.0, std::abs(*log_a))) {
-    out.notes.push_back("bias_bound not available: model " + in.model_name + " claims log r >= " + fmt(*log_a) +
-                        ", but a proposal has log r = " + fmt(seen_min));
+    out.notes.push_back("bias_bound not available: model " + in.model_name +
+                        " claims log r >= " + fmt(*log_a) + ", but a proposal has log r = " + fmt(seen_min));
     return std::nullopt;
   }
 
@@ -301,17 +650,19 @@ std::optional<BoundResult> LikelihoodEvaluator::estimate_bound(const EvalInput& 
     out.notes.push_back("bias_bound not available for model " + in.model_name + ": " + b.reason);
     return std::nullopt;
   }
-  out.notes.push_back("bias bound (DKEF Proposition 1) for model " + in.model_name + ": log a = " + fmt(*log_a) +
-                      ", log s = " + fmt(log_s) + " (quantile " + fmt(bound_percentile_) + " of " +
-                      std::to_string(n1) + "), ρ = " + fmt(rho) + " (" + std::to_string(below) + " of " +
-                      std::to_string(bound_rho_samples_) + " at most s), log Z = " + fmt(b.log_z) +
-                      " and Var[r]/Z² = " + fmt(var.moments.shifted_variance() / (var.moments.mean * var.moments.mean)) +
-                      " from " + std::to_string(bound_variance_samples_) + "; variance term " + fmt(b.variance_term) +
-                      ", exponential term " + fmt(b.exponential_term));
+  out.notes.push_back(
+      "bias bound (DKEF Proposition 1) for model " + in.model_name + ": log a = " + fmt(*log_a) +
+      ", log s = " + fmt(log_s) + " (quantile " + fmt(bound_percentile_) + " of " + std::to_string(n1) +
+      "), ρ = " + fmt(rho) + " (" + std::to_string(below) + " of " + std::to_string(bound_rho_samples_) +
+      " at most s), log Z = " + fmt(b.log_z) +
+      " and Var[r]/Z² = " + fmt(var.moments.shifted_variance() / (var.moments.mean * var.moments.mean)) +
+      " from " + std::to_string(bound_variance_samples_) + "; variance term " + fmt(b.variance_term) +
+      ", exponential term " + fmt(b.exponential_term));
   return b;
 }
 
-Box LikelihoodEvaluator::quadrature_box(const EvalInput& in, const Matrix& evaluated, EvaluationResult& out) const {
+Box LikelihoodEvaluator::quadrature_box(const EvalInput& in, const Matrix& evaluated,
+                                        EvaluationResult& out) const {
   const Index D = in.model.dim();
   Box box;
   if (!extent_.empty()) {
@@ -330,21 +681,26 @@ Box LikelihoodEvaluator::quadrature_box(const EvalInput& in, const Matrix& evalu
   for (Index d = 0; d < D; ++d) {
     const auto col = X.col(d);
     const double lo = col.minCoeff(), hi = col.maxCoeff(), mean = col.mean();
-    const double sd = X.rows() > 1 ? std::sqrt((col.array() - mean).square().sum() / static_cast<double>(X.rows() - 1))
-                                   : 0.0;
+    const double sd = X.rows() > 1
+                          ? std::sqrt((col.array() - mean).square().sum() / static_cast<double>(X.rows() - 1))
+                          : 0.0;
     const double pad = pad_range_ * (hi - lo) + pad_std_ * sd;
     if (!(pad > 0.0) || !std::isfinite(pad))
-      cfg_.fail("extent", "the default box is empty in dimension " + std::to_string(d) + " (the " +
-                              (from_train ? std::string("training") : split_) +
-                              " data's range and std are 0 there, or the padding is 0): give the box explicitly");
+      cfg_.fail("extent",
+                "the default box is empty in dimension " + std::to_string(d) + " (the " +
+                    (from_train ? std::string("training") : split_) +
+                    " data's range and std are 0 there, or the padding is 0): give the box explicitly");
     box.lo.push_back(lo - pad);
     box.hi.push_back(hi + pad);
   }
   return box;
 }
 
-void LikelihoodEvaluator::evaluate_quadrature(const EvalInput& in, double mean_log_p, EvaluationResult& out) const {
-  const Matrix& X = split_ == "test" ? in.data.test : split_ == "validation" ? in.data.validation : in.data.train;
+void LikelihoodEvaluator::evaluate_quadrature(const EvalInput& in, double mean_log_p,
+                                              EvaluationResult& out) const {
+  const Matrix& X = split_ == "test"         ? in.data.test
+                    : split_ == "validation" ? in.data.validation
+                                             : in.data.train;
   const Index D = in.model.dim();
   const Index n = grid_ > 0 ? grid_ : (D == 1 ? kDefaultGrid1 : kDefaultGrid2);
   const Box box = quadrature_box(in, X, out);
@@ -355,14 +711,14 @@ void LikelihoodEvaluator::evaluate_quadrature(const EvalInput& in, double mean_l
   // distance d, scale s, the mass beyond is about s²/(w·d) times the band's), whereas a one-cell band
   // would shrink with h and look ever more reassuring on finer grids.
   const Index band = std::max<Index>(1, (n + kBandDivisor - 1) / kBandDivisor);
-  const GridIntegral fine =
-      midpoint_log_integral(in.model, box, n, band, in.threads, in.model_name, &in.progress, task + " (quadrature)");
+  const GridIntegral fine = midpoint_log_integral(in.model, box, n, band, in.threads, in.model_name,
+                                                  &in.progress, task + " (quadrature)");
   if (fine.log_integral == -std::numeric_limits<double>::infinity())
     throw NumericalError("log_likelihood: p~ of model " + in.model_name + " is 0 at every one of the " +
                          std::to_string(fine.cells) + " quadrature cells, so log Ẑ = −inf (the box " +
                          box_text(box) + " misses the model's mass: set `extent`)");
-  const GridIntegral coarse = midpoint_log_integral(in.model, box, n / 2, 1, in.threads, in.model_name, &in.progress,
-                                                    task + " (quadrature, grid/2)");
+  const GridIntegral coarse = midpoint_log_integral(in.model, box, n / 2, 1, in.threads, in.model_name,
+                                                    &in.progress, task + " (quadrature, grid/2)");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double log_z = fine.log_integral;
   // The coarse rule's error dominates the fine one's (by orders of magnitude for smooth integrands,
@@ -371,8 +727,9 @@ void LikelihoodEvaluator::evaluate_quadrature(const EvalInput& in, double mean_l
                            ? std::numeric_limits<double>::infinity()
                            : std::abs(log_z - coarse.log_integral);
   if (!std::isfinite(error))
-    throw NumericalError("log_likelihood: p~ of model " + in.model_name + " is 0 at every cell of the grid/2 = " +
-                         std::to_string(n / 2) + " grid, so the quadrature error cannot be estimated (raise `grid`)");
+    throw NumericalError("log_likelihood: p~ of model " + in.model_name +
+                         " is 0 at every cell of the grid/2 = " + std::to_string(n / 2) +
+                         " grid, so the quadrature error cannot be estimated (raise `grid`)");
   out.metrics.emplace_back("log_likelihood", mean_log_p - log_z);
   out.metrics.emplace_back("log_normalizer", log_z);
   out.metrics.emplace_back("log_normalizer_error", error);
@@ -387,15 +744,15 @@ void LikelihoodEvaluator::evaluate_quadrature(const EvalInput& in, double mean_l
                       (D == 2 ? "² " : " ") + "cells over " + box_text(box) + ", log Ẑ = " + fmt(log_z) +
                       ", grid/2 gives " + fmt(coarse.log_integral));
   if (log_fraction > std::log(boundary_tolerance_))
-    out.notes.push_back("warning: the boundary band (the outer 1/32 of the box on each side) holds a fraction " +
-                        fmt(std::exp(log_fraction)) +
-                        " of model " + in.model_name + "'s mass on " + box_text(box) +
-                        " (above boundary_tolerance = " + fmt(boundary_tolerance_) +
-                        "): mass may lie outside the box, making log Ẑ too small; widen it with `extent` (or "
-                        "pad_range / pad_std)");
+    out.notes.push_back(
+        "warning: the boundary band (the outer 1/32 of the box on each side) holds a fraction " +
+        fmt(std::exp(log_fraction)) + " of model " + in.model_name + "'s mass on " + box_text(box) +
+        " (above boundary_tolerance = " + fmt(boundary_tolerance_) +
+        "): mass may lie outside the box, making log Ẑ too small; widen it with `extent` (or "
+        "pad_range / pad_std)");
   std::ostringstream os;
-  os << task << ": quadrature log Ẑ = " << fmt(log_z) << " (error estimate " << fmt(error) << ", " << fine.cells
-     << " + " << coarse.cells << " cells in " << fmt(seconds) << " s)";
+  os << task << ": quadrature log Ẑ = " << fmt(log_z) << " (error estimate " << fmt(error) << ", "
+     << fine.cells << " + " << coarse.cells << " cells in " << fmt(seconds) << " s)";
   out.summary = os.str();
   in.progress.done(task, "log Ẑ = " + fmt(log_z) + " by quadrature");
 }

@@ -1,15 +1,20 @@
 #pragma once
-// Held-out log-likelihood log p~(x) − log Ẑ with Ẑ by importance sampling from the model's
-// normalised base measure, and the DKEF Proposition 1 bound on the bias of log Ẑ (docs/math.md §8); or,
-// for D <= 2, Ẑ by the midpoint rule on a box (method = "quadrature", quadrature.hpp).
+// Held-out log-likelihood log p~(x) − log Ẑ with Ẑ by importance sampling from a defensive mixture
+// (the default), from the model's normalised base measure alone (with the DKEF Proposition 1 bound
+// on the bias of log Ẑ), by annealed importance sampling, or, for D <= 2, by the midpoint rule on a
+// box (quadrature.hpp); with a second, independent estimate and a verdict on whether the value can be
+// trusted (reliability.hpp; docs/math.md §8).
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bias_bound.hpp"
+#include "kef/ais.hpp"
 #include "kef/config.hpp"
+#include "kef/defensive_proposal.hpp"
 #include "kef/evaluator.hpp"
 #include "quadrature.hpp"
+#include "reliability.hpp"
 
 namespace kef::likelihood {
 
@@ -31,6 +36,20 @@ class LikelihoodEvaluator final : public Evaluator {
   std::optional<BoundResult> estimate_bound(const EvalInput& in, const ProposalSource& source, Index used,
                                             double min_log_ratio, EvaluationResult& out) const;
 
+  // One estimate of log Z by `method` (importance, defensive or ais), with its metrics prefixed by
+  // `prefix` and its notes; `fit` are the rows the data-fitted proposals are fitted to.
+  struct Run;
+  NormalizerEstimate estimate(const std::string& method, bool is_main, const EvalInput& in, const Matrix& fit,
+                              Run& run, EvaluationResult& out) const;
+  NormalizerEstimate estimate_importance(bool is_main, const EvalInput& in, Run& run,
+                                         EvaluationResult& out) const;
+  NormalizerEstimate estimate_defensive(bool is_main, const EvalInput& in, const Matrix& fit, Run& run,
+                                        EvaluationResult& out) const;
+  NormalizerEstimate estimate_ais(const EvalInput& in, const Matrix& fit, Run& run,
+                                  EvaluationResult& out) const;
+  // The verdict: metrics `reliable`, a note, the summary's last words, and strict's failure.
+  void conclude(const EvalInput& in, const ReliabilityInputs& ri, EvaluationResult& out) const;
+
   Config cfg_;
   std::string method_;
   std::string split_;
@@ -44,6 +63,13 @@ class LikelihoodEvaluator final : public Evaluator {
   Index bound_rho_samples_;
   double bound_confidence_;
   Index bound_variance_samples_;
+  std::string check_;
+  double tolerance_;
+  bool strict_;
+  bool bidirectional_;
+  DefensiveOptions defensive_;
+  AisOptions ais_;
+  std::string ais_start_;
   // Quadrature (method = "quadrature"); grid_ 0 = the default for the model's dimension.
   Index grid_ = 0;
   std::vector<double> extent_;

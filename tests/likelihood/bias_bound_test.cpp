@@ -93,7 +93,7 @@ void expect_matches_direct_evaluation(Index U) {
     spread += std::abs(deriv) * sd[i];
   }
   FunctionModel m = d.model();
-  EvaluationResult r = run_log_likelihood(m, Matrix::Zero(4, 1), bound_keys(U));
+  EvaluationResult r = run_q0_log_likelihood(m, Matrix::Zero(4, 1), bound_keys(U));
   const double bound = metric(r, "bias_bound");
   EXPECT_GT(bound, 0.0);
   EXPECT_NEAR(bound, exact, 4 * spread) << "U = " << U;
@@ -117,8 +117,8 @@ TEST(BiasBound, ShrinksLikeOneOverU) {
   FunctionModel m = d.model();
   const std::string keys = "bound_percentile_samples = 100000\nbound_rho_samples = 100000\n"
                            "bound_variance_samples = 100000\n";
-  const double b1 = metric(run_log_likelihood(m, Matrix::Zero(2, 1), keys + "samples = 8192"), "bias_bound");
-  const double b4 = metric(run_log_likelihood(m, Matrix::Zero(2, 1), keys + "samples = 32768"), "bias_bound");
+  const double b1 = metric(run_q0_log_likelihood(m, Matrix::Zero(2, 1), keys + "samples = 8192"), "bias_bound");
+  const double b4 = metric(run_q0_log_likelihood(m, Matrix::Zero(2, 1), keys + "samples = 32768"), "bias_bound");
   EXPECT_GT(b4, 0.0);
   EXPECT_NEAR(b1 / b4, 4.0, 1e-9);
 }
@@ -133,8 +133,8 @@ TEST(BiasBound, IsScaleInvariantAndDoesNotOverflow) {
   const std::string keys = "samples = 1000\nbound_percentile_samples = 20000\nbound_rho_samples = 20000\n"
                            "bound_variance_samples = 20000";
   FunctionModel ms = small.model(), mb = big.model();
-  EvaluationResult rs = run_log_likelihood(ms, Matrix::Zero(2, 1), keys);
-  EvaluationResult rb = run_log_likelihood(mb, Matrix::Zero(2, 1), keys);
+  EvaluationResult rs = run_q0_log_likelihood(ms, Matrix::Zero(2, 1), keys);
+  EvaluationResult rb = run_q0_log_likelihood(mb, Matrix::Zero(2, 1), keys);
   EXPECT_NEAR(metric(rb, "bias_bound") / metric(rs, "bias_bound"), 1.0, 1e-8);
   EXPECT_NEAR(metric(rb, "log_normalizer") - metric(rs, "log_normalizer"), 700.0, 1e-9);
 }
@@ -143,7 +143,7 @@ TEST(BiasBound, RhoNotBelowOneHalfGivesANoteInsteadOfABound) {
   // With 10 proposals the Hoeffding margin sqrt(log(1000)/20) = 0.59 alone exceeds 1/2.
   ShiftedLogNormal d;
   FunctionModel m = d.model();
-  EvaluationResult r = run_log_likelihood(m, Matrix::Zero(2, 1), "samples = 1000\nbound_rho_samples = 10");
+  EvaluationResult r = run_q0_log_likelihood(m, Matrix::Zero(2, 1), "samples = 1000\nbound_rho_samples = 10");
   EXPECT_FALSE(find_metric(r, "bias_bound"));
   EXPECT_TRUE(has_note(r, "not below 1/2"));
   EXPECT_TRUE(find_metric(r, "log_normalizer"));
@@ -154,7 +154,7 @@ TEST(BiasBound, AViolatedLowerBoundIsReportedNotUsed) {
   ShiftedLogNormal d;
   FunctionModel m = d.model();
   m.with_lower_bound(std::log(2 * d.a) + 1.0);
-  EvaluationResult r = run_log_likelihood(m, Matrix::Zero(2, 1), "samples = 1000");
+  EvaluationResult r = run_q0_log_likelihood(m, Matrix::Zero(2, 1), "samples = 1000");
   EXPECT_FALSE(find_metric(r, "bias_bound"));
   EXPECT_TRUE(has_note(r, "claims log r >="));
 }

@@ -16,6 +16,7 @@
 namespace kef::likelihood_test {
 
 using LogRatio = std::function<Vector(const Matrix&)>;
+using ScoreFn = std::function<Matrix(const Matrix&)>;
 
 // log p~(x) = f(x) + log q0(x) for a given f: r = exp f is then known in closed form under q0.
 class FunctionModel final : public Model {
@@ -30,7 +31,17 @@ class FunctionModel final : public Model {
     if (base_) out += base_->log_density(X);
     return out;
   }
-  Matrix score(const Matrix&) const override { throw std::logic_error("not used"); }
+  // ∇ log p~ = ∇f + ∇ log q0 when a score of f is given (annealed importance sampling needs it).
+  Matrix score(const Matrix& X) const override {
+    if (!f_score_) throw std::logic_error("not used");
+    Matrix s = f_score_(X);
+    if (base_) {
+      Matrix d1, d2;
+      base_->derivatives(X, d1, d2);
+      s += d1;
+    }
+    return s;
+  }
   void score_and_laplacian(const Matrix&, Matrix&, Matrix&) const override { throw std::logic_error("not used"); }
   std::string describe() const override { return "test model"; }
 
@@ -41,11 +52,20 @@ class FunctionModel final : public Model {
   FunctionModel& with_lower_bound(double log_a) { lower_ = log_a; return *this; }
   FunctionModel& with_exact_log_normalizer(double log_z) { log_z_ = log_z; return *this; }
   FunctionModel& hide_base_measure() { expose_base_ = false; return *this; }
+  FunctionModel& with_score(ScoreFn f_score) { f_score_ = std::move(f_score); return *this; }
+  FunctionModel& with_sampler(std::function<Matrix(Index, RandomStream&)> sampler) {
+    sampler_ = std::move(sampler);
+    return *this;
+  }
+  bool can_sample() const override { return static_cast<bool>(sampler_); }
+  Matrix sample(Index n, RandomStream& rng) const override { return sampler_(n, rng); }
 
  private:
   BaseMeasurePtr base_;
   Index dim_;
   LogRatio f_;
+  ScoreFn f_score_;
+  std::function<Matrix(Index, RandomStream&)> sampler_;
   std::optional<double> lower_, log_z_;
   bool expose_base_ = true;
 };
@@ -84,6 +104,13 @@ inline EvaluationResult run_log_likelihood(const Model& model, const Matrix& tes
   const std::string name = "m";
   EvalInput in{model, name, data, rng, *progress, threads};
   return ev->evaluate(in);
+}
+
+// The importance-sampling estimate from q0 alone (kef 0.2's only method), without a check: the tests
+// of that estimator and of DKEF's bias bound.
+inline EvaluationResult run_q0_log_likelihood(const Model& model, const Matrix& test_rows, const std::string& keys,
+                                              int threads = 2, std::uint64_t seed = 1) {
+  return run_log_likelihood(model, test_rows, "method = \"importance\"\ncheck = \"none\"\n" + keys, threads, seed);
 }
 
 inline std::optional<double> find_metric(const EvaluationResult& r, const std::string& name) {

@@ -31,7 +31,7 @@ TEST(LogLikelihood, MatchesAClosedFormNormaliserWithinItsStandardError) {
   RandomStream rng(3, "rows");
   const Matrix rows = rng.normal_matrix(200, g.D);
   const Index U = 131072;
-  EvaluationResult r = run_log_likelihood(m, rows, "samples = " + std::to_string(U));
+  EvaluationResult r = run_q0_log_likelihood(m, rows, "samples = " + std::to_string(U));
 
   const double Z = g.moment(1), m2 = g.moment(2), m3 = g.moment(3), m4 = g.moment(4);
   const double var = m2 - Z * Z;
@@ -75,7 +75,7 @@ TEST(LogLikelihood, HugeConstantRatiosStayInLogSpace) {
   FunctionModel m(gaussian_base(1.0), 2, [](const Matrix& X) -> Vector { return Vector::Constant(X.rows(), 800.0); });
   m.with_lower_bound(800.0);
   RandomStream rng(4, "rows");
-  EvaluationResult r = run_log_likelihood(m, rng.normal_matrix(10, 2), "samples = 10000\nchunk_size = 777");
+  EvaluationResult r = run_q0_log_likelihood(m, rng.normal_matrix(10, 2), "samples = 10000\nchunk_size = 777");
   // f = (800 + log q0) − log q0 carries rounding of 800·2^-52 ≈ 2e-13, the only deviation allowed.
   EXPECT_NEAR(metric(r, "log_normalizer"), 800.0, 1e-12);
   EXPECT_LT(metric(r, "log_normalizer_stderr"), 1e-12);
@@ -89,7 +89,7 @@ TEST(LogLikelihood, AnExactNormaliserIsReportedWithoutSampling) {
   m.with_exact_log_normalizer(std::log(2 * std::numbers::pi)).hide_base_measure();
   RandomStream rng(5, "rows");
   const Matrix rows = rng.normal_matrix(50, 2);
-  EvaluationResult r = run_log_likelihood(m, rows, "");
+  EvaluationResult r = run_q0_log_likelihood(m, rows, "");
   EXPECT_EQ(metric(r, "log_normalizer"), std::log(2 * std::numbers::pi));
   EXPECT_EQ(metric(r, "log_normalizer_stderr"), 0.0);
   EXPECT_EQ(metric(r, "bias_bound"), 0.0);
@@ -116,7 +116,7 @@ TEST(LogLikelihood, FittedLiteModelMatchesQuadrature) {
 
   RandomStream rng(6, "rows");
   const Matrix rows = rng.normal_matrix(500, 2);
-  EvaluationResult r = run_log_likelihood(*model, rows, "samples = 262144\nbound_variance_samples = 50000");
+  EvaluationResult r = run_q0_log_likelihood(*model, rows, "samples = 262144\nbound_variance_samples = 50000");
   const double se = metric(r, "log_normalizer_stderr");
   EXPECT_GT(se, 0.0);
   // 4 estimated standard errors; with U = 2^18 the estimate of the sd is within a few percent.
@@ -133,9 +133,9 @@ TEST(LogLikelihood, ResultsDoNotDependOnTheThreadCount) {
   // 50000 is not a multiple of the chunk size, so the last chunk is partial.
   const std::string keys = "samples = 50000\nchunk_size = 1000\nbound_percentile_samples = 5000\n"
                            "bound_rho_samples = 5000\nbound_variance_samples = 5000";
-  EvaluationResult a = run_log_likelihood(*model, rows, keys, 1);
-  EvaluationResult b = run_log_likelihood(*model, rows, keys, 2);
-  EvaluationResult c = run_log_likelihood(*model, rows, keys, 3, 2);
+  EvaluationResult a = run_q0_log_likelihood(*model, rows, keys, 1);
+  EvaluationResult b = run_q0_log_likelihood(*model, rows, keys, 2);
+  EvaluationResult c = run_q0_log_likelihood(*model, rows, keys, 3, 2);
   ASSERT_EQ(a.metrics.size(), b.metrics.size());
   for (std::size_t i = 0; i < a.metrics.size(); ++i) {
     if (a.metrics[i].first == "proposals_per_second") continue;
@@ -151,14 +151,14 @@ TEST(LogLikelihood, ATimeLimitedResultIsAPrefixOfWholeChunks) {
   RandomStream rng(8, "rows");
   const Matrix rows = rng.normal_matrix(20, g.D);
   EvaluationResult timed =
-      run_log_likelihood(m, rows, "samples = 1000000000\nchunk_size = 1000\nmax_seconds = 0.05\nbias_bound = false");
+      run_q0_log_likelihood(m, rows, "samples = 1000000000\nchunk_size = 1000\nmax_seconds = 0.05\nbias_bound = false");
   const double used = metric(timed, "proposals");
   EXPECT_LT(used, 1e9);
   EXPECT_GE(used, 1000.0);
   EXPECT_EQ(std::fmod(used, 1000.0), 0.0);
   EXPECT_TRUE(has_note(timed, "time budget"));
   // The same estimate as a run asking for exactly that many proposals, on another thread count.
-  EvaluationResult full = run_log_likelihood(
+  EvaluationResult full = run_q0_log_likelihood(
       m, rows, "samples = " + std::to_string(static_cast<long>(used)) + "\nchunk_size = 1000\nbias_bound = false", 1);
   EXPECT_EQ(metric(timed, "log_normalizer"), metric(full, "log_normalizer"));
   EXPECT_EQ(metric(timed, "log_normalizer_stderr"), metric(full, "log_normalizer_stderr"));
@@ -179,7 +179,7 @@ class UnsampleableBase final : public BaseMeasure {
 
 void expect_unsampleable_error(const Model& m) {
   try {
-    run_log_likelihood(m, Matrix::Zero(5, 2), "");
+    run_q0_log_likelihood(m, Matrix::Zero(5, 2), "");
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     const std::string msg = e.what();
@@ -203,7 +203,7 @@ TEST(LogLikelihoodErrors, ABaseMeasureThatCannotSampleIsAConfigError) {
 
 TEST(LogLikelihoodErrors, DimensionMismatchIsADataError) {
   FunctionModel m(gaussian_base(1.0), 2, [](const Matrix& X) -> Vector { return Vector::Zero(X.rows()); });
-  EXPECT_THROW(run_log_likelihood(m, Matrix::Zero(5, 3), ""), DataError);
+  EXPECT_THROW(run_q0_log_likelihood(m, Matrix::Zero(5, 3), ""), DataError);
 }
 
 TEST(LogLikelihoodErrors, ANonFiniteRowIsANumericalErrorNamingIt) {
@@ -214,7 +214,7 @@ TEST(LogLikelihoodErrors, ANonFiniteRowIsANumericalErrorNamingIt) {
   Matrix rows = Matrix::Zero(6, 2);
   rows(3, 0) = 1000.0;
   try {
-    run_log_likelihood(m, rows, "samples = 1000");
+    run_q0_log_likelihood(m, rows, "samples = 1000");
     FAIL() << "expected NumericalError";
   } catch (const NumericalError& e) {
     EXPECT_NE(std::string(e.what()).find("test row 3"), std::string::npos) << e.what();
@@ -227,7 +227,7 @@ TEST(LogLikelihoodErrors, ANonFiniteProposalIsANumericalError) {
     return X.col(0).unaryExpr([](double v) { return std::abs(v) < 0.1 ? std::nan("") : 0.0; });
   });
   try {
-    run_log_likelihood(m, Matrix::Constant(4, 2, 5.0), "samples = 1000");
+    run_q0_log_likelihood(m, Matrix::Constant(4, 2, 5.0), "samples = 1000");
     FAIL() << "expected NumericalError";
   } catch (const NumericalError& e) {
     EXPECT_NE(std::string(e.what()).find("proposal"), std::string::npos) << e.what();
@@ -237,7 +237,7 @@ TEST(LogLikelihoodErrors, ANonFiniteProposalIsANumericalError) {
 TEST(LogLikelihoodErrors, APercentileOfAtLeastOneHalfIsAConfigError) {
   FunctionModel m(gaussian_base(1.0), 2, [](const Matrix& X) -> Vector { return Vector::Zero(X.rows()); });
   try {
-    run_log_likelihood(m, Matrix::Zero(3, 2), "bound_percentile = 0.5");
+    run_q0_log_likelihood(m, Matrix::Zero(3, 2), "bound_percentile = 0.5");
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("bound_percentile"), std::string::npos) << e.what();
@@ -265,19 +265,19 @@ TEST(LogLikelihood, ALowEffectiveSampleSizeIsReportedWithAWarning) {
   };
   constexpr Index U = 200000;
   FunctionModel good(base, 1, [](const Matrix& X) -> Vector { return 0.5 * X.col(0); });
-  const EvaluationResult rg = run_log_likelihood(good, rows, "samples = 200000\nbias_bound = false");
+  const EvaluationResult rg = run_q0_log_likelihood(good, rows, "samples = 200000\nbias_bound = false");
   const double ess_good = metric(rg, "effective_sample_size");
   // Sampling error of ESS/U at this U is far below 0.02 (its delta-method sd is ~1e-3 here).
   EXPECT_NEAR(ess_good / U, std::exp(-0.25), 0.02);
   EXPECT_FALSE(note_warns(rg));
 
   FunctionModel bad(base, 1, [](const Matrix& X) -> Vector { return 4.0 * X.col(0); });
-  const EvaluationResult rb = run_log_likelihood(bad, rows, "samples = 200000\nbias_bound = false");
+  const EvaluationResult rb = run_q0_log_likelihood(bad, rows, "samples = 200000\nbias_bound = false");
   EXPECT_LT(metric(rb, "effective_sample_size"), 100.0);
   EXPECT_TRUE(note_warns(rb));
   // The threshold is a key: 0 silences the warning.
   const EvaluationResult rq =
-      run_log_likelihood(bad, rows, "samples = 200000\nbias_bound = false\nmin_effective_samples = 0");
+      run_q0_log_likelihood(bad, rows, "samples = 200000\nbias_bound = false\nmin_effective_samples = 0");
   EXPECT_FALSE(note_warns(rq));
 }
 

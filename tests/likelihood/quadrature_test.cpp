@@ -206,10 +206,13 @@ TEST(LogLikelihoodQuadrature, AUniformSquareIntegratesToItsCellCount) {
     // And the O(h) bound of any midpoint count: n_d h_d lies in [1 − h_d, 1 + h_d].
     EXPECT_LE(std::abs(metric(r, "log_normalizer")), -std::log(1 - h0) - std::log(1 - h1)) << n;
     EXPECT_EQ(metric(r, "log_likelihood"), -metric(r, "log_normalizer"));
-    // p~ = 0 on the whole outer band: no boundary metric, a note instead, no warning.
+    // p~ = 0 on the whole outer band: no boundary metric, a note instead, no boundary warning.
     EXPECT_FALSE(find_metric(r, "boundary_log_mass"));
     EXPECT_TRUE(has_note(r, "boundary_log_mass omitted"));
-    EXPECT_FALSE(has_note(r, "warning"));
+    EXPECT_FALSE(has_note(r, "warning: the boundary band"));
+    // The jump makes the rule O(h): reliable exactly when its error estimate is within tolerance/2.
+    EXPECT_EQ(metric(r, "reliable"), metric(r, "log_normalizer_error") <= 0.025 ? 1.0 : 0.0) << n;
+    EXPECT_EQ(has_note(r, "warning: reliable: false"), metric(r, "reliable") == 0.0) << n;
   }
 }
 
@@ -258,7 +261,7 @@ TEST(LogLikelihoodQuadrature, ANarrowBaseMeasureFoolsImportanceSamplingButNotQua
   // size) lifts the estimate within a nat. Three of five such runs: ~3e-4.
   std::vector<double> deficits, in_stderrs;
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
-    EvaluationResult is = run_log_likelihood(m, train.topRows(200), "samples = 100000\nbias_bound = false", 2, seed);
+    EvaluationResult is = run_q0_log_likelihood(m, train.topRows(200), "samples = 100000\nbias_bound = false", 2, seed);
     deficits.push_back(log_z - metric(is, "log_normalizer"));
     in_stderrs.push_back(deficits.back() / metric(is, "log_normalizer_stderr"));
   }
@@ -306,7 +309,7 @@ TEST(LogLikelihoodQuadrature, AFittedLiteModelAgreesWithImportanceSampling) {
   EvaluationResult q =
       run_quadrature(*model, train, train.topRows(300), "extent = [-21.0, 21.0, -20.0, 22.0]");
   EvaluationResult is =
-      run_log_likelihood(*model, train.topRows(300), "samples = 262144\nbias_bound = false");
+      run_q0_log_likelihood(*model, train.topRows(300), "samples = 262144\nbias_bound = false");
   const double se = metric(is, "log_normalizer_stderr");
   EXPECT_GT(se, 0.0);
   EXPECT_NEAR(metric(q, "log_normalizer"), metric(is, "log_normalizer"), 4 * se);
@@ -385,7 +388,7 @@ TEST(LogLikelihoodQuadratureErrors, BadConfigurationsNameTheKey) {
   expect_config_error(m1, "pad_std = 0", "extent", "default box is empty");
   // A quadrature key with importance sampling is a mistake, not silently ignored.
   try {
-    run_log_likelihood(m1, Matrix::Zero(3, 1), "grid = 64");
+    run_q0_log_likelihood(m1, Matrix::Zero(3, 1), "grid = 64");
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("grid"), std::string::npos) << e.what();

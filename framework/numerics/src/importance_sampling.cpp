@@ -8,18 +8,28 @@
 namespace kef {
 
 ProposalSource::ProposalSource(const Model& model, const BaseMeasure& base, std::string where)
-    : model_(model), base_(base), where_(std::move(where)) {}
+    : model_(model), base_(&base), where_(std::move(where)) {}
+
+ProposalSource::ProposalSource(const Model& model, const Proposal& proposal, std::string where)
+    : model_(model), proposal_(&proposal), where_(std::move(where)) {
+  if (proposal.dim() != model.dim())
+    throw Error(where_ + ": the proposal has dimension " + std::to_string(proposal.dim()) + ", the model " +
+                std::to_string(model.dim()));
+}
 
 Vector ProposalSource::log_ratios(Index n, RandomStream& rng, Index first_index) const {
-  const Matrix Y = base_.sample(n, model_.dim(), rng);
+  const Matrix Y = proposal_ ? proposal_->sample(n, rng) : base_->sample(n, model_.dim(), rng);
   // One batched call: for kernel models a GEMM against the inducing points. Proposals from the
   // model's own q0 need f = log p~ − log q0 only, which the model gives without evaluating q0.
   Vector f;
-  if (&base_ == model_.base_measure()) {
+  if (proposal_) {
+    f = model_.log_unnormalized(Y);
+    f -= proposal_->log_density(Y);
+  } else if (base_ == model_.base_measure()) {
     f = model_.log_ratio_to_base(Y);
   } else {
     f = model_.log_unnormalized(Y);
-    f -= base_.log_density(Y);
+    f -= base_->log_density(Y);
   }
   for (Index i = 0; i < n; ++i) {
     if (std::isnan(f[i]) || f[i] == std::numeric_limits<double>::infinity()) {

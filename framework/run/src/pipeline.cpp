@@ -588,6 +588,12 @@ std::string metrics_table(const Json& models) {
     for (const auto& [metric, value] : entry["metrics"].items())
       table << "  " << metric << " = " << format_metric(value.get<double>());
     table << "\n";
+    // An evaluator's warning (e.g. an unreliable log-likelihood) is printed with the numbers it
+    // qualifies, never left in log.txt alone.
+    if (entry.contains("notes"))
+      for (const auto& n : entry["notes"])
+        if (n.get<std::string>().find(": warning: ") != std::string::npos)
+          table << "  " << name << ": " << n.get<std::string>() << "\n";
   }
   return table.str();
 }

@@ -20,21 +20,26 @@
 #include "kef/model.hpp"
 #include "kef/parallel.hpp"
 #include "kef/progress.hpp"
+#include "kef/proposal.hpp"
 #include "kef/random.hpp"
 
 namespace kef {
 
-// Draws proposals from q0 and returns their log ratios. NaN or +inf ratios are NumericalErrors
-// naming the proposal; −inf (p~ = 0 where q0 > 0) is a legitimate zero ratio.
+// Draws proposals from q0 (or from any Proposal, e.g. a defensive mixture) and returns their log
+// ratios log p~(y) − log q(y). NaN or +inf ratios are NumericalErrors naming the proposal; −inf
+// (p~ = 0 where q > 0) is a legitimate zero ratio. The model and the base measure or proposal must
+// outlive the source.
 class ProposalSource {
  public:
   ProposalSource(const Model& model, const BaseMeasure& base, std::string where);
+  ProposalSource(const Model& model, const Proposal& proposal, std::string where);
   // n proposals from rng; first_index is the global index of the first (for error messages).
   Vector log_ratios(Index n, RandomStream& rng, Index first_index) const;
 
  private:
   const Model& model_;
-  const BaseMeasure& base_;
+  const BaseMeasure* base_ = nullptr;
+  const Proposal* proposal_ = nullptr;
   std::string where_;
 };
 
