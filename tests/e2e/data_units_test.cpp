@@ -14,6 +14,7 @@
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
+#include "kef/pipeline.hpp"
 #include "kef/random.hpp"
 #include "test_support.hpp"
 

@@ -789,7 +789,8 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
                        {"provenance", plan.data.provenance},
                        {"truth", plan.data.truth ? plan.data.truth->describe() : std::string()}};
     Json preprocessing = preprocessing_json(plan.data.preprocessing);
-    for (const auto& [key, value] : transform_json(plan.data.transform).items()) preprocessing[key] = value;
+    const Json transform = transform_json(plan.data.transform);  // named: items() would dangle on a temporary
+    for (const auto& [key, value] : transform.items()) preprocessing[key] = value;
     results["data"]["columns"] = plan.data.columns;
     results["data"]["preprocessing"] = preprocessing;
     std::map<std::string, ModelPtr> fitted;
