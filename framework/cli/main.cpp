@@ -1,9 +1,13 @@
 // The kef command: run, validate, plugins, score, eval, sample, montage.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +23,7 @@
 #include "kef/npy.hpp"
 #include "kef/parallel.hpp"
 #include "kef/pipeline.hpp"
+#include "kef/plugin_permissions.hpp"
 #include "kef/png_montage.hpp"
 #include "kef/registry.hpp"
 
@@ -26,13 +31,81 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Limits of the count options. -n is bounded so that the sample matrix and every count derived from
+// it stay far from overflow (kef sample -n 9223372036854775807 overflowed in 0.2).
+constexpr long long kMaxThreads = 4096;
+constexpr long long kMaxSamples = 1000000000;
+
+// An integer option in [lo, hi]. CLI11's own range check prints its bounds as doubles (a 300-digit
+// number for PositiveNumber) and wraps negative numbers into unsigned options.
+CLI::Validator integer_in(long long lo, long long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        long long v = 0;
+        const char* end = text.data() + text.size();
+        auto [p, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc() || p != end || v < lo || v > hi)
+          return "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got `" +
+                 text + "`";
+        return std::string();
+      },
+      "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+// A seed: an integer from 0 to 2^64 - 1 (no sign: "-1" would wrap to 2^64 - 1).
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        auto [p, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || text[0] == '-' || text[0] == '+' || ec != std::errc() || p != end)
+          return "expected an integer from 0 to 18446744073709551615, got `" + text + "`";
+        return std::string();
+      },
+      "UINT64");
+}
+
+// A file a command writes (--out). kef writes a temporary file and renames it over the target, so the
+// target must be absent or a regular file, in an existing writable directory: a device (/dev/null)
+// would be replaced by a regular file, and a symbolic link replaced rather than written through.
+void check_output_file(const std::string& option, const std::string& out) {
+  const std::string what = option + " " + out;
+  if (out.empty()) throw kef::ConfigError(option + ": empty path");
+  struct stat st {};
+  if (::lstat(out.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode))
+      throw kef::ConfigError(what +
+                             ": is a symbolic link; kef replaces the file, not what the link points to, "
+                             "so it refuses: give the link's target");
+    if (!S_ISREG(st.st_mode))
+      throw kef::ConfigError(what +
+                             ": exists and is not a regular file (a device, directory, FIFO or "
+                             "socket); refusing to replace it");
+    if (::access(out.c_str(), W_OK) != 0)
+      throw kef::ConfigError(what + ": not writable (" + std::strerror(errno) + ")");
+  } else if (errno != ENOENT && errno != ENOTDIR) {  // a missing directory is reported below
+    throw kef::ConfigError(what + ": " + std::strerror(errno));
+  }
+  const fs::path dir = fs::path(out).has_parent_path() ? fs::path(out).parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw kef::ConfigError(what + ": directory " + dir.string() + " does not exist");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw kef::ConfigError(what + ": directory " + dir.string() + " is not writable (" +
+                           std::strerror(errno) + ")");
+}
+
 void load_default_plugins(kef::Registry& registry, const std::vector<std::string>& extra) {
   kef::register_core_components(registry);
   registry.load_plugins(kef::plugin_search_path(extra));
+  std::vector<fs::path> loaded;
+  for (const auto& p : registry.plugins())
+    if (p.status == kef::PluginRecord::Status::Loaded) loaded.push_back(p.path);
+  for (const auto& w : kef::plugin_permission_warnings(loaded)) std::cerr << "[kef] warning: " << w << "\n";
 }
 
-int cmd_plugins(const std::vector<std::string>& paths, const std::string& describe) {
-  kef::Registry registry;
+int cmd_plugins(kef::Registry& registry, const std::vector<std::string>& paths, const std::string& describe) {
   load_default_plugins(registry, paths);
   const std::vector<std::string> interfaces = registry.interfaces();
   if (!describe.empty()) {
@@ -91,9 +164,8 @@ int cmd_plugins(const std::vector<std::string>& paths, const std::string& descri
   return 0;
 }
 
-int cmd_score(const std::string& model_dir, const std::string& data, const std::string& out,
-              const std::vector<std::string>& columns, int threads, bool normalize) {
-  kef::Registry registry;
+int cmd_score(kef::Registry& registry, const std::string& model_dir, const std::string& data,
+              const std::string& out, const std::vector<std::string>& columns, int threads, bool normalize) {
   load_default_plugins(registry, {});
   const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
   const kef::Matrix X = kef::read_saved_model_input(data, columns, saved, model_dir);
@@ -152,8 +224,8 @@ void add_sampler_flags(CLI::App* sample, SamplerFlags& f) {
 
 constexpr int kExitPoorMixing = 3;
 
-int cmd_sample(const std::string& model_dir, long n, const std::string& out, std::uint64_t seed, int threads,
-               bool quiet, const SamplerFlags& flags) {
+int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, const std::string& out,
+               std::uint64_t seed, int threads, bool quiet, const SamplerFlags& flags) {
   if (n < 1) throw kef::ConfigError("-n " + std::to_string(n) + ": expected a positive number of samples");
   if (!(flags.max_r_hat >= 1.0))
     throw kef::ConfigError("--max-rhat " + std::to_string(flags.max_r_hat) + ": expected a number >= 1");
@@ -163,7 +235,6 @@ int cmd_sample(const std::string& model_dir, long n, const std::string& out, std
   fs::path out_path(out);
   if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
     throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() + " does not exist");
-  kef::Registry registry;
   load_default_plugins(registry, {});
   const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
   kef::HmcOptions options = flags.hmc;
@@ -214,8 +285,7 @@ int cmd_sample(const std::string& model_dir, long n, const std::string& out, std
   return flags.allow_poor_mixing ? 0 : kExitPoorMixing;
 }
 
-int cmd_eval(const kef::SavedEvalOptions& opts, const std::string& out) {
-  kef::Registry registry;
+int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const std::string& out) {
   load_default_plugins(registry, {});
   std::vector<std::pair<std::string, std::string>> spaces;
   kef::DataTransform transform;
@@ -249,7 +319,12 @@ int cmd_eval(const kef::SavedEvalOptions& opts, const std::string& out) {
     {
       std::ofstream f(tmp);
       f << j.dump(2) << "\n";
-      if (!f) throw kef::ConfigError("--out " + out + ": cannot write");
+      f.close();  // the data reaches the file here: check after it
+      if (!f) {
+        std::error_code ignored;
+        fs::remove(tmp, ignored);
+        throw kef::ConfigError("--out " + out + ": cannot write (disk full?)");
+      }
     }
     fs::rename(tmp, out);
   }
@@ -275,7 +350,7 @@ int main(int argc, char** argv) {
   run->add_option("--set", overrides, "override a key: a.b.c=value (model.NAME.key or model[i].key for one model)");
   run->add_option("--output", output, "output directory (replaces [output] dir)");
   run->add_option("--threads", threads, "worker threads (default: all cores; results do not depend on it)")
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, kMaxThreads));
   run->add_flag("--quiet", quiet, "no progress output on stderr");
 
   auto* validate = app.add_subcommand("validate", "Check a pipeline (keys, types, plugins, data) without fitting");
@@ -304,9 +379,10 @@ int main(int argc, char** argv) {
   eval->add_option("--against", eval_opts.against_dir, "second saved model, for comparative evaluators");
   eval->add_option("--set", eval_opts.settings, "an evaluator key: key=value");
   eval->add_option("--columns", eval_opts.columns, "CSV columns to use");
-  eval->add_option("--seed", eval_opts.seed, "seed of the evaluator's random streams (default 0)");
+  eval->add_option("--seed", eval_opts.seed, "seed of the evaluator's random streams (default 0)")
+      ->check(seed_value());
   eval->add_option("--out", eval_out, "also write the metrics as JSON to this file");
-  eval->add_option("--threads", threads, "worker threads")->check(CLI::PositiveNumber);
+  eval->add_option("--threads", threads, "worker threads")->check(integer_in(1, kMaxThreads));
   eval->add_flag("--quiet", eval_opts.quiet, "no progress output");
 
   std::string sample_dir, sample_out;
@@ -314,10 +390,11 @@ int main(int argc, char** argv) {
   std::uint64_t sample_seed = 0;
   auto* sample = app.add_subcommand("sample", "Draw samples from a saved model (its exact sampler, else HMC)");
   sample->add_option("model_dir", sample_dir, "saved model directory")->required();
-  sample->add_option("-n", sample_n, "number of samples")->required();
+  sample->add_option("-n", sample_n, "number of samples")->required()->check(integer_in(1, kMaxSamples));
   sample->add_option("--out", sample_out, "output .npy (n x D)")->required();
-  sample->add_option("--seed", sample_seed, "seed (default 0)");
-  sample->add_option("--threads", threads, "worker threads (results do not depend on it)")->check(CLI::PositiveNumber);
+  sample->add_option("--seed", sample_seed, "seed (default 0)")->check(seed_value());
+  sample->add_option("--threads", threads, "worker threads (results do not depend on it)")
+      ->check(integer_in(1, kMaxThreads));
   sample->add_flag("--quiet", quiet, "no progress or diagnostics on stderr");
   SamplerFlags sampler_flags;
   add_sampler_flags(sample, sampler_flags);
@@ -329,9 +406,12 @@ int main(int argc, char** argv) {
   auto* montage = app.add_subcommand("montage", "Paste PNG figures into one, row by row (e.g. density.png of several runs)");
   montage->add_option("inputs", montage_inputs, "input PNG files, in reading order")->required();
   montage->add_option("--out", montage_out, "output PNG")->required();
-  montage->add_option("--width", montage_width, "scale the result to this many pixels across (default: no scaling)");
+  montage
+      ->add_option("--width", montage_width,
+                   "scale the result to this many pixels across (default: no scaling)")
+      ->check(integer_in(0, 100000));
   montage->add_option("--columns", montage_columns, "images per row (default 1: stacked vertically)")
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, 10000));
 
   try {
     app.parse(argc, argv);
@@ -346,8 +426,23 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // What a command printed must have reached stdout: `kef eval ... > /dev/full` is a failure.
+  auto finish = [](int status) {
+    std::cout.flush();
+    if (std::cout) return status;
+    std::cerr << "kef: error: cannot write to standard output (" << std::strerror(errno) << ")\n";
+    return status == 0 ? 2 : status;
+  };
+  // The plugins' code must stay loaded until every exception has been handled: an exception thrown
+  // by plugin code may refer to it (its what(), a class of its own), and the models a command holds
+  // keep their plugin loaded only while they live. So the registry outlives the handlers below.
+  kef::Registry registry;
   try {
     if (threads > 0) kef::set_default_threads(threads);
+    if (score->parsed()) check_output_file("--out", out);
+    if (sample->parsed()) check_output_file("--out", sample_out);
+    if (eval->parsed() && !eval_out.empty()) check_output_file("--out", eval_out);
+    if (montage->parsed()) check_output_file("--out", montage_out);
     if (run->parsed()) {
       kef::RunOptions opts;
       opts.overrides = overrides;
@@ -356,28 +451,28 @@ int main(int argc, char** argv) {
       opts.quiet = quiet;
       kef::RunSummary s = kef::run_pipeline(file, opts);
       std::cout << s.table << "results: " << (s.output_dir / "results.json").string() << "\n";
-      return 0;
+      return finish(0);
     }
     if (validate->parsed()) {
       kef::RunOptions opts;
       opts.overrides = overrides;
       kef::validate_pipeline(file, opts);
       std::cout << file << ": ok\n";
-      return 0;
+      return finish(0);
     }
-    if (plugins->parsed()) return cmd_plugins(plugin_paths, describe);
-    if (score->parsed()) return cmd_score(model_dir, data, out, columns, threads, score_normalize);
+    if (plugins->parsed()) return finish(cmd_plugins(registry, plugin_paths, describe));
+    if (score->parsed()) return finish(cmd_score(registry, model_dir, data, out, columns, threads, score_normalize));
     if (sample->parsed())
-      return cmd_sample(sample_dir, sample_n, sample_out, sample_seed, threads, quiet, sampler_flags);
+      return finish(cmd_sample(registry, sample_dir, sample_n, sample_out, sample_seed, threads, quiet, sampler_flags));
     if (montage->parsed()) {
       std::vector<fs::path> inputs(montage_inputs.begin(), montage_inputs.end());
       kef::MontageResult m = kef::write_png_montage(inputs, montage_columns, montage_out, montage_width);
       std::cerr << "[kef] wrote " << m.width << " x " << m.height << " pixels to " << montage_out << "\n";
-      return 0;
+      return finish(0);
     }
     if (eval->parsed()) {
       eval_opts.threads = threads;
-      return cmd_eval(eval_opts, eval_out);
+      return finish(cmd_eval(registry, eval_opts, eval_out));
     }
   } catch (const kef::Error& e) {
     std::cerr << "kef: " << e.kind() << ": " << e.what() << "\n";

@@ -96,6 +96,7 @@ KeySpec KeySpec::number(std::string name, std::string doc, std::optional<double>
 }
 KeySpec KeySpec::integer(std::string name, std::string doc, std::optional<std::int64_t> def) {
   KeySpec k{std::move(name), ValueKind::Integer, std::move(doc)};
+  k.max = kDefaultIntegerMax;
   if (def) k.default_value = *def; else k.required = true;
   return k;
 }
@@ -149,20 +150,188 @@ std::string KeySpec::default_text() const {
 Config::Config() : node_(make_root(toml::table{}, "<empty>")) {}
 Config::Config(std::shared_ptr<ConfigNode> node) : node_(std::move(node)) {}
 
-Config Config::parse_file(const std::string& path) {
-  std::ifstream probe(path);
-  if (!probe) throw ConfigError(path + ": cannot open the pipeline file");
-  try {
-    return Config(make_root(toml::parse_file(path), path));
-  } catch (const toml::parse_error& e) {
-    const auto& src = e.source();
-    throw ConfigError(path + ":" + std::to_string(src.begin.line) + ":" +
-                      std::to_string(src.begin.column) + ": TOML syntax error: " +
-                      std::string(e.description()));
+namespace {
+
+// TOML++ builds and frees nested tables and arrays recursively, and so does the code that walks a
+// Config: a table header of 40 000 dotted components exhausted the stack (SIGSEGV). Real pipeline
+// files nest a few levels; anything deeper than this is refused before parsing.
+constexpr int kMaxNesting = 64;
+
+// An upper bound of the nesting depth of every value of a TOML document, read without parsing it:
+// a [table] or [[array]] header counts its dotted components, a key its dotted components on top of
+// the current table, every [ or { of a value one more (and the dotted keys inside inline tables).
+// Strings and comments are skipped. Throws ConfigError naming the line that goes too deep.
+void check_nesting(std::string_view text, const std::string& source) {
+  std::size_t line = 1, i = 0;
+  const std::size_t n = text.size();
+  auto too_deep = [&](int depth) {
+    if (depth <= kMaxNesting) return;
+    throw ConfigError(source + ":" + std::to_string(line) + ": tables, dotted keys, arrays or inline tables nested " +
+                      (depth > 10 * kMaxNesting ? "more than " + std::to_string(10 * kMaxNesting)
+                                                : std::to_string(depth)) +
+                      " levels deep (at most " + std::to_string(kMaxNesting) + " are accepted)");
+  };
+  // Skips the string starting at text[i] (a quote), counting newlines of multi-line strings.
+  auto skip_string = [&] {
+    const char q = text[i];
+    const bool triple = i + 2 < n && text[i + 1] == q && text[i + 2] == q;
+    i += triple ? 3 : 1;
+    while (i < n) {
+      const char c = text[i];
+      if (c == '\\' && q == '"') {
+        if (i + 1 < n && text[i + 1] == '\n') ++line;
+        i += 2;
+        continue;
+      }
+      if (c == '\n') {
+        if (!triple) return;  // unterminated: TOML++ reports it (the main loop counts this line end)
+        ++line;
+      }
+      if (c == q && (!triple || (i + 2 < n && text[i + 1] == q && text[i + 2] == q))) {
+        i += triple ? 3 : 1;
+        // A closing """ may be followed by up to two more quotes that belong to the string.
+        while (triple && i < n && text[i] == q) ++i;
+        return;
+      }
+      ++i;
+    }
+  };
+  // Outside strings and comments TOML 1.0 is ASCII (bare keys, numbers, punctuation). Refused here
+  // because TOML++ 3.3 reaches an unreachable branch (undefined behaviour, found by fuzzing) when it
+  // classifies some non-ASCII characters there, e.g. U+01B1 at the start of a line.
+  auto check_ascii = [&] {
+    if (static_cast<unsigned char>(text[i]) < 0x80) return;
+    throw ConfigError(source + ":" + std::to_string(line) +
+                      ": TOML syntax error: a non-ASCII character outside a string or comment (keys "
+                      "with such characters must be quoted: \"key\" = ...)");
+  };
+  // A string starts only where TOML allows one (a key, a value, a header component); a quote elsewhere
+  // (as in `x = 105_"..."`) is a syntax error, refused here so that TOML++ and this scan agree on
+  // what is inside a string.
+  auto unexpected_quote = [&] {
+    throw ConfigError(source + ":" + std::to_string(line) +
+                      ": TOML syntax error: a quote where no string or quoted key can start");
+  };
+  auto skip_comment = [&] {
+    while (i < n && text[i] != '\n') ++i;
+  };
+
+  int table_depth = 0;     // components of the current [header] (one more for [[array]] headers)
+  std::vector<int> open;   // depth of each [ or { of a value that is still open
+  std::vector<char> kinds; // '[' or '{' for each entry of open
+  bool at_line_start = true, key_mode = true;
+  int key_base = 0, key_parts = 1;
+  char prev = '\n';  // the last character outside strings and comments ('\n': a new line)
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") i = 3;  // a UTF-8 byte order mark
+  while (i < n) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      ++i;
+      if (open.empty()) {
+        prev = '\n';
+        at_line_start = true;
+        key_mode = true;
+        key_base = table_depth;
+        key_parts = 1;
+      }
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+      continue;
+    }
+    if (c == '#') {
+      skip_comment();
+      continue;
+    }
+    if (at_line_start && open.empty() && c == '[') {
+      // A table header: its dotted components, outside quoted keys.
+      const bool array_header = i + 1 < n && text[i + 1] == '[';
+      int parts = 1;
+      i += array_header ? 2 : 1;
+      char header_prev = '[';
+      while (i < n && text[i] != ']' && text[i] != '\n') {
+        if (text[i] == '"' || text[i] == '\'') {
+          if (header_prev != '[' && header_prev != '.') unexpected_quote();
+          skip_string();
+          header_prev = '"';
+          continue;
+        }
+        check_ascii();
+        if (text[i] == '.') ++parts;
+        if (text[i] != ' ' && text[i] != '\t') header_prev = text[i];
+        ++i;
+      }
+      prev = ']';
+      table_depth = parts + (array_header ? 1 : 0);
+      too_deep(table_depth);
+      key_base = table_depth;
+      at_line_start = false;
+      key_mode = false;
+      continue;  // the closing bracket(s) and the rest of the line: the main loop checks them
+    }
+    at_line_start = false;
+    if (c == '"' || c == '\'') {
+      if (prev != '\n' && prev != '=' && prev != '[' && prev != '{' && prev != ',' && prev != '.')
+        unexpected_quote();
+      skip_string();
+      prev = '"';
+      continue;
+    }
+    check_ascii();
+    prev = c;
+    if (key_mode) {
+      if (c == '.') {
+        too_deep(key_base + ++key_parts);
+      } else if (c == '=') {
+        key_mode = false;
+        key_base += key_parts;
+      } else if (c == '}' && !open.empty()) {  // an empty inline table
+        open.pop_back();
+        kinds.pop_back();
+        key_mode = false;
+        key_base = open.empty() ? table_depth : open.back();
+      }
+      ++i;
+      continue;
+    }
+    if (c == '[' || c == '{') {
+      const int depth = (open.empty() ? key_base : std::max(key_base, open.back())) + 1;
+      too_deep(depth);
+      open.push_back(depth);
+      kinds.push_back(c);
+      if (c == '{') {
+        key_mode = true;
+        key_base = depth;
+        key_parts = 1;
+      }
+    } else if ((c == ']' || c == '}') && !open.empty()) {
+      open.pop_back();
+      kinds.pop_back();
+      key_base = open.empty() ? table_depth : open.back();
+    } else if (c == ',' && !kinds.empty() && kinds.back() == '{') {
+      key_mode = true;
+      key_base = open.back();
+      key_parts = 1;
+    }
+    ++i;
   }
 }
 
+}  // namespace
+
+Config Config::parse_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open the pipeline file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ConfigError(path + ": cannot read the pipeline file");
+  return parse_string(text.str(), path);
+}
+
 Config Config::parse_string(std::string_view text, const std::string& source_name) {
+  check_nesting(text, source_name);
   try {
     return Config(make_root(toml::parse(text, source_name), source_name));
   } catch (const toml::parse_error& e) {
@@ -360,7 +529,10 @@ std::vector<Config> Config::table_array(std::string_view key) const {
 void Config::validate(const KeyList& keys, const std::vector<std::string>& also_allowed) {
   node_->keys = keys;
   node_->validated = true;
-  for (auto&& [k, v] : *node_->table) {
+  for (auto&& entry : *node_->table) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture those in the lambdas below.
+    const auto& k = entry.first;
+    auto& v = entry.second;
     std::string name(k.str());
     if (name == "type") continue;
     if (std::find(also_allowed.begin(), also_allowed.end(), name) != also_allowed.end()) continue;
@@ -523,6 +695,8 @@ void Config::set_from_text(std::string_view dotted_key, std::string_view value_t
   };
   for (const auto& p : parts)
     if (p.empty()) bad("empty key component (expected a.b.c=value)");
+  if (parts.size() > static_cast<std::size_t>(kMaxNesting))
+    bad(std::to_string(parts.size()) + " key components (at most " + std::to_string(kMaxNesting) + ")");
   toml::table* tbl = node_->table;
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
     std::string part = parts[i];

@@ -45,7 +45,8 @@ void ModelWriter::finish() {
   std::ofstream out(path);
   out << "# kef saved model: reload with `kef score`, or read the .npy arrays with numpy.load\n";
   out << manifest_.to_toml(false) << "\n";
-  if (!out) throw Error(path.string() + ": cannot write");
+  out.close();  // checked after the data reaches the file, not only after buffering it
+  if (!out) throw Error(path.string() + ": cannot write (disk full?)");
 }
 
 ModelReader::ModelReader(fs::path dir) : dir_(std::move(dir)) {

@@ -72,7 +72,8 @@ class CsvReader {
       if (pos_ >= text_.size()) return true;
       char c = text_[pos_++];
       if (c == ',') continue;
-      if (c == '\r') ++pos_;  // at_field_end() only stops at '\r' when '\n' (or the end) follows
+      // A line ends with \n, \r\n or a lone \r (classic Mac OS, some spreadsheet exports).
+      if (c == '\r' && pos_ < text_.size() && text_[pos_] == '\n') ++pos_;
       ++line_;
       return true;
     }
@@ -81,7 +82,7 @@ class CsvReader {
  private:
   bool at_field_end() const {
     char c = text_[pos_];
-    return c == ',' || c == '\n' || (c == '\r' && (pos_ + 1 == text_.size() || text_[pos_ + 1] == '\n'));
+    return c == ',' || c == '\n' || c == '\r';
   }
   void skip_blanks() {
     while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
@@ -106,7 +107,7 @@ class CsvReader {
           }
           break;
         }
-        if (c == '\n') ++line_;
+        if (c == '\n' || (c == '\r' && (pos_ >= text_.size() || text_[pos_] != '\n'))) ++line_;
         f.text += c;
       }
       skip_blanks();

@@ -489,7 +489,8 @@ Matrix draw_samples(const Model& model, Index n, RandomStream& rng, const HmcOpt
     return X;
   }
   HmcOptions o = options;
-  const Index per_chain = (n + o.chains - 1) / o.chains;
+  // ceil(n / chains) without forming n + chains - 1, which overflows for n near the Index maximum.
+  const Index per_chain = n / o.chains + (n % o.chains != 0 ? 1 : 0);
   if (o.samples == 0) o.samples = per_chain;
   if (o.samples < per_chain)
     bad_option("samples", "at least " + std::to_string(per_chain) + " draws per chain for " + std::to_string(n) +

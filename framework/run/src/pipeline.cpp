@@ -22,7 +22,9 @@
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/model_archive.hpp"
+#include "kef/output_dir.hpp"
 #include "kef/parallel.hpp"
+#include "kef/plugin_permissions.hpp"
 
 namespace kef {
 
@@ -40,7 +42,9 @@ std::string join_names(const std::vector<std::string>& names) {
 const KeyList& top_level_keys() {
   static const KeyList keys = {
       KeySpec::integer("schema_version", "pipeline schema version; must be 1", 1).at_least(1).at_most(1),
-      KeySpec::integer("seed", "seed of every random stream of the run", 0).non_negative(),
+      KeySpec::integer("seed", "seed of every random stream of the run", 0)
+          .non_negative()
+          .at_most(static_cast<double>(std::numeric_limits<std::int64_t>::max())),
       KeySpec::table("data", "the data source: `type` and its keys, plus split/shuffle/standardize/whiten").mandatory(),
       KeySpec::table_array("model", "[[model]] entries: name, estimator, and the parts the estimator declares (kernel, base_measure, ...)").mandatory(),
       KeySpec::table_array("evaluate", "[[evaluate]] entries: `type`, its keys, optional `models` and `name`"),
@@ -154,6 +158,11 @@ struct Plan {
 std::string pipeline_stem(const std::string& path) { return fs::path(path).stem().string(); }
 
 void warn_refused_plugins(const Registry& registry, bool quiet) {
+  std::vector<fs::path> loaded;
+  for (const auto& p : registry.plugins())
+    if (p.status == PluginRecord::Status::Loaded) loaded.push_back(p.path);
+  // Shown even with --quiet: they are about security, not progress.
+  for (const auto& w : plugin_permission_warnings(loaded)) std::cerr << "[kef] warning: " << w << "\n";
   if (quiet) return;
   for (const auto& p : registry.plugins())
     if (p.status == PluginRecord::Status::Refused)
@@ -422,8 +431,16 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
   for (std::size_t i = 0; i < model_tables.size(); ++i) {
     Config m = model_tables[i];
     const std::string name = m.has("name") ? m.string("name") : "model" + std::to_string(i);
-    if (name.empty() || name.find_first_of("/\\ \t") != std::string::npos || name[0] == '.')
-      m.fail("name", "model names must be non-empty, without spaces or slashes, not starting with '.'");
+    // The name is a directory name: at most 255 bytes (NAME_MAX), no NUL or other control character.
+    const bool control = std::any_of(name.begin(), name.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (name.empty() || name.size() > 255 || control || name.find_first_of("/\\ \t") != std::string::npos ||
+        name[0] == '.')
+      m.fail("name",
+             "model names must be 1 to 255 bytes, without spaces, slashes or control characters, not "
+             "starting with '.' (got " +
+                 std::to_string(name.size()) + " bytes)");
     if (!names.insert(name).second) m.fail("name", "duplicate model name \"" + name + "\"");
     plan.models.push_back(build_model(plan, m, name));
   }
@@ -477,42 +494,8 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
   return plan;
 }
 
-// A temporary directory next to the target, so the final rename stays on one filesystem.
-fs::path make_staging_dir(const fs::path& target) {
-  fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  std::error_code ec;
-  fs::create_directories(parent, ec);
-  if (ec) throw ConfigError(target.string() + ": cannot create the parent directory: " + ec.message());
-  std::string pattern = (parent / ("." + target.filename().string() + ".kef-tmp-XXXXXX")).string();
-  std::vector<char> buf(pattern.begin(), pattern.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) throw Error(pattern + ": cannot create a staging directory");
-  return fs::path(buf.data());
-}
-
-void check_output_target(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return;
-  if (!fs::is_directory(dir)) throw ConfigError(dir.string() + ": output path exists and is not a directory");
-  if (fs::is_empty(dir, ec)) return;
-  if (!fs::exists(dir / "results.json"))
-    throw ConfigError(dir.string() +
-                      ": output directory exists and is not a kef run (no results.json); refusing to "
-                      "replace it. Choose another [output] dir or --output");
-}
-
-void publish(const fs::path& staging, const fs::path& target) {
-  std::error_code ec;
-  if (fs::exists(target)) {
-    fs::path old = staging;
-    old += ".old";
-    fs::rename(target, old);
-    fs::rename(staging, target);
-    fs::remove_all(old, ec);
-  } else {
-    fs::rename(staging, target);
-  }
-}
+// Staging, checking and publishing the output directory: kef/output_dir.hpp.
+void publish(const fs::path& staging, const fs::path& target) { publish_staging_dir(staging, target); }
 
 // density.png of a run: the truth first (captioned with the metrics that describe it), then every model
 // captioned with its held-out metrics. D > 2 is skipped with a note, as there is no 2-D view to draw.
@@ -576,8 +559,8 @@ Json preprocessing_json(const PreprocessingReport& p) {
 void write_results(const Json& results, const fs::path& staging) {
   std::ofstream out(staging / "results.json");
   out << results.dump(2) << "\n";
-  out.flush();
-  if (!out) throw Error((staging / "results.json").string() + ": cannot write");
+  out.close();  // the data reaches the disk here, not at the <<: check after it
+  if (!out) throw Error((staging / "results.json").string() + ": cannot write (disk full?)");
 }
 
 std::string metrics_table(const Json& models) {
@@ -887,6 +870,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
     results["models"] = models;
     write_results(results, staging);
     log.close();
+    if (!log) throw Error((staging / "log.txt").string() + ": cannot write (disk full?)");
     publish(staging, plan.output_dir);
 
     RunSummary summary;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <sstream>
 #include <utility>
 
 #include "affine_model.hpp"
@@ -100,6 +101,28 @@ void check_dims(const Dataset& d) {
   if (d.truth && d.truth->dim() != D)
     throw DataError("data: the source's true density has dimension " + std::to_string(d.truth->dim()) +
                     ", the samples have " + std::to_string(D));
+}
+
+// The training statistics of standardize/whiten must be finite: a value such as 1e200 makes the sum
+// of squares overflow, the spread become inf and every standardised value 0, silently (kef 0.2).
+// `spread` is the standard deviation (standardize) or the covariance diagonal (whiten).
+void check_finite_statistics(const Matrix& train, const Vector& mean, const Vector& spread,
+                             const std::vector<std::string>& columns, const std::string& where) {
+  for (Index d = 0; d < train.cols(); ++d) {
+    if (std::isfinite(mean[d]) && std::isfinite(spread[d])) continue;
+    Index row = 0;
+    const double largest = train.col(d).cwiseAbs().maxCoeff(&row);
+    const std::string column = static_cast<std::size_t>(d) < columns.size()
+                                   ? "column " + columns[static_cast<std::size_t>(d)]
+                                   : "column " + std::to_string(d);
+    std::ostringstream value;
+    value << largest;
+    throw DataError(where + ": " + column + ": the training " +
+                    (std::isfinite(mean[d]) ? std::string("spread") : std::string("mean")) +
+                    " overflows (expected values whose squares are finite, got |x| = " + value.str() +
+                    " in training row " + std::to_string(row) +
+                    "); check the column for a sentinel or corrupted value, or rescale it");
+  }
 }
 
 // Applies z = A x + c to every split and records the map, so that saved models carry it and are
@@ -388,6 +411,7 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
     Matrix A;
     if (standardize) {
       Vector sd = (centred.array().square().colwise().sum() / static_cast<double>(n_stats)).sqrt();
+      check_finite_statistics(out.train.topRows(n_stats), mean, sd, out.columns, data.where("standardize"));
       for (Index d = 0; d < D; ++d)
         if (!(sd[d] > 0))
           throw DataError(data.where("standardize") + ": column " +
@@ -396,6 +420,7 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
       A = sd.cwiseInverse().asDiagonal();
     } else {
       Matrix cov = centred.transpose() * centred / static_cast<double>(n_stats);
+      check_finite_statistics(out.train.topRows(n_stats), mean, cov.diagonal(), out.columns, data.where("whiten"));
       Eigen::SelfAdjointEigenSolver<Matrix> es(cov);
       if (es.eigenvalues().minCoeff() <= 1e-12 * std::max(1.0, es.eigenvalues().maxCoeff()))
         throw DataError(data.where("whiten") +

@@ -42,6 +42,11 @@ struct KeySpec {
   bool min_exclusive = false;
   std::vector<std::string> choices;  // allowed strings, when not empty
 
+  // integer() keys are counts unless they say otherwise: at most this by default, so that a count
+  // such as 2^63 - 1 is refused before any arithmetic on it can overflow (kef 0.2 reported "every
+  // one of the 0 proposals"). A key that needs more (a seed) raises it with at_most().
+  static constexpr double kDefaultIntegerMax = 1e12;
+
   // Builders keep plugin key lists short and readable.
   static KeySpec number(std::string name, std::string doc, std::optional<double> def = std::nullopt);
   static KeySpec integer(std::string name, std::string doc,

@@ -1,55 +1,81 @@
 #pragma once
 // One exception hierarchy for the whole library. Messages follow "where: what (expected ..., got ...);
 // hint". exit_status() is what the kef command returns: 2 for bad input, 1 for internal failures.
+//
+// Every class has its key function (the destructor) defined in libkef (src/error.cpp), so its vtable
+// and type_info exist once, in libkef, and the classes are exported even from plugins compiled with
+// hidden visibility. An exception thrown by plugin code therefore refers to no code or data of the
+// plugin and stays valid after the plugin is unloaded (before this, each plugin had its own inline
+// copy, and catching a plugin's error after its library was closed called through unmapped memory).
 #include <stdexcept>
 #include <string>
 
+#define KEF_ERROR_API __attribute__((visibility("default")))
+
 namespace kef {
 
-class Error : public std::runtime_error {
+class KEF_ERROR_API Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
-  virtual int exit_status() const { return 1; }
-  virtual const char* kind() const { return "error"; }
+  Error(const Error&) = default;
+  Error& operator=(const Error&) = default;
+  ~Error() override;
+  virtual int exit_status() const;
+  virtual const char* kind() const;
 };
 
 // A pipeline file, a --set override or a component's keys are wrong.
-class ConfigError : public Error {
+class KEF_ERROR_API ConfigError : public Error {
  public:
   using Error::Error;
-  int exit_status() const override { return 2; }
-  const char* kind() const override { return "config error"; }
+  ConfigError(const ConfigError&) = default;
+  ConfigError& operator=(const ConfigError&) = default;
+  ~ConfigError() override;
+  int exit_status() const override;
+  const char* kind() const override;
 };
 
 // A data file or data matrix is unusable (non-finite value, ragged row, wrong dimension, ...).
-class DataError : public Error {
+class KEF_ERROR_API DataError : public Error {
  public:
   using Error::Error;
-  int exit_status() const override { return 2; }
-  const char* kind() const override { return "data error"; }
+  DataError(const DataError&) = default;
+  DataError& operator=(const DataError&) = default;
+  ~DataError() override;
+  int exit_status() const override;
+  const char* kind() const override;
 };
 
 // A plugin could not be loaded, was refused, or threw something that is not a kef::Error.
-class PluginError : public Error {
+class KEF_ERROR_API PluginError : public Error {
  public:
   using Error::Error;
-  int exit_status() const override { return 2; }
-  const char* kind() const override { return "plugin error"; }
+  PluginError(const PluginError&) = default;
+  PluginError& operator=(const PluginError&) = default;
+  ~PluginError() override;
+  int exit_status() const override;
+  const char* kind() const override;
 };
 
 // A saved model directory is missing, malformed or inconsistent.
-class ModelFileError : public Error {
+class KEF_ERROR_API ModelFileError : public Error {
  public:
   using Error::Error;
-  int exit_status() const override { return 2; }
-  const char* kind() const override { return "model file error"; }
+  ModelFileError(const ModelFileError&) = default;
+  ModelFileError& operator=(const ModelFileError&) = default;
+  ~ModelFileError() override;
+  int exit_status() const override;
+  const char* kind() const override;
 };
 
 // A computation produced a non-finite number or an unsolvable system.
-class NumericalError : public Error {
+class KEF_ERROR_API NumericalError : public Error {
  public:
   using Error::Error;
-  const char* kind() const override { return "numerical error"; }
+  NumericalError(const NumericalError&) = default;
+  NumericalError& operator=(const NumericalError&) = default;
+  ~NumericalError() override;
+  const char* kind() const override;
 };
 
 }  // namespace kef

@@ -1,0 +1,33 @@
+// World-writable plugin files and directories (see kef/plugin_permissions.hpp).
+#include "kef/plugin_permissions.hpp"
+
+#include <sys/stat.h>
+
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace kef {
+
+std::vector<std::string> plugin_permission_warnings(const std::vector<fs::path>& loaded_plugins) {
+  std::vector<std::string> warnings;
+  std::set<std::string> seen_dirs;
+  for (const auto& file : loaded_plugins) {
+    struct stat st {};
+    // stat follows a symbolic link: the library that was loaded is its target.
+    if (::stat(file.c_str(), &st) == 0 && (st.st_mode & S_IWOTH))
+      warnings.push_back("plugin " + file.string() +
+                         " is writable by every user, who could replace the code kef runs as you; "
+                         "`chmod o-w` it");
+    const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    if (!seen_dirs.insert(dir.string()).second) continue;
+    // A sticky directory (like /tmp) keeps others from replacing this file, not from adding plugins.
+    if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IWOTH))
+      warnings.push_back("plugin directory " + dir.string() +
+                         " is writable by every user, who could add plugins that kef loads and runs as you; "
+                         "`chmod o-w` it or move the plugins");
+  }
+  return warnings;
+}
+
+}  // namespace kef
