@@ -125,10 +125,12 @@ int cmd_plugins(kef::Registry& registry, const std::vector<std::string>& paths, 
       std::cout << i << "/" << info->type << "  (plugin " << info->plugin << ")\n  " << info->summary << "\n";
       if (!info->reference.empty()) std::cout << "  reference: " << info->reference << "\n";
       for (const auto& part : info->all_parts())
-        std::cout << "  part [model." << part.name << "]: " << part.interface << (part.required ? "" : " (optional)")
+        std::cout << "  part [model." << part.name
+                  << "]: " << part.interface << (part.required ? "" : " (optional)")
                   << (part.doc.empty() ? "" : ", " + part.doc) << "\n";
       if (!info->facets.empty())
-        std::cout << "  " << (i == "evaluator" ? "needs" : "models have") << ": " << info->facets.text() << "\n";
+        std::cout << "  " << (i == "evaluator" ? "needs" : "models have") << ": " << info->facets.text()
+                  << "\n";
       if (info->keys.empty()) std::cout << "  keys: none besides `type`\n";
       for (const auto& key : info->keys) {
         std::cout << "  " << key.name << " (" << kef::to_string(key.kind) << ", default "
@@ -145,12 +147,13 @@ int cmd_plugins(kef::Registry& registry, const std::vector<std::string>& paths, 
         std::cout << "\n      " << key.doc << "\n";
       }
     }
-    if (!found) throw kef::ConfigError("--describe " + describe + ": no component of that type; run `kef plugins`");
+    if (!found)
+      throw kef::ConfigError("--describe " + describe + ": no component of that type; run `kef plugins`");
     return 0;
   }
   std::cout << "plugins:\n";
   for (const auto& p : registry.plugins()) {
-    const char* status = p.status == kef::PluginRecord::Status::Loaded    ? "loaded"
+    const char* status = p.status == kef::PluginRecord::Status::Loaded     ? "loaded"
                          : p.status == kef::PluginRecord::Status::Shadowed ? "shadowed"
                                                                            : "REFUSED";
     std::cout << "  " << (p.name.empty() ? p.path.filename().string() : p.name) << " " << p.version << " ["
@@ -159,7 +162,8 @@ int cmd_plugins(kef::Registry& registry, const std::vector<std::string>& paths, 
   }
   std::cout << "components:\n";
   for (const auto& i : interfaces) {
-    for (const auto& info : registry.components(i)) std::cout << "  " << i << "/" << info.type << "  " << info.summary << "\n";
+    for (const auto& info : registry.components(i))
+      std::cout << "  " << i << "/" << info.type << "  " << info.summary << "\n";
   }
   return 0;
 }
@@ -177,7 +181,8 @@ int cmd_score(kef::Registry& registry, const std::string& model_dir, const std::
                                 std::to_string(n));
   fs::path out_path(out);
   if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
-    throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() + " does not exist");
+    throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() +
+                           " does not exist");
   kef::write_npy(out_path, result);
   std::cerr << "[kef] wrote " << result.rows() << " x " << result.cols() << " ("
             << (normalize ? "log p" : "log p~") << ", score) to " << out
@@ -234,7 +239,8 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
                            ": expected a number in [0, 1]");
   fs::path out_path(out);
   if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
-    throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() + " does not exist");
+    throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() +
+                           " does not exist");
   load_default_plugins(registry, {});
   const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
   kef::HmcOptions options = flags.hmc;
@@ -251,7 +257,8 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
   if (!quiet) {
     if (diag.ran)
       std::cerr << "[kef] " << diag.summary() << "\n";
-    else std::cerr << "[kef] drawn with the model's exact sampler\n";
+    else
+      std::cerr << "[kef] drawn with the model's exact sampler\n";
   }
   std::cerr << "[kef] wrote " << X.rows() << " x " << X.cols() << " samples to " << out
             << (saved.transform.identity() ? "" : " (data units)") << "\n";
@@ -335,8 +342,9 @@ int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const s
 
 int main(int argc, char** argv) {
   kef::keep_freed_memory();  // see allocator.hpp: large temporaries are reused, not re-faulted
-  CLI::App app{"kef: kernel exponential family densities.\n"
-               "Fit, evaluate and use unnormalised densities log p~(x) = f(x) + log q0(x)."};
+  CLI::App app{
+      "kef: kernel exponential family densities.\n"
+      "Fit, evaluate and use unnormalised densities log p~(x) = f(x) + log q0(x)."};
   app.set_version_flag("--version", std::string("kef ") + kef::version());
   app.require_subcommand(1);
 
@@ -345,15 +353,18 @@ int main(int argc, char** argv) {
   int threads = 0;
   bool quiet = false;
 
-  auto* run = app.add_subcommand("run", "Run a TOML pipeline: fit every [[model]], evaluate, write results.json");
+  auto* run =
+      app.add_subcommand("run", "Run a TOML pipeline: fit every [[model]], evaluate, write results.json");
   run->add_option("file", file, "pipeline file")->required();
-  run->add_option("--set", overrides, "override a key: a.b.c=value (model.NAME.key or model[i].key for one model)");
+  run->add_option("--set", overrides,
+                  "override a key: a.b.c=value (model.NAME.key or model[i].key for one model)");
   run->add_option("--output", output, "output directory (replaces [output] dir)");
   run->add_option("--threads", threads, "worker threads (default: all cores; results do not depend on it)")
       ->check(integer_in(1, kMaxThreads));
   run->add_flag("--quiet", quiet, "no progress output on stderr");
 
-  auto* validate = app.add_subcommand("validate", "Check a pipeline (keys, types, plugins, data) without fitting");
+  auto* validate =
+      app.add_subcommand("validate", "Check a pipeline (keys, types, plugins, data) without fitting");
   validate->add_option("file", file, "pipeline file")->required();
   validate->add_option("--set", overrides, "override a key: a.b.c=value");
 
@@ -372,7 +383,8 @@ int main(int argc, char** argv) {
 
   kef::SavedEvalOptions eval_opts;
   std::string eval_out;
-  auto* eval = app.add_subcommand("eval", "Run one evaluator on a saved model, with a data file as the held-out set");
+  auto* eval =
+      app.add_subcommand("eval", "Run one evaluator on a saved model, with a data file as the held-out set");
   eval->add_option("model_dir", eval_opts.model_dir, "saved model directory")->required();
   eval->add_option("--data", eval_opts.data_file, "data file (.csv or .npy)")->required();
   eval->add_option("--type", eval_opts.evaluator, "evaluator type (see `kef plugins`)")->required();
@@ -388,7 +400,8 @@ int main(int argc, char** argv) {
   std::string sample_dir, sample_out;
   long sample_n = 0;
   std::uint64_t sample_seed = 0;
-  auto* sample = app.add_subcommand("sample", "Draw samples from a saved model (its exact sampler, else HMC)");
+  auto* sample =
+      app.add_subcommand("sample", "Draw samples from a saved model (its exact sampler, else HMC)");
   sample->add_option("model_dir", sample_dir, "saved model directory")->required();
   sample->add_option("-n", sample_n, "number of samples")->required()->check(integer_in(1, kMaxSamples));
   sample->add_option("--out", sample_out, "output .npy (n x D)")->required();
@@ -403,7 +416,8 @@ int main(int argc, char** argv) {
   std::string montage_out;
   int montage_columns = 1;
   int montage_width = 0;
-  auto* montage = app.add_subcommand("montage", "Paste PNG figures into one, row by row (e.g. density.png of several runs)");
+  auto* montage = app.add_subcommand(
+      "montage", "Paste PNG figures into one, row by row (e.g. density.png of several runs)");
   montage->add_option("inputs", montage_inputs, "input PNG files, in reading order")->required();
   montage->add_option("--out", montage_out, "output PNG")->required();
   montage
@@ -461,9 +475,11 @@ int main(int argc, char** argv) {
       return finish(0);
     }
     if (plugins->parsed()) return finish(cmd_plugins(registry, plugin_paths, describe));
-    if (score->parsed()) return finish(cmd_score(registry, model_dir, data, out, columns, threads, score_normalize));
+    if (score->parsed())
+      return finish(cmd_score(registry, model_dir, data, out, columns, threads, score_normalize));
     if (sample->parsed())
-      return finish(cmd_sample(registry, sample_dir, sample_n, sample_out, sample_seed, threads, quiet, sampler_flags));
+      return finish(
+          cmd_sample(registry, sample_dir, sample_n, sample_out, sample_seed, threads, quiet, sampler_flags));
     if (montage->parsed()) {
       std::vector<fs::path> inputs(montage_inputs.begin(), montage_inputs.end());
       kef::MontageResult m = kef::write_png_montage(inputs, montage_columns, montage_out, montage_width);

@@ -5,26 +5,10 @@
 
 #include "kef/sdk/plugin.hpp"
 
-// Same fields as KEF_PLUGIN_DESCRIPTOR_VALUE, with the ABI version and kef major.minor chosen by the
-// fixture.
-#define FIXTURE_DESCRIPTOR_VERSION(ABI_VERSION, KEF_MAJOR, KEF_MINOR, NAME)                            \
-  extern "C" __attribute__((visibility("default")))                                                    \
-  const kef_plugin_descriptor_t kef_plugin_descriptor = {ABI_VERSION,                                  \
-                                                         sizeof(kef_plugin_descriptor_t),              \
-                                                         KEF_MAJOR,                                    \
-                                                         KEF_MINOR,                                    \
-                                                         KEF_PLUGIN_COMPILER_ID_,                      \
-                                                         KEF_PLUGIN_COMPILER_MAJOR_,                   \
-                                                         KEF_PLUGIN_COMPILER_MINOR_,                   \
-                                                         KEF_PLUGIN_CXX11_ABI_,                        \
-                                                         EIGEN_WORLD_VERSION,                          \
-                                                         EIGEN_MAJOR_VERSION,                          \
-                                                         EIGEN_MINOR_VERSION,                          \
-                                                         static_cast<uint32_t>(sizeof(void*)),         \
-                                                         static_cast<uint32_t>(EIGEN_MAX_ALIGN_BYTES), \
-                                                         NAME,                                         \
-                                                         "0.0.1",                                      \
-                                                         "plugin-host test fixture"};
+// A descriptor with the ABI version and kef major.minor chosen by the fixture.
+#define FIXTURE_DESCRIPTOR_VERSION(ABI_VERSION, KEF_MAJOR, KEF_MINOR, NAME)                          \
+  extern "C" __attribute__((visibility("default"))) const kef_plugin_descriptor_t kef_plugin_descriptor = \
+      KEF_PLUGIN_DESCRIPTOR_FOR(ABI_VERSION, KEF_MAJOR, KEF_MINOR, NAME, "0.0.1", "plugin-host test fixture");
 
 // The same, with this kef's minor version.
 #define FIXTURE_DESCRIPTOR(ABI_VERSION, KEF_MAJOR, NAME) \

@@ -13,24 +13,11 @@ namespace kef {
 namespace {
 
 namespace fs = std::filesystem;
+using test::read_json;
+using test::write_file;
+using test::kef_cmd;
+using Result = test::CommandResult;
 using Json = nlohmann::json;
-
-struct Result {
-  int status;
-  std::string output;
-};
-
-Result kef_cmd(const std::string& args) {
-  Result r;
-  r.status = test::run_command(test::kef_executable() + " " + args, &r.output);
-  return r;
-}
-
-fs::path write_file(const fs::path& dir, const std::string& name, const std::string& text) {
-  fs::path p = dir / name;
-  std::ofstream(p) << text;
-  return p;
-}
 
 const char* kBanana = R"(schema_version = 1
 seed = 3
@@ -54,11 +41,6 @@ type = "score_matching_loss"
 [[evaluate]]
 type = "fisher_divergence"
 )";
-
-Json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return Json::parse(in);
-}
 
 TEST(Cli, RunWritesResultsAndAReloadableModel) {
   fs::path dir = test::temp_dir("cli-run");

@@ -22,23 +22,10 @@ namespace kef {
 namespace {
 
 namespace fs = std::filesystem;
+using test::read_json;
+using test::kef_cmd;
+using Result = test::CommandResult;
 using Json = nlohmann::json;
-
-struct Result {
-  int status;
-  std::string output;
-};
-
-Result kef_cmd(const std::string& args) {
-  Result r;
-  r.status = test::run_command(test::kef_executable() + " " + args, &r.output);
-  return r;
-}
-
-Json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return Json::parse(in);
-}
 
 void write_csv(const fs::path& p, const std::vector<std::string>& names, const Matrix& X) {
   std::ofstream out(p);

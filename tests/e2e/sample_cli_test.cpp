@@ -12,17 +12,8 @@ namespace kef {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Result {
-  int status;
-  std::string output;
-};
-
-Result kef_cmd(const std::string& args) {
-  Result r;
-  r.status = test::run_command(test::kef_executable() + " " + args, &r.output);
-  return r;
-}
+using test::kef_cmd;
+using Result = test::CommandResult;
 
 bool contains(const std::string& text, const std::string& what) {
   return text.find(what) != std::string::npos;

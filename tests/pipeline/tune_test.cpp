@@ -16,29 +16,11 @@ namespace kef {
 namespace {
 
 namespace fs = std::filesystem;
+using test::read_json;
+using test::write_file;
+using test::kef_cmd;
+using Result = test::CommandResult;
 using Json = nlohmann::json;
-
-struct Result {
-  int status;
-  std::string output;
-};
-
-Result kef_cmd(const std::string& args) {
-  Result r;
-  r.status = test::run_command(test::kef_executable() + " " + args, &r.output);
-  return r;
-}
-
-fs::path write_file(const fs::path& dir, const std::string& name, const std::string& text) {
-  fs::path p = dir / name;
-  std::ofstream(p) << text;
-  return p;
-}
-
-Json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return Json::parse(in);
-}
 
 std::string replaced(std::string s, const std::string& from, const std::string& to) {
   const auto at = s.find(from);

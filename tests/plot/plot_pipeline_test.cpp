@@ -13,23 +13,9 @@ namespace kef {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Result {
-  int status;
-  std::string output;
-};
-
-Result kef_cmd(const std::string& args, const std::string& env = "") {
-  Result r;
-  r.status = test::run_command(env + (env.empty() ? "" : " ") + test::kef_executable() + " " + args, &r.output);
-  return r;
-}
-
-fs::path write_file(const fs::path& dir, const std::string& name, const std::string& text) {
-  fs::path p = dir / name;
-  std::ofstream(p) << text;
-  return p;
-}
+using test::kef_cmd;
+using test::write_file;
+using Result = test::CommandResult;
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);

@@ -51,7 +51,8 @@ class DensityOnly final : public Model {
 TEST(ModelFacets, RequireNamesTheAskerTheModelAndWhatIsMissing) {
   DensityOnly m;
   EXPECT_NO_THROW(require_facets(m, Facet::LogDensity, "fssd", "m"));
-  const std::string msg = message_of<ConfigError>([&] { require_facets(m, Facet::Score | Facet::Sampler, "fssd", "m"); });
+  const std::string msg =
+      message_of<ConfigError>([&] { require_facets(m, Facet::Score | Facet::Sampler, "fssd", "m"); });
   EXPECT_NE(msg.find("fssd: model `m` (type density_only) has no score, sampler (it has: log density)"),
             std::string::npos)
       << msg;
@@ -75,7 +76,8 @@ TEST(ModelFacets, TheDefaultDescribesAScoreMatchingModelAndItsOptionalParts) {
   FitReport report;
   ModelPtr model = est->fit(FitInput{pts.X, none, rng, *progress, 1, report});
   const FacetSet f = model->facets();
-  EXPECT_EQ(f, (FacetSet{Facet::LogDensity, Facet::Score, Facet::Laplacian, Facet::BaseMeasureRatio})) << f.text();
+  EXPECT_EQ(f, (FacetSet{Facet::LogDensity, Facet::Score, Facet::Laplacian, Facet::BaseMeasureRatio}))
+      << f.text();
   // The type's declaration is what every lite model has; this estimator's q0 samples, so it adds that.
   EXPECT_TRUE(f.contains(reg.find(Estimator::kInterface, "lite")->facets));
   EXPECT_EQ(est->facets(), f);
@@ -89,7 +91,8 @@ class FacetPipeline : public ::testing::Test {
     std::ofstream(path) << "schema_version = 1\nseed = 1\n[plugins]\npaths = [\"" << KEF_OPEN_FIXTURE_DIR
                         << "\"]\n[data]\ntype = \"synthetic/gaussian\"\nn = 300\n"
                         << "split = { test = 100, validation = 0 }\n[[model]]\nname = \"m\"\n"
-                        << "[model.estimator]\ntype = \"" << estimator << "\"\n[model.sampler]\ntype = \"constant\"\n"
+                        << "[model.estimator]\ntype = \"" << estimator
+                        << "\"\n[model.sampler]\ntype = \"constant\"\n"
                         << "[[evaluate]]\ntype = \"" << evaluator << "\"\n";
     return path;
   }
@@ -106,8 +109,9 @@ class FacetPipeline : public ::testing::Test {
 TEST_F(FacetPipeline, AnEvaluatorNeedingAFacetTheEstimatorDeclaresItLacksFailsBeforeAnyFit) {
   const fs::path p = write("fixture_sampled", "fssd");
   const std::string msg = message_of<ConfigError>([&] { validate_pipeline(p.string(), quiet("v")); });
-  EXPECT_NE(msg.find("`fssd` needs the score of model `m`, which estimator `fixture_sampled` does not provide"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("`fssd` needs the score of model `m`, which estimator `fixture_sampled` does not provide"),
+      std::string::npos)
       << msg;
 }
 
@@ -115,7 +119,8 @@ TEST_F(FacetPipeline, AnUndeclaredEstimatorsModelIsCheckedWhenEvaluated) {
   const fs::path p = write("fixture_sampled_undeclared", "fssd");
   EXPECT_NO_THROW(validate_pipeline(p.string(), quiet("v")));
   const std::string msg = message_of<ConfigError>([&] { run_pipeline(p.string(), quiet("r")); });
-  EXPECT_NE(msg.find("evaluate[0] (fssd): model `m` (type fixture_sample_only) has no score"), std::string::npos)
+  EXPECT_NE(msg.find("evaluate[0] (fssd): model `m` (type fixture_sample_only) has no score"),
+            std::string::npos)
       << msg;
 }
 

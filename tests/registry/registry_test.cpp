@@ -1,5 +1,7 @@
 // The open registry: an interface the host does not know is registered, listed, validated and built
 // like the host's own; an estimator's named parts come from [model.NAME] tables, checked by name.
+#include "kef/registry.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,7 +9,6 @@
 #include "fixture_sampler.hpp"
 #include "kef/error.hpp"
 #include "kef/pipeline.hpp"
-#include "kef/registry.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -49,7 +50,8 @@ TEST(OpenRegistry, AnInterfaceUnknownToTheHostIsListedValidatedAndBuilt) {
   EXPECT_NE(typo.find("did you mean `centre`"), std::string::npos) << typo;
   const std::string unknown =
       message_of<ConfigError>([&] { r.make<fixture::Sampler>(test::config_from("type = \"constan\""), {}); });
-  EXPECT_NE(unknown.find("unknown fixture sampler type `constan` (did you mean `constant`?)"), std::string::npos)
+  EXPECT_NE(unknown.find("unknown fixture sampler type `constan` (did you mean `constant`?)"),
+            std::string::npos)
       << unknown;
 }
 
@@ -84,7 +86,8 @@ centre = -1.5
 
   Config missing = test::config_from("[estimator]\ntype = \"fixture_sampled\"\n");
   const std::string msg = message_of<ConfigError>([&] { r.make_parts(info, missing, BuildContext{2}); });
-  EXPECT_NE(msg.find("estimator `fixture_sampled` needs a [sampler] table (fixture sampler)"), std::string::npos)
+  EXPECT_NE(msg.find("estimator `fixture_sampled` needs a [sampler] table (fixture sampler)"),
+            std::string::npos)
       << msg;
 }
 
@@ -118,23 +121,25 @@ TEST_F(OpenPipeline, ATableTheEstimatorDoesNotDeclareIsRefusedNamingItsParts) {
       "[model.estimator]\ntype = \"fixture_sampled\"\n[model.sampler]\ntype = \"constant\"\n"
       "[model.dual]\ntype = \"constant\"\n");
   const std::string msg = message_of<ConfigError>([&] { validate_pipeline(p.string(), quiet()); });
-  EXPECT_NE(msg.find("estimator `fixture_sampled` takes no [model[0].dual] table (its parts: [model[0].sampler])"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("estimator `fixture_sampled` takes no [model[0].dual] table (its parts: [model[0].sampler])"),
+      std::string::npos)
       << msg;
   EXPECT_NE(msg.find("p.toml:"), std::string::npos) << msg;  // names the file and line
 }
 
 TEST_F(OpenPipeline, APartsKeysAreValidatedWithTheirPlace) {
-  const fs::path p =
-      write("[model.estimator]\ntype = \"fixture_sampled\"\n[model.sampler]\ntype = \"constant\"\ncentr = 1.0\n");
+  const fs::path p = write(
+      "[model.estimator]\ntype = \"fixture_sampled\"\n[model.sampler]\ntype = \"constant\"\ncentr = 1.0\n");
   const std::string msg = message_of<ConfigError>([&] { validate_pipeline(p.string(), quiet()); });
   EXPECT_NE(msg.find("model[0].sampler.centr"), std::string::npos) << msg;
   EXPECT_NE(msg.find("did you mean `centre`"), std::string::npos) << msg;
 }
 
 TEST_F(OpenPipeline, ARunWithANewInterfacesPartFitsAndEvaluates) {
-  const fs::path p = write("[model.estimator]\ntype = \"fixture_sampled\"\n[model.sampler]\ntype = \"constant\"\n",
-                           "[[evaluate]]\ntype = \"true_log_likelihood\"\n");
+  const fs::path p =
+      write("[model.estimator]\ntype = \"fixture_sampled\"\n[model.sampler]\ntype = \"constant\"\n",
+            "[[evaluate]]\ntype = \"true_log_likelihood\"\n");
   RunOptions o = quiet();
   RunSummary s = run_pipeline(p.string(), o);
   EXPECT_TRUE(fs::exists(s.output_dir / "results.json"));

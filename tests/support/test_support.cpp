@@ -2,15 +2,16 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <limits>
 #include <mutex>
 #include <vector>
 
 #include "kef/config.hpp"
-#include "kef/random.hpp"
 #include "kef/pipeline.hpp"
+#include "kef/random.hpp"
 
 namespace kef::test {
 
@@ -70,6 +71,24 @@ int run_command(const std::string& command, std::string* output) {
   return -1;
 }
 
+CommandResult kef_cmd(const std::string& args, const std::string& env) {
+  CommandResult r;
+  r.status = run_command(env + (env.empty() ? "" : " ") + kef_executable() + " " + args, &r.output);
+  return r;
+}
+
+std::filesystem::path write_file(const std::filesystem::path& dir, const std::string& name,
+                                 const std::string& text) {
+  const std::filesystem::path p = dir / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
 Config config_from(const std::string& toml_text) { return Config::parse_string(toml_text, "test"); }
 
 PointPair random_points(Index n, Index m, Index d, std::uint64_t seed, const std::string& tag) {
@@ -91,7 +110,8 @@ Vector numerical_gradient(const std::function<double(const Vector&)>& f, const V
   return g;
 }
 
-double stack_adjoint_loss(const Kernel& kernel, const Matrix& X, const Matrix& Y, const KernelStacks& adjoint) {
+double stack_adjoint_loss(const Kernel& kernel, const Matrix& X, const Matrix& Y,
+                          const KernelStacks& adjoint) {
   KernelStacks st;
   kernel.derivatives(X, Y, 2, st);
   double v = 0;
@@ -106,7 +126,8 @@ Matrix stack_adjoint_loss_gradient_y(const Kernel& kernel, const Matrix& X, cons
   Eigen::Map<const Vector> y0(Y.data(), Y.size());
   const Vector g = numerical_gradient(
       [&](const Vector& yv) {
-        return stack_adjoint_loss(kernel, X, Eigen::Map<const Matrix>(yv.data(), Y.rows(), Y.cols()), adjoint);
+        return stack_adjoint_loss(kernel, X, Eigen::Map<const Matrix>(yv.data(), Y.rows(), Y.cols()),
+                                  adjoint);
       },
       Vector(y0), h);
   return Eigen::Map<const Matrix>(g.data(), Y.rows(), Y.cols());
@@ -135,8 +156,8 @@ double cross_derivative_error(const Kernel& kernel, const Matrix& X, const Matri
 }
 
 MetaProblem make_meta_problem(const std::string& kernel_toml, const std::string& base_toml, Index dim,
-                              Index train_rows, Index validation_rows, Index inducing_points, std::uint64_t seed,
-                              const std::string& tag) {
+                              Index train_rows, Index validation_rows, Index inducing_points,
+                              std::uint64_t seed, const std::string& tag) {
   Registry& reg = plugin_registry();
   MetaProblem p;
   RandomStream rng(seed, tag);

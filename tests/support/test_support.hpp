@@ -2,6 +2,7 @@
 // Helpers shared by the test suites.
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "kef/kernel.hpp"
@@ -13,16 +14,28 @@ namespace kef::test {
 // A registry with every plugin of the build tree loaded (once per test program).
 Registry& plugin_registry();
 
-std::filesystem::path source_dir();   // repository root
-std::filesystem::path binary_dir();   // build tree root
-std::filesystem::path plugin_dir();   // build tree plugin directory
-std::string kef_executable();         // path to the built kef command
+std::filesystem::path source_dir();  // repository root
+std::filesystem::path binary_dir();  // build tree root
+std::filesystem::path plugin_dir();  // build tree plugin directory
+std::string kef_executable();        // path to the built kef command
 
 // A fresh, empty temporary directory removed at process exit.
 std::filesystem::path temp_dir(const std::string& tag);
 
 // Runs a shell command, capturing stdout+stderr; returns the exit status.
 int run_command(const std::string& command, std::string* output);
+
+// The built kef command run with `args` (a shell fragment), with `env` ("VAR=value ...") before it.
+struct CommandResult {
+  int status;          // the exit status; -1 when killed by a signal
+  std::string output;  // stdout and stderr
+};
+CommandResult kef_cmd(const std::string& args, const std::string& env = "");
+// Writes `text` to dir/name (bytes as given) and returns the path.
+std::filesystem::path write_file(const std::filesystem::path& dir, const std::string& name,
+                                 const std::string& text);
+// results.json and other JSON files of a run.
+nlohmann::json read_json(const std::filesystem::path& path);
 
 // Parses a TOML table given as text (source name "test") into a Config.
 Config config_from(const std::string& toml_text);
@@ -34,13 +47,13 @@ struct PointPair {
 PointPair random_points(Index n, Index m, Index d, std::uint64_t seed, const std::string& tag);
 
 // Central differences of a scalar function of a vector: gradient at x with step h.
-Vector numerical_gradient(const std::function<double(const Vector&)>& f, const Vector& x,
-                          double h = 1e-5);
+Vector numerical_gradient(const std::function<double(const Vector&)>& f, const Vector& x, double h = 1e-5);
 
 // The scalar Σ Ā ⊙ S over the stacks S of kernel.derivatives(X, Y, 2) (an empty adjoint counts as
 // zero): Kernel::backward with adjoints Ā must return its gradient, which the kernel suites check
 // against central differences of this function.
-double stack_adjoint_loss(const Kernel& kernel, const Matrix& X, const Matrix& Y, const KernelStacks& adjoint);
+double stack_adjoint_loss(const Kernel& kernel, const Matrix& X, const Matrix& Y,
+                          const KernelStacks& adjoint);
 
 // Central differences of stack_adjoint_loss in Y, as an M x D matrix.
 Matrix stack_adjoint_loss_gradient_y(const Kernel& kernel, const Matrix& X, const Matrix& Y,
@@ -62,7 +75,7 @@ struct MetaProblem {
   double la = 0.05, lc = 0.02;
 };
 MetaProblem make_meta_problem(const std::string& kernel_toml, const std::string& base_toml, Index dim,
-                              Index train_rows, Index validation_rows, Index inducing_points, std::uint64_t seed,
-                              const std::string& tag);
+                              Index train_rows, Index validation_rows, Index inducing_points,
+                              std::uint64_t seed, const std::string& tag);
 
 }  // namespace kef::test

@@ -12,8 +12,7 @@
 namespace kef {
 
 SpdFactor::SpdFactor(const Matrix& A, std::string_view where) {
-  if (A.rows() != A.cols())
-    throw Error(std::string(where) + ": Cholesky of a non-square matrix");
+  if (A.rows() != A.cols()) throw Error(std::string(where) + ": Cholesky of a non-square matrix");
   check_finite(A, where);
   llt_.compute(A);
   if (llt_.info() == Eigen::Success) return;
@@ -37,9 +36,7 @@ SpdFactor::SpdFactor(const Matrix& A, std::string_view where) {
 Vector SpdFactor::solve(const Vector& b) const { return llt_.solve(b); }
 Matrix SpdFactor::solve(const Matrix& B) const { return llt_.solve(B); }
 
-double SpdFactor::log_determinant() const {
-  return 2.0 * llt_.matrixLLT().diagonal().array().log().sum();
-}
+double SpdFactor::log_determinant() const { return 2.0 * llt_.matrixLLT().diagonal().array().log().sum(); }
 
 Matrix squared_distances(const Matrix& X, const Matrix& Y) {
   if (Y.rows() == 0 || X.rows() == 0) return Matrix::Zero(X.rows(), Y.rows());
@@ -73,8 +70,8 @@ void check_finite(const Vector& v, std::string_view where) {
   if (v.allFinite()) return;
   for (Index i = 0; i < v.size(); ++i)
     if (!std::isfinite(v[i]))
-      throw NumericalError(std::string(where) + ": non-finite value " + std::to_string(v[i]) +
-                           " at index " + std::to_string(i));
+      throw NumericalError(std::string(where) + ": non-finite value " + std::to_string(v[i]) + " at index " +
+                           std::to_string(i));
 }
 
 double median_pairwise_distance(const Matrix& X, Index max_rows) {
@@ -92,14 +89,16 @@ double median_pairwise_distance(const Matrix& X, Index max_rows) {
 }
 
 void add_gram_lower(const Matrix& A, Matrix& C) {
-  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, static_cast<blasint>(C.rows()), static_cast<blasint>(A.rows()),
-              1.0, A.data(), static_cast<blasint>(A.rows()), 1.0, C.data(), static_cast<blasint>(C.rows()));
+  cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, static_cast<blasint>(C.rows()),
+              static_cast<blasint>(A.rows()), 1.0, A.data(), static_cast<blasint>(A.rows()), 1.0, C.data(),
+              static_cast<blasint>(C.rows()));
 }
 
 void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C) {
-  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(C.rows()), static_cast<blasint>(C.cols()),
-              static_cast<blasint>(A.rows()), 1.0, A.data(), static_cast<blasint>(A.rows()), B.data(),
-              static_cast<blasint>(B.rows()), 1.0, C.data(), static_cast<blasint>(C.rows()));
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(C.rows()),
+              static_cast<blasint>(C.cols()), static_cast<blasint>(A.rows()), 1.0, A.data(),
+              static_cast<blasint>(A.rows()), B.data(), static_cast<blasint>(B.rows()), 1.0, C.data(),
+              static_cast<blasint>(C.rows()));
 }
 
 Matrix gather_rows(const Matrix& X, const std::vector<Index>& idx, std::size_t begin, std::size_t count) {
@@ -108,8 +107,9 @@ Matrix gather_rows(const Matrix& X, const std::vector<Index>& idx, std::size_t b
   Matrix out(static_cast<Index>(count), X.cols());
   for (std::size_t i = 0; i < count; ++i) {
     const Index row = idx[begin + i];
-    if (row < 0 || row >= X.rows()) throw Error("gather_rows: row " + std::to_string(row) + " of a " +
-                                                std::to_string(X.rows()) + "-row matrix");
+    if (row < 0 || row >= X.rows())
+      throw Error("gather_rows: row " + std::to_string(row) + " of a " + std::to_string(X.rows()) +
+                  "-row matrix");
     out.row(static_cast<Index>(i)) = X.row(row);
   }
   return out;

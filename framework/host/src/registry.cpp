@@ -184,16 +184,22 @@ class PluginModel final : public Model {
 
   Index dim() const override { return inner_->dim(); }
   std::string type_name() const override { return inner_->type_name(); }
-  FacetSet facets() const override { return call("facets", [&] { return inner_->facets(); }); }
+  FacetSet facets() const override {
+    return call("facets", [&] { return inner_->facets(); });
+  }
   Vector log_unnormalized(const Matrix& X) const override {
     return call("log_unnormalized", [&] { return inner_->log_unnormalized(X); });
   }
-  Matrix score(const Matrix& X) const override { return call("score", [&] { return inner_->score(X); }); }
+  Matrix score(const Matrix& X) const override {
+    return call("score", [&] { return inner_->score(X); });
+  }
   void score_and_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const override {
     call("score_and_laplacian", [&] { inner_->score_and_laplacian(X, score, laplacian); });
   }
   bool has_hessian() const override { return inner_->has_hessian(); }
-  Matrix hessian(const Vector& x) const override { return call("hessian", [&] { return inner_->hessian(x); }); }
+  Matrix hessian(const Vector& x) const override {
+    return call("hessian", [&] { return inner_->hessian(x); });
+  }
   std::optional<double> log_normalizer() const override {
     return call("log_normalizer", [&] { return inner_->log_normalizer(); });
   }
@@ -213,14 +219,19 @@ class PluginModel final : public Model {
     return call("sample", [&] { return inner_->sample(n, rng); });
   }
   const ConditionalModel* conditional() const override { return inner_->conditional(); }
-  std::string describe() const override { return call("describe", [&] { return inner_->describe(); }); }
+  std::string describe() const override {
+    return call("describe", [&] { return inner_->describe(); });
+  }
   bool can_save() const override { return inner_->can_save(); }
-  void save(ModelWriter& writer) const override { call("save", [&] { inner_->save(writer); }); }
+  void save(ModelWriter& writer) const override {
+    call("save", [&] { inner_->save(writer); });
+  }
 
  private:
   template <class F>
   auto call(const char* what, F&& f) const -> decltype(f()) {
-    return guarded(*origin_, [&] { return "model " + inner_->type_name() + " failed in " + what; }, std::forward<F>(f));
+    return guarded(
+        *origin_, [&] { return "model " + inner_->type_name() + " failed in " + what; }, std::forward<F>(f));
   }
   // The origin (and so the library) is declared first so that it is destroyed last: inner_ may be a
   // pointer made by plugin code whose control block and destructor are that library's code.
@@ -258,12 +269,14 @@ class PluginDataSource final : public DataSource {
 // The guard wrappers of the interfaces whose objects are called long after they were built. Objects
 // of other interfaces are held (their library stays loaded) but their calls are not wrapped: they are
 // called by the plugins that asked for them, inside those plugins' own guarded calls.
-using Wrapper = std::function<std::shared_ptr<void>(std::shared_ptr<void>, const OriginPtr&, const std::string&)>;
+using Wrapper =
+    std::function<std::shared_ptr<void>(std::shared_ptr<void>, const OriginPtr&, const std::string&)>;
 
 template <class T, class Guard>
 Wrapper wrapper_of() {
   return [](std::shared_ptr<void> object, const OriginPtr& origin, const std::string& name) {
-    std::shared_ptr<T> guard = std::make_shared<Guard>(std::static_pointer_cast<T>(std::move(object)), origin, name);
+    std::shared_ptr<T> guard =
+        std::make_shared<Guard>(std::static_pointer_cast<T>(std::move(object)), origin, name);
     return std::shared_ptr<void>(std::move(guard));
   };
 }
@@ -293,11 +306,11 @@ class StagingRegistrar final : public PluginRegistrar {
     if (!valid_interface_name(interface))
       problems_.push_back("registers `" + info.type + "` under the invalid interface name `" + interface +
                           "` (expected lower-case letters, digits and '_')");
-    if (info.type.empty())
-      problems_.push_back("registers a " + noun(interface) + " with an empty type name");
+    if (info.type.empty()) problems_.push_back("registers a " + noun(interface) + " with an empty type name");
     if (!factory) problems_.push_back("registers " + name + " with an empty factory");
     for (const Entry& e : entries_)
-      if (e.interface == interface && e.info.type == info.type) problems_.push_back("registers " + name + " twice");
+      if (e.interface == interface && e.info.type == info.type)
+        problems_.push_back("registers " + name + " twice");
     for (std::size_t i = 0; i < info.keys.size(); ++i) {
       if (info.keys[i].name == "type") problems_.push_back(name + " declares the reserved key `type`");
       for (std::size_t j = 0; j < i; ++j)
@@ -329,16 +342,14 @@ class StagingRegistrar final : public PluginRegistrar {
  private:
   static bool valid_interface_name(std::string_view name) {
     if (name.empty() || name.size() > 64) return false;
-    return std::all_of(name.begin(), name.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-    });
+    return std::all_of(name.begin(), name.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
   }
 
   OriginPtr origin_;
   std::vector<Entry> entries_;
   std::vector<std::string> problems_;
 };
-
 
 // A function with internal linkage: its address is inside libkef even in a program that also
 // references libkef's exported functions through canonical PLT entries.

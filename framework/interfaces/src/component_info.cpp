@@ -11,8 +11,7 @@ std::vector<PartSpec> ComponentInfo::all_parts() const {
       if (p.name == name) return true;
     return false;
   };
-  if (uses_kernel && !declared("kernel"))
-    out.push_back({"kernel", "kernel", true, "the kernel"});
+  if (uses_kernel && !declared("kernel")) out.push_back({"kernel", "kernel", true, "the kernel"});
   if (uses_base_measure && !declared("base_measure"))
     out.push_back({"base_measure", "base_measure", true, "the base measure q0"});
   out.insert(out.end(), parts.begin(), parts.end());

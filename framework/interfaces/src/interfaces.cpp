@@ -117,7 +117,9 @@ namespace {
 
 Matrix Model::score(const Matrix&) const { lacks(type_name(), Facet::Score); }
 
-void Model::score_and_laplacian(const Matrix&, Matrix&, Matrix&) const { lacks(type_name(), Facet::Laplacian); }
+void Model::score_and_laplacian(const Matrix&, Matrix&, Matrix&) const {
+  lacks(type_name(), Facet::Laplacian);
+}
 
 Matrix ConditionalModel::score(const Matrix&, const Matrix&) const {
   throw ConfigError("this conditional model has no conditional score facet");
@@ -141,8 +143,6 @@ Matrix Model::sample(Index, RandomStream&) const {
   throw Error("model " + type_name() + " cannot be sampled");
 }
 
-void Model::save(ModelWriter&) const {
-  throw ModelFileError("model " + type_name() + " cannot be saved");
-}
+void Model::save(ModelWriter&) const { throw ModelFileError("model " + type_name() + " cannot be saved"); }
 
 }  // namespace kef

@@ -10,15 +10,14 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
-#include "kef/density_plot.hpp"
 #include "kef/data_units_model.hpp"
+#include "kef/density_plot.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/model_archive.hpp"
@@ -45,9 +44,14 @@ const KeyList& top_level_keys() {
       KeySpec::integer("seed", "seed of every random stream of the run", 0)
           .non_negative()
           .at_most(static_cast<double>(std::numeric_limits<std::int64_t>::max())),
-      KeySpec::table("data", "the data source: `type` and its keys, plus split/shuffle/standardize/whiten").mandatory(),
-      KeySpec::table_array("model", "[[model]] entries: name, estimator, and the parts the estimator declares (kernel, base_measure, ...)").mandatory(),
-      KeySpec::table_array("evaluate", "[[evaluate]] entries: `type`, its keys, optional `models` and `name`"),
+      KeySpec::table("data", "the data source: `type` and its keys, plus split/shuffle/standardize/whiten")
+          .mandatory(),
+      KeySpec::table_array("model",
+                           "[[model]] entries: name, estimator, and the parts the estimator declares "
+                           "(kernel, base_measure, ...)")
+          .mandatory(),
+      KeySpec::table_array("evaluate",
+                           "[[evaluate]] entries: `type`, its keys, optional `models` and `name`"),
       KeySpec::table("output", "where and what to write"),
       KeySpec::table("plugins", "plugin search: `paths`"),
       KeySpec::table("tune", "grid search of one model's numeric keys, scored on a held-out split"),
@@ -73,7 +77,8 @@ void check_model_tables(Config& m, const ComponentInfo& estimator) {
     for (const PartSpec& part : estimator.all_parts()) declared = declared || part.name == key;
     if (!declared)
       m.fail(key, "estimator `" + estimator.type + "` takes no [" + m.dotted(key) + "] table (" +
-                      (part_names.empty() ? std::string("it has no parts") : "its parts: " + join_names(part_names)) +
+                      (part_names.empty() ? std::string("it has no parts")
+                                          : "its parts: " + join_names(part_names)) +
                       ")");
   }
   m.validate(keys);
@@ -83,14 +88,21 @@ const KeyList& output_keys() {
   static const KeyList keys = {
       KeySpec::string("dir", "output directory (relative to the working directory)", std::string("runs/kef")),
       KeySpec::boolean("save_models", "save every fitted model under models/NAME", true),
-      KeySpec::boolean("plot", "write density.png: log density of every model and the truth (1-D and 2-D data)", false),
-      KeySpec::boolean("plot_points", "overlay training points (2-D) / a histogram of them (1-D) on the plot", true),
-      KeySpec::integer("plot_max_points", "at most this many training points overlaid (evenly spaced rows)", 1000)
-          .at_least(1).at_most(1000000),
+      KeySpec::boolean(
+          "plot", "write density.png: log density of every model and the truth (1-D and 2-D data)", false),
+      KeySpec::boolean("plot_points", "overlay training points (2-D) / a histogram of them (1-D) on the plot",
+                       true),
+      KeySpec::integer("plot_max_points", "at most this many training points overlaid (evenly spaced rows)",
+                       1000)
+          .at_least(1)
+          .at_most(1000000),
       KeySpec::integer("plot_grid", "grid cells per side (2-D) or curve points (1-D) of the plot", 200)
-          .at_least(10).at_most(2000),
-      KeySpec::numbers("plot_extent", "plotted region [xmin, xmax, ymin, ymax] (1-D: [xmin, xmax]); "
-                                      "default: the data's 0.1-99.9% quantile range padded by 15%").optional(),
+          .at_least(10)
+          .at_most(2000),
+      KeySpec::numbers("plot_extent",
+                       "plotted region [xmin, xmax, ymin, ymax] (1-D: [xmin, xmax]); "
+                       "default: the data's 0.1-99.9% quantile range padded by 15%")
+          .optional(),
   };
   return keys;
 }
@@ -221,8 +233,9 @@ void apply_median_heuristic(Config& kcfg, const Dataset& data, ModelPlan& mp) {
                            "; set `sigma` to a positive number");
   const Index rows = std::min(kRows, data.train.rows());
   mp.choices.push_back({kcfg.dotted("sigma"), sigma,
-                        "median heuristic: median pairwise Euclidean distance of the first " + std::to_string(rows) +
-                            " training rows (of " + std::to_string(data.train.rows()) + ")"});
+                        "median heuristic: median pairwise Euclidean distance of the first " +
+                            std::to_string(rows) + " training rows (of " + std::to_string(data.train.rows()) +
+                            ")"});
   kcfg.set("sigma", sigma);
 }
 
@@ -256,11 +269,13 @@ ModelPlan build_model(const Plan& plan, Config m, const std::string& name) {
 const KeyList& tune_keys() {
   static const KeyList keys = {
       KeySpec::string("model", "the [[model]] to tune (default: the only one)").optional(),
-      KeySpec::table("grid", "[tune.grid.estimator], [tune.grid.kernel], [tune.grid.base_measure]: lists of "
-                             "values for numeric keys of the model's tables")
+      KeySpec::table("grid",
+                     "[tune.grid.estimator], [tune.grid.kernel], [tune.grid.base_measure]: lists of "
+                     "values for numeric keys of the model's tables")
           .mandatory(),
-      KeySpec::table("evaluate", "the scoring evaluator: score_matching_loss (lowest wins, the default) or "
-                                 "log_likelihood (highest wins), with its keys; split defaults to validation"),
+      KeySpec::table("evaluate",
+                     "the scoring evaluator: score_matching_loss (lowest wins, the default) or "
+                     "log_likelihood (highest wins), with its keys; split defaults to validation"),
       KeySpec::integer("max_candidates", "refuse grids with more candidates than this", 1000).at_least(1),
   };
   return keys;
@@ -356,7 +371,8 @@ TunePlan build_tune(const Plan& plan, Config t) {
   if (!given_split) tune.evaluate.set("split", std::string("validation"));
   const std::string type = tune.evaluate.string("type");
   if (type != "score_matching_loss" && type != "log_likelihood")
-    fail(given_type, "type", "tuning scores with score_matching_loss or log_likelihood, got \"" + type + "\"");
+    fail(given_type, "type",
+         "tuning scores with score_matching_loss or log_likelihood, got \"" + type + "\"");
   tune.metric = type;
   tune.maximize = type == "log_likelihood";
   const std::string split = tune.evaluate.string("split");
@@ -399,8 +415,9 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
 
   Config output = root.table("output");
   output.validate(output_keys());
-  std::string dir = options.output_dir ? *options.output_dir
-                                       : (output.has("dir") ? output.string("dir") : "runs/" + pipeline_stem(path));
+  std::string dir = options.output_dir
+                        ? *options.output_dir
+                        : (output.has("dir") ? output.string("dir") : "runs/" + pipeline_stem(path));
   if (dir.empty()) output.fail("dir", "empty output directory");
   plan.output_dir = dir;
   plan.save_models = output.boolean("save_models");
@@ -416,8 +433,9 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
   if (output.has("plot_extent") && density_plot_supported(D)) {
     const std::vector<double> v = output.numbers("plot_extent");
     if (v.size() != static_cast<std::size_t>(2 * D))
-      output.fail("plot_extent", "expected " + std::string(D == 1 ? "[xmin, xmax] for 1-D data"
-                                                                  : "[xmin, xmax, ymin, ymax] for 2-D data") +
+      output.fail("plot_extent", "expected " +
+                                     std::string(D == 1 ? "[xmin, xmax] for 1-D data"
+                                                        : "[xmin, xmax, ymin, ymax] for 2-D data") +
                                      ", got " + std::to_string(v.size()) + " numbers");
     for (std::size_t i = 0; i < v.size(); i += 2)
       if (!std::isfinite(v[i]) || !std::isfinite(v[i + 1]) || !(v[i] < v[i + 1]))
@@ -432,9 +450,8 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
     Config m = model_tables[i];
     const std::string name = m.has("name") ? m.string("name") : "model" + std::to_string(i);
     // The name is a directory name: at most 255 bytes (NAME_MAX), no NUL or other control character.
-    const bool control = std::any_of(name.begin(), name.end(), [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    });
+    const bool control = std::any_of(
+        name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
     if (name.empty() || name.size() > 255 || control || name.find_first_of("/\\ \t") != std::string::npos ||
         name[0] == '.')
       m.fail("name",
@@ -464,7 +481,8 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
     }
     if (e.has("name")) ep.label = e.string("name");
     if (ep.info->compares_two_models) {
-      if (!e.has("against")) e.fail("", "`" + ep.info->type + "` compares two models: set `against = \"NAME\"`");
+      if (!e.has("against"))
+        e.fail("", "`" + ep.info->type + "` compares two models: set `against = \"NAME\"`");
       ep.other = e.string("against");
       if (!names.count(ep.other)) e.fail("against", "no [[model]] named \"" + ep.other + "\"");
     }
@@ -481,10 +499,12 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
                            mp.facets->text() + "); restrict it with `models = [...]`");
     }
     if (ep.info->needs_truth && !plan.data.truth)
-      e.fail("type", "`" + ep.info->type + "` needs the exact density of the data, and this data source has none "
-                     "(use a synthetic source)");
+      e.fail("type", "`" + ep.info->type +
+                         "` needs the exact density of the data, and this data source has none "
+                         "(use a synthetic source)");
     RandomStream init_rng(plan.seed, e.dotted("init"));
-    ep.evaluator = plan.registry->make_evaluator(e, BuildContext{D, plan.registry.get(), &init_rng, plan.data.train.rows()}, host);
+    ep.evaluator = plan.registry->make_evaluator(
+        e, BuildContext{D, plan.registry.get(), &init_rng, plan.data.train.rows()}, host);
     e.fill_defaults();
     check_evaluation(plan, ep);
     plan.evaluations.push_back(std::move(ep));
@@ -503,7 +523,8 @@ void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fit
                     const fs::path& staging, int threads, std::ostream& log) {
   const Index D = plan.data.dim();
   if (!density_plot_supported(D)) {
-    log << "density plot: skipped, the data has dimension " << D << " (plots are drawn for 1-D and 2-D data)\n";
+    log << "density plot: skipped, the data has dimension " << D
+        << " (plots are drawn for 1-D and 2-D data)\n";
     return;
   }
   std::vector<std::pair<std::string, double>> all_metrics;
@@ -512,7 +533,8 @@ void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fit
   if (plan.data.truth) truth = PlotModel{"truth", plan.data.truth.get(), {}};
   for (const auto& mp : plan.models) {
     std::vector<std::pair<std::string, double>> metrics;
-    for (const auto& [k, v] : models.at(mp.name).at("metrics").items()) metrics.emplace_back(k, v.get<double>());
+    for (const auto& [k, v] : models.at(mp.name).at("metrics").items())
+      metrics.emplace_back(k, v.get<double>());
     all_metrics.insert(all_metrics.end(), metrics.begin(), metrics.end());
     panels.push_back(PlotModel{mp.name, fitted.at(mp.name).get(), metrics_caption(metrics, false)});
     // The truth's metrics are computed on the same test rows for every model: take the first model's.
@@ -521,10 +543,10 @@ void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fit
   DensityPlotOptions options = plan.plot_options;
   options.threads = threads;
   options.footnote = metrics_legend(all_metrics);
-  DensityPlotResult r = write_density_plot(staging / "density.png", panels, truth, plan.data.train,
-                                           plan.data.test, options);
-  log << "density plot: density.png, " << r.width << " x " << r.height << " pixels, extent x [" << r.extent.xmin
-      << ", " << r.extent.xmax << "]";
+  DensityPlotResult r =
+      write_density_plot(staging / "density.png", panels, truth, plan.data.train, plan.data.test, options);
+  log << "density plot: density.png, " << r.width << " x " << r.height << " pixels, extent x ["
+      << r.extent.xmin << ", " << r.extent.xmax << "]";
   if (D == 2) log << " y [" << r.extent.ymin << ", " << r.extent.ymax << "]";
   log << ", grid " << options.grid << "\n";
   for (const auto& n : r.notes) log << n << "\n";
@@ -549,7 +571,8 @@ Json preprocessing_json(const PreprocessingReport& p) {
   if (!p.dropped.empty()) {
     Json dropped = Json::array();
     for (const auto& d : p.dropped)
-      dropped.push_back({{"column", d.column}, {"correlated_with", d.partner}, {"correlation", d.correlation}});
+      dropped.push_back(
+          {{"column", d.column}, {"correlated_with", d.partner}, {"correlation", d.correlation}});
     out["dropped_correlated"] = dropped;
   }
   if (p.statistics_rows > 0) out["statistics_rows"] = p.statistics_rows;
@@ -610,7 +633,8 @@ Json run_tuning(Plan& plan, int threads, Progress& progress, std::ostream& log) 
       ModelPtr model = cp.estimator->fit(in);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!model || model->dim() != plan.data.dim())
-        throw Error("tune: the estimator of model " + tune.model + " returned no model of the data's dimension");
+        throw Error("tune: the estimator of model " + tune.model +
+                    " returned no model of the data's dimension");
       RandomStream eval_rng(plan.seed, "tune." + tune.model);
       EvalInput ein{*model, tune.model, plan.data, eval_rng, progress, threads, nullptr, ""};
       const EvaluationResult r = tune.evaluator->evaluate(ein);
@@ -643,8 +667,9 @@ Json run_tuning(Plan& plan, int threads, Progress& progress, std::ostream& log) 
     candidates.push_back(entry);
   }
   if (!best)
-    throw NumericalError("tune: every one of the " + std::to_string(tune.candidates.size()) + " candidates of model " +
-                         tune.model + " failed (log.txt and results.json list the errors)");
+    throw NumericalError("tune: every one of the " + std::to_string(tune.candidates.size()) +
+                         " candidates of model " + tune.model +
+                         " failed (log.txt and results.json list the errors)");
   // The chosen values go into the pipeline itself, so results.json's config is the one fitted.
   for (const auto& setting : candidate_settings(tune, tune.candidates[*best])) {
     const auto eq = setting.find('=');
@@ -792,8 +817,9 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
       auto t0 = std::chrono::steady_clock::now();
       // A tuned model was fitted by the search with the chosen values and the same stream.
       ModelPtr model = mp.prefit ? mp.prefit : mp.estimator->fit(in);
-      double seconds = mp.prefit ? mp.prefit_seconds
-                                 : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      double seconds = mp.prefit
+                           ? mp.prefit_seconds
+                           : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!model) throw Error("model " + mp.name + ": the estimator returned no model");
       if (model->dim() != plan.data.dim())
         throw Error("model " + mp.name + ": fitted dimension " + std::to_string(model->dim()) +
@@ -813,7 +839,8 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
       Json entry = {{"fit", fit}, {"metrics", Json::object()}, {"description", model->describe()}};
       for (const auto& c : mp.choices) {
         entry["chosen"][c.key] = {{"value", c.value}, {"rule", c.rule}};
-        log << "model " << mp.name << ": " << c.key << " = " << format_metric(c.value) << " (" << c.rule << ")\n";
+        log << "model " << mp.name << ": " << c.key << " = " << format_metric(c.value) << " (" << c.rule
+            << ")\n";
       }
       if (plan.save_models && model->can_save()) {
         step = "saving model " + mp.name;
@@ -836,8 +863,14 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
         require_facets(*fitted.at(name), ep.info->facets, who, name);
         if (!ep.other.empty()) require_facets(*fitted.at(ep.other), ep.info->facets, who, ep.other);
         RandomStream rng(plan.seed, "evaluate[" + std::to_string(i) + "]." + name);
-        EvalInput in{*fitted.at(name), name, plan.data, rng, *progress, threads,
-                     ep.other.empty() ? nullptr : fitted.at(ep.other).get(), ep.other};
+        EvalInput in{*fitted.at(name),
+                     name,
+                     plan.data,
+                     rng,
+                     *progress,
+                     threads,
+                     ep.other.empty() ? nullptr : fitted.at(ep.other).get(),
+                     ep.other};
         EvaluationResult r = ep.evaluator->evaluate(in);
         std::vector<std::pair<std::string, std::string>> spaces;
         r.metrics = metrics_in_data_units(r.metrics, plan.data.transform, &spaces);
@@ -880,7 +913,11 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
     return summary;
   } catch (...) {
     const FailureInfo failure = describe_failure(std::current_exception());
-    if (kept_work) {
+    // A run whose own files could not be written (a full disk: saving a model, log.txt, results.json)
+    // publishes nothing, since what it would publish is truncated; any other failure after a fit
+    // publishes what is finished.
+    const bool write_failed = step.rfind("saving model ", 0) == 0 || step == "writing results" || !log.good();
+    if (kept_work && !write_failed) {
       // Publish what is finished: the fitted models and every whole evaluation, and the failed step.
       bool published = false;
       try {
@@ -889,6 +926,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
         results["models"] = models;
         log << "run failed at " << step << ": " << failure.kind << ": " << failure.message << "\n";
         log.close();
+        if (!log) throw Error("log.txt: cannot write");
         write_results(results, staging);
         publish(staging, plan.output_dir);
         published = true;

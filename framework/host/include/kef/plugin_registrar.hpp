@@ -6,8 +6,8 @@
 // A factory for interface T has the signature std::unique_ptr<T>(const Config&, const BuildContext&);
 // T names its interface as `T::kInterface`. Example, a plugin that adds a component of a new kind:
 //
-//   struct Sampler { static constexpr const char* kInterface = "sampler"; virtual ~Sampler() = default; ... };
-//   r.add<Sampler>(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) { ... });
+//   struct Sampler { static constexpr const char* kInterface = "sampler"; virtual ~Sampler() = default; ...
+//   }; r.add<Sampler>(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) { ... });
 #include <functional>
 #include <memory>
 #include <type_traits>
@@ -36,8 +36,8 @@ using FeatureMapFactory = Factory<FeatureMap>;
 using BaseMeasureFactory = Factory<BaseMeasure>;
 using EvaluatorFactory = Factory<Evaluator>;
 using DataSourceFactory = Factory<DataSource>;
-using EstimatorFactory = std::function<std::unique_ptr<Estimator>(
-    const Config&, const EstimatorParts&, const BuildContext&)>;
+using EstimatorFactory =
+    std::function<std::unique_ptr<Estimator>(const Config&, const EstimatorParts&, const BuildContext&)>;
 using ModelLoader = std::function<ModelPtr(const ModelReader&, Registry&)>;
 
 class PluginRegistrar {
@@ -65,12 +65,18 @@ class PluginRegistrar {
   }
 
   void add_kernel(ComponentInfo info, KernelFactory f) { add<Kernel>(std::move(info), std::move(f)); }
-  void add_feature_map(ComponentInfo info, FeatureMapFactory f) { add<FeatureMap>(std::move(info), std::move(f)); }
+  void add_feature_map(ComponentInfo info, FeatureMapFactory f) {
+    add<FeatureMap>(std::move(info), std::move(f));
+  }
   void add_base_measure(ComponentInfo info, BaseMeasureFactory f) {
     add<BaseMeasure>(std::move(info), std::move(f));
   }
-  void add_evaluator(ComponentInfo info, EvaluatorFactory f) { add<Evaluator>(std::move(info), std::move(f)); }
-  void add_data_source(ComponentInfo info, DataSourceFactory f) { add<DataSource>(std::move(info), std::move(f)); }
+  void add_evaluator(ComponentInfo info, EvaluatorFactory f) {
+    add<Evaluator>(std::move(info), std::move(f));
+  }
+  void add_data_source(ComponentInfo info, DataSourceFactory f) {
+    add<DataSource>(std::move(info), std::move(f));
+  }
   // Estimators keep their three-argument factory: the parts arrive as an EstimatorParts.
   void add_estimator(ComponentInfo info, EstimatorFactory f);
   // Loader for saved models whose model.toml has `type = info.type`.

@@ -34,7 +34,7 @@ struct PluginRecord {
   std::filesystem::path path;
   Status status = Status::Refused;
   std::string name, version, summary;
-  std::string reason;  // why refused or shadowed
+  std::string reason;                   // why refused or shadowed
   std::vector<std::string> components;  // "kernel/gaussian", ...
 };
 
@@ -69,7 +69,8 @@ class Registry {
   std::shared_ptr<void> make_any(std::string_view interface, Config cfg, const BuildContext& ctx,
                                  const std::vector<std::string>& host_keys = {});
   template <class T>
-  std::shared_ptr<T> make(Config cfg, const BuildContext& ctx, const std::vector<std::string>& host_keys = {}) {
+  std::shared_ptr<T> make(Config cfg, const BuildContext& ctx,
+                          const std::vector<std::string>& host_keys = {}) {
     return std::static_pointer_cast<T>(make_any(T::kInterface, std::move(cfg), ctx, host_keys));
   }
   // Builds the parts `info` declares from the tables of `owner` (a [[model]] table: [model.kernel],
@@ -81,17 +82,22 @@ class Registry {
 
   // The forms of the host's own interfaces, kept for source compatibility with kef 0.2.
   std::vector<ComponentInfo> components(ComponentKind kind) const { return components(to_string(kind)); }
-  const ComponentInfo* find(ComponentKind kind, std::string_view type) const { return find(to_string(kind), type); }
+  const ComponentInfo* find(ComponentKind kind, std::string_view type) const {
+    return find(to_string(kind), type);
+  }
   const ComponentInfo& info_for(ComponentKind kind, const Config& cfg) const {
     return info_for(to_string(kind), cfg);
   }
   KernelPtr make_kernel(Config cfg, const BuildContext& ctx) { return make<Kernel>(std::move(cfg), ctx); }
-  FeatureMapPtr make_feature_map(Config cfg, const BuildContext& ctx) { return make<FeatureMap>(std::move(cfg), ctx); }
+  FeatureMapPtr make_feature_map(Config cfg, const BuildContext& ctx) {
+    return make<FeatureMap>(std::move(cfg), ctx);
+  }
   BaseMeasurePtr make_base_measure(Config cfg, const BuildContext& ctx) {
     return make<BaseMeasure>(std::move(cfg), ctx);
   }
   EstimatorPtr make_estimator(Config cfg, const EstimatorParts& parts, const BuildContext& ctx);
-  EvaluatorPtr make_evaluator(Config cfg, const BuildContext& ctx, const std::vector<std::string>& host_keys = {}) {
+  EvaluatorPtr make_evaluator(Config cfg, const BuildContext& ctx,
+                              const std::vector<std::string>& host_keys = {}) {
     return make<Evaluator>(std::move(cfg), ctx, host_keys);
   }
   DataSourcePtr make_data_source(Config cfg, const BuildContext& ctx,

@@ -25,13 +25,13 @@ struct PartSpec {
   std::string name;       // "kernel", "sampler", "dual", ...
   std::string interface;  // the interface name of what it builds ("kernel", "feature_map", ...)
   bool required = true;
-  std::string doc;        // one line, for `kef plugins --describe`
+  std::string doc;  // one line, for `kef plugins --describe`
 };
 
 struct ComponentInfo {
-  std::string type;        // "gaussian", "synthetic/banana", ...
-  std::string summary;     // one line
-  std::string reference;   // paper and section it implements
+  std::string type;       // "gaussian", "synthetic/banana", ...
+  std::string summary;    // one line
+  std::string reference;  // paper and section it implements
   KeyList keys;
   // Estimators: the named sub-components their [[model]] table provides. `uses_kernel` and
   // `uses_base_measure` are shorthands for the parts "kernel" and "base_measure".
@@ -44,8 +44,8 @@ struct ComponentInfo {
   // Evaluators: whether they need the exact density of the source / a second model.
   bool needs_truth = false;
   bool compares_two_models = false;
-  std::string interface;   // filled by the registry
-  std::string plugin;      // filled by the registry
+  std::string interface;  // filled by the registry
+  std::string plugin;     // filled by the registry
 
   // `parts` with the two shorthands expanded, in declaration order.
   std::vector<PartSpec> all_parts() const;
@@ -76,11 +76,11 @@ class Parts {
 };
 
 struct BuildContext {
-  Index dim = -1;                 // data dimension when known
+  Index dim = -1;  // data dimension when known
   Registry* registry = nullptr;
-  RandomStream* rng = nullptr;    // the component's own stream (initialisation)
-  Index train_rows = -1;          // size of the training split when known (early validation)
-  const Parts* parts = nullptr;   // sub-components declared in ComponentInfo::parts
+  RandomStream* rng = nullptr;          // the component's own stream (initialisation)
+  Index train_rows = -1;                // size of the training split when known (early validation)
+  const Parts* parts = nullptr;         // sub-components declared in ComponentInfo::parts
   const ModelReader* reader = nullptr;  // model loaders: the saved model being read
 };
 

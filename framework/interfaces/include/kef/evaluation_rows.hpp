@@ -14,6 +14,7 @@ KeySpec split_key(std::string doc = "which split to evaluate on");
 // The rows of the split named by cfg's `split` key. A ConfigError at that key when the split has fewer
 // than `min_rows` rows ("fssd: the test split has 1 row; it needs at least 2"); a DataError when their
 // dimension differs from the model's (and from the second model's, for comparative evaluators).
-const Matrix& evaluation_rows(const EvalInput& in, const Config& cfg, const std::string& who, Index min_rows = 1);
+const Matrix& evaluation_rows(const EvalInput& in, const Config& cfg, const std::string& who,
+                              Index min_rows = 1);
 
 }  // namespace kef

@@ -12,16 +12,16 @@
 namespace kef {
 
 enum class Facet : std::uint32_t {
-  LogDensity = 1u << 0,           // log p~(x), up to a constant
-  NormalizedDensity = 1u << 1,    // log p(x) exactly: log Z known (log_normalizer())
-  Score = 1u << 2,                // ∇ₓ log p~(x)
-  Laplacian = 1u << 3,            // the score and the diagonal of the Hessian (score matching)
-  Hessian = 1u << 4,              // the full Hessian at a point
-  Sampler = 1u << 5,              // exact draws from p
-  BaseMeasureRatio = 1u << 6,     // log p~ = f + log q0 with a samplable q0 (importance sampling)
-  ConditionalDensity = 1u << 7,   // log p~(y | x)
-  ConditionalScore = 1u << 8,     // ∇_y log p~(y | x) and its Laplacian
-  ConditionalSampler = 1u << 9,   // draws y ~ p(y | x)
+  LogDensity = 1u << 0,          // log p~(x), up to a constant
+  NormalizedDensity = 1u << 1,   // log p(x) exactly: log Z known (log_normalizer())
+  Score = 1u << 2,               // ∇ₓ log p~(x)
+  Laplacian = 1u << 3,           // the score and the diagonal of the Hessian (score matching)
+  Hessian = 1u << 4,             // the full Hessian at a point
+  Sampler = 1u << 5,             // exact draws from p
+  BaseMeasureRatio = 1u << 6,    // log p~ = f + log q0 with a samplable q0 (importance sampling)
+  ConditionalDensity = 1u << 7,  // log p~(y | x)
+  ConditionalScore = 1u << 8,    // ∇_y log p~(y | x) and its Laplacian
+  ConditionalSampler = 1u << 9,  // draws y ~ p(y | x)
 };
 
 class FacetSet {
