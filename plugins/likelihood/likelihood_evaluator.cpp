@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kef/error.hpp"
+#include "kef/evaluation_rows.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/parallel.hpp"
 #include "kef/student_t_proposal.hpp"
@@ -127,8 +128,7 @@ KeyList likelihood_keys() {
           .positive(),
       KeySpec::string("ais_start", "AIS: the distribution at β = 0", std::string("student_t"))
           .one_of({"student_t", "base_measure"}),
-      KeySpec::string("split", "which split to evaluate on", std::string("test"))
-          .one_of({"test", "validation", "train"}),
+      split_key(),
       KeySpec::integer("samples", "importance-sampling proposals U for Ẑ (the budget)", 1000000).at_least(1),
       KeySpec::number("max_seconds",
                       "time budget for Ẑ's proposals, 0 = none; stops between chunks and keeps the longest "
@@ -288,15 +288,13 @@ struct LikelihoodEvaluator::Run {
   std::optional<double> bdmc_lower, bdmc_upper;
 };
 
+void LikelihoodEvaluator::check(const DataShape& data) const {
+  if (data.rows(split_) == 0) cfg_.fail("split", "log_likelihood: the " + split_ + " split is empty");
+}
+
 EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
-  const Matrix& X = split_ == "test"         ? in.data.test
-                    : split_ == "validation" ? in.data.validation
-                                             : in.data.train;
-  if (X.rows() == 0) cfg_.fail("split", "the " + split_ + " split is empty");
+  const Matrix& X = evaluation_rows(in, cfg_, "log_likelihood");
   const Index D = in.model.dim();
-  if (X.cols() != D)
-    throw DataError("log_likelihood: model " + in.model_name + " has dimension " + std::to_string(D) +
-                    ", the " + split_ + " data " + std::to_string(X.cols()));
   const bool quadrature = method_ == "quadrature";
   if (quadrature) check_quadrature_dimension(D);
   const std::optional<double> exact = in.model.log_normalizer();
@@ -698,9 +696,7 @@ Box LikelihoodEvaluator::quadrature_box(const EvalInput& in, const Matrix& evalu
 
 void LikelihoodEvaluator::evaluate_quadrature(const EvalInput& in, double mean_log_p,
                                               EvaluationResult& out) const {
-  const Matrix& X = split_ == "test"         ? in.data.test
-                    : split_ == "validation" ? in.data.validation
-                                             : in.data.train;
+  const Matrix& X = evaluation_rows(in, cfg_, "log_likelihood");
   const Index D = in.model.dim();
   const Index n = grid_ > 0 ? grid_ : (D == 1 ? kDefaultGrid1 : kDefaultGrid2);
   const Box box = quadrature_box(in, X, out);

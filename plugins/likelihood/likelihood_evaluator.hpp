@@ -25,6 +25,8 @@ class LikelihoodEvaluator final : public Evaluator {
   // dim: the data dimension when known (-1 otherwise), to reject quadrature for D > 2 up front.
   explicit LikelihoodEvaluator(const Config& cfg, Index dim = -1);
   EvaluationResult evaluate(const EvalInput& input) override;
+  // An empty split is refused by `kef validate` and before any fit.
+  void check(const DataShape& data) const override;
 
  private:
   void check_quadrature_dimension(Index D) const;

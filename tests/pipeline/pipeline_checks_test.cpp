@@ -143,7 +143,7 @@ min_train_rows = )") +
 TEST(PipelineChecks, EmptySplitsFailBeforeFitting) {
   // The validation split of two_models() is empty: every evaluator that reads it says so in validate.
   fs::path dir = test::temp_dir("checks-split");
-  for (const char* type : {"score_matching_loss", "ksd", "fssd", "mmd"}) {
+  for (const char* type : {"score_matching_loss", "ksd", "fssd", "mmd", "log_likelihood"}) {
     fs::path cfg = write_file(
         dir, "p.toml",
         two_models(std::string("[[evaluate]]\ntype = \"") + type + "\"\nsplit = \"validation\"\n"));
