@@ -23,6 +23,8 @@ using ::testing::HasSubstr;
 
 namespace {
 
+using test::message_of;
+
 fs::path fixture_dir() { return KEF_FIXTURE_DIR; }
 fs::path fixture(const std::string& name) { return fixture_dir() / name; }
 fs::path good_plugin() { return fixture("kef_fixture_good.so"); }
@@ -31,20 +33,6 @@ const PluginRecord* record_for(const Registry& r, const fs::path& file) {
   for (const auto& p : r.plugins())
     if (p.path == file) return &p;
   return nullptr;
-}
-
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "unexpected exception type: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return {};
 }
 
 // Whether the dynamic loader has the file mapped (RTLD_NOLOAD never loads it).

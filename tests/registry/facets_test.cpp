@@ -13,18 +13,9 @@
 namespace kef {
 namespace {
 
-namespace fs = std::filesystem;
+using test::message_of;
 
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
-}
+namespace fs = std::filesystem;
 
 TEST(FacetSet, SetOperationsAndNames) {
   const FacetSet a{Facet::LogDensity, Facet::Score};

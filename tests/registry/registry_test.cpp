@@ -14,20 +14,11 @@
 namespace kef {
 namespace {
 
+using test::message_of;
+
 namespace fs = std::filesystem;
 
 fs::path fixture_plugin() { return fs::path(KEF_OPEN_FIXTURE_DIR) / "kef_fixture_open.so"; }
-
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
-}
 
 TEST(OpenRegistry, AnInterfaceUnknownToTheHostIsListedValidatedAndBuilt) {
   Registry r;

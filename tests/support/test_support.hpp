@@ -2,6 +2,7 @@
 // Helpers shared by the test suites.
 #include <filesystem>
 #include <functional>
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -36,6 +37,21 @@ std::filesystem::path write_file(const std::filesystem::path& dir, const std::st
                                  const std::string& text);
 // results.json and other JSON files of a run.
 nlohmann::json read_json(const std::filesystem::path& path);
+
+// The message of the E that f throws; a test failure (and "") when f throws nothing or another type.
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "unexpected exception type: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "no exception thrown";
+  return {};
+}
 
 // Parses a TOML table given as text (source name "test") into a Config.
 Config config_from(const std::string& toml_text);
