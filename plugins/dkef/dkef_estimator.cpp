@@ -87,6 +87,20 @@ DkefEstimator::DkefEstimator(const Config& cfg, const EstimatorParts& parts, Ind
   for (const auto& g : train_groups_)
     if (std::find(kGroups.begin(), kGroups.end(), g) == kGroups.end())
       cfg.fail("train", "unknown parameter group \"" + g + "\" (expected kernel, points, lambda, base_measure)");
+  // A group asked to learn whose gradient the kernel cannot give would silently stay at its start
+  // (kef 0.2 then trained only λ): refuse it, naming what to do instead.
+  if (kernel_) {
+    const KernelCapabilities caps = kernel_->capabilities();
+    if (learns("kernel") && kernel_->parameter_count() > 0 && !caps.differentiable_parameters)
+      cfg.fail("train", "kernel `" + kernel_->type_name() +
+                            "` gives no gradients for its parameters, so dkef cannot learn them; leave "
+                            "\"kernel\" out of `train` to keep them fixed, or use a differentiable kernel");
+    if (learns("points") && !caps.inducing_point_gradients)
+      cfg.fail("train", "kernel `" + kernel_->type_name() +
+                            "` gives no gradients for the inducing points, so dkef cannot move them; leave "
+                            "\"points\" out of `train` to keep them where they start, or use a kernel that "
+                            "gives them (gaussian, gaussian_mixture, deep)");
+  }
   if (train_rows >= 0) {
     if (inducing_ > train_rows)
       cfg.fail("inducing_points", std::to_string(inducing_) + " inducing points but only " + std::to_string(train_rows) +

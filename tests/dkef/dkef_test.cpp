@@ -132,6 +132,15 @@ TEST(Dkef, Stage2MemoryBudgetChangesHowNotWhat) {
             read_npy(b / "out/models/m/base_measure_parameters.npy"));
 }
 
+TEST(Dkef, AKernelWithoutGradientsTrainsWhatTheUserKeepsLearnable) {
+  // The groups the IMQ kernel cannot give gradients for are left out explicitly: then it fits.
+  fs::path dir = test::temp_dir("dkef-imq");
+  std::string text = pipeline("type = \"imq\"", "train = [\"lambda\", \"base_measure\"]");
+  text.replace(text.find("max_steps = 150"), 15, "max_steps = 20");
+  nlohmann::json r = run(text, dir);
+  EXPECT_TRUE(r["models"]["m"]["metrics"].contains("score_matching_loss")) << r.dump(2);
+}
+
 TEST(Dkef, BadInputIsAConfigErrorNamingTheKey) {
   fs::path dir = test::temp_dir("dkef-bad");
   struct Case {
@@ -145,6 +154,8 @@ TEST(Dkef, BadInputIsAConfigErrorNamingTheKey) {
       {"type = \"gaussian\"\nsigma = 0.3", "type = \"deep\"\ncomponents = 0", "components"},
       {"stage2_steps = 10", "stage2_steps = 10\nstage2_memory_mb = -1", "stage2_memory_mb"},
       {"stage2_steps = 10", "stage2_steps = 10\nstage2_memory_mb = 0.5", "stage2_memory_mb"},
+      // kef 0.2 trained only λ with a kernel that cannot give the points' (or its own) gradients.
+      {"type = \"gaussian\"\nsigma = 0.3", "type = \"imq\"", "gives no gradients for the inducing points"},
   };
   for (const auto& c : cases) {
     std::string text = pipeline("type = \"gaussian\"\nsigma = 0.3", "");
