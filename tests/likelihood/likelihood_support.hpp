@@ -91,19 +91,26 @@ inline BaseMeasurePtr gaussian_base(double std) {
       test::config_from("type = \"gaussian\"\nstd = " + std::to_string(std)), BuildContext{});
 }
 
-inline EvaluationResult run_log_likelihood(const Model& model, const Matrix& test_rows, const std::string& keys,
-                                           int threads = 2, std::uint64_t seed = 1) {
+// The log_likelihood evaluator with `keys` on a data set whose training split (which the defensive
+// mixture fits) and test split (which is evaluated) are given separately.
+inline EvaluationResult run_log_likelihood_split(const Model& model, const Matrix& train, const Matrix& test,
+                                                 const std::string& keys, int threads = 2, std::uint64_t seed = 1) {
   Registry& reg = test::plugin_registry();
   auto ev = reg.make_evaluator(test::config_from("type = \"log_likelihood\"\n" + keys),
                                BuildContext{model.dim(), &reg});
   Dataset data;
-  data.train = test_rows;
-  data.test = test_rows;
+  data.train = train;
+  data.test = test;
   RandomStream rng(seed, "evaluate[0].m");
   auto progress = make_silent_progress();
   const std::string name = "m";
   EvalInput in{model, name, data, rng, *progress, threads};
   return ev->evaluate(in);
+}
+
+inline EvaluationResult run_log_likelihood(const Model& model, const Matrix& test_rows, const std::string& keys,
+                                           int threads = 2, std::uint64_t seed = 1) {
+  return run_log_likelihood_split(model, test_rows, test_rows, keys, threads, seed);
 }
 
 // The importance-sampling estimate from q0 alone (kef 0.2's only method), without a check: the tests

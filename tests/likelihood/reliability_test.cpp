@@ -17,20 +17,6 @@
 namespace kef::likelihood_test {
 namespace {
 
-EvaluationResult run_split(const Model& model, const Matrix& train, const Matrix& test,
-                           const std::string& keys, int threads = 2, std::uint64_t seed = 1) {
-  Registry& reg = test::plugin_registry();
-  auto ev = reg.make_evaluator(test::config_from("type = \"log_likelihood\"\n" + keys),
-                               BuildContext{model.dim(), &reg});
-  Dataset data;
-  data.train = train;
-  data.test = test;
-  RandomStream rng(seed, "evaluate[0].m");
-  auto progress = make_silent_progress();
-  const std::string name = "m";
-  EvalInput in{model, name, data, rng, *progress, threads};
-  return ev->evaluate(in);
-}
 
 // q0 = N(0, I) in 2-D and p~ = q0 (1 + A exp(−‖x − c‖²/(2s²))): a spike of width s = 0.2 at
 // c = (5, 0), 5 sd from q0's bulk, holding 9 times the bulk's mass. With
@@ -121,7 +107,7 @@ TEST(LogLikelihoodReliability, ASpikeFarFromQ0IsFlaggedWithQ0OnlyAndRightWithThe
   const FunctionModel m = sp.model();
   const Matrix train = sp.data(500, 1), test = sp.data(200, 2);
   const EvaluationResult q0 =
-      run_split(m, train, test, "method = \"importance\"\nsamples = 100000\nbias_bound = false");
+      run_log_likelihood_split(m, train, test, "method = \"importance\"\nsamples = 100000\nbias_bound = false");
   EXPECT_LT(metric(q0, "log_normalizer"), sp.log_z() - 2.0);
   EXPECT_GT(metric(q0, "effective_sample_size"), 10000.0);
   EXPECT_EQ(metric(q0, "reliable"), 0.0);
@@ -130,7 +116,7 @@ TEST(LogLikelihoodReliability, ASpikeFarFromQ0IsFlaggedWithQ0OnlyAndRightWithThe
   EXPECT_NEAR(metric(q0, "log_normalizer_check"), sp.log_z(), 4 * metric(q0, "log_normalizer_check_stderr"));
 
   // The defensive mixture (bumps at the training rows reach the spike) within its stated error.
-  const EvaluationResult d = run_split(m, train, test, "samples = 200000\ncheck = \"none\"");
+  const EvaluationResult d = run_log_likelihood_split(m, train, test, "samples = 200000\ncheck = \"none\"");
   EXPECT_LT(metric(d, "log_normalizer_stderr"), 0.05);
   EXPECT_NEAR(metric(d, "log_normalizer"), sp.log_z(), 4 * metric(d, "log_normalizer_stderr"));
   // One estimate cannot vouch for itself.
@@ -139,7 +125,7 @@ TEST(LogLikelihoodReliability, ASpikeFarFromQ0IsFlaggedWithQ0OnlyAndRightWithThe
 
   // The default (defensive, checked by AIS from the fitted t): HMC cannot carry particles across to
   // the spike, so AIS misses it; the two disagree and the value is flagged rather than vouched for.
-  const EvaluationResult def = run_split(m, train, test, "samples = 200000");
+  const EvaluationResult def = run_log_likelihood_split(m, train, test, "samples = 200000");
   EXPECT_NEAR(metric(def, "log_normalizer"), sp.log_z(), 4 * metric(def, "log_normalizer_stderr"));
   EXPECT_EQ(metric(def, "reliable"), 0.0);
   EXPECT_TRUE(warns(def));
@@ -150,11 +136,11 @@ TEST(LogLikelihoodReliability, HeavyTailsAreFlaggedWithQ0OnlyAndRightWithTheNewE
   const FunctionModel m = h.model();
   const Matrix train = h.data(500, 1), test = h.data(200, 2);
   const EvaluationResult q0 =
-      run_split(m, train, test, "method = \"importance\"\nsamples = 100000\nbias_bound = false");
+      run_log_likelihood_split(m, train, test, "method = \"importance\"\nsamples = 100000\nbias_bound = false");
   EXPECT_EQ(metric(q0, "reliable"), 0.0);
   EXPECT_TRUE(warns(q0));
   // Defensive (main) and AIS (check) both within their stated errors of the exact log Z; they agree.
-  const EvaluationResult r = run_split(m, train, test, "samples = 200000");
+  const EvaluationResult r = run_log_likelihood_split(m, train, test, "samples = 200000");
   EXPECT_NEAR(metric(r, "log_normalizer"), h.log_z(), 4 * metric(r, "log_normalizer_stderr"));
   EXPECT_NEAR(metric(r, "log_normalizer_check"), h.log_z(), 4 * metric(r, "log_normalizer_check_stderr"));
   EXPECT_LT(metric(r, "log_normalizer_check_stderr"), 0.025);
@@ -162,7 +148,7 @@ TEST(LogLikelihoodReliability, HeavyTailsAreFlaggedWithQ0OnlyAndRightWithTheNewE
   EXPECT_FALSE(warns(r));
   EXPECT_TRUE(has_note(r, "reliable: true"));
   // AIS as the main estimate, checked by the defensive mixture.
-  const EvaluationResult a = run_split(m, train, test, "method = \"ais\"\nsamples = 100000");
+  const EvaluationResult a = run_log_likelihood_split(m, train, test, "method = \"ais\"\nsamples = 100000");
   EXPECT_NEAR(metric(a, "log_normalizer"), h.log_z(), 4 * metric(a, "log_normalizer_stderr"));
   EXPECT_EQ(metric(a, "reliable"), 1.0);
 }
@@ -174,7 +160,7 @@ TEST(LogLikelihoodReliability, AnEasyGaussianIsNotFlagged) {
   for (const std::string keys :
        {"samples = 200000", "method = \"importance\"\nsamples = 100000\nbias_bound = false"}) {
     SCOPED_TRACE(keys);
-    const EvaluationResult r = run_split(m, train, test, keys);
+    const EvaluationResult r = run_log_likelihood_split(m, train, test, keys);
     EXPECT_NEAR(metric(r, "log_normalizer"), g.log_z(), 4 * metric(r, "log_normalizer_stderr"));
     EXPECT_EQ(metric(r, "reliable"), 1.0);
     EXPECT_FALSE(warns(r));
@@ -193,10 +179,10 @@ TEST(LogLikelihoodReliability, ANarrowBaseMeasureIsFlaggedAndTheDefensiveEstimat
   RandomStream rng(22, "rows");
   const Matrix train = 3.0 * rng.normal_matrix(3000, 1);
   const double log_z = std::log(std::sqrt(2.0 * std::numbers::pi) * 3.0);
-  const EvaluationResult q0 = run_split(m, train, train.topRows(200),
+  const EvaluationResult q0 = run_log_likelihood_split(m, train, train.topRows(200),
                                         "method = \"importance\"\nsamples = 100000\nbias_bound = false");
   EXPECT_EQ(metric(q0, "reliable"), 0.0);
-  const EvaluationResult r = run_split(m, train, train.topRows(200), "samples = 100000");
+  const EvaluationResult r = run_log_likelihood_split(m, train, train.topRows(200), "samples = 100000");
   EXPECT_NEAR(metric(r, "log_normalizer"), log_z, 4 * metric(r, "log_normalizer_stderr"));
   EXPECT_EQ(metric(r, "reliable"), 1.0);
 }
@@ -205,7 +191,7 @@ TEST(LogLikelihoodReliability, StrictTurnsAnUnreliableValueIntoAnErrorNamingMode
   const Spike sp;
   const FunctionModel m = sp.model();
   try {
-    run_split(m, sp.data(500, 1), sp.data(50, 2),
+    run_log_likelihood_split(m, sp.data(500, 1), sp.data(50, 2),
               "method = \"importance\"\nsamples = 20000\nbias_bound = false\nstrict = true");
     FAIL() << "expected NumericalError";
   } catch (const NumericalError& e) {
@@ -218,7 +204,7 @@ TEST(LogLikelihoodReliability, StrictTurnsAnUnreliableValueIntoAnErrorNamingMode
   const EasyGaussian g;
   const FunctionModel e = g.model();
   EXPECT_EQ(
-      metric(run_split(e, g.data(500, 1), g.data(50, 2), "samples = 100000\nstrict = true"), "reliable"),
+      metric(run_log_likelihood_split(e, g.data(500, 1), g.data(50, 2), "samples = 100000\nstrict = true"), "reliable"),
       1.0);
 }
 
@@ -227,7 +213,7 @@ TEST(LogLikelihoodReliability, ResultsDoNotDependOnTheThreadCount) {
   const FunctionModel m = h.model();
   const Matrix train = h.data(300, 1), test = h.data(50, 2);
   const std::string keys = "samples = 30000\nais_particles = 40\nais_temperatures = 30";
-  const EvaluationResult a = run_split(m, train, test, keys, 1), b = run_split(m, train, test, keys, 3);
+  const EvaluationResult a = run_log_likelihood_split(m, train, test, keys, 1), b = run_log_likelihood_split(m, train, test, keys, 3);
   ASSERT_EQ(a.metrics.size(), b.metrics.size());
   for (std::size_t i = 0; i < a.metrics.size(); ++i) {
     EXPECT_EQ(a.metrics[i].first, b.metrics[i].first);
@@ -243,11 +229,11 @@ TEST(LogLikelihoodReliability, AFittedLiteModelAgreesWithQuadrature) {
   const ModelPtr model = fit_lite_to(train, 40, 11);
   // q0 = N(0, 3² I) carries the model's tails beyond the data's box (the default box warns): 8 sd.
   const EvaluationResult q =
-      run_split(*model, train, train.topRows(200), "method = \"quadrature\"\nextent = [-24, 24, -24, 24]");
+      run_log_likelihood_split(*model, train, train.topRows(200), "method = \"quadrature\"\nextent = [-24, 24, -24, 24]");
   const double log_z = metric(q, "log_normalizer");
   EXPECT_LT(metric(q, "log_normalizer_error"), 1e-6);
   EXPECT_EQ(metric(q, "reliable"), 1.0) << q.summary;
-  const EvaluationResult r = run_split(*model, train, train.topRows(200), "samples = 200000");
+  const EvaluationResult r = run_log_likelihood_split(*model, train, train.topRows(200), "samples = 200000");
   EXPECT_NEAR(metric(r, "log_normalizer"), log_z, 4 * metric(r, "log_normalizer_stderr"));
   EXPECT_NEAR(metric(r, "log_normalizer_check"), log_z, 4 * metric(r, "log_normalizer_check_stderr"));
   EXPECT_EQ(metric(r, "reliable"), 1.0);
@@ -267,7 +253,7 @@ TEST(LogLikelihoodReliability, BidirectionalAisBracketsAModelWithAnExactSampler)
       });
   RandomStream rng(5, "rows");
   const Matrix train = rng.normal_matrix(400, 2).rowwise() + mu.transpose();
-  const EvaluationResult r = run_split(m, train, train.topRows(100), "samples = 100000");
+  const EvaluationResult r = run_log_likelihood_split(m, train, train.topRows(100), "samples = 100000");
   const double log_z = std::log(2 * std::numbers::pi);
   const double lo = metric(r, "log_normalizer_lower"), hi = metric(r, "log_normalizer_upper");
   const double se = metric(r, "log_normalizer_check_stderr");
@@ -289,7 +275,7 @@ TEST(LogLikelihoodReliabilityErrors, BadKeysNameTheKey) {
            {"method = \"quadrature\"\ncheck = \"ais\"", "check"},
            {"tolerance = 0", "tolerance"}}) {
     try {
-      run_split(m, rows, rows, keys);
+      run_log_likelihood_split(m, rows, rows, keys);
       ADD_FAILURE() << keys;
     } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
