@@ -46,10 +46,9 @@ std::string box_text(const Box& box) {
 // whatever the threads) is an error naming it, never averaged away.
 Vector log_unnormalized_rows(const Model& model, const Matrix& X, int threads, const std::string& split,
                              const std::string& model_name) {
-  const Index n = X.rows(), chunks = (n + kRowChunk - 1) / kRowChunk;
+  const Index n = X.rows();
   Vector out(n);
-  parallel_for(chunks, threads, [&](Index c) {
-    const Index begin = c * kRowChunk, len = std::min(kRowChunk, n - begin);
+  parallel_for_chunks(n, kRowChunk, threads, [&](Index begin, Index len) {
     out.segment(begin, len) = model.log_unnormalized(X.middleRows(begin, len));
   });
   for (Index i = 0; i < n; ++i)

@@ -22,12 +22,14 @@ struct Partial {
 
 }  // namespace
 
-MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations, RandomStream& rng,
-                 int threads, Index block_rows) {
+MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations,
+                 RandomStream& rng, int threads, Index block_rows) {
   const Index n = X.rows(), m = Y.rows(), N = n + m, D = X.cols();
-  if (n < 2 || m < 2) throw Error("mmd: needs at least 2 rows in each sample, got " + std::to_string(n) + " and " +
-                                  std::to_string(m));
-  if (Y.cols() != D) throw DataError("mmd: samples of dimension " + std::to_string(D) + " and " + std::to_string(Y.cols()));
+  if (n < 2 || m < 2)
+    throw Error("mmd: needs at least 2 rows in each sample, got " + std::to_string(n) + " and " +
+                std::to_string(m));
+  if (Y.cols() != D)
+    throw DataError("mmd: samples of dimension " + std::to_string(D) + " and " + std::to_string(Y.cols()));
   if (permutations < 0) throw Error("mmd: negative number of permutations");
   Matrix Z(N, D);
   Z.topRows(n) = X;
@@ -51,38 +53,44 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
 
   const Index rows = block_rows > 0 ? block_rows : std::clamp<Index>(kBlockEntries / N, 16, 512);
   const Index blocks = (N + rows - 1) / rows;
-  std::vector<Partial> parts(static_cast<std::size_t>(blocks));
-  parallel_for(blocks, threads, [&](Index b) {
-    const Index r0 = b * rows, len = std::min(rows, N - r0);
-    const Matrix Kb = kernel.gram(Z.middleRows(r0, len), Z);
-    if (Kb.rows() != len || Kb.cols() != N) throw Error("mmd: kernel returned a Gram block of the wrong shape");
-    if (!Kb.allFinite()) throw NumericalError("mmd: kernel values are not finite (rows " + std::to_string(r0) + "..)");
-    const Matrix KA = Kb * A;
-    const Vector k1 = Kb.rowwise().sum();
-    Vector diag(len);
-    for (Index i = 0; i < len; ++i) diag[i] = Kb(i, r0 + i);
-    const auto Ab = A.middleRows(r0, len);
-    Partial& part = parts[static_cast<std::size_t>(b)];
-    part.aKa = Ab.cwiseProduct(KA).colwise().sum().transpose();
-    part.aK1 = Ab.transpose() * k1;
-    part.adiag = Ab.transpose() * diag;
-    part.oneK1 = k1.sum();
-    part.trace = diag.sum();
-  });
-  Vector aKa = Vector::Zero(L), aK1 = Vector::Zero(L), adiag = Vector::Zero(L);
-  double oneK1 = 0, trace = 0;
-  for (const Partial& part : parts) {
-    aKa += part.aKa;
-    aK1 += part.aK1;
-    adiag += part.adiag;
-    oneK1 += part.oneK1;
-    trace += part.trace;
-  }
+  // One partial per Gram block (max_groups = blocks), folded in block order.
+  const Partial total = ordered_reduce(
+      blocks, threads, [] { return Partial(); },
+      [&](Index b, Partial& part) {
+        const Index r0 = b * rows, len = std::min(rows, N - r0);
+        const Matrix Kb = kernel.gram(Z.middleRows(r0, len), Z);
+        if (Kb.rows() != len || Kb.cols() != N)
+          throw Error("mmd: kernel returned a Gram block of the wrong shape");
+        if (!Kb.allFinite())
+          throw NumericalError("mmd: kernel values are not finite (rows " + std::to_string(r0) + "..)");
+        const Matrix KA = Kb * A;
+        const Vector k1 = Kb.rowwise().sum();
+        Vector diag(len);
+        for (Index i = 0; i < len; ++i) diag[i] = Kb(i, r0 + i);
+        const auto Ab = A.middleRows(r0, len);
+        part.aKa = Ab.cwiseProduct(KA).colwise().sum().transpose();
+        part.aK1 = Ab.transpose() * k1;
+        part.adiag = Ab.transpose() * diag;
+        part.oneK1 = k1.sum();
+        part.trace = diag.sum();
+      },
+      [](Partial& into, const Partial& part) {
+        into.aKa += part.aKa;
+        into.aK1 += part.aK1;
+        into.adiag += part.adiag;
+        into.oneK1 += part.oneK1;
+        into.trace += part.trace;
+      },
+      blocks);
+  const Vector& aKa = total.aKa;
+  const Vector& aK1 = total.aK1;
+  const Vector& adiag = total.adiag;
+  const double oneK1 = total.oneK1, trace = total.trace;
   const double nn = static_cast<double>(n), mm = static_cast<double>(m);
   Vector stat(L);
   for (Index p = 0; p < L; ++p) {
     const double sxx = aKa[p] - adiag[p];
-    const double sxy = aK1[p] - aKa[p];                                  // aᵀK(1 − a)
+    const double sxy = aK1[p] - aKa[p];                                     // aᵀK(1 − a)
     const double syy = (oneK1 - 2 * aK1[p] + aKa[p]) - (trace - adiag[p]);  // (1 − a)ᵀK(1 − a) off-diagonal
     stat[p] = sxx / (nn * (nn - 1)) + syy / (mm * (mm - 1)) - 2 * sxy / (nn * mm);
   }

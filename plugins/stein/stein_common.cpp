@@ -7,13 +7,11 @@
 
 namespace kef::stein {
 
-
 Matrix checked_score(const Model& model, const Matrix& X, Index row_offset, const std::string& what) {
   Matrix S = model.score(X);
   if (S.rows() != X.rows() || S.cols() != X.cols())
-    throw NumericalError(what + " has shape " + std::to_string(S.rows()) + " x " +
-                         std::to_string(S.cols()) + ", expected " + std::to_string(X.rows()) + " x " +
-                         std::to_string(X.cols()));
+    throw NumericalError(what + " has shape " + std::to_string(S.rows()) + " x " + std::to_string(S.cols()) +
+                         ", expected " + std::to_string(X.rows()) + " x " + std::to_string(X.cols()));
   for (Index n = 0; n < S.rows(); ++n)
     if (!S.row(n).allFinite())
       throw NumericalError(what + " is not finite at row " + std::to_string(row_offset + n) + " (0-based)");
@@ -22,8 +20,7 @@ Matrix checked_score(const Model& model, const Matrix& X, Index row_offset, cons
 
 Matrix checked_score_all(const Model& model, const Matrix& X, int threads, const std::string& what) {
   Matrix S(X.rows(), X.cols());
-  parallel_for(chunk_count(X.rows()), threads, [&](Index c) {
-    const Index b = chunk_begin(c), n = chunk_size(c, X.rows());
+  parallel_for_chunks(X.rows(), kRowChunk, threads, [&](Index b, Index n) {
     S.middleRows(b, n) = checked_score(model, X.middleRows(b, n), b, what);
   });
   return S;

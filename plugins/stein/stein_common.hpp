@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "kef/config.hpp"
-#include "kef/evaluation_rows.hpp"
 #include "kef/dataset.hpp"
+#include "kef/evaluation_rows.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
 #include "kef/parallel.hpp"
@@ -22,9 +22,6 @@ namespace kef::stein {
 // Rows per work item of every chunked loop. A constant (never derived from the thread count), so
 // summation order, and hence every result, is the same for any number of threads.
 constexpr Index kRowChunk = 256;
-
-
-
 
 // ∇ log p~ on X. `what` names the score ("fssd: the score of model M on the test split"); a
 // non-finite value is a NumericalError citing it and the row (row_offset + local row, so chunks
@@ -45,28 +42,6 @@ double monte_carlo_pvalue(double stat, const std::vector<double>& simulated);
 
 // Upper normal tail 1 − Φ(z), accurate in the far tail.
 double normal_upper_tail(double z);
-
-// Reduces items [0, n) over up to `threads` threads with a result bitwise independent of the thread
-// count. The items are cut into at most max_groups contiguous runs (a number fixed by the problem,
-// never by the thread count); each run starts from init() and accumulate(item, partial)s its items in
-// order on one thread, then combine(result, partial) folds the runs in order. One parallel region per
-// reduction: under oversubscription every barrier can cost a scheduler quantum. A run's partial
-// also carries its workspace (kernel stacks, feature matrices), reused from item to item.
-template <class Init, class Accumulate, class Combine>
-auto ordered_reduce(Index n, int threads, Init&& init, Accumulate&& accumulate, Combine&& combine,
-                    Index max_groups = 8) {
-  using Partial = decltype(init());
-  const Index groups = std::max<Index>(1, std::min(n, max_groups));
-  std::vector<Partial> parts;
-  parts.reserve(static_cast<std::size_t>(groups));
-  for (Index g = 0; g < groups; ++g) parts.push_back(init());
-  parallel_for(groups, threads, [&](Index g) {
-    for (Index i = g * n / groups; i < (g + 1) * n / groups; ++i) accumulate(i, parts[static_cast<std::size_t>(g)]);
-  });
-  Partial result = std::move(parts[0]);
-  for (Index g = 1; g < groups; ++g) combine(result, parts[static_cast<std::size_t>(g)]);
-  return result;
-}
 
 inline Index chunk_count(Index rows) { return (rows + kRowChunk - 1) / kRowChunk; }
 inline Index chunk_begin(Index c) { return c * kRowChunk; }

@@ -13,9 +13,7 @@ constexpr Index kChunkRows = 512;
 }
 
 TruthModel::TruthModel(DensityPtr density, std::optional<Matrix> rotation, std::string type_name)
-    : density_(std::move(density)),
-      rotation_(std::move(rotation)),
-      type_name_(std::move(type_name)) {}
+    : density_(std::move(density)), rotation_(std::move(rotation)), type_name_(std::move(type_name)) {}
 
 Matrix TruthModel::to_local(const Matrix& X, const char* what) const {
   if (X.cols() != dim()) {
@@ -28,12 +26,10 @@ Matrix TruthModel::to_local(const Matrix& X, const char* what) const {
 template <class F>
 void TruthModel::for_each_row(const Matrix& Z, F&& f) const {
   const Index n = Z.rows();
-  const Index chunks = (n + kChunkRows - 1) / kChunkRows;
-  const int threads = chunks > 1 ? default_threads() : 1;
-  parallel_for(chunks, threads, [&](Index c) {
+  const int threads = n > kChunkRows ? default_threads() : 1;
+  parallel_for_chunks(n, kChunkRows, threads, [&](Index begin, Index len) {
     Vector z(Z.cols());
-    const Index end = std::min(n, (c + 1) * kChunkRows);
-    for (Index i = c * kChunkRows; i < end; ++i) {
+    for (Index i = begin; i < begin + len; ++i) {
       z = Z.row(i).transpose();
       f(i, z);
     }

@@ -18,27 +18,31 @@ double chunked_mean(const Matrix& X, int threads, const std::vector<bool>* rows,
                     Index* used_out) {
   const Index n = X.rows();
   const Index chunks = (n + kEvalChunk - 1) / kEvalChunk;
-  std::vector<double> sums(static_cast<std::size_t>(chunks), 0.0);
-  std::vector<Index> counts(static_cast<std::size_t>(chunks), 0);
-  parallel_for(chunks, threads, [&](Index c) {
-    const Index begin = c * kEvalChunk, len = std::min(kEvalChunk, n - begin);
-    Vector v = term(X.middleRows(begin, len), begin);
-    double s = 0;
-    Index k = 0;
-    for (Index i = 0; i < len; ++i) {
-      if (rows && !(*rows)[static_cast<std::size_t>(begin + i)]) continue;
-      s += v[i];
-      ++k;
-    }
-    sums[static_cast<std::size_t>(c)] = s;
-    counts[static_cast<std::size_t>(c)] = k;
-  });
-  double total = 0;
-  Index used = 0;
-  for (Index c = 0; c < chunks; ++c) {
-    total += sums[static_cast<std::size_t>(c)];
-    used += counts[static_cast<std::size_t>(c)];
-  }
+  // One partial per chunk (max_groups = chunks), folded in chunk order.
+  struct Sum {
+    double total = 0;
+    Index used = 0;
+  };
+  const Sum sum = ordered_reduce(
+      chunks, threads, [] { return Sum(); },
+      [&](Index c, Sum& part) {
+        const Index begin = c * kEvalChunk, len = std::min(kEvalChunk, n - begin);
+        const Vector v = term(X.middleRows(begin, len), begin);
+        double s = 0;
+        for (Index i = 0; i < len; ++i) {
+          if (rows && !(*rows)[static_cast<std::size_t>(begin + i)]) continue;
+          s += v[i];
+          ++part.used;
+        }
+        part.total += s;
+      },
+      [](Sum& into, const Sum& part) {
+        into.total += part.total;
+        into.used += part.used;
+      },
+      std::max<Index>(chunks, 1));
+  const double total = sum.total;
+  const Index used = sum.used;
   if (used_out) *used_out = used;
   if (used == 0) throw DataError("score-based metric: no rows to evaluate");
   return total / static_cast<double>(used);
@@ -49,9 +53,9 @@ void check_rows_finite(const Matrix& m, Index offset, const char* what, const st
     if (rows && !(*rows)[static_cast<std::size_t>(offset + i)]) continue;
     for (Index d = 0; d < m.cols(); ++d)
       if (!std::isfinite(m(i, d)))
-        throw NumericalError(std::string(what) + " is not finite at data row " +
-                             std::to_string(offset + i) + " (coordinate " + std::to_string(d) +
-                             ", value " + std::to_string(m(i, d)) + ")");
+        throw NumericalError(std::string(what) + " is not finite at data row " + std::to_string(offset + i) +
+                             " (coordinate " + std::to_string(d) + ", value " + std::to_string(m(i, d)) +
+                             ")");
   }
 }
 }  // namespace
@@ -63,8 +67,7 @@ double score_matching_objective(const Matrix& score, const Matrix& laplacian, st
   return (laplacian.array() + 0.5 * score.array().square()).rowwise().sum().mean();
 }
 
-double score_matching_loss(const Model& model, const Matrix& X, int threads,
-                           const std::vector<bool>* rows) {
+double score_matching_loss(const Model& model, const Matrix& X, int threads, const std::vector<bool>* rows) {
   return chunked_mean(
       X, threads, rows,
       [&](const auto& block, Index offset) {

@@ -2,8 +2,11 @@
 // Parallel loops over a fixed set of work items. Work is split into items whose boundaries never
 // depend on the thread count, and reductions over items happen afterwards in item order, so results
 // are bitwise identical for any number of threads.
+#include <algorithm>
 #include <exception>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "kef/types.hpp"
 
@@ -41,6 +44,42 @@ void parallel_for(Index n, int threads, F&& f) {
   };
   detail::pool_parallel_for(n, threads, body, &ctx);
   if (ctx.error) std::rethrow_exception(ctx.error);
+}
+
+// Runs f(begin, rows) over [0, n) cut into consecutive chunks of `chunk` rows (the last one shorter).
+// The chunks are fixed by n and `chunk`, never by the thread count, so anything f writes per row (or
+// per chunk, then reduced in chunk order) is the same for any number of threads.
+template <class F>
+void parallel_for_chunks(Index n, Index chunk, int threads, F&& f) {
+  const Index chunks = (n + chunk - 1) / chunk;
+  parallel_for(chunks, threads, [&](Index c) {
+    const Index begin = c * chunk;
+    f(begin, std::min(chunk, n - begin));
+  });
+}
+
+// Reduces items [0, n) over up to `threads` threads with a result bitwise independent of the thread
+// count. The items are cut into at most max_groups contiguous runs (a number fixed by the problem,
+// never by the thread count); each run starts from init() and accumulate(item, partial)s its items in
+// order on one thread, then combine(result, partial) folds the runs in order. With max_groups >= n
+// every item is its own run: per-item partials summed in item order. One parallel region per
+// reduction (under oversubscription every barrier can cost a scheduler quantum); a run's partial can
+// also carry its workspace (kernel stacks, feature matrices), reused from item to item.
+template <class Init, class Accumulate, class Combine>
+auto ordered_reduce(Index n, int threads, Init&& init, Accumulate&& accumulate, Combine&& combine,
+                    Index max_groups = 8) {
+  using Partial = decltype(init());
+  const Index groups = std::max<Index>(1, std::min(n, max_groups));
+  std::vector<Partial> parts;
+  parts.reserve(static_cast<std::size_t>(groups));
+  for (Index g = 0; g < groups; ++g) parts.push_back(init());
+  parallel_for(groups, threads, [&](Index g) {
+    for (Index i = g * n / groups; i < (g + 1) * n / groups; ++i)
+      accumulate(i, parts[static_cast<std::size_t>(g)]);
+  });
+  Partial result = std::move(parts[0]);
+  for (Index g = 1; g < groups; ++g) combine(result, parts[static_cast<std::size_t>(g)]);
+  return result;
 }
 
 }  // namespace kef
