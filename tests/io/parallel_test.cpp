@@ -4,14 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kef/error.hpp"
@@ -123,7 +127,8 @@ TEST(ParallelFor, ConcurrentCallersAndManyShortLoops) {
   std::vector<std::vector<std::atomic<int>>> calls(4);
   for (auto& c : calls) c = std::vector<std::atomic<int>>(500);
   for (std::size_t u = 0; u < calls.size(); ++u)
-    users.emplace_back([&, u] { parallel_for(500, 3, [&](Index i) { calls[u][static_cast<std::size_t>(i)]++; }); });
+    users.emplace_back(
+        [&, u] { parallel_for(500, 3, [&](Index i) { calls[u][static_cast<std::size_t>(i)]++; }); });
   for (auto& t : users) t.join();
   for (const auto& c : calls)
     for (const auto& k : c) EXPECT_EQ(k.load(), 1);
@@ -179,6 +184,56 @@ TEST(Threads, SetDefaultThreads) {
   EXPECT_EQ(default_threads(), 2);
   ScopedEnv env("KEF_THREADS", "5");  // an explicit setting (--threads) wins over the environment
   EXPECT_EQ(default_threads(), 2);
+}
+
+// parallel_for_chunks covers [0, n) with chunks fixed by n and the chunk size, whatever the threads.
+TEST(ParallelForChunks, CoversEveryRowOnceInFixedChunks) {
+  for (const Index n : {Index{0}, Index{1}, Index{255}, Index{256}, Index{257}, Index{1000}}) {
+    for (int threads : {1, 2, 3}) {
+      std::vector<int> seen(static_cast<std::size_t>(n), 0);
+      std::vector<std::pair<Index, Index>> chunks;
+      std::mutex m;
+      parallel_for_chunks(n, 256, threads, [&](Index begin, Index rows) {
+        std::lock_guard<std::mutex> lock(m);
+        chunks.emplace_back(begin, rows);
+        for (Index i = begin; i < begin + rows; ++i) seen[static_cast<std::size_t>(i)]++;
+      });
+      for (Index i = 0; i < n; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1) << n << " " << i;
+      std::sort(chunks.begin(), chunks.end());
+      ASSERT_EQ(static_cast<Index>(chunks.size()), (n + 255) / 256) << n;
+      for (std::size_t c = 0; c < chunks.size(); ++c) {
+        EXPECT_EQ(chunks[c].first, static_cast<Index>(c) * 256);
+        EXPECT_EQ(chunks[c].second, std::min<Index>(256, n - static_cast<Index>(c) * 256));
+      }
+    }
+  }
+}
+
+// ordered_reduce against its brute-force twin: the same runs summed sequentially in run order.
+TEST(OrderedReduce, EqualsTheSequentialFoldOfTheSameRunsForAnyThreadCount) {
+  const Index n = 1001;
+  RandomStream r(3, "ordered_reduce");
+  std::vector<double> x(static_cast<std::size_t>(n));
+  for (auto& v : x) v = r.normal() * std::pow(10.0, 8.0 * r.uniform() - 4.0);  // sums that depend on order
+  for (const Index groups : {Index{1}, Index{8}, Index{37}, n, n + 5}) {
+    const Index g = std::max<Index>(1, std::min(n, groups));
+    double twin = 0;
+    for (Index k = 0; k < g; ++k) {
+      double part = 0;
+      for (Index i = k * n / g; i < (k + 1) * n / g; ++i) part += x[static_cast<std::size_t>(i)];
+      twin = k == 0 ? part : twin + part;
+    }
+    for (int threads : {1, 2, 3}) {
+      const double got = ordered_reduce(
+          n, threads, [] { return 0.0; }, [&](Index i, double& p) { p += x[static_cast<std::size_t>(i)]; },
+          [](double& into, double p) { into += p; }, groups);
+      EXPECT_EQ(std::memcmp(&got, &twin, sizeof got), 0) << groups << " groups, " << threads << " threads";
+    }
+  }
+  // No items: one run, init() untouched.
+  EXPECT_EQ(ordered_reduce(
+                0, 2, [] { return 7.0; }, [](Index, double&) {}, [](double& a, double b) { a += b; }),
+            7.0);
 }
 
 }  // namespace
