@@ -3,6 +3,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kef/clone_shared.hpp"
 #include "kef/error.hpp"
 #include "kef/importance_sampling.hpp"
 #include "kef/spectral_clustering.hpp"
@@ -42,44 +43,61 @@ auto in_cluster(const std::string& context, F&& f) -> decltype(f()) {
   }
 }
 
+// Cluster k's own kernel or base measure: a clone of the model's, with its random initial values (a
+// deep kernel's networks) drawn from the cluster's `init` stream, as if built from the config with it.
+template <class T>
+std::shared_ptr<T> fresh_copy(const std::shared_ptr<T>& prototype, RandomStream& init) {
+  std::shared_ptr<T> copy = clone_shared(prototype);
+  copy->initialize(init);
+  return copy;
+}
+
 }  // namespace
 
-KeyList cluster_mixture_keys() {
-  return {
-      KeySpec::integer("clusters", "K, the number of clusters and mixture components")
-          .mandatory()
-          .at_least(1),
-      KeySpec::table("inner", "the estimator fitted on each cluster: `type` and that estimator's keys")
-          .mandatory(),
-      KeySpec::number("bandwidth",
-                      "σ of the clustering affinity exp(−‖x−y‖²/(2σ²)); absent: median pairwise "
-                      "distance of the landmark rows")
-          .optional()
-          .positive(),
-      KeySpec::integer("max_points",
-                       "landmark rows (a seeded random subset) for the eigenproblem; every row is "
-                       "then assigned by the Nyström extension",
-                       2000)
-          .at_least(1),
-      KeySpec::integer("kmeans_restarts", "k-means++ restarts on the spectral embedding (best inertia wins)",
-                       10)
-          .at_least(1),
-      KeySpec::integer("kmeans_max_iterations", "Lloyd iterations per restart at most", 300).at_least(1),
-      KeySpec::integer("min_cluster_size", "a cluster with fewer training rows is an error", 10).at_least(1),
-      KeySpec::integer("normalizer_samples",
-                       "importance-sampling proposals from each component's base measure "
-                       "for its log Ẑ_k",
-                       1000000)
-          .at_least(2),
-  };
+const OptionsSpec<ClusterMixtureOptions>& cluster_mixture_options() {
+  using O = ClusterMixtureOptions;
+  static const OptionsSpec<O> spec = [] {
+    OptionsSpec<O> s;
+    s.integer("clusters", &O::clusters, "K, the number of clusters and mixture components")
+        .mandatory()
+        .at_least(1);
+    s.table("inner", &O::inner, "the estimator fitted on each cluster: `type` and that estimator's keys")
+        .mandatory();
+    s.number("bandwidth", &O::bandwidth,
+             "σ of the clustering affinity exp(−‖x−y‖²/(2σ²)); absent: median pairwise "
+             "distance of the landmark rows")
+        .optional()
+        .positive();
+    s.integer("max_points", &O::max_points,
+              "landmark rows (a seeded random subset) for the eigenproblem; every row is "
+              "then assigned by the Nyström extension",
+              2000)
+        .at_least(1);
+    s.integer("kmeans_restarts", &O::kmeans_restarts,
+              "k-means++ restarts on the spectral embedding (best inertia wins)", 10)
+        .at_least(1);
+    s.integer("kmeans_max_iterations", &O::kmeans_max_iterations, "Lloyd iterations per restart at most", 300)
+        .at_least(1);
+    s.integer("min_cluster_size", &O::min_cluster_size, "a cluster with fewer training rows is an error", 10)
+        .at_least(1);
+    s.integer("normalizer_samples", &O::normalizer_samples,
+              "importance-sampling proposals from each component's base measure "
+              "for its log Ẑ_k",
+              1000000)
+        .at_least(2);
+    return s;
+  }();
+  return spec;
 }
+
+KeyList cluster_mixture_keys() { return cluster_mixture_options().keys(); }
 
 ClusterMixtureEstimator::ClusterMixtureEstimator(const Config& cfg, const EstimatorParts& parts,
                                                  const BuildContext& ctx)
-    : cfg_(cfg), inner_(cfg.table("inner")), parts_(parts) {
-  clusters_ = cfg.integer("clusters");
-  min_cluster_size_ = cfg.integer("min_cluster_size");
-  normalizer_samples_ = cfg.integer("normalizer_samples");
+    : opt_(cluster_mixture_options().read(cfg)), sites_(cfg), inner_(opt_.inner), parts_(parts) {
+  clusters_ = opt_.clusters;
+  min_cluster_size_ = opt_.min_cluster_size;
+  normalizer_samples_ = opt_.normalizer_samples;
   if (ctx.train_rows >= 0) {
     if (clusters_ > ctx.train_rows)
       cfg.fail("clusters", std::to_string(clusters_) + " clusters but only " +
@@ -90,8 +108,8 @@ ClusterMixtureEstimator::ClusterMixtureEstimator(const Config& cfg, const Estima
                                        std::to_string(clusters_ * min_cluster_size_) +
                                        " training rows, there are " + std::to_string(ctx.train_rows));
   }
-  if (cfg.integer("max_points") < clusters_)
-    cfg.fail("max_points", "max_points = " + std::to_string(cfg.integer("max_points")) +
+  if (opt_.max_points < clusters_)
+    cfg.fail("max_points", "max_points = " + std::to_string(opt_.max_points) +
                                " is below clusters = " + std::to_string(clusters_));
   if (!parts.registry) throw Error("cluster_mixture: built without a registry (nested estimators need one)");
   if (!parts.kernel || !parts.base_measure)
@@ -109,11 +127,21 @@ ClusterMixtureEstimator::ClusterMixtureEstimator(const Config& cfg, const Estima
   inner_.fill_defaults();  // the resolved inner table appears in results.json
 }
 
+Estimator* ClusterMixtureEstimator::clone_raw() const {
+  auto* copy = new ClusterMixtureEstimator(*this);
+  copy->parts_.kernel = clone_shared(parts_.kernel);
+  copy->parts_.base_measure = clone_shared(parts_.base_measure);
+  copy->parts_.parts = Parts();
+  copy->parts_.parts.add("kernel", Kernel::kInterface, copy->parts_.kernel);
+  copy->parts_.parts.add("base_measure", BaseMeasure::kInterface, copy->parts_.base_measure);
+  return copy;
+}
+
 ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
   const Matrix& X = in.train;
   const Index N = X.rows(), D = X.cols(), K = clusters_;
   if (K > N)
-    cfg_.fail("clusters", std::to_string(K) + " clusters but only " + std::to_string(N) + " training rows");
+    sites_.fail("clusters", std::to_string(K) + " clusters but only " + std::to_string(N) + " training rows");
   Registry& registry = *parts_.registry;
 
   // 1. Spectral clustering; validation rows by the same assignment rule.
@@ -124,10 +152,10 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     in.progress.update("cluster_mixture", -1.0, "spectral clustering of " + std::to_string(N) + " rows");
     SpectralClusteringOptions opt;
     opt.clusters = K;
-    opt.bandwidth = cfg_.has("bandwidth") ? cfg_.number("bandwidth") : 0.0;
-    opt.max_points = cfg_.integer("max_points");
-    opt.kmeans_restarts = static_cast<int>(cfg_.integer("kmeans_restarts"));
-    opt.kmeans_max_iterations = static_cast<int>(cfg_.integer("kmeans_max_iterations"));
+    opt.bandwidth = opt_.bandwidth.value_or(0.0);
+    opt.max_points = opt_.max_points;
+    opt.kmeans_restarts = static_cast<int>(opt_.kmeans_restarts);
+    opt.kmeans_max_iterations = static_cast<int>(opt_.kmeans_max_iterations);
     opt.threads = in.threads;
     const SpectralClustering sc = SpectralClustering::fit(X, opt, in.rng.derive("clustering"));
     train_labels = sc.labels();
@@ -150,10 +178,11 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
   for (Index k = 0; k < K; ++k) {
     const Index n_k = static_cast<Index>(train_rows[static_cast<std::size_t>(k)].size());
     if (n_k < min_cluster_size_)
-      cfg_.fail("min_cluster_size",
-                "cluster " + std::to_string(k) + " of " + std::to_string(K) + " has " + std::to_string(n_k) +
-                    " training rows, fewer than min_cluster_size = " + std::to_string(min_cluster_size_) +
-                    "; use fewer clusters or change the affinity bandwidth");
+      sites_.fail("min_cluster_size",
+                  "cluster " + std::to_string(k) + " of " + std::to_string(K) + " has " +
+                      std::to_string(n_k) +
+                      " training rows, fewer than min_cluster_size = " + std::to_string(min_cluster_size_) +
+                      "; use fewer clusters or change the affinity bandwidth");
   }
 
   // 2. One inner fit per cluster, each with fresh components and its own streams.
@@ -176,8 +205,8 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     BuildContext ctx{D, &registry, &init, Xk.rows()};
     FitReport sub;
     ModelPtr model = in_cluster(context, [&] {
-      EstimatorParts parts{registry.make_kernel(parts_.kernel->config(), ctx),
-                           registry.make_base_measure(parts_.base_measure->config(), ctx), &registry};
+      EstimatorParts parts{fresh_copy(parts_.kernel, init), fresh_copy(parts_.base_measure, init), &registry};
+      parts.base_measure->check_dimension(D);
       EstimatorPtr est = registry.make_estimator(inner_, parts, ctx);
       RandomStream fit_rng = stream.derive("fit");
       FitInput fin{Xk, Vk, fit_rng, in.progress, in.threads, sub};

@@ -4,12 +4,23 @@
 // cluster with its own fresh kernel and base measure built from [model.kernel] and
 // [model.base_measure], each component normalised by importance sampling from its base measure, and
 // the components weighted by their clusters' training counts (MixtureModel).
+#include <optional>
+
 #include "kef/config.hpp"
 #include "kef/estimator.hpp"
+#include "kef/options.hpp"
 #include "kef/registry.hpp"
 
 namespace kef::cluster_mixture {
 
+struct ClusterMixtureOptions {
+  std::int64_t clusters = 0;
+  Config inner;  // the inner estimator's table, built once per cluster
+  std::optional<double> bandwidth;
+  std::int64_t max_points = 0, kmeans_restarts = 0, kmeans_max_iterations = 0, min_cluster_size = 0,
+               normalizer_samples = 0;
+};
+const OptionsSpec<ClusterMixtureOptions>& cluster_mixture_options();
 KeyList cluster_mixture_keys();
 
 class ClusterMixtureEstimator final : public Estimator {
@@ -19,8 +30,13 @@ class ClusterMixtureEstimator final : public Estimator {
   ClusterMixtureEstimator(const Config& cfg, const EstimatorParts& parts, const BuildContext& ctx);
   ModelPtr fit(const FitInput& input) override;
 
+ protected:
+  // Its own copies of the model's kernel and base measure (the prototypes each cluster clones).
+  Estimator* clone_raw() const override;
+
  private:
-  Config cfg_;
+  ClusterMixtureOptions opt_;
+  KeySites sites_;
   Config inner_;
   EstimatorParts parts_;
   Index clusters_;

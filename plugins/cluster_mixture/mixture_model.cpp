@@ -36,13 +36,13 @@ Vector row_logsumexp(const Matrix& T) {
 // ---------------------------------------------------------------------------------------------
 // MixtureBaseMeasure
 
-MixtureBaseMeasure::MixtureBaseMeasure(std::vector<const BaseMeasure*> parts, Vector weights)
+MixtureBaseMeasure::MixtureBaseMeasure(std::vector<std::shared_ptr<const BaseMeasure>> parts, Vector weights)
     : parts_(std::move(parts)), log_weights_(weights.array().log().matrix()), weights_(std::move(weights)) {
   attach_config("cluster_mixture_components", Config());
 }
 
 void MixtureBaseMeasure::check_dimension(Index dim) const {
-  for (const BaseMeasure* b : parts_) b->check_dimension(dim);
+  for (const auto& b : parts_) b->check_dimension(dim);
 }
 
 Matrix MixtureBaseMeasure::log_terms(const Matrix& X) const {
@@ -79,7 +79,7 @@ void MixtureBaseMeasure::derivatives(const Matrix& X, Matrix& d1, Matrix& d2) co
 }
 
 bool MixtureBaseMeasure::can_sample() const {
-  return std::all_of(parts_.begin(), parts_.end(), [](const BaseMeasure* b) { return b->can_sample(); });
+  return std::all_of(parts_.begin(), parts_.end(), [](const auto& b) { return b->can_sample(); });
 }
 
 Matrix MixtureBaseMeasure::sample(Index n, Index dim, RandomStream& rng) const {
@@ -132,9 +132,9 @@ MixtureModel::MixtureModel(std::vector<ModelPtr> components, Vector weights, Vec
       throw Error("cluster_mixture: components of different dimensions");
   }
   offsets_ = weights_.array().log().matrix() - log_z_;
-  std::vector<const BaseMeasure*> bases;
+  std::vector<std::shared_ptr<const BaseMeasure>> bases;
   for (const auto& c : components_)
-    if (const BaseMeasure* b = c->base_measure()) bases.push_back(b);
+    if (const BaseMeasure* b = c->base_measure()) bases.emplace_back(c, b);  // aliasing: owned by c
   if (static_cast<Index>(bases.size()) == K) base_ = std::make_unique<MixtureBaseMeasure>(bases, weights_);
 }
 

@@ -29,9 +29,11 @@ namespace kef::cluster_mixture {
 
 // q(x) = Σ_k w_k q0_k(x) over the components' (normalised) base measures. Not configurable and
 // not saved on its own: the mixture model rebuilds it from its components.
-class MixtureBaseMeasure final : public BaseMeasure {
+class MixtureBaseMeasure final : public Clonable<MixtureBaseMeasure, BaseMeasure> {
  public:
-  MixtureBaseMeasure(std::vector<const BaseMeasure*> parts, Vector weights);
+  // Each part is held with its owner (the component model), so a clone of this measure, which
+  // shares the parts (immutable), keeps them alive.
+  MixtureBaseMeasure(std::vector<std::shared_ptr<const BaseMeasure>> parts, Vector weights);
   void check_dimension(Index dim) const override;
   Vector log_density(const Matrix& X) const override;
   void derivatives(const Matrix& X, Matrix& d1, Matrix& d2) const override;
@@ -42,7 +44,7 @@ class MixtureBaseMeasure final : public BaseMeasure {
 
  private:
   Matrix log_terms(const Matrix& X) const;  // N x K: log w_k + log q0_k(x)
-  std::vector<const BaseMeasure*> parts_;
+  std::vector<std::shared_ptr<const BaseMeasure>> parts_;
   Vector log_weights_;
   Vector weights_;
 };

@@ -16,11 +16,18 @@ DeepKernel::DeepKernel(Index input_dim, Index components, Index layers, Index wi
     : on_(on), logits_(Vector::Zero(components)), log_sigma_(Vector::Zero(on == OnFeatures::Gaussian ? components : 0)) {
   for (Index r = 0; r < components; ++r) {
     nets_.emplace_back(input_dim, width, layers);
-    RandomStream net_rng = rng.derive(static_cast<std::uint64_t>(r));
-    nets_.back().initialize(net_rng);
     if (gaussian())
       log_sigma_[r] = std::log(sigma_init.size() == 1 ? sigma_init[0] : sigma_init[static_cast<std::size_t>(r)]);
   }
+  initialize(rng);
+}
+
+void DeepKernel::initialize(RandomStream& rng) {
+  for (Index r = 0; r < components(); ++r) {
+    RandomStream net_rng = rng.derive(static_cast<std::uint64_t>(r));
+    nets_[static_cast<std::size_t>(r)].initialize(net_rng);
+  }
+  ++generation_;  // cached features of the old weights must not be reused
 }
 
 KernelCapabilities DeepKernel::capabilities() const {

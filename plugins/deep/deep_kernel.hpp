@@ -22,7 +22,7 @@ namespace kef::deep {
 
 enum class OnFeatures { Gaussian, Linear };
 
-class DeepKernel final : public Kernel {
+class DeepKernel final : public Clonable<DeepKernel, Kernel> {
  public:
   DeepKernel(Index input_dim, Index components, Index layers, Index width, const std::vector<double>& sigma_init,
              OnFeatures on, RandomStream& rng);
@@ -33,6 +33,9 @@ class DeepKernel final : public Kernel {
   void derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const override;
   void backward(const Matrix& X, const Matrix& Y, const KernelStacks& adjoint, Vector* grad_params,
                 Matrix* grad_Y) const override;
+
+  // The networks' weights, network r from rng.derive(r) (DKEF's initialisation, see mlp.hpp).
+  void initialize(RandomStream& rng) override;
 
   Index parameter_count() const override;
   Vector parameters() const override;

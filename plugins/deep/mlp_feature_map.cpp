@@ -4,7 +4,7 @@ namespace kef::deep {
 
 MlpFeatureMap::MlpFeatureMap(Index input_dim, Index width, Index layers, RandomStream& rng)
     : net_(input_dim, width, layers) {
-  net_.initialize(rng);
+  initialize(rng);
 }
 
 void MlpFeatureMap::backward(const Matrix& X, const FeatureStacks& adjoint, Vector* grad_params,

@@ -9,12 +9,18 @@ namespace kef::deep {
 
 ScalarHeadKernel::ScalarHeadKernel(Index input_dim, Index layers, Index width, RandomStream& rng)
     : net_(input_dim, width, layers), head_w_(width) {
+  initialize(rng);
+}
+
+void ScalarHeadKernel::initialize(RandomStream& rng) {
   RandomStream net_rng = rng.derive("network");
   net_.initialize(net_rng);
   // The head is one more fully connected layer of fan-in W: the same N(0, 1/W) as the network's.
   RandomStream head_rng = rng.derive("head");
+  const Index width = head_w_.size();
   const double sd = 1.0 / std::sqrt(static_cast<double>(width));
   for (Index i = 0; i < width; ++i) head_w_[i] = sd * head_rng.normal();
+  head_b_ = 0.0;
 }
 
 KernelCapabilities ScalarHeadKernel::capabilities() const {

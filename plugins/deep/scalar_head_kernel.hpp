@@ -21,7 +21,7 @@
 
 namespace kef::deep {
 
-class ScalarHeadKernel final : public Kernel {
+class ScalarHeadKernel final : public Clonable<ScalarHeadKernel, Kernel> {
  public:
   // Network weights and w drawn N(0, 1/W) from `rng`, biases and b set to 0 (DKEF's initialisation).
   ScalarHeadKernel(Index input_dim, Index layers, Index width, RandomStream& rng);
@@ -31,6 +31,9 @@ class ScalarHeadKernel final : public Kernel {
   void derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const override;
   void backward(const Matrix& X, const Matrix& Y, const KernelStacks& adjoint, Vector* grad_params,
                 Matrix* grad_Y) const override;
+
+  // The network from rng.derive("network"), w from rng.derive("head"), b = 0.
+  void initialize(RandomStream& rng) override;
 
   Index parameter_count() const override { return net_.parameter_count() + head_w_.size() + 1; }
   Vector parameters() const override;

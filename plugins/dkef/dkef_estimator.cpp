@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "kef/adam.hpp"
+#include "kef/clone_shared.hpp"
 #include "kef/closed_form_gradient.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
@@ -20,37 +21,52 @@ const std::vector<std::string> kGroups = {"kernel", "points", "lambda", "base_me
 
 }  // namespace
 
-KeyList dkef_keys() {
-  return {
-      KeySpec::integer("inducing_points", "M, initialised from a seeded random subset of the fit split", 300).at_least(1),
-      KeySpec::integer("batch_fit", "rows of the training minibatch Dt (α is fitted on it)", 100).at_least(1),
-      KeySpec::integer("batch_loss", "rows of the validation minibatch Dv (the loss is taken on it)", 100).at_least(1),
-      KeySpec::number("learning_rate", "Adam's learning rate", 1e-2).positive(),
-      KeySpec::integer("max_steps", "stage-1 steps at most", 10000).at_least(1),
-      KeySpec::integer("patience", "stage 1 stops after this many steps without a better validation loss", 200)
-          .at_least(1),
-      KeySpec::integer("eval_every", "steps between validation-loss evaluations (early stopping, curve)", 10)
-          .at_least(1),
-      KeySpec::integer("validation_fit_rows", "rows of the fit split α is fitted on for early stopping "
-                                              "(a fixed seeded subsample; 0: all)", 1000)
-          .non_negative(),
-      KeySpec::number("init_log10_lambda", "initial log10 of λ_α and λ_C", -2.0),
-      KeySpec::number("train_noise_std", "std of Gaussian noise added to each minibatch (0; DKEF used 0.05 on real data)",
-                      0.0)
-          .non_negative(),
-      KeySpec::integer("stage2_steps", "Adam steps on log λ (and q0) with the kernel frozen, α on the whole fit split",
-                       50)
-          .non_negative(),
-      KeySpec::integer(
-          "stage2_memory_mb",
-          "memory for stage 2's derivative stacks when q0 learns (8·M·D·(2 N_fit + N_val) bytes): "
-          "kept if they fit, else recomputed every step (0: always recompute); results do not "
-          "depend on it",
-          static_cast<std::int64_t>(FrozenKernelMetaProblem::kDefaultStackBudgetBytes >> 20))
-          .non_negative(),
-      KeySpec::strings("train", "parameter groups that learn: kernel, points, lambda, base_measure (default all)"),
-  };
+const OptionsSpec<DkefOptions>& dkef_options() {
+  using O = DkefOptions;
+  static const OptionsSpec<O> spec = [] {
+    OptionsSpec<O> s;
+    s.integer("inducing_points", &O::inducing_points,
+              "M, initialised from a seeded random subset of the fit split", 300)
+        .at_least(1);
+    s.integer("batch_fit", &O::batch_fit, "rows of the training minibatch Dt (α is fitted on it)", 100)
+        .at_least(1);
+    s.integer("batch_loss", &O::batch_loss, "rows of the validation minibatch Dv (the loss is taken on it)",
+              100)
+        .at_least(1);
+    s.number("learning_rate", &O::learning_rate, "Adam's learning rate", 1e-2).positive();
+    s.integer("max_steps", &O::max_steps, "stage-1 steps at most", 10000).at_least(1);
+    s.integer("patience", &O::patience,
+              "stage 1 stops after this many steps without a better validation loss", 200)
+        .at_least(1);
+    s.integer("eval_every", &O::eval_every,
+              "steps between validation-loss evaluations (early stopping, curve)", 10)
+        .at_least(1);
+    s.integer("validation_fit_rows", &O::validation_fit_rows,
+              "rows of the fit split α is fitted on for early stopping "
+              "(a fixed seeded subsample; 0: all)",
+              1000)
+        .non_negative();
+    s.number("init_log10_lambda", &O::init_log10_lambda, "initial log10 of λ_α and λ_C", -2.0);
+    s.number("train_noise_std", &O::train_noise_std,
+             "std of Gaussian noise added to each minibatch (0; DKEF used 0.05 on real data)", 0.0)
+        .non_negative();
+    s.integer("stage2_steps", &O::stage2_steps,
+              "Adam steps on log λ (and q0) with the kernel frozen, α on the whole fit split", 50)
+        .non_negative();
+    s.integer("stage2_memory_mb", &O::stage2_memory_mb,
+              "memory for stage 2's derivative stacks when q0 learns (8·M·D·(2 N_fit + N_val) bytes): "
+              "kept if they fit, else recomputed every step (0: always recompute); results do not "
+              "depend on it",
+              static_cast<std::int64_t>(FrozenKernelMetaProblem::kDefaultStackBudgetBytes >> 20))
+        .non_negative();
+    s.strings("train", &O::train,
+              "parameter groups that learn: kernel, points, lambda, base_measure (default all)");
+    return s;
+  }();
+  return spec;
 }
+
+KeyList dkef_keys() { return dkef_options().keys(); }
 
 struct DkefEstimator::State {
   // θ = [kernel parameters | Z (M x D, column-major) | log λ_α, log λ_C | q0 parameters]
@@ -65,25 +81,26 @@ struct DkefEstimator::State {
 };
 
 DkefEstimator::DkefEstimator(const Config& cfg, const EstimatorParts& parts, Index train_rows)
-    : cfg_(cfg), kernel_(parts.kernel), base_(parts.base_measure) {
-  inducing_ = cfg.integer("inducing_points");
-  batch_fit_ = cfg.integer("batch_fit");
-  batch_loss_ = cfg.integer("batch_loss");
-  max_steps_ = cfg.integer("max_steps");
-  patience_ = cfg.integer("patience");
-  eval_every_ = cfg.integer("eval_every");
-  validation_fit_rows_ = cfg.integer("validation_fit_rows");
-  stage2_steps_ = cfg.integer("stage2_steps");
+    : sites_(cfg), kernel_(parts.kernel), base_(parts.base_measure) {
+  const DkefOptions opt = dkef_options().read(cfg);
+  inducing_ = opt.inducing_points;
+  batch_fit_ = opt.batch_fit;
+  batch_loss_ = opt.batch_loss;
+  max_steps_ = opt.max_steps;
+  patience_ = opt.patience;
+  eval_every_ = opt.eval_every;
+  validation_fit_rows_ = opt.validation_fit_rows;
+  stage2_steps_ = opt.stage2_steps;
   {
     // Saturates instead of overflowing on the shift: any budget that large keeps every stack.
-    const auto mb = static_cast<std::size_t>(cfg.integer("stage2_memory_mb"));
+    const auto mb = static_cast<std::size_t>(opt.stage2_memory_mb);
     constexpr std::size_t kMaxMb = std::numeric_limits<std::size_t>::max() >> 20;
     stage2_budget_bytes_ = std::min(mb, kMaxMb) << 20;
   }
-  learning_rate_ = cfg.number("learning_rate");
-  init_log_lambda_ = cfg.number("init_log10_lambda") * std::log(10.0);
-  noise_std_ = cfg.number("train_noise_std");
-  train_groups_ = cfg.has("train") ? cfg.strings("train") : kGroups;
+  learning_rate_ = opt.learning_rate;
+  init_log_lambda_ = opt.init_log10_lambda * std::log(10.0);
+  noise_std_ = opt.train_noise_std;
+  train_groups_ = opt.train.value_or(kGroups);
   for (const auto& g : train_groups_)
     if (std::find(kGroups.begin(), kGroups.end(), g) == kGroups.end())
       cfg.fail("train", "unknown parameter group \"" + g + "\" (expected kernel, points, lambda, base_measure)");
@@ -100,6 +117,13 @@ DkefEstimator::DkefEstimator(const Config& cfg, const EstimatorParts& parts, Ind
                             "` gives no gradients for the inducing points, so dkef cannot move them; leave "
                             "\"points\" out of `train` to keep them where they start, or use a kernel that "
                             "gives them (gaussian, gaussian_mixture, deep)");
+  }
+  // A base measure may declare `learn = false` (generalized_normal does) to stay fixed under dkef.
+  if (base_) {
+    const auto& base_keys = base_->config().declared_keys();
+    base_learns_ = std::none_of(base_keys.begin(), base_keys.end(),
+                                [](const KeySpec& k) { return k.name == "learn"; }) ||
+                   base_->config().boolean("learn");
   }
   if (train_rows >= 0) {
     if (inducing_ > train_rows)
@@ -121,23 +145,42 @@ double DkefEstimator::validation_loss(const State& s, const Matrix& fit_rows, co
                                      threads);
 }
 
+Estimator* DkefEstimator::clone_raw() const {
+  auto* copy = new DkefEstimator(*this);
+  if (kernel_) copy->kernel_ = clone_shared(kernel_);
+  if (base_) copy->base_ = clone_shared(base_);
+  return copy;
+}
+
+ModelPtr DkefEstimator::fit(const FitInput& in) {
+  // Training sets the parameters of the kernel and base measure it runs on: a clone's, which the
+  // model keeps, so this estimator and the models it returned before never change.
+  DkefEstimator trainee(*this);
+  trainee.kernel_ = clone_shared(kernel_);
+  trainee.base_ = clone_shared(base_);
+  return trainee.train(in);
+}
+
 std::optional<FacetSet> DkefEstimator::facets() const {
   FacetSet f{Facet::LogDensity, Facet::Score, Facet::Laplacian};
   if (base_ && base_->can_sample()) f |= Facet::BaseMeasureRatio;
   return f;
 }
 
-ModelPtr DkefEstimator::fit(const FitInput& in) {
+ModelPtr DkefEstimator::train(const FitInput& in) {
   const Matrix& X = in.train;
   const Matrix& V = in.validation;
   const Index N = X.rows(), D = X.cols();
   if (V.rows() == 0)
-    throw ConfigError(cfg_.where("type") + ": dkef early-stops on a validation split; set "
+    throw ConfigError(sites_.where("type") +
+                      ": dkef early-stops on a validation split; set "
                       "`split = { validation = ... }` in [data]");
   if (inducing_ > N)
-    cfg_.fail("inducing_points", std::to_string(inducing_) + " inducing points but only " + std::to_string(N) + " training rows");
+    sites_.fail("inducing_points", std::to_string(inducing_) + " inducing points but only " +
+                                       std::to_string(N) + " training rows");
   if (batch_fit_ + batch_loss_ > N)
-    cfg_.fail("batch_fit", "batch_fit + batch_loss exceeds the " + std::to_string(N) + " rows of the fit split");
+    sites_.fail("batch_fit",
+                "batch_fit + batch_loss exceeds the " + std::to_string(N) + " rows of the fit split");
   base_->check_dimension(D);
 
   State s;
@@ -169,10 +212,7 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
   enable("kernel", 0, s.n_kernel);
   if (kernel_->capabilities().inducing_point_gradients) enable("points", s.off_points(), s.n_points);
   enable("lambda", s.off_lambda(), 2);
-  // A base measure may declare `learn = false` (generalized_normal does) to stay fixed under dkef.
-  const auto& base_keys = base_->config().declared_keys();
-  const bool base_learns = std::none_of(base_keys.begin(), base_keys.end(), [](const KeySpec& k) { return k.name == "learn"; }) ||
-                           base_->config().boolean("learn");
+  const bool base_learns = base_learns_;
   if (base_learns) enable("base_measure", s.off_base(), s.n_base);
 
   // Early stopping fits α on a fixed subsample of the fit split.
@@ -204,7 +244,7 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
   };
 
   // ---- Stage 1 ----
-  Adam adam(AdamOptions{learning_rate_}, cfg_.where("learning_rate"));
+  Adam adam(AdamOptions{learning_rate_}, sites_.where("learning_rate"));
   RandomStream batches = in.rng.derive("minibatches");
   double best = validation_loss(s, fit_rows, V, in.threads);
   Vector best_theta = s.theta;
@@ -261,7 +301,7 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
     const FrozenKernelMetaProblem frozen(*kernel_, *base_, X, V, s.Z(), q0_learns, in.threads,
                                          stage2_budget_bytes_);
     in.report.values["stage2_stacks_in_memory"] = frozen.keeps_stacks() ? 1.0 : 0.0;
-    Adam adam2(AdamOptions{learning_rate_}, cfg_.where("learning_rate"));
+    Adam adam2(AdamOptions{learning_rate_}, sites_.where("learning_rate"));
     double best2 = frozen.loss(s.lambda_alpha(), s.lambda_c());
     Vector best2_theta = s.theta;
     for (Index k = 1; k <= stage2_steps_; ++k) {

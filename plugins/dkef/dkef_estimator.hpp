@@ -4,35 +4,55 @@
 // closed-form fit on a training batch; early-stop on the validation split; tune λ with the kernel
 // frozen; fit the final α on the whole fit split.
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kef/config.hpp"
 #include "kef/estimator.hpp"
+#include "kef/options.hpp"
 
 namespace kef::dkef {
 
+struct DkefOptions {
+  std::int64_t inducing_points = 0, batch_fit = 0, batch_loss = 0, max_steps = 0, patience = 0,
+               eval_every = 0, validation_fit_rows = 0, stage2_steps = 0, stage2_memory_mb = 0;
+  double learning_rate = 0, init_log10_lambda = 0, train_noise_std = 0;
+  std::optional<std::vector<std::string>> train;  // absent: every group
+};
+const OptionsSpec<DkefOptions>& dkef_options();
 KeyList dkef_keys();
 
 class DkefEstimator final : public Estimator {
  public:
   DkefEstimator(const Config& cfg, const EstimatorParts& parts, Index train_rows);
+  // Trains clones of the kernel and base measure, which the returned model then owns: the estimator's
+  // own parts keep their configured values, so a second fit starts where the first did and leaves
+  // the first fit's model unchanged.
   ModelPtr fit(const FitInput& input) override;
   // The fitted model is f + log q0 with the (learned) configured q0, no exact sampler or normaliser.
   std::optional<FacetSet> facets() const override;
 
+ protected:
+  // Its own clones of the kernel and base measure.
+  Estimator* clone_raw() const override;
+
  private:
   struct State;  // the parameter vector and how it splits into groups
+  // The training itself, on this estimator's kernel and base measure (fit calls it on a clone).
+  ModelPtr train(const FitInput& input);
   bool learns(const std::string& group) const;
   double validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation, int threads) const;
 
-  Config cfg_;
+  KeySites sites_;
   KernelPtr kernel_;
   BaseMeasurePtr base_;
   Index inducing_, batch_fit_, batch_loss_, max_steps_, patience_, eval_every_, stage2_steps_, validation_fit_rows_;
   double learning_rate_, init_log_lambda_, noise_std_;
   std::size_t stage2_budget_bytes_ = 0;  // `stage2_memory_mb` in bytes
   std::vector<std::string> train_groups_;
+  bool base_learns_ = true;  // false when the base measure says `learn = false`
 };
 
 }  // namespace kef::dkef

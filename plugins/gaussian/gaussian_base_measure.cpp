@@ -10,8 +10,8 @@ namespace kef::gaussian {
 
 void GaussianBaseMeasure::check_dimension(Index dim) const {
   if (mean_.size() != 1 && static_cast<Index>(mean_.size()) != dim)
-    cfg_.fail("mean", "has " + std::to_string(mean_.size()) + " values but the data has dimension " +
-                          std::to_string(dim) + " (give one value, or one per dimension)");
+    sites_.fail("mean", "has " + std::to_string(mean_.size()) + " values but the data has dimension " +
+                            std::to_string(dim) + " (give one value, or one per dimension)");
 }
 
 Eigen::RowVectorXd GaussianBaseMeasure::mean_row(Index dim) const {

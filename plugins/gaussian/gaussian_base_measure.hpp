@@ -1,14 +1,15 @@
 #pragma once
 // q0 = N(μ, σ0² I), normalised; μ a scalar (every coordinate) or one value per coordinate.
 #include "kef/base_measure.hpp"
-#include "kef/config.hpp"
+#include "kef/options.hpp"
 
 namespace kef::gaussian {
 
-class GaussianBaseMeasure final : public BaseMeasure {
+class GaussianBaseMeasure final : public Clonable<GaussianBaseMeasure, BaseMeasure> {
  public:
-  GaussianBaseMeasure(std::vector<double> mean, double std, Config cfg)
-      : mean_(std::move(mean)), std_(std), cfg_(std::move(cfg)) {}
+  // `sites` place the keys for errors found later (a `mean` list of the wrong length).
+  GaussianBaseMeasure(std::vector<double> mean, double std, KeySites sites)
+      : mean_(std::move(mean)), std_(std), sites_(std::move(sites)) {}
 
   void check_dimension(Index dim) const override;
   Vector log_density(const Matrix& X) const override;
@@ -20,7 +21,7 @@ class GaussianBaseMeasure final : public BaseMeasure {
   Eigen::RowVectorXd mean_row(Index dim) const;
   std::vector<double> mean_;
   double std_;
-  Config cfg_;
+  KeySites sites_;
 };
 
 }  // namespace kef::gaussian

@@ -6,7 +6,7 @@
 
 namespace kef::gaussian {
 
-class GaussianKernel final : public Kernel, public RadialProfile {
+class GaussianKernel final : public Clonable<GaussianKernel, Kernel>, public RadialProfile {
  public:
   explicit GaussianKernel(double sigma) : log_sigma_(std::log(sigma)) {}
 

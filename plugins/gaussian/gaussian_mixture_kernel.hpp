@@ -9,7 +9,7 @@
 
 namespace kef::gaussian {
 
-class GaussianMixtureKernel final : public Kernel, public RadialProfile {
+class GaussianMixtureKernel final : public Clonable<GaussianMixtureKernel, Kernel>, public RadialProfile {
  public:
   // sigma: the R length scales; weights: R positive mixture weights (normalised here).
   GaussianMixtureKernel(const std::vector<double>& sigma, const std::vector<double>& weights);

@@ -56,7 +56,8 @@ void register_gaussian(kef::PluginRegistrar& r) {
                                 std::vector<double>{0.0}),
                KeySpec::number("std", "standard deviation σ0", 1.0).positive()};
   r.add_base_measure(base, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
-    auto b = std::make_unique<kef::gaussian::GaussianBaseMeasure>(cfg.numbers("mean"), cfg.number("std"), cfg);
+    auto b = std::make_unique<kef::gaussian::GaussianBaseMeasure>(cfg.numbers("mean"), cfg.number("std"),
+                                                                  kef::KeySites(cfg));
     if (ctx.dim > 0) b->check_dimension(ctx.dim);
     return b;
   });

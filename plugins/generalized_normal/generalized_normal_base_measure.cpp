@@ -66,36 +66,44 @@ double digamma(double x) {
   return acc + std::log(x) - 0.5 / x - tail;
 }
 
-KeyList keys() {
-  KeySpec beta = KeySpec::numbers(
-      "beta", "shape β > 1: one value for every coordinate, or one per coordinate (2 = Gaussian)",
-      std::vector<double>{2.0});
-  beta.min = 1.0;
-  beta.min_exclusive = true;
-  return {KeySpec::numbers("mean", "μ: one value for every coordinate, or one per coordinate",
-                           std::vector<double>{0.0}),
-          KeySpec::numbers("std", "σ > 0 (β = 2 gives variance σ²): one value, or one per coordinate",
-                           std::vector<double>{1.0})
-              .positive(),
-          beta,
-          KeySpec::boolean("learn", "whether estimators that learn q0 may change μ, σ and β", true)};
+const OptionsSpec<GeneralizedNormalOptions>& options() {
+  using O = GeneralizedNormalOptions;
+  static const OptionsSpec<O> spec = [] {
+    OptionsSpec<O> s;
+    s.numbers("mean", &O::mean, "μ: one value for every coordinate, or one per coordinate",
+              std::vector<double>{0.0});
+    s.numbers("std", &O::std, "σ > 0 (β = 2 gives variance σ²): one value, or one per coordinate",
+              std::vector<double>{1.0})
+        .positive();
+    KeySpec& beta = s.numbers(
+        "beta", &O::beta, "shape β > 1: one value for every coordinate, or one per coordinate (2 = Gaussian)",
+        std::vector<double>{2.0});
+    beta.min = 1.0;
+    beta.min_exclusive = true;
+    s.boolean("learn", &O::learn, "whether estimators that learn q0 may change μ, σ and β", true);
+    return s;
+  }();
+  return spec;
 }
 
+KeyList keys() { return options().keys(); }
+
 GeneralizedNormalBaseMeasure::GeneralizedNormalBaseMeasure(const Config& cfg, const BuildContext& ctx)
-    : mean_(cfg.numbers("mean")),
-      std_(cfg.numbers("std")),
-      beta_(cfg.numbers("beta")),
-      learn_(cfg.boolean("learn")),
-      cfg_(cfg) {
+    : sites_(cfg) {
+  GeneralizedNormalOptions opt = options().read(cfg);
+  mean_ = std::move(opt.mean);
+  std_ = std::move(opt.std);
+  beta_ = std::move(opt.beta);
+  learn_ = opt.learn;
   const std::pair<const char*, const std::vector<double>*> lists[] = {
       {"mean", &mean_}, {"std", &std_}, {"beta", &beta_}};
   for (const auto& [key, values] : lists) {
     const auto n = static_cast<Index>(values->size());
-    if (n == 0) cfg_.fail(key, "is an empty list (give one value, or one per dimension)");
+    if (n == 0) sites_.fail(key, "is an empty list (give one value, or one per dimension)");
     if (n == 1) continue;
     if (dim_ > 0 && n != dim_)
-      cfg_.fail(key, "has " + std::to_string(n) + " values but `" + dim_key_ + "` has " +
-                         std::to_string(dim_) + " (give one value, or one per dimension)");
+      sites_.fail(key, "has " + std::to_string(n) + " values but `" + dim_key_ + "` has " +
+                           std::to_string(dim_) + " (give one value, or one per dimension)");
     if (dim_ < 0) {
       dim_ = n;
       dim_key_ = key;
@@ -131,11 +139,11 @@ void GeneralizedNormalBaseMeasure::check_dimension(Index dim) const {
   if (dim == dim_) return;
   if (!dim_key_.empty()) {
     const auto n = (dim_key_ == "mean" ? mean_ : dim_key_ == "std" ? std_ : beta_).size();
-    cfg_.fail(dim_key_, "has " + std::to_string(n) + " values but the data has dimension " +
-                            std::to_string(dim) + " (give one value, or one per dimension)");
+    sites_.fail(dim_key_, "has " + std::to_string(n) + " values but the data has dimension " +
+                              std::to_string(dim) + " (give one value, or one per dimension)");
   }
-  cfg_.fail("", "the base measure was fixed to dimension " + std::to_string(dim_) +
-                    " (by its model or its parameters) but the data has dimension " + std::to_string(dim));
+  sites_.fail("", "the base measure was fixed to dimension " + std::to_string(dim_) +
+                      " (by its model or its parameters) but the data has dimension " + std::to_string(dim));
 }
 
 void GeneralizedNormalBaseMeasure::set_parameters(const Vector& theta) {

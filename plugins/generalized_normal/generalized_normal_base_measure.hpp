@@ -20,6 +20,7 @@
 
 #include "kef/base_measure.hpp"
 #include "kef/config.hpp"
+#include "kef/options.hpp"
 #include "kef/registry.hpp"
 
 namespace kef::generalized_normal {
@@ -30,10 +31,17 @@ inline constexpr double kCuspRadius = 1e-6;
 // ψ(x) = d/dx log Γ(x) for x > 0: upward recurrence to x ≥ 10, then the asymptotic series.
 double digamma(double x);
 
+// The configured values, one typed member per key.
+struct GeneralizedNormalOptions {
+  std::vector<double> mean, std, beta;  // length 1 or D
+  bool learn = true;
+};
+const OptionsSpec<GeneralizedNormalOptions>& options();
+
 // The keys of `base_measure/generalized_normal` (shared by the registration and the tests).
 KeyList keys();
 
-class GeneralizedNormalBaseMeasure final : public BaseMeasure {
+class GeneralizedNormalBaseMeasure final : public Clonable<GeneralizedNormalBaseMeasure, BaseMeasure> {
  public:
   // cfg must have been validated against keys(); ctx.dim > 0 fixes the dimension.
   GeneralizedNormalBaseMeasure(const Config& cfg, const BuildContext& ctx);
@@ -67,7 +75,7 @@ class GeneralizedNormalBaseMeasure final : public BaseMeasure {
   void fix_dimension(Index dim) const;
   std::vector<double> mean_, std_, beta_;  // the configured values (length 1 or D)
   bool learn_;
-  Config cfg_;
+  KeySites sites_;
   // check_dimension is const in the interface but fixes D; the host calls it once, before any
   // parallel evaluation, so these need no synchronisation.
   mutable Index dim_ = -1;

@@ -5,7 +5,7 @@
 
 namespace kef::imq {
 
-class ImqKernel final : public Kernel, public RadialProfile {
+class ImqKernel final : public Clonable<ImqKernel, Kernel>, public RadialProfile {
  public:
   ImqKernel(double c, double beta) : c2_(c * c), beta_(beta), bounded_(c >= 1.0) {}
 

@@ -186,7 +186,7 @@ KeyList likelihood_keys() {
 }
 
 LikelihoodEvaluator::LikelihoodEvaluator(const Config& cfg, Index dim)
-    : cfg_(cfg),
+    : sites_(cfg),
       method_(cfg.string("method")),
       split_(cfg.string("split")),
       samples_(cfg.integer("samples")),
@@ -268,13 +268,15 @@ LikelihoodEvaluator::LikelihoodEvaluator(const Config& cfg, Index dim)
 
 void LikelihoodEvaluator::check_quadrature_dimension(Index D) const {
   if (D > kMaxQuadratureDim)
-    cfg_.fail("method",
-              "\"quadrature\" integrates over a grid and is offered for dimension 1 or 2 only; the data has "
-              "dimension " +
-                  std::to_string(D) + " (use method = \"importance\")");
+    sites_.fail(
+        "method",
+        "\"quadrature\" integrates over a grid and is offered for dimension 1 or 2 only; the data has "
+        "dimension " +
+            std::to_string(D) + " (use method = \"importance\")");
   if (!extent_.empty() && static_cast<Index>(extent_.size()) != 2 * D)
-    cfg_.fail("extent", "has " + std::to_string(extent_.size()) + " numbers; dimension " + std::to_string(D) +
-                            " needs " + std::to_string(2 * D) + " ([min, max] per dimension)");
+    sites_.fail("extent", "has " + std::to_string(extent_.size()) + " numbers; dimension " +
+                              std::to_string(D) + " needs " + std::to_string(2 * D) +
+                              " ([min, max] per dimension)");
 }
 
 struct LikelihoodEvaluator::Run {
@@ -288,11 +290,11 @@ struct LikelihoodEvaluator::Run {
 };
 
 void LikelihoodEvaluator::check(const DataShape& data) const {
-  if (data.rows(split_) == 0) cfg_.fail("split", "log_likelihood: the " + split_ + " split is empty");
+  if (data.rows(split_) == 0) sites_.fail("split", "log_likelihood: the " + split_ + " split is empty");
 }
 
 EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
-  const Matrix& X = evaluation_rows(in, cfg_, "log_likelihood");
+  const Matrix& X = evaluation_rows(in, split_, sites_, "log_likelihood");
   const Index D = in.model.dim();
   const bool quadrature = method_ == "quadrature";
   if (quadrature) check_quadrature_dimension(D);
@@ -306,15 +308,16 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
     // Every estimator this run needs must be usable before the expensive work starts.
     const bool base_ok = base && base->can_sample();
     if ((method_ == "importance" || check == "importance") && !base_ok)
-      cfg_.fail(method_ == "importance" ? "type" : "check",
-                "the base measure of model " + in.model_name +
-                    (base ? " (" + base->type_name() + ")" : std::string()) +
-                    " cannot be sampled, so Z cannot be estimated by importance sampling from it (the model "
-                    "does not "
-                    "know its normaliser either; method = \"defensive\" or \"ais\" do not need it)");
+      sites_.fail(
+          method_ == "importance" ? "type" : "check",
+          "the base measure of model " + in.model_name +
+              (base ? " (" + base->type_name() + ")" : std::string()) +
+              " cannot be sampled, so Z cannot be estimated by importance sampling from it (the model "
+              "does not "
+              "know its normaliser either; method = \"defensive\" or \"ais\" do not need it)");
     if ((method_ == "ais" || check == "ais") && ais_start_ == "base_measure" && !base_ok)
-      cfg_.fail("ais_start",
-                "model " + in.model_name + " has no base measure that can be sampled (use \"student_t\")");
+      sites_.fail("ais_start",
+                  "model " + in.model_name + " has no base measure that can be sampled (use \"student_t\")");
     if (base_ok) base->check_dimension(D);
   }
 
@@ -683,10 +686,10 @@ Box LikelihoodEvaluator::quadrature_box(const EvalInput& in, const Matrix& evalu
                           : 0.0;
     const double pad = pad_range_ * (hi - lo) + pad_std_ * sd;
     if (!(pad > 0.0) || !std::isfinite(pad))
-      cfg_.fail("extent",
-                "the default box is empty in dimension " + std::to_string(d) + " (the " +
-                    (from_train ? std::string("training") : split_) +
-                    " data's range and std are 0 there, or the padding is 0): give the box explicitly");
+      sites_.fail("extent",
+                  "the default box is empty in dimension " + std::to_string(d) + " (the " +
+                      (from_train ? std::string("training") : split_) +
+                      " data's range and std are 0 there, or the padding is 0): give the box explicitly");
     box.lo.push_back(lo - pad);
     box.hi.push_back(hi + pad);
   }
@@ -695,7 +698,7 @@ Box LikelihoodEvaluator::quadrature_box(const EvalInput& in, const Matrix& evalu
 
 void LikelihoodEvaluator::evaluate_quadrature(const EvalInput& in, double mean_log_p,
                                               EvaluationResult& out) const {
-  const Matrix& X = evaluation_rows(in, cfg_, "log_likelihood");
+  const Matrix& X = evaluation_rows(in, split_, sites_, "log_likelihood");
   const Index D = in.model.dim();
   const Index n = grid_ > 0 ? grid_ : (D == 1 ? kDefaultGrid1 : kDefaultGrid2);
   const Box box = quadrature_box(in, X, out);

@@ -13,6 +13,7 @@
 #include "kef/config.hpp"
 #include "kef/defensive_proposal.hpp"
 #include "kef/evaluator.hpp"
+#include "kef/options.hpp"
 #include "quadrature.hpp"
 #include "reliability.hpp"
 
@@ -20,7 +21,7 @@ namespace kef::likelihood {
 
 KeyList likelihood_keys();
 
-class LikelihoodEvaluator final : public Evaluator {
+class LikelihoodEvaluator final : public Clonable<LikelihoodEvaluator, Evaluator> {
  public:
   // dim: the data dimension when known (-1 otherwise), to reject quadrature for D > 2 up front.
   explicit LikelihoodEvaluator(const Config& cfg, Index dim = -1);
@@ -52,7 +53,7 @@ class LikelihoodEvaluator final : public Evaluator {
   // The verdict: metrics `reliable`, a note, the summary's last words, and strict's failure.
   void conclude(const EvalInput& in, const ReliabilityInputs& ri, EvaluationResult& out) const;
 
-  Config cfg_;
+  KeySites sites_;
   std::string method_;
   std::string split_;
   Index samples_;

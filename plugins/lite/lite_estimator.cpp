@@ -2,58 +2,75 @@
 
 #include <filesystem>
 
+#include "kef/clone_shared.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
-#include "kef/lite_system.hpp"
 #include "kef/lite_model.hpp"
+#include "kef/lite_system.hpp"
 
 namespace kef::lite {
 
-KeyList lite_keys() {
-  return {
-      KeySpec::integer("inducing_points", "number of inducing points, a seeded random subset of the training rows")
-          .optional()
-          .at_least(1),
-      KeySpec::string("inducing_points_file", "inducing points from a file (.npy or .csv), one per row, "
-                                              "relative to the pipeline file")
-          .optional(),
-      KeySpec::number("lambda_alpha", "ridge penalty λ_α on ‖α‖²", 1e-3).positive(),
-      KeySpec::number("lambda_h", "RKHS-norm penalty λ_H on ‖f‖²_H", 0.0).non_negative(),
-      KeySpec::number("lambda_c", "curvature penalty λ_C on the mean squared ∂²_d log p~", 0.0).non_negative(),
-      KeySpec::integer("chunk_rows", "rows per accumulation chunk (0: automatic, about 4 MB of stacks)", 0)
-          .non_negative(),
-  };
+const OptionsSpec<LiteOptions>& lite_options() {
+  using O = LiteOptions;
+  static const OptionsSpec<O> spec = [] {
+    OptionsSpec<O> s;
+    s.integer("inducing_points", &O::inducing_points,
+              "number of inducing points, a seeded random subset of the training rows")
+        .optional()
+        .at_least(1);
+    s.path("inducing_points_file", &O::inducing_points_file,
+           "inducing points from a file (.npy or .csv), one per row, "
+           "relative to the pipeline file")
+        .optional();
+    s.number("lambda_alpha", &O::lambda_alpha, "ridge penalty λ_α on ‖α‖²", 1e-3).positive();
+    s.number("lambda_h", &O::lambda_h, "RKHS-norm penalty λ_H on ‖f‖²_H", 0.0).non_negative();
+    s.number("lambda_c", &O::lambda_c, "curvature penalty λ_C on the mean squared ∂²_d log p~", 0.0)
+        .non_negative();
+    s.integer("chunk_rows", &O::chunk_rows,
+              "rows per accumulation chunk (0: automatic, about 4 MB of stacks)", 0)
+        .non_negative();
+    return s;
+  }();
+  return spec;
 }
 
+KeyList lite_keys() { return lite_options().keys(); }
+
 LiteEstimator::LiteEstimator(const Config& cfg, const EstimatorParts& parts)
-    : cfg_(cfg), kernel_(parts.kernel), base_(parts.base_measure) {
-  if (cfg.has("inducing_points") == cfg.has("inducing_points_file"))
-    cfg.fail(cfg.has("inducing_points") ? "inducing_points_file" : "",
-             "give exactly one of `inducing_points` (a count) and `inducing_points_file`");
-  lambda_alpha_ = cfg.number("lambda_alpha");
-  lambda_h_ = cfg.number("lambda_h");
-  lambda_c_ = cfg.number("lambda_c");
-  chunk_rows_ = cfg.integer("chunk_rows");
+    : opt_(lite_options().read(cfg)), sites_(cfg), kernel_(parts.kernel), base_(parts.base_measure) {
+  if (opt_.inducing_points.has_value() == opt_.inducing_points_file.has_value())
+    sites_.fail(opt_.inducing_points ? "inducing_points_file" : "",
+                "give exactly one of `inducing_points` (a count) and `inducing_points_file`");
+  lambda_alpha_ = opt_.lambda_alpha;
+  lambda_h_ = opt_.lambda_h;
+  lambda_c_ = opt_.lambda_c;
+  chunk_rows_ = opt_.chunk_rows;
+}
+
+Estimator* LiteEstimator::clone_raw() const {
+  auto* copy = new LiteEstimator(*this);
+  if (kernel_) copy->kernel_ = clone_shared(kernel_);
+  if (base_) copy->base_ = clone_shared(base_);
+  return copy;
 }
 
 Matrix LiteEstimator::choose_inducing_points(const Matrix& train, RandomStream& rng) const {
-  if (cfg_.has("inducing_points")) {
-    const Index m = cfg_.integer("inducing_points");
+  if (opt_.inducing_points) {
+    const Index m = *opt_.inducing_points;
     if (m > train.rows())
-      cfg_.fail("inducing_points", std::to_string(m) + " inducing points but only " +
-                                       std::to_string(train.rows()) + " training rows");
+      sites_.fail("inducing_points", std::to_string(m) + " inducing points but only " +
+                                         std::to_string(train.rows()) + " training rows");
     RandomStream pick = rng.derive("inducing_points");
     return random_rows(train, m, pick);
   }
-  std::filesystem::path p = cfg_.string("inducing_points_file");
-  if (p.is_relative()) p = std::filesystem::path(cfg_.source()).parent_path() / p;
-  if (!std::filesystem::exists(p)) cfg_.fail("inducing_points_file", "no such file " + p.string());
+  const std::filesystem::path& p = *opt_.inducing_points_file;
+  if (!std::filesystem::exists(p)) sites_.fail("inducing_points_file", "no such file " + p.string());
   Matrix Z = read_table(p).values;
   if (Z.cols() != train.cols())
-    cfg_.fail("inducing_points_file", p.string() + " has " + std::to_string(Z.cols()) +
-                                          " columns, the data has " + std::to_string(train.cols()));
-  if (Z.rows() == 0) cfg_.fail("inducing_points_file", p.string() + " has no rows");
+    sites_.fail("inducing_points_file", p.string() + " has " + std::to_string(Z.cols()) +
+                                            " columns, the data has " + std::to_string(train.cols()));
+  if (Z.rows() == 0) sites_.fail("inducing_points_file", p.string() + " has no rows");
   return Z;
 }
 
@@ -81,7 +98,8 @@ ModelPtr LiteEstimator::fit(const FitInput& in) {
   if (sol.jitter > 0)
     in.report.notes.push_back("the lite system needed jitter " + std::to_string(sol.jitter) +
                               " on its diagonal to factorise");
-  auto model = std::make_shared<kef::LiteModel>(kernel_, base_, Z, sol.alpha);
+  // The model gets its own copies: changing this estimator's kernel later leaves it unchanged.
+  auto model = std::make_shared<kef::LiteModel>(clone_shared(kernel_), clone_shared(base_), Z, sol.alpha);
   model->set_fit_info({{"lambda_alpha", lambda_alpha_},
                        {"lambda_h", lambda_h_},
                        {"lambda_c", lambda_c_},

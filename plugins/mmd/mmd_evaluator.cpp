@@ -30,49 +30,70 @@ std::string fmt(double v) {
 
 }  // namespace
 
-KeyList mmd_keys() {
-  const HmcOptions d;
-  return {
-      split_key("held-out split the model samples are compared with"),
-      KeySpec::integer("samples", "number of model samples (default: the size of the split)").optional().at_least(2),
-      KeySpec::number("bandwidth", "Gaussian kernel length scale σ (default: median pairwise distance of the pooled sample)")
-          .optional()
-          .positive(),
-      KeySpec::integer("permutations", "random relabellings for the p-value (0: no p-value)", 200).non_negative(),
-      KeySpec::integer("hmc_chains", "HMC chains (models without an exact sampler)", d.chains).at_least(1),
-      KeySpec::integer("hmc_warmup", "HMC warm-up iterations per chain (discarded)", d.warmup).non_negative(),
-      KeySpec::integer("hmc_leapfrog_steps", "leapfrog steps per HMC iteration", d.leapfrog_steps).at_least(1),
-      KeySpec::number("hmc_step_size", "initial leapfrog step size (adapted in warm-up)", d.step_size).positive(),
-      KeySpec::number("hmc_target_acceptance", "acceptance rate the step-size adaptation aims at", d.target_acceptance)
-          .positive()
-          .at_most(0.99),
-      KeySpec::number("hmc_step_size_jitter", "each iteration uses step·U(1 − j, 1 + j)", d.step_size_jitter)
-          .non_negative()
-          .at_most(0.9),
-      KeySpec::integer("hmc_thinning", "keep every k-th HMC draw", d.thinning).at_least(1),
-      KeySpec::boolean("hmc_adapt_mass", "estimate a diagonal mass matrix in warm-up", d.adapt_mass),
-      KeySpec::integer("hmc_chains_per_batch", "chains advanced together in one model evaluation", d.chains_per_batch)
-          .at_least(1),
-      KeySpec::string("hmc_init", "HMC starting points: random training rows, or draws from the model's base measure",
-                      std::string("train"))
-          .one_of({"train", "base_measure"}),
-  };
+const OptionsSpec<MmdOptions>& mmd_options() {
+  using O = MmdOptions;
+  static const OptionsSpec<O> spec = [] {
+    const HmcOptions d;
+    OptionsSpec<O> s;
+    s.bind(split_key("held-out split the model samples are compared with"), &O::split);
+    s.integer("samples", &O::samples, "number of model samples (default: the size of the split)")
+        .optional()
+        .at_least(2);
+    s.number("bandwidth", &O::bandwidth,
+             "Gaussian kernel length scale σ (default: median pairwise distance of the pooled sample)")
+        .optional()
+        .positive();
+    s.integer("permutations", &O::permutations, "random relabellings for the p-value (0: no p-value)", 200)
+        .non_negative();
+    s.integer("hmc_chains", &O::hmc_chains, "HMC chains (models without an exact sampler)", d.chains)
+        .at_least(1);
+    s.integer("hmc_warmup", &O::hmc_warmup, "HMC warm-up iterations per chain (discarded)", d.warmup)
+        .non_negative();
+    s.integer("hmc_leapfrog_steps", &O::hmc_leapfrog_steps, "leapfrog steps per HMC iteration",
+              d.leapfrog_steps)
+        .at_least(1);
+    s.number("hmc_step_size", &O::hmc_step_size, "initial leapfrog step size (adapted in warm-up)",
+             d.step_size)
+        .positive();
+    s.number("hmc_target_acceptance", &O::hmc_target_acceptance,
+             "acceptance rate the step-size adaptation aims at", d.target_acceptance)
+        .positive()
+        .at_most(0.99);
+    s.number("hmc_step_size_jitter", &O::hmc_step_size_jitter, "each iteration uses step·U(1 − j, 1 + j)",
+             d.step_size_jitter)
+        .non_negative()
+        .at_most(0.9);
+    s.integer("hmc_thinning", &O::hmc_thinning, "keep every k-th HMC draw", d.thinning).at_least(1);
+    s.boolean("hmc_adapt_mass", &O::hmc_adapt_mass, "estimate a diagonal mass matrix in warm-up",
+              d.adapt_mass);
+    s.integer("hmc_chains_per_batch", &O::hmc_chains_per_batch,
+              "chains advanced together in one model evaluation", d.chains_per_batch)
+        .at_least(1);
+    s.string("hmc_init", &O::hmc_init,
+             "HMC starting points: random training rows, or draws from the model's base measure",
+             std::string("train"))
+        .one_of({"train", "base_measure"});
+    return s;
+  }();
+  return spec;
 }
 
+KeyList mmd_keys() { return mmd_options().keys(); }
+
 MmdEvaluator::MmdEvaluator(const Config& cfg, const BuildContext& ctx)
-    : cfg_(cfg), registry_(ctx.registry), split_(cfg.string("split")) {
+    : opt_(mmd_options().read(cfg)), sites_(cfg), registry_(ctx.registry), split_(opt_.split) {
   if (!registry_) throw Error("mmd: built without a registry (needed for kernel/gaussian)");
-  hmc_.chains = cfg.integer("hmc_chains");
-  hmc_.warmup = cfg.integer("hmc_warmup");
-  hmc_.leapfrog_steps = cfg.integer("hmc_leapfrog_steps");
-  hmc_.step_size = cfg.number("hmc_step_size");
-  hmc_.target_acceptance = cfg.number("hmc_target_acceptance");
-  hmc_.step_size_jitter = cfg.number("hmc_step_size_jitter");
-  hmc_.thinning = cfg.integer("hmc_thinning");
-  hmc_.adapt_mass = cfg.boolean("hmc_adapt_mass");
-  hmc_.chains_per_batch = cfg.integer("hmc_chains_per_batch");
-  init_from_train_ = cfg.string("hmc_init") == "train";
-  permutations_ = cfg.integer("permutations");
+  hmc_.chains = opt_.hmc_chains;
+  hmc_.warmup = opt_.hmc_warmup;
+  hmc_.leapfrog_steps = opt_.hmc_leapfrog_steps;
+  hmc_.step_size = opt_.hmc_step_size;
+  hmc_.target_acceptance = opt_.hmc_target_acceptance;
+  hmc_.step_size_jitter = opt_.hmc_step_size_jitter;
+  hmc_.thinning = opt_.hmc_thinning;
+  hmc_.adapt_mass = opt_.hmc_adapt_mass;
+  hmc_.chains_per_batch = opt_.hmc_chains_per_batch;
+  init_from_train_ = opt_.hmc_init == "train";
+  permutations_ = opt_.permutations;
   // Fail before any model is fitted, not after, if the Gaussian kernel is missing.
   (void)registry_->make_kernel(Config::parse_string("type = \"gaussian\"\nsigma = 1.0", "mmd"), {});
 }
@@ -80,22 +101,23 @@ MmdEvaluator::MmdEvaluator(const Config& cfg, const BuildContext& ctx)
 void MmdEvaluator::check(const DataShape& data) const {
   const Index rows = data.rows(split_);
   if (rows < 2)
-    cfg_.fail("split",
-              "the " + split_ + " split has " + std::to_string(rows) + " rows; MMD needs at least 2");
+    sites_.fail("split",
+                "the " + split_ + " split has " + std::to_string(rows) + " rows; MMD needs at least 2");
 }
 
 void MmdEvaluator::check_model(const DataShape& data, const PlannedModel& model) const {
   if (!model.facets || model.facets->has(Facet::Sampler)) return;
   if (init_from_train_) {
-    if (data.train_rows == 0) cfg_.fail("hmc_init", "the training split is empty; use \"base_measure\"");
+    if (data.train_rows == 0) sites_.fail("hmc_init", "the training split is empty; use \"base_measure\"");
   } else if (!model.facets->has(Facet::BaseMeasureRatio)) {
-    cfg_.fail("hmc_init", "model " + model.name + " has no base measure that can be sampled; use \"train\"");
+    sites_.fail("hmc_init",
+                "model " + model.name + " has no base measure that can be sampled; use \"train\"");
   }
 }
 
 EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
-  const Matrix& Y = evaluation_rows(in, cfg_, "mmd", 2);
-  const Index n = cfg_.has("samples") ? cfg_.integer("samples") : Y.rows();
+  const Matrix& Y = evaluation_rows(in, split_, sites_, "mmd", 2);
+  const Index n = opt_.samples ? *opt_.samples : Y.rows();
 
   HmcOptions o = hmc_;
   o.threads = in.threads;
@@ -103,13 +125,15 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   o.progress_task = "mmd " + in.model_name + ": HMC";
   o.context = "model " + in.model_name + " (evaluator mmd)";
   if (!in.model.can_sample() && init_from_train_) {
-    if (in.data.train.rows() == 0) cfg_.fail("hmc_init", "the training split is empty; use \"base_measure\"");
+    if (in.data.train.rows() == 0)
+      sites_.fail("hmc_init", "the training split is empty; use \"base_measure\"");
     o.init = HmcInit::Points;
     o.init_points = in.data.train;
   } else if (!in.model.can_sample()) {
     const BaseMeasure* base = in.model.base_measure();
     if (!base || !base->can_sample())
-      cfg_.fail("hmc_init", "model " + in.model_name + " has no base measure that can be sampled; use \"train\"");
+      sites_.fail("hmc_init",
+                  "model " + in.model_name + " has no base measure that can be sampled; use \"train\"");
     o.init = HmcInit::BaseMeasure;
   }
   HmcDiagnostics diag;
@@ -118,8 +142,8 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   check_finite(X, "mmd: samples of model " + in.model_name);
 
   double sigma = 0;
-  if (cfg_.has("bandwidth")) {
-    sigma = cfg_.number("bandwidth");
+  if (opt_.bandwidth) {
+    sigma = *opt_.bandwidth;
   } else {
     // Median heuristic on the pooled sample, up to 500 rows of each side.
     const Matrix Xs = spread_rows(X, 500), Ys = spread_rows(Y, 500);

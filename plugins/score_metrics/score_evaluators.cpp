@@ -25,18 +25,18 @@ const char* metric_name(Metric m) {
 KeyList split_keys() { return {split_key("which held-out split to evaluate on")}; }
 
 void ScoreEvaluator::check(const DataShape& data) const {
-  if (data.rows(split_) == 0) cfg_.fail("split", "the " + split_ + " split is empty");
+  if (data.rows(split_) == 0) sites_.fail("split", "the " + split_ + " split is empty");
 }
 
 ScoreEvaluator::ScoreEvaluator(Metric metric, const Config& cfg)
-    : metric_(metric), cfg_(cfg), split_(cfg.string("split")) {}
+    : metric_(metric), sites_(cfg), split_(cfg.string("split")) {}
 
 EvaluationResult ScoreEvaluator::evaluate(const EvalInput& in) {
-  const Matrix& X = evaluation_rows(in, cfg_, metric_name(metric_));
+  const Matrix& X = evaluation_rows(in, split_, sites_, metric_name(metric_));
   EvaluationResult r;
   const Model* truth = in.data.truth.get();
   if (metric_ != Metric::ScoreMatching && !truth)
-    cfg_.fail("type", "needs the exact density of the data source, and this source has none");
+    sites_.fail("type", "needs the exact density of the data source, and this source has none");
 
   // Score-based quantities exist only where the true density is positive and smooth.
   std::vector<bool> mask;

@@ -2,12 +2,13 @@
 // Held-out score matching, Fisher divergence against the truth, and the truth's own log-likelihood.
 #include "kef/config.hpp"
 #include "kef/evaluator.hpp"
+#include "kef/options.hpp"
 
 namespace kef::score_metrics {
 
 enum class Metric { ScoreMatching, FisherDivergence, TrueLogLikelihood };
 
-class ScoreEvaluator final : public Evaluator {
+class ScoreEvaluator final : public Clonable<ScoreEvaluator, Evaluator> {
  public:
   ScoreEvaluator(Metric metric, const Config& cfg);
   EvaluationResult evaluate(const EvalInput& input) override;
@@ -16,7 +17,7 @@ class ScoreEvaluator final : public Evaluator {
 
  private:
   Metric metric_;
-  Config cfg_;
+  KeySites sites_;
   std::string split_;
 };
 

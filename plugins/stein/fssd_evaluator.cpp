@@ -71,7 +71,7 @@ KeyList fssd_keys() {
 KeyList relative_fssd_keys() { return location_keys(true); }
 
 FssdEvaluator::FssdEvaluator(const Config& cfg, const BuildContext& ctx, bool relative)
-    : cfg_(cfg), registry_(ctx.registry), relative_(relative) {
+    : sites_(cfg), registry_(ctx.registry), relative_(relative) {
   if (!registry_) throw Error(std::string(relative ? "relative_fssd" : "fssd") + ": built without a registry");
   split_ = cfg.string("split");
   mode_ = cfg.string("locations");
@@ -110,28 +110,28 @@ FssdEvaluator::FssdEvaluator(const Config& cfg, const BuildContext& ctx, bool re
 Index FssdEvaluator::locations_for(Index rows) const {
   const Index J = J_.value_or(mode_ == "optimized" ? kOptimizedLocations : kDkefLocations);
   if (J > rows)
-    cfg_.fail(J_ ? "J" : "locations",
-              "J = " + std::to_string(J) + " test locations are drawn from the data, which has only " +
-                  std::to_string(rows) + " rows" + (mode_ == "optimized" ? " in its training part" : "") +
-                  "; set a smaller `J`");
+    sites_.fail(J_ ? "J" : "locations",
+                "J = " + std::to_string(J) + " test locations are drawn from the data, which has only " +
+                    std::to_string(rows) + " rows" + (mode_ == "optimized" ? " in its training part" : "") +
+                    "; set a smaller `J`");
   return J;
 }
 
 void FssdEvaluator::check(const DataShape& data) const {
   const Index N = data.rows(split_);
-  if (N == 0) cfg_.fail("split", "the " + split_ + " split is empty");
-  if (N < 2) cfg_.fail("split", "the " + split_ + " split has " + std::to_string(N) + " row; FSSD needs 2");
+  if (N == 0) sites_.fail("split", "the " + split_ + " split is empty");
+  if (N < 2) sites_.fail("split", "the " + split_ + " split has " + std::to_string(N) + " row; FSSD needs 2");
   if (mode_ == "given") {
     if (data.dim > 0 && given_.cols() != data.dim)
-      cfg_.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) +
-                                      ", the data has " + std::to_string(data.dim));
+      sites_.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) +
+                                        ", the data has " + std::to_string(data.dim));
   } else if (mode_ == "optimized") {
     // The same arithmetic as evaluate(): the part that chooses the locations, and the rest.
     const Index n_train = static_cast<Index>(std::llround(train_fraction_ * static_cast<double>(N)));
     if (n_train < 2 || N - n_train < 2)
-      cfg_.fail("train_fraction", "splits the " + std::to_string(N) + " rows into " +
-                                      std::to_string(n_train) + " to optimise and " +
-                                      std::to_string(N - n_train) + " to test; each needs 2");
+      sites_.fail("train_fraction", "splits the " + std::to_string(N) + " rows into " +
+                                        std::to_string(n_train) + " to optimise and " +
+                                        std::to_string(N - n_train) + " to test; each needs 2");
     (void)locations_for(n_train);
   } else {
     (void)locations_for(N);
@@ -157,11 +157,12 @@ Matrix take_rows(const Matrix& X, const std::vector<Index>& rows, Index begin, I
 
 EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
   const std::string name = relative_ ? "relative_fssd" : "fssd";
-  const Matrix& X = evaluation_rows(in, cfg_, name, 2);
-  if (relative_ && !in.other) cfg_.fail("against", "relative_fssd compares two models: set `against = \"NAME\"`");
+  const Matrix& X = evaluation_rows(in, split_, sites_, name, 2);
+  if (relative_ && !in.other)
+    sites_.fail("against", "relative_fssd compares two models: set `against = \"NAME\"`");
   if (mode_ == "given" && given_.cols() != X.cols())
-    cfg_.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) + ", the data has " +
-                                    std::to_string(X.cols()));
+    sites_.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) +
+                                      ", the data has " + std::to_string(X.cols()));
   auto what = [&](const std::string& model) { return name + ": the score of model " + model + " on the " + split_ + " split"; };
   const Matrix S = checked_score_all(in.model, X, in.threads, what(in.model_name));
   RandomStream locations_rng = stream_ ? *stream_ : in.rng.derive("locations");
@@ -177,8 +178,9 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
     const Index N = X.rows();
     const Index n_train = static_cast<Index>(std::llround(train_fraction_ * static_cast<double>(N)));
     if (n_train < 2 || N - n_train < 2)
-      cfg_.fail("train_fraction", "splits the " + std::to_string(N) + " rows into " + std::to_string(n_train) +
-                                      " to optimise and " + std::to_string(N - n_train) + " to test; each needs 2");
+      sites_.fail("train_fraction", "splits the " + std::to_string(N) + " rows into " +
+                                        std::to_string(n_train) + " to optimise and " +
+                                        std::to_string(N - n_train) + " to test; each needs 2");
     std::vector<Index> perm(static_cast<std::size_t>(N));
     for (Index i = 0; i < N; ++i) perm[static_cast<std::size_t>(i)] = i;
     for (Index i = N - 1; i > 0; --i)  // Fisher–Yates with kef's own integer draws (portable)
@@ -191,7 +193,8 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
     S_test = &S_part;
     const Index J = locations_for(n_train);
     const double sigma0 = bandwidth_.value_or(median_pairwise_distance(X_train));
-    if (!(sigma0 > 0.0)) cfg_.fail("bandwidth", "the median distance of the training part is 0; set `bandwidth`");
+    if (!(sigma0 > 0.0))
+      sites_.fail("bandwidth", "the median distance of the training part is 0; set `bandwidth`");
     kernel = make_gaussian_kernel(*registry_, sigma0);
     PowerOptions opt{gamma_, steps_, learning_rate_};
     const OptimizedLocations best = optimize_fssd_locations(
@@ -209,7 +212,8 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
       V = random_locations(X, locations_for(X.rows()), noise_, locations_rng);
     }
     sigma = bandwidth_ ? *bandwidth_ : median_pairwise_distance(X);
-    if (!(sigma > 0.0)) cfg_.fail("bandwidth", "the median pairwise distance of the data is 0; set `bandwidth`");
+    if (!(sigma > 0.0))
+      sites_.fail("bandwidth", "the median pairwise distance of the data is 0; set `bandwidth`");
     kernel = make_gaussian_kernel(*registry_, sigma);
   }
 

@@ -6,6 +6,7 @@
 
 #include "kef/config.hpp"
 #include "kef/evaluator.hpp"
+#include "kef/options.hpp"
 #include "kef/registry.hpp"
 
 namespace kef::stein {
@@ -13,7 +14,7 @@ namespace kef::stein {
 KeyList fssd_keys();
 KeyList relative_fssd_keys();
 
-class FssdEvaluator final : public Evaluator {
+class FssdEvaluator final : public Clonable<FssdEvaluator, Evaluator> {
  public:
   // relative: the `relative_fssd` evaluator (two models, locations "dkef" or "given").
   FssdEvaluator(const Config& cfg, const BuildContext& ctx, bool relative);
@@ -24,7 +25,7 @@ class FssdEvaluator final : public Evaluator {
  private:
   Index locations_for(Index rows) const;  // J, checked against the rows it is drawn from
 
-  Config cfg_;
+  KeySites sites_;
   Registry* registry_;
   bool relative_;
   std::string split_, mode_;

@@ -299,7 +299,8 @@ KeyList ksd_keys() {
   };
 }
 
-KsdEvaluator::KsdEvaluator(const Config& cfg, const BuildContext& ctx) : cfg_(cfg), registry_(ctx.registry) {
+KsdEvaluator::KsdEvaluator(const Config& cfg, const BuildContext& ctx)
+    : sites_(cfg), registry_(ctx.registry) {
   if (!registry_) throw Error("ksd: built without a registry");
   split_ = cfg.string("split");
   kernel_ = cfg.string("kernel");
@@ -320,19 +321,20 @@ KsdEvaluator::KsdEvaluator(const Config& cfg, const BuildContext& ctx) : cfg_(cf
 
 void KsdEvaluator::check(const DataShape& data) const {
   const Index rows = data.rows(split_);
-  if (rows == 0) cfg_.fail("split", "the " + split_ + " split is empty");
-  if (rows < 2) cfg_.fail("split", "the " + split_ + " split has 1 row; KSD needs 2");
+  if (rows == 0) sites_.fail("split", "the " + split_ + " split is empty");
+  if (rows < 2) sites_.fail("split", "the " + split_ + " split has 1 row; KSD needs 2");
 }
 
 EvaluationResult KsdEvaluator::evaluate(const EvalInput& in) {
-  const Matrix& X = evaluation_rows(in, cfg_, "ksd", 2);
+  const Matrix& X = evaluation_rows(in, split_, sites_, "ksd", 2);
   const Matrix S = checked_score_all(in.model, X, in.threads,
                                      "ksd: the score of model " + in.model_name + " on the " + split_ + " split");
   KernelPtr k;
   double sigma = 0.0;
   if (kernel_ == "gaussian") {
     sigma = bandwidth_ ? *bandwidth_ : median_pairwise_distance(X);
-    if (!(sigma > 0.0)) cfg_.fail("bandwidth", "the median pairwise distance of the data is 0; set `bandwidth`");
+    if (!(sigma > 0.0))
+      sites_.fail("bandwidth", "the median pairwise distance of the data is 0; set `bandwidth`");
     k = make_gaussian_kernel(*registry_, sigma);
   } else {
     k = make_imq_kernel(*registry_, imq_c_, imq_beta_);

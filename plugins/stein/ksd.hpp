@@ -9,6 +9,7 @@
 #include "kef/config.hpp"
 #include "kef/evaluator.hpp"
 #include "kef/kernel.hpp"
+#include "kef/options.hpp"
 #include "kef/random.hpp"
 #include "kef/registry.hpp"
 
@@ -35,7 +36,7 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
 
 KeyList ksd_keys();
 
-class KsdEvaluator final : public Evaluator {
+class KsdEvaluator final : public Clonable<KsdEvaluator, Evaluator> {
  public:
   KsdEvaluator(const Config& cfg, const BuildContext& ctx);
   EvaluationResult evaluate(const EvalInput& input) override;
@@ -43,7 +44,7 @@ class KsdEvaluator final : public Evaluator {
   void check(const DataShape& data) const override;
 
  private:
-  Config cfg_;
+  KeySites sites_;
   Registry* registry_;
   std::string split_, kernel_;
   std::optional<double> bandwidth_;

@@ -22,7 +22,7 @@ namespace {
 // Builds the density from the source's own stream (grid draws its centres there).
 using Builder = std::function<DensityPtr(RandomStream& structure)>;
 
-class SyntheticSource final : public DataSource {
+class SyntheticSource final : public Clonable<SyntheticSource, DataSource> {
  public:
   SyntheticSource(std::string type, Index n, bool rotate, Builder build, std::string parameters)
       : type_(std::move(type)),

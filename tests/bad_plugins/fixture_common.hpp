@@ -17,7 +17,7 @@
 namespace fixture {
 
 // k(x, y) = value: every input derivative is zero.
-class ConstantKernel final : public kef::Kernel {
+class ConstantKernel final : public kef::Clonable<ConstantKernel, kef::Kernel> {
  public:
   explicit ConstantKernel(double value) : value_(value) {}
   kef::KernelCapabilities capabilities() const override { return {}; }

@@ -32,7 +32,7 @@ class MeanModel final : public kef::Model {
   Vector mean_;
 };
 
-class MeanEstimator final : public kef::Estimator {
+class MeanEstimator final : public kef::Clonable<MeanEstimator, kef::Estimator> {
  public:
   explicit MeanEstimator(std::string failure) : failure_(std::move(failure)) {}
   kef::ModelPtr fit(const kef::FitInput& input) override {

@@ -68,7 +68,7 @@ class ThrowingModel final : public kef::Model {
   std::string fail_in_, error_;
 };
 
-class ThrowingKernel final : public kef::Kernel {
+class ThrowingKernel final : public kef::Clonable<ThrowingKernel, kef::Kernel> {
  public:
   explicit ThrowingKernel(std::string error) : error_(std::move(error)) {}
   kef::KernelCapabilities capabilities() const override { return {}; }
@@ -81,7 +81,7 @@ class ThrowingKernel final : public kef::Kernel {
   std::string error_;
 };
 
-class ThrowingBaseMeasure final : public kef::BaseMeasure {
+class ThrowingBaseMeasure final : public kef::Clonable<ThrowingBaseMeasure, kef::BaseMeasure> {
  public:
   explicit ThrowingBaseMeasure(std::string error) : error_(std::move(error)) {}
   void check_dimension(Index) const override {}
@@ -96,7 +96,7 @@ class ThrowingBaseMeasure final : public kef::BaseMeasure {
   std::string error_;
 };
 
-class ThrowingEvaluator final : public kef::Evaluator {
+class ThrowingEvaluator final : public kef::Clonable<ThrowingEvaluator, kef::Evaluator> {
  public:
   explicit ThrowingEvaluator(std::string error) : error_(std::move(error)) {}
   kef::EvaluationResult evaluate(const kef::EvalInput&) override { fail(error_, "evaluator"); }

@@ -49,7 +49,7 @@ inline BaseMeasurePtr gaussian_base(double mean, double std) {
       BuildContext{});
 }
 
-class GaussianFit final : public Estimator {
+class GaussianFit final : public Clonable<GaussianFit, Estimator> {
  public:
   GaussianFit(double offset, BaseMeasurePtr base) : offset_(offset), base_(std::move(base)) {}
   ModelPtr fit(const FitInput& in) override {

@@ -167,7 +167,7 @@ TEST(LogLikelihood, ATimeLimitedResultIsAPrefixOfWholeChunks) {
 
 // --- errors ---------------------------------------------------------------------------------
 
-class UnsampleableBase final : public BaseMeasure {
+class UnsampleableBase final : public Clonable<UnsampleableBase, BaseMeasure> {
  public:
   void check_dimension(Index) const override {}
   Vector log_density(const Matrix& X) const override { return Vector::Zero(X.rows()); }

@@ -10,7 +10,7 @@
 
 namespace {
 
-class FailingEvaluator final : public kef::Evaluator {
+class FailingEvaluator final : public kef::Clonable<FailingEvaluator, kef::Evaluator> {
  public:
   FailingEvaluator(std::string fail_on, std::string kind)
       : fail_on_(std::move(fail_on)), kind_(std::move(kind)) {}
@@ -48,7 +48,7 @@ class UnitGaussian final : public kef::Model {
   kef::Vector mean_;
 };
 
-class GaussianEstimator final : public kef::Estimator {
+class GaussianEstimator final : public kef::Clonable<GaussianEstimator, kef::Estimator> {
  public:
   explicit GaussianEstimator(kef::Config cfg) : cfg_(std::move(cfg)) {}
   kef::ModelPtr fit(const kef::FitInput& in) override {

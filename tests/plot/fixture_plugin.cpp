@@ -36,7 +36,7 @@ class BrokenGaussian final : public kef::Model {
   double nan_above_;
 };
 
-class FixtureEstimator final : public kef::Estimator {
+class FixtureEstimator final : public kef::Clonable<FixtureEstimator, kef::Estimator> {
  public:
   FixtureEstimator(bool nan, double nan_above) : nan_(nan), nan_above_(nan_above) {}
   kef::ModelPtr fit(const kef::FitInput& in) override {

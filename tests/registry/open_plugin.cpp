@@ -15,7 +15,7 @@ using kef::Index;
 using kef::Matrix;
 using kef::Vector;
 
-class ConstantSampler final : public fixture::Sampler {
+class ConstantSampler final : public kef::Clonable<ConstantSampler, fixture::Sampler> {
  public:
   explicit ConstantSampler(double centre) : centre_(centre) {}
   double centre() const override { return centre_; }
@@ -53,7 +53,7 @@ class SampleOnlyModel final : public kef::Model {
   double centre_;
 };
 
-class SampledEstimator final : public kef::Estimator {
+class SampledEstimator final : public kef::Clonable<SampledEstimator, kef::Estimator> {
  public:
   explicit SampledEstimator(std::shared_ptr<fixture::Sampler> sampler) : sampler_(std::move(sampler)) {}
   kef::ModelPtr fit(const kef::FitInput& input) override {

@@ -150,6 +150,13 @@ class PluginEstimator final : public Estimator {
     return guarded(*origin_, name_ + " failed in facets", [&] { return inner_->facets(); });
   }
 
+ protected:
+  // The plugin's clone, guarded like its other calls and holding the same library.
+  Estimator* clone_raw() const override {
+    EstimatorPtr copy = guarded(*origin_, name_ + " failed in clone", [&] { return EstimatorPtr(inner_->clone()); });
+    return new PluginEstimator(std::static_pointer_cast<Estimator>(hold(std::move(copy), origin_->library)), origin_, name_);
+  }
+
  private:
   EstimatorPtr inner_;
   OriginPtr origin_;
@@ -168,6 +175,12 @@ class PluginEvaluator final : public Evaluator {
   }
   void check_model(const DataShape& data, const PlannedModel& model) const override {
     guarded(*origin_, name_ + " failed in check_model", [&] { inner_->check_model(data, model); });
+  }
+
+ protected:
+  Evaluator* clone_raw() const override {
+    EvaluatorPtr copy = guarded(*origin_, name_ + " failed in clone", [&] { return EvaluatorPtr(inner_->clone()); });
+    return new PluginEvaluator(std::static_pointer_cast<Evaluator>(hold(std::move(copy), origin_->library)), origin_, name_);
   }
 
  private:
@@ -258,6 +271,13 @@ class PluginDataSource final : public DataSource {
     SourceData data = guarded(*origin_, name_ + " failed in load", [&] { return inner_->load(rng); });
     data.truth = guard_model(std::move(data.truth), origin_);
     return data;
+  }
+
+ protected:
+  DataSource* clone_raw() const override {
+    DataSourcePtr copy =
+        guarded(*origin_, name_ + " failed in clone", [&] { return DataSourcePtr(inner_->clone()); });
+    return new PluginDataSource(std::static_pointer_cast<DataSource>(hold(std::move(copy), origin_->library)), origin_, name_);
   }
 
  private:

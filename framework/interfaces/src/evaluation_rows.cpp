@@ -21,14 +21,18 @@ void check_dimension(const std::string& who, const Model& model, const std::stri
 
 const Matrix& evaluation_rows(const EvalInput& in, const Config& cfg, const std::string& who,
                               Index min_rows) {
-  const std::string split = cfg.string("split");
+  return evaluation_rows(in, cfg.string("split"), KeySites(cfg), who, min_rows);
+}
+
+const Matrix& evaluation_rows(const EvalInput& in, const std::string& split, const KeySites& sites,
+                              const std::string& who, Index min_rows) {
   const Matrix& X = split == "test"         ? in.data.test
                     : split == "validation" ? in.data.validation
                                             : in.data.train;
-  if (X.rows() == 0) cfg.fail("split", who + ": the " + split + " split is empty");
+  if (X.rows() == 0) sites.fail("split", who + ": the " + split + " split is empty");
   if (X.rows() < min_rows) {
     const std::string rows = X.rows() == 1 ? "1 row" : std::to_string(X.rows()) + " rows";
-    cfg.fail("split", who + ": the " + split + " split has " + rows + "; it needs at least " +
+    sites.fail("split", who + ": the " + split + " split has " + rows + "; it needs at least " +
                           std::to_string(min_rows));
   }
   check_dimension(who, in.model, in.model_name, X);

@@ -27,7 +27,7 @@ fs::path resolve_path(const Config& cfg, const std::string& p) {
   return base / path;
 }
 
-class FileSource final : public DataSource {
+class FileSource final : public Clonable<FileSource, DataSource> {
  public:
   explicit FileSource(const Config& cfg) : cfg_(cfg) {
     columns_ = cfg.strings("columns");

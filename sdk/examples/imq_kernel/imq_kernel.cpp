@@ -17,7 +17,7 @@ namespace {
 using kef::Index;
 using kef::Matrix;
 
-class ImqKernel final : public kef::Kernel {
+class ImqKernel final : public kef::Clonable<ImqKernel, kef::Kernel> {
  public:
   ImqKernel(double c, double beta) : c2_(c * c), beta_(beta), bounded_(c >= 1.0) {}
 

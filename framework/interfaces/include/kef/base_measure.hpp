@@ -3,6 +3,7 @@
 // (the importance-sampling log-likelihood needs it); the estimators only use its input derivatives.
 #include <memory>
 
+#include "kef/clonable.hpp"
 #include "kef/component.hpp"
 #include "kef/random.hpp"
 #include "kef/types.hpp"
@@ -12,6 +13,9 @@ namespace kef {
 class BaseMeasure : public Component {
  public:
   static constexpr const char* kInterface = "base_measure";
+
+  // A deep copy (docs/design.md, "Components are values").
+  std::unique_ptr<BaseMeasure> clone() const { return std::unique_ptr<BaseMeasure>(clone_raw()); }
 
   // Checks that the measure fits D-dimensional data (e.g. a `mean` list of the right length);
   // throws ConfigError naming the key otherwise.
@@ -27,6 +31,9 @@ class BaseMeasure : public Component {
   // Reverse mode: adjoints of log_density (N), d1 and d2 (N x D); empty means zero.
   virtual void backward(const Matrix& X, const Vector& adj_log, const Matrix& adj_d1,
                         const Matrix& adj_d2, Vector& grad_params) const;
+
+ protected:
+  BaseMeasure* clone_raw() const override = 0;
 };
 
 using BaseMeasurePtr = std::shared_ptr<BaseMeasure>;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/clonable.hpp"
 #include "kef/model.hpp"
 #include "kef/random.hpp"
 #include "kef/types.hpp"
@@ -25,7 +26,16 @@ class DataSource {
   static constexpr const char* kInterface = "data_source";
 
   virtual ~DataSource() = default;
+  // A copy sharing no mutable state with this one (see kef/clonable.hpp).
+  std::unique_ptr<DataSource> clone() const { return std::unique_ptr<DataSource>(clone_raw()); }
+
   virtual SourceData load(RandomStream& rng) = 0;
+
+ protected:
+  DataSource() = default;
+  DataSource(const DataSource&) = default;
+  DataSource& operator=(const DataSource&) = default;
+  virtual DataSource* clone_raw() const = 0;
 };
 
 using DataSourcePtr = std::shared_ptr<DataSource>;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "kef/clonable.hpp"
 #include "kef/base_measure.hpp"
 #include "kef/component_info.hpp"
 #include "kef/data_shape.hpp"
@@ -68,6 +69,12 @@ class Estimator {
   static constexpr const char* kInterface = "estimator";
 
   virtual ~Estimator() = default;
+  // A copy with its own kernel, base measure and other parts (cloned), sharing no mutable state with
+  // this one: fitting either leaves the other, and every model either returned, unchanged.
+  std::unique_ptr<Estimator> clone() const { return std::unique_ptr<Estimator>(clone_raw()); }
+
+  // Fits on the input; the model it returns shares no mutable state with the estimator, so a later
+  // fit (or a change to the estimator's parts) leaves it unchanged.
   virtual ModelPtr fit(const FitInput& input) = 0;
 
   // Checks that depend only on the configuration and the data's shape (e.g. inducing points against
@@ -77,6 +84,13 @@ class Estimator {
   // needs are checked against them before any fit); empty when unknown, and then the type's
   // ComponentInfo::facets, if declared, stand in.
   virtual std::optional<FacetSet> facets() const { return std::nullopt; }
+
+ protected:
+  Estimator() = default;
+  Estimator(const Estimator&) = default;
+  Estimator& operator=(const Estimator&) = default;
+  // A new copy owned by the caller; see kef/clonable.hpp.
+  virtual Estimator* clone_raw() const = 0;
 };
 
 using EstimatorPtr = std::shared_ptr<Estimator>;

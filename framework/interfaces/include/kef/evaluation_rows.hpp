@@ -6,6 +6,7 @@
 
 #include "kef/config.hpp"
 #include "kef/evaluator.hpp"
+#include "kef/options.hpp"
 
 namespace kef {
 
@@ -16,5 +17,9 @@ KeySpec split_key(std::string doc = "which split to evaluate on");
 // dimension differs from the model's (and from the second model's, for comparative evaluators).
 const Matrix& evaluation_rows(const EvalInput& in, const Config& cfg, const std::string& who,
                               Index min_rows = 1);
+// The same for an evaluator that read its options at construction: `split` is the value of its
+// `split` key, `sites` place that key for the error.
+const Matrix& evaluation_rows(const EvalInput& in, const std::string& split, const KeySites& sites,
+                              const std::string& who, Index min_rows = 1);
 
 }  // namespace kef

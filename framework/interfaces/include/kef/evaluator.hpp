@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "kef/clonable.hpp"
 #include "kef/data_shape.hpp"
 #include "kef/dataset.hpp"
 #include "kef/model.hpp"
@@ -35,6 +36,9 @@ class Evaluator {
   static constexpr const char* kInterface = "evaluator";
 
   virtual ~Evaluator() = default;
+  // A copy sharing no mutable state with this one (see kef/clonable.hpp).
+  std::unique_ptr<Evaluator> clone() const { return std::unique_ptr<Evaluator>(clone_raw()); }
+
   virtual EvaluationResult evaluate(const EvalInput& input) = 0;
 
   // Checks that depend only on the configuration and the data's shape (split sizes, dimension), run
@@ -44,6 +48,12 @@ class Evaluator {
   // Checks against one model the evaluator will run on (e.g. that it can be sampled), before it is
   // fitted; `model.facets` is empty when its estimator does not declare them. The default checks nothing.
   virtual void check_model(const DataShape& /*data*/, const PlannedModel& /*model*/) const {}
+
+ protected:
+  Evaluator() = default;
+  Evaluator(const Evaluator&) = default;
+  Evaluator& operator=(const Evaluator&) = default;
+  virtual Evaluator* clone_raw() const = 0;
 };
 
 using EvaluatorPtr = std::shared_ptr<Evaluator>;

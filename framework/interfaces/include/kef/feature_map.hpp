@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "kef/clonable.hpp"
 #include "kef/component.hpp"
 #include "kef/types.hpp"
 
@@ -19,12 +20,18 @@ class FeatureMap : public Component {
  public:
   static constexpr const char* kInterface = "feature_map";
 
+  // A deep copy (docs/design.md, "Components are values").
+  std::unique_ptr<FeatureMap> clone() const { return std::unique_ptr<FeatureMap>(clone_raw()); }
+
   virtual Index input_dim() const = 0;
   virtual Index output_dim() const = 0;
   virtual void forward(const Matrix& X, int order, FeatureStacks& out) const = 0;
   // Reverse mode: adjoints of the stacks (empty means zero) into parameter and input gradients.
   virtual void backward(const Matrix& X, const FeatureStacks& adjoint, Vector* grad_params,
                         Matrix* grad_X) const = 0;
+
+ protected:
+  FeatureMap* clone_raw() const override = 0;
 };
 
 using FeatureMapPtr = std::shared_ptr<FeatureMap>;

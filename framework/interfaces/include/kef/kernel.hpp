@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "kef/clonable.hpp"
 #include "kef/component.hpp"
 #include "kef/radial_profile.hpp"
 #include "kef/types.hpp"
@@ -38,6 +39,9 @@ class Kernel : public Component {
  public:
   static constexpr const char* kInterface = "kernel";
 
+  // A deep copy (docs/design.md, "Components are values").
+  std::unique_ptr<Kernel> clone() const { return std::unique_ptr<Kernel>(clone_raw()); }
+
   virtual KernelCapabilities capabilities() const = 0;
 
   virtual Matrix gram(const Matrix& X, const Matrix& Y) const = 0;
@@ -61,6 +65,9 @@ class Kernel : public Component {
   // Non-null when k(x, y) = φ(‖x − y‖²) for the current parameters (see radial_profile.hpp); the
   // pointer stays valid while the kernel lives and reflects later set_parameters calls.
   virtual const RadialProfile* radial_profile() const { return nullptr; }
+
+ protected:
+  Kernel* clone_raw() const override = 0;
 };
 
 using KernelPtr = std::shared_ptr<Kernel>;
