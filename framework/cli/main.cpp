@@ -243,6 +243,7 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
                            " does not exist");
   load_default_plugins(registry, {});
   const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
+  kef::require_unconditional(saved, model_dir, "kef sample");
   kef::HmcOptions options = flags.hmc;
   options.threads = threads;
   options.context = "model " + model_dir + " (kef sample)";

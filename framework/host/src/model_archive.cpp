@@ -148,6 +148,13 @@ void save_model(const Model& model, const fs::path& dir, const DataTransform& tr
   for (std::size_t i = 0; i < transform.columns.size(); ++i)
     text += (i ? ", " : "") + toml_quoted(transform.columns[i]);
   text += "]\n";
+  if (transform.roles.conditional()) {
+    // Column indices (0-based, into `columns`): names are not known for every source.
+    text += "target_columns = [";
+    for (std::size_t i = 0; i < transform.roles.targets.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(transform.roles.targets[i]);
+    text += "]\n";
+  }
   Config table = Config::parse_string(text, "preprocessing");
   if (!transform.identity()) {
     table.set("log_abs_det", transform.log_abs_det);
@@ -166,7 +173,11 @@ DataTransform read_data_transform(const ModelReader& reader, Index dim) {
     table.validate({KeySpec::string("kind", "none, standardize or whiten", "none")
                         .one_of({"none", "standardize", "whiten"}),
                     KeySpec::strings("columns", "the data's columns, in order"),
-                    KeySpec::number("log_abs_det", "log|det A| of the map to model coordinates").optional()});
+                    KeySpec::number("log_abs_det", "log|det A| of the map to model coordinates").optional(),
+                    KeySpec::numbers("target_columns",
+                                     "0-based indices of the target columns y ([data] targets); absent: "
+                                     "unconditional data")
+                        .optional()});
   } catch (const ConfigError& e) {
     throw ModelFileError(e.what());
   }
@@ -176,8 +187,24 @@ DataTransform read_data_transform(const ModelReader& reader, Index dim) {
   if (!columns.empty() && static_cast<Index>(columns.size()) != dim)
     reader.fail("[preprocessing] columns lists " + std::to_string(columns.size()) +
                 " names for a model of dimension " + std::to_string(dim));
+  ColumnRoles roles;
+  if (table.has("target_columns")) {
+    std::vector<Index> targets;
+    for (double v : table.numbers("target_columns")) {
+      if (!(v == std::floor(v)) || v < 0 || v >= static_cast<double>(dim))
+        reader.fail("[preprocessing] target_columns: " + std::to_string(v) +
+                    " is not a column index of a model of dimension " + std::to_string(dim));
+      targets.push_back(static_cast<Index>(v));
+    }
+    try {
+      roles = make_column_roles(std::move(targets), dim);
+    } catch (const Error& e) {
+      reader.fail(std::string("[preprocessing] target_columns: ") + e.what());
+    }
+  }
   if (kind == "none") {
     t.columns = std::move(columns);
+    t.roles = roles;
     return t;
   }
   const Matrix A = reader.read_array("preprocessing_matrix");
@@ -188,6 +215,11 @@ DataTransform read_data_transform(const ModelReader& reader, Index dim) {
                 std::to_string(dim) + " x " + std::to_string(dim) + " and " + std::to_string(dim));
   try {
     t = make_data_transform(kind, A, c.col(0), std::move(columns));
+  } catch (const Error& e) {
+    reader.fail(std::string("[preprocessing]: ") + e.what());
+  }
+  try {
+    set_column_roles(t, roles);  // a saved map that mixes inputs and targets is refused
   } catch (const Error& e) {
     reader.fail(std::string("[preprocessing]: ") + e.what());
   }

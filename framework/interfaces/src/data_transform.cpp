@@ -25,6 +25,34 @@ Matrix DataTransform::to_data(const Matrix& Z) const {
   return (Z.rowwise() - offset.transpose()) * matrix.inverse().transpose();
 }
 
+Matrix DataTransform::input_map() const {
+  return identity() ? Matrix() : block_of(matrix, roles.inputs(matrix.rows()));
+}
+
+Matrix DataTransform::target_map() const { return identity() ? Matrix() : block_of(matrix, roles.targets); }
+
+double DataTransform::target_log_abs_det() const {
+  if (identity() || !roles.conditional()) return 0;
+  const Eigen::PartialPivLU<Matrix> lu(target_map());
+  double log_det = 0;
+  for (Index d = 0; d < lu.matrixLU().rows(); ++d) log_det += std::log(std::abs(lu.matrixLU()(d, d)));
+  return log_det;
+}
+
+void set_column_roles(DataTransform& transform, const ColumnRoles& roles) {
+  if (!transform.identity()) {
+    const Index D = transform.matrix.rows();
+    (void)make_column_roles(roles.targets, D);  // in range, distinct, leaves inputs
+    for (Index i = 0; i < D; ++i)
+      for (Index j = 0; j < D; ++j)
+        if (roles.is_target(i) != roles.is_target(j) && transform.matrix(i, j) != 0.0)
+          throw Error("data transform (" + transform.kind +
+                      "): the map mixes an input and a target column (A(" + std::to_string(i) + ", " +
+                      std::to_string(j) + ") != 0); a conditional density needs a block-diagonal map");
+  }
+  transform.roles = roles;
+}
+
 DataTransform make_data_transform(std::string kind, Matrix A, Vector offset,
                                   std::vector<std::string> columns) {
   if (kind != "standardize" && kind != "whiten")

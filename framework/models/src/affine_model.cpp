@@ -1,7 +1,9 @@
 #include "affine_model.hpp"
 
 #include <cmath>
+#include <memory>
 
+#include "kef/conditional_model.hpp"
 #include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
 
@@ -83,12 +85,74 @@ class AffineModel final : public Model {
   double log_abs_det_ = 0;
 };
 
+// The conditional facet of a model fitted in z coordinates, seen in data units. The map is block-
+// diagonal (kef/data_transform.hpp): z_x = A_x x + c_x, z_y = A_y y + c_y, so
+//   log p~(y | x) = log p~_z(z_y | z_x) + log|det A_y|,   ∇_y = A_yᵀ ∇_{z_y},
+// and the normaliser over y is unchanged (the Jacobian is inside the density).
+class DataUnitsConditional final : public ConditionalModel {
+ public:
+  DataUnitsConditional(const ConditionalModel& inner, const DataTransform& t)
+      : inner_(inner),
+        Ax_(t.input_map()),
+        Ay_(t.target_map()),
+        cx_(t.roles.inputs_of(t.offset.transpose()).transpose()),
+        cy_(t.roles.targets_of(t.offset.transpose()).transpose()),
+        log_det_y_(t.target_log_abs_det()) {}
+
+  Index input_dim() const override { return inner_.input_dim(); }
+  Index target_dim() const override { return inner_.target_dim(); }
+  Vector log_unnormalized(const Matrix& X, const Matrix& Y) const override {
+    return inner_.log_unnormalized(zx(X), zy(Y)).array() + log_det_y_;
+  }
+  Matrix score(const Matrix& X, const Matrix& Y) const override { return inner_.score(zx(X), zy(Y)) * Ay_; }
+  void score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& score,
+                           Matrix& laplacian) const override {
+    if (!Ay_.isDiagonal())
+      throw Error(
+          "conditional model: the Laplacian in y through a non-diagonal (whitened) target map needs the "
+          "full Hessian in y, which the conditional facet does not give");
+    Matrix sz, lz;
+    inner_.score_and_laplacian(zx(X), zy(Y), sz, lz);
+    const Eigen::RowVectorXd a = Ay_.diagonal().transpose();
+    score = sz.array().rowwise() * a.array();
+    laplacian = lz.array().rowwise() * a.array().square();
+  }
+  Matrix sample(const Matrix& X, RandomStream& rng) const override {
+    return (inner_.sample(zx(X), rng).rowwise() - cy_.transpose()) * Ay_.inverse().transpose();
+  }
+  std::optional<Vector> log_normalizer(const Matrix& X) const override {
+    return inner_.log_normalizer(zx(X));
+  }
+
+ private:
+  Matrix zx(const Matrix& X) const { return (X * Ax_.transpose()).rowwise() + cx_.transpose(); }
+  Matrix zy(const Matrix& Y) const { return (Y * Ay_.transpose()).rowwise() + cy_.transpose(); }
+  const ConditionalModel& inner_;  // owned by the DataUnitsModel's inner model
+  Matrix Ax_, Ay_;
+  Vector cx_, cy_;
+  double log_det_y_;
+};
+
 // A model fitted in coordinates z = A x + offset, seen in data units x (kef/data_transform.hpp).
 class DataUnitsModel final : public Model {
  public:
   DataUnitsModel(ModelPtr inner, DataTransform t) : inner_(std::move(inner)), t_(std::move(t)) {
     diagonal_ = t_.matrix.isDiagonal();
+    if (const ConditionalModel* c = inner_->conditional()) {
+      if (!t_.roles.conditional())
+        throw Error("model " + inner_->type_name() +
+                    " is conditional, and its data transform records no target columns");
+      conditional_ = std::make_unique<DataUnitsConditional>(*c, t_);
+    }
   }
+
+  // The inner model's facets; the Laplacian through a non-diagonal map needs the full Hessian.
+  FacetSet facets() const override {
+    FacetSet f = inner_->facets();
+    if (!diagonal_ && !inner_->has_hessian()) f = f.minus(Facet::Laplacian);
+    return f;
+  }
+  const ConditionalModel* conditional() const override { return conditional_.get(); }
 
   Index dim() const override { return inner_->dim(); }
   std::string type_name() const override { return inner_->type_name(); }
@@ -142,6 +206,7 @@ class DataUnitsModel final : public Model {
   ModelPtr inner_;
   DataTransform t_;
   bool diagonal_ = true;
+  std::unique_ptr<DataUnitsConditional> conditional_;
 };
 
 }  // namespace

@@ -28,11 +28,36 @@ bool positional_names(const std::vector<std::string>& names) {
 }
 
 bool same_transform(const DataTransform& a, const DataTransform& b) {
+  if (a.roles != b.roles) return false;
   if (a.identity() || b.identity()) return a.identity() == b.identity();
   return a.kind == b.kind && a.matrix == b.matrix && a.offset == b.offset;
 }
 
 }  // namespace
+
+std::string column_roles_text(const DataTransform& transform, Index dim) {
+  if (!transform.roles.conditional()) return "";
+  auto names = [&](const std::vector<Index>& idx) {
+    std::vector<std::string> out;
+    for (Index d : idx)
+      out.push_back(static_cast<Index>(transform.columns.size()) == dim
+                        ? transform.columns[static_cast<std::size_t>(d)]
+                        : "x" + std::to_string(d));
+    return list_text(out);
+  };
+  return "inputs x " + names(transform.roles.inputs(dim)) + ", targets y " + names(transform.roles.targets);
+}
+
+void require_unconditional(const SavedModel& saved, const std::string& model_dir,
+                           const std::string& command) {
+  if (!saved.transform.roles.conditional()) return;
+  const std::string roles = column_roles_text(saved.transform, saved.model->dim());
+  throw ConfigError(command + ": the model at " + model_dir +
+                    " is a conditional density p(y | x) (fitted with [data] targets: " + roles + "), and " +
+                    command +
+                    " works on densities of whole rows; conditional scoring, evaluation and sampling "
+                    "(`kef sample --given`) are not implemented yet");
+}
 
 Matrix read_saved_model_input(const std::filesystem::path& file, const std::vector<std::string>& columns,
                               const SavedModel& saved, const std::string& model_dir) {
@@ -49,12 +74,16 @@ Matrix read_saved_model_input(const std::filesystem::path& file, const std::vect
   if (table.values.cols() != D)
     throw DataError(file.string() + ": has " + std::to_string(table.values.cols()) +
                     " columns, the model at " + model_dir + " has dimension " + std::to_string(D) +
-                    (expected.empty() ? std::string() : " (columns " + list_text(expected) + ")"));
+                    (expected.empty() ? std::string() : " (columns " + list_text(expected) + ")") +
+                    (saved.transform.roles.conditional()
+                         ? "; its rows hold both roles: " + column_roles_text(saved.transform, D)
+                         : std::string()));
   return table.values;
 }
 
 Matrix score_saved_model(const SavedModel& saved, const Matrix& X, bool normalize,
                          const std::string& model_dir) {
+  require_unconditional(saved, model_dir, "kef score");
   std::optional<double> log_z;
   if (normalize) {
     log_z = saved.model->log_normalizer();
@@ -91,6 +120,7 @@ EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions
     throw ConfigError("--against: evaluator " + info.type + " takes one model");
 
   const SavedModel saved = load_saved_model(o.model_dir, registry);
+  require_unconditional(saved, o.model_dir, "kef eval");
   const ModelPtr model = saved.model;
   SavedModel saved_other;
   if (!o.against_dir.empty()) saved_other = load_saved_model(o.against_dir, registry);

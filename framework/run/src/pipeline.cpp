@@ -128,6 +128,7 @@ DataShape data_shape(const Dataset& data) {
   shape.validation_rows = data.validation.rows();
   shape.test_rows = data.test.rows();
   shape.has_truth = static_cast<bool>(data.truth);
+  shape.target_dim = static_cast<Index>(data.roles.targets.size());
   return shape;
 }
 
@@ -183,6 +184,27 @@ void apply_median_heuristic(Config& kcfg, const Dataset& data, ModelPlan& mp) {
   kcfg.set("sigma", sigma);
 }
 
+// Data with `targets` need an estimator of p(y | x), and an estimator that fits only p(y | x) needs
+// data with targets: either mismatch fails here, before any fit, naming both sides.
+void check_column_roles(const Plan& plan, const ModelPlan& mp, const Config& est) {
+  const bool conditional_data = plan.data.roles.conditional();
+  const bool fits_conditional = mp.facets && mp.facets->has(Facet::ConditionalDensity);
+  if (conditional_data && !fits_conditional) {
+    const std::string has =
+        mp.facets ? "its models have: " + mp.facets->text() : std::string("it declares no facets");
+    plan.root.table("data").fail("targets", "the data have target columns (" +
+                                                join_names(plan.data.preprocessing.targets) +
+                                                "), and estimator `" + mp.info->type + "` of model `" +
+                                                mp.name + "` fits no conditional density p(y | x) (" + has +
+                                                "); remove `targets`, or choose an estimator whose models "
+                                                "have the conditional density facet");
+  }
+  if (!conditional_data && fits_conditional && !mp.facets->has(Facet::LogDensity))
+    est.fail("type", "estimator `" + mp.info->type +
+                         "` fits a conditional density p(y | x), and the data have no target columns; "
+                         "name them with [data] targets = [\"COLUMN\", ...]");
+}
+
 }  // namespace
 
 ModelPlan pipeline_detail::build_model(const Plan& plan, Config m, const std::string& name) {
@@ -208,16 +230,19 @@ ModelPlan pipeline_detail::build_model(const Plan& plan, Config m, const std::st
   mp.estimator->check(plan.shape);
   mp.facets = mp.estimator->facets();
   if (!mp.facets && !info.facets.empty()) mp.facets = info.facets;
+  check_column_roles(plan, mp, est);
   return mp;
 }
 
 namespace {
 
-Plan build_plan(const std::string& path, const RunOptions& options) {
+// `path` is the pipeline file ("" for a Config given in memory: relative plugin paths then resolve
+// against the working directory); `in`, when given, replaces the [data] source.
+Plan build_plan(Config pipeline, const std::string& path, const RunOptions& options, const InMemoryData* in) {
   Plan plan;
   plan.path = path;
   plan.overrides = options.overrides;
-  plan.root = load_pipeline_config(path, options.overrides);
+  plan.root = std::move(pipeline);
   Config& root = plan.root;
   plan.seed = static_cast<std::uint64_t>(root.integer("seed"));
 
@@ -235,14 +260,17 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
 
   Config output = root.table("output");
   output.validate(output_keys());
-  std::string dir = options.output_dir
-                        ? *options.output_dir
-                        : (output.has("dir") ? output.string("dir") : "runs/" + pipeline_stem(path));
+  std::string dir =
+      options.output_dir
+          ? *options.output_dir
+          : (output.has("dir") ? output.string("dir")
+                               : "runs/" + (path.empty() ? std::string("kef") : pipeline_stem(path)));
   if (dir.empty()) output.fail("dir", "empty output directory");
   plan.output_dir = dir;
   plan.save_models = output.boolean("save_models");
 
-  plan.data = prepare_dataset(*plan.registry, root.table("data"), plan.seed);
+  plan.data = in ? prepare_dataset(*plan.registry, root.table("data"), *in, plan.seed)
+                 : prepare_dataset(*plan.registry, root.table("data"), plan.seed);
   const Index D = plan.data.dim();
   plan.shape = data_shape(plan.data);
 
@@ -334,6 +362,24 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
   return plan;
 }
 
+Plan build_plan(const std::string& path, const RunOptions& options) {
+  return build_plan(load_pipeline_config(path, options.overrides), path, options, nullptr);
+}
+
+// A pipeline given as a Config: the overrides and the top-level schema, as load_pipeline_config does
+// for a file. The [data] table may be absent (the caller's matrix is the data).
+Plan build_in_memory_plan(const Config& pipeline, const InMemoryData& data, const RunOptions& options) {
+  Config root = pipeline;
+  for (const auto& o : options.overrides) {
+    auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) throw ConfigError("--set " + o + ": expected KEY=VALUE");
+    root.set_from_text(o.substr(0, eq), o.substr(eq + 1));
+  }
+  (void)root.table("data");  // inserts an empty [data] when absent
+  root.validate(top_level_keys());
+  return build_plan(std::move(root), "", options, &data);
+}
+
 // Staging, checking and publishing the output directory: kef/output_dir.hpp.
 void publish(const fs::path& staging, const fs::path& target) { publish_staging_dir(staging, target); }
 
@@ -383,6 +429,7 @@ Json preprocessing_json(const PreprocessingReport& p) {
   Json out = Json::object();
   if (!p.split_rule.empty()) out["split_rule"] = p.split_rule;
   if (!p.excluded.empty()) out["excluded"] = p.excluded;
+  if (!p.targets.empty()) out["targets"] = p.targets;
   if (!p.dequantized.empty()) {
     Json gaps = Json::object();
     for (const auto& d : p.dequantized) gaps[d.column] = d.gap;
@@ -476,16 +523,26 @@ void validate_pipeline(const std::string& path, const RunOptions& options) {
   (void)build_plan(path, options);
 }
 
-RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
-  Plan plan = build_plan(path, options);
+void validate_pipeline(const Config& pipeline, const InMemoryData& data, const RunOptions& options) {
+  (void)build_in_memory_plan(pipeline, data, options);
+}
+
+namespace {
+
+// The run of a plan, for both entry points. Without `write_output` nothing is written: no staging
+// directory, no saved models, no plot, and the log is kept in memory.
+RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output) {
+  const std::string& path = plan.path;
   const int threads = options.threads > 0 ? options.threads : default_threads();
-  check_output_target(plan.output_dir);
+  if (write_output) check_output_target(plan.output_dir);
   std::unique_ptr<Progress> progress = options.quiet ? make_silent_progress() : make_stderr_progress();
 
-  fs::path staging = make_staging_dir(plan.output_dir);
+  fs::path staging = write_output ? make_staging_dir(plan.output_dir) : fs::path();
   Json results;
   Json models = Json::object();
-  std::ofstream log;
+  std::ofstream log_file;
+  std::ostringstream log_memory;
+  std::ostream& log = write_output ? static_cast<std::ostream&>(log_file) : log_memory;
   // The step under way, and whether anything worth keeping is finished: a failure after the first fit
   // publishes the fitted models and finished metrics with the failure recorded, then reports it.
   std::string step = "start";
@@ -493,7 +550,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
   try {
     results["kef_version"] = version();
     results["seed"] = plan.seed;
-    results["config_file"] = fs::absolute(path).string();
+    results["config_file"] = path.empty() ? Json(nullptr) : Json(fs::absolute(path).string());
     results["config"] = Json::parse(plan.root.to_json(false));
     Json plugins = Json::object();
     for (const auto& p : plan.registry->plugins())
@@ -512,7 +569,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
     results["data"]["columns"] = plan.data.columns;
     results["data"]["preprocessing"] = preprocessing;
     std::map<std::string, ModelPtr> fitted;
-    log.open(staging / "log.txt");
+    if (write_output) log_file.open(staging / "log.txt");
     if (plan.tune) {
       step = "tuning of model " + plan.tune->model;
       results["tuning"] = run_tuning(plan, threads, *progress, log);
@@ -523,7 +580,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
       step = "fit of model " + mp.name;
       RandomStream rng(plan.seed, "model." + mp.name + ".fit");
       FitReport report = mp.prefit ? mp.prefit_report : FitReport{};
-      FitInput in{plan.data.train, plan.data.validation, rng, *progress, threads, report};
+      FitInput in{plan.data.train, plan.data.validation, rng, *progress, threads, report, plan.data.roles};
       auto t0 = std::chrono::steady_clock::now();
       // A tuned model was fitted by the search with the chosen values and the same stream.
       ModelPtr model = mp.prefit ? mp.prefit : mp.estimator->fit(in);
@@ -552,7 +609,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
         log << "model " << mp.name << ": " << c.key << " = " << format_metric(c.value) << " (" << c.rule
             << ")\n";
       }
-      if (plan.save_models && model->can_save()) {
+      if (write_output && plan.save_models && model->can_save()) {
         step = "saving model " + mp.name;
         save_model(*model, staging / "models" / mp.name, plan.data.transform);
         entry["model_dir"] = "models/" + mp.name;
@@ -607,27 +664,38 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
       }
     }
     step = "density plot";
-    if (plan.plot) write_run_plot(plan, fitted, models, staging, threads, log);
+    if (plan.plot && write_output) write_run_plot(plan, fitted, models, staging, threads, log);
+    if (plan.plot && !write_output) log << "density plot: skipped, the run writes no output directory\n";
     step = "writing results";
     results["status"] = "complete";
     results["models"] = models;
-    write_results(results, staging);
-    log.close();
-    if (!log) throw Error((staging / "log.txt").string() + ": cannot write (disk full?)");
-    publish(staging, plan.output_dir);
+    if (write_output) {
+      write_results(results, staging);
+      log_file.close();
+      if (!log) throw Error((staging / "log.txt").string() + ": cannot write (disk full?)");
+      publish(staging, plan.output_dir);
+    }
 
-    RunSummary summary;
-    summary.output_dir = plan.output_dir;
-    summary.table = metrics_table(models);
-    if (results.contains("tuning")) summary.table += tuning_table(results["tuning"]);
-    return summary;
+    RunResult out;
+    out.results_json = results.dump(2);
+    for (const auto& mp : plan.models) {
+      const ModelPtr& model = fitted.at(mp.name);
+      out.fitted.emplace_back(mp.name, model);
+      out.models.emplace_back(mp.name, make_data_units_model(model, plan.data.transform));
+    }
+    out.data = std::move(plan.data);
+    if (write_output) out.output_dir = plan.output_dir;
+    out.table = metrics_table(models);
+    if (results.contains("tuning")) out.table += tuning_table(results["tuning"]);
+    out.log = log_memory.str();
+    return out;
   } catch (...) {
     const FailureInfo failure = describe_failure(std::current_exception());
     // A run whose own files could not be written (a full disk: saving a model, log.txt, results.json)
     // publishes nothing, since what it would publish is truncated; any other failure after a fit
     // publishes what is finished.
     const bool write_failed = step.rfind("saving model ", 0) == 0 || step == "writing results" || !log.good();
-    if (kept_work && !write_failed) {
+    if (write_output && kept_work && !write_failed) {
       // Publish what is finished: the fitted models and every whole evaluation, and the failed step.
       bool published = false;
       try {
@@ -635,7 +703,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
         results["failure"] = {{"step", step}, {"kind", failure.kind}, {"error", failure.message}};
         results["models"] = models;
         log << "run failed at " << step << ": " << failure.kind << ": " << failure.message << "\n";
-        log.close();
+        log_file.close();
         if (!log) throw Error("log.txt: cannot write");
         write_results(results, staging);
         publish(staging, plan.output_dir);
@@ -648,10 +716,27 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
                                 plan.output_dir.string() + ", whose results.json records the failure)");
     }
     std::error_code ec;
-    fs::remove_all(staging, ec);
+    if (write_output) fs::remove_all(staging, ec);
     // Rethrown as an error of the same kind made here, so it stays valid when the plan's plugins unload.
     throw_like(failure, failure.message);
   }
+}
+
+}  // namespace
+
+RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
+  Plan plan = build_plan(path, options);
+  RunResult r = execute_plan(plan, options, true);
+  RunSummary summary;
+  summary.output_dir = plan.output_dir;
+  summary.table = std::move(r.table);
+  return summary;
+}
+
+RunResult run_pipeline(const Config& pipeline, const InMemoryData& data, const RunOptions& options,
+                       bool write_output) {
+  Plan plan = build_in_memory_plan(pipeline, data, options);
+  return execute_plan(plan, options, write_output);
 }
 
 }  // namespace kef

@@ -131,6 +131,7 @@ void check_finite_statistics(const Matrix& train, const Vector& mean, const Vect
 void record_transform(Dataset& out, const char* kind, const Matrix& A, const Vector& c) {
   const bool named = static_cast<Index>(out.columns.size()) == A.rows();
   out.transform = make_data_transform(kind, A, c, named ? out.columns : std::vector<std::string>{});
+  set_column_roles(out.transform, out.roles);
   for (Matrix* m : {&out.train, &out.validation, &out.test})
     if (m->rows() > 0) *m = out.transform.to_model(*m);
 }
@@ -189,6 +190,33 @@ void exclude_columns(const Config& data, SourceData& raw, PreprocessingReport& r
     if (*m) apply(**m);
   raw.columns = kept_names;
   report.excluded = names;
+}
+
+// `targets = [...]`: the target columns y by name (positional names x0, x1, ... for data without a
+// header, as `columns` and `exclude` name them), resolved after `exclude` against the columns left.
+ColumnRoles resolve_targets(const Config& data, const SourceData& raw, const PreprocessingReport& report,
+                            Index dim) {
+  if (!data.has("targets")) return {};
+  const std::vector<std::string> names = data.strings("targets");
+  std::vector<std::string> columns;
+  for (Index d = 0; d < dim; ++d) columns.push_back(column_name(raw.columns, d));
+  std::vector<Index> targets;
+  for (const auto& name : names) {
+    if (std::find(report.excluded.begin(), report.excluded.end(), name) != report.excluded.end())
+      data.fail("targets", "column \"" + name + "\" is removed by `exclude`; a target must stay in the data");
+    auto it = std::find(columns.begin(), columns.end(), name);
+    if (it == columns.end())
+      data.fail("targets", "no column \"" + name + "\" in the data (its columns: " + joined(columns) + ")");
+    const auto k = static_cast<Index>(it - columns.begin());
+    if (std::find(targets.begin(), targets.end(), k) != targets.end())
+      data.fail("targets", "column \"" + name + "\" is listed twice");
+    targets.push_back(k);
+  }
+  if (names.empty()) data.fail("targets", "lists no column (remove the key for unconditional data)");
+  if (static_cast<Index>(targets.size()) == dim)
+    data.fail("targets", "names every column of the data (" + joined(columns) +
+                             "); a conditional density p(y | x) needs at least one input column x");
+  return make_column_roles(std::move(targets), dim);
 }
 
 // Row counts of the test and validation splits. The "counts" rule takes `test` and `validation` as
@@ -278,6 +306,15 @@ void drop_correlated(const Config& data, Dataset& out) {
           break;
         }
     if (drop < 0) return;
+    // The rule drops the first column of the pair; a target is never dropped (p(y | x) is about it),
+    // and a target correlated with an input is a property of the data worth keeping.
+    if (out.roles.is_target(drop))
+      data.fail("drop_correlated",
+                "would drop target column " + column_name(out.columns, drop) + " (correlation " +
+                    std::to_string(C(drop, partner)) + " with column " + column_name(out.columns, partner) +
+                    " on the training split); a target listed in `targets` cannot be dropped: raise the "
+                    "threshold, or `exclude` the correlated input");
+    out.roles = out.roles.without_column(drop);
     out.preprocessing.dropped.push_back(
         {column_name(out.columns, drop), column_name(out.columns, partner), C(drop, partner)});
     std::vector<Index> keep;
@@ -294,6 +331,7 @@ void check_preprocessing_keys(const Config& data) {
   for (const char* k : {"shuffle", "standardize", "whiten", "dequantize"})
     if (data.has(k)) (void)data.boolean(k);  // a wrong type fails here, citing the key
   if (data.has("exclude")) (void)data.strings("exclude");
+  if (data.has("targets")) (void)data.strings("targets");
   if (data.has("drop_correlated")) (void)data.number("drop_correlated");
   const bool scaled = (data.has("standardize") && data.boolean("standardize")) || (data.has("whiten") && data.boolean("whiten"));
   if (data.has("statistics_rows") && !scaled)
@@ -307,6 +345,54 @@ void check_preprocessing_keys(const Config& data) {
 Index statistics_row_count(const Config& data, Index train_rows) {
   if (!data.has("statistics_rows")) return train_rows;
   return std::min<Index>(train_rows, data.integer("statistics_rows"));
+}
+
+// The symmetric whitening map C^{-1/2} of a covariance (of all columns, or of one role's block).
+Matrix whitening_map(const Matrix& cov, const Config& data, const std::string& block) {
+  Eigen::SelfAdjointEigenSolver<Matrix> es(cov);
+  if (es.eigenvalues().minCoeff() <= 1e-12 * std::max(1.0, es.eigenvalues().maxCoeff()))
+    throw DataError(data.where("whiten") + ": the training covariance" +
+                    (block.empty() ? std::string() : " of the " + block) +
+                    " is singular; drop collinear columns");
+  return es.eigenvectors() * es.eigenvalues().cwiseInverse().cwiseSqrt().asDiagonal() *
+         es.eigenvectors().transpose();
+}
+
+// A caller's matrix as a source's rows: the checks a data file gets (finite values, one name per
+// column, at least one row), with positional names x0, x1, ... when it has none.
+SourceData checked_in_memory_data(const InMemoryData& in) {
+  const Index N = in.samples.rows(), D = in.samples.cols();
+  if (N == 0 || D == 0)
+    throw DataError("in-memory data: the matrix is " + std::to_string(N) + " x " + std::to_string(D) +
+                    " (expected at least one row and one column)");
+  SourceData raw;
+  if (in.columns.empty()) {
+    for (Index d = 0; d < D; ++d) raw.columns.push_back("x" + std::to_string(d));
+  } else {
+    if (static_cast<Index>(in.columns.size()) != D)
+      throw DataError("in-memory data: " + std::to_string(in.columns.size()) + " column names (" +
+                      joined(in.columns) + ") for a matrix of " + std::to_string(D) + " columns");
+    for (std::size_t k = 0; k < in.columns.size(); ++k) {
+      if (in.columns[k].empty())
+        throw DataError("in-memory data: column " + std::to_string(k) + " has an empty name");
+      if (std::find(in.columns.begin(), in.columns.begin() + static_cast<std::ptrdiff_t>(k), in.columns[k]) !=
+          in.columns.begin() + static_cast<std::ptrdiff_t>(k))
+        throw DataError("in-memory data: column name \"" + in.columns[k] + "\" appears twice");
+    }
+    raw.columns = in.columns;
+  }
+  for (Index d = 0; d < D; ++d)
+    for (Index n = 0; n < N; ++n)
+      if (!std::isfinite(in.samples(n, d))) {
+        std::ostringstream got;
+        got << in.samples(n, d);
+        throw DataError("in-memory data: row " + std::to_string(n) + " (0-based), column " +
+                        raw.columns[static_cast<std::size_t>(d)] +
+                        ": non-finite value (expected a finite number, got " + got.str() + ")");
+      }
+  raw.samples = in.samples;
+  raw.truth = in.truth;  // its dimension is checked with the splits
+  return raw;
 }
 
 }  // namespace
@@ -333,23 +419,49 @@ void register_core_components(Registry& registry) {
   });
 }
 
-std::vector<std::string> data_host_keys() {
-  return {"split", "shuffle", "standardize", "whiten", "exclude", "dequantize", "drop_correlated", "statistics_rows"};
+const KeyList& data_host_key_specs() {
+  // No defaults here: each step reads has(), so a resolved config lists only what was asked for.
+  static const KeyList keys = {
+      KeySpec::table("split", "test/validation rows and the split rule"),
+      KeySpec::boolean("shuffle", "shuffle the rows before splitting (default true)", true).optional(),
+      KeySpec::boolean("standardize", "map each column to mean 0, variance 1 (training statistics)", false)
+          .optional(),
+      KeySpec::boolean("whiten",
+                       "map the columns to identity covariance (training statistics); with "
+                       "`targets`, the inputs and the targets each alone",
+                       false)
+          .optional(),
+      KeySpec::strings("exclude", "columns removed before anything else"),
+      KeySpec::boolean("dequantize", "add U(-1, 1) times each column's median gap", false).optional(),
+      KeySpec::number("drop_correlated", "drop the first column of every pair correlated above this")
+          .optional(),
+      KeySpec::integer("statistics_rows", "training rows the standardize/whiten statistics use").optional(),
+      KeySpec::strings(
+          "targets",
+          "target columns y of a conditional density p(y | x), by name (x0, x1, ... for data "
+          "without a header); the other columns are the inputs x. Default: none (unconditional)"),
+  };
+  return keys;
 }
 
-Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint64_t seed) {
-  Config data = data_table;
-  check_preprocessing_keys(data);
-  RandomStream rng(seed, "data");
-  BuildContext ctx{-1, &registry, &rng};
-  DataSourcePtr source = registry.make_data_source(data, ctx, data_host_keys());
-  RandomStream load_rng = rng.derive("source");
-  SourceData raw = source->load(load_rng);
+std::vector<std::string> data_host_keys() {
+  std::vector<std::string> names;
+  for (const KeySpec& k : data_host_key_specs()) names.push_back(k.name);
+  return names;
+}
+
+namespace {
+
+// Everything after loading, the same for every source (a file, a synthetic source, a caller's matrix):
+// `rng` is the run's "data" stream, so shuffles and noise do not depend on where the rows came from.
+Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng) {
   data.fill_defaults();
   PreprocessingReport report;
   exclude_columns(data, raw, report);
 
   Dataset out;
+  out.roles = resolve_targets(data, raw, report, raw.train ? raw.train->cols() : raw.samples.cols());
+  for (Index t : out.roles.targets) report.targets.push_back(column_name(raw.columns, t));
   out.columns = raw.columns;
   out.truth = raw.truth;
   out.provenance = raw.provenance;
@@ -421,12 +533,19 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
     } else {
       Matrix cov = centred.transpose() * centred / static_cast<double>(n_stats);
       check_finite_statistics(out.train.topRows(n_stats), mean, cov.diagonal(), out.columns, data.where("whiten"));
-      Eigen::SelfAdjointEigenSolver<Matrix> es(cov);
-      if (es.eigenvalues().minCoeff() <= 1e-12 * std::max(1.0, es.eigenvalues().maxCoeff()))
-        throw DataError(data.where("whiten") +
-                        ": the training covariance is singular; drop collinear columns");
-      A = es.eigenvectors() * es.eigenvalues().cwiseInverse().cwiseSqrt().asDiagonal() *
-          es.eigenvectors().transpose();
+      if (!out.roles.conditional()) {
+        A = whitening_map(cov, data, "");
+      } else {
+        // Block-diagonal: x and y are whitened each alone (kef/data_transform.hpp says why).
+        A = Matrix::Zero(D, D);
+        for (const auto& [block, label] :
+             {std::pair{out.roles.inputs(D), "inputs"}, std::pair{out.roles.targets, "targets"}}) {
+          const Matrix W = whitening_map(block_of(cov, block), data, label);
+          for (std::size_t i = 0; i < block.size(); ++i)
+            for (std::size_t j = 0; j < block.size(); ++j)
+              A(block[i], block[j]) = W(static_cast<Index>(i), static_cast<Index>(j));
+        }
+      }
     }
     Vector c = -A * mean;
     record_transform(out, standardize ? "standardize" : "whiten", A, c);
@@ -434,7 +553,40 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
   } else if (static_cast<Index>(out.columns.size()) == out.train.cols()) {
     out.transform.columns = out.columns;
   }
+  if (!standardize && !whiten) set_column_roles(out.transform, out.roles);
   return out;
+}
+
+}  // namespace
+
+Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint64_t seed) {
+  Config data = data_table;
+  check_preprocessing_keys(data);
+  RandomStream rng(seed, "data");
+  BuildContext ctx{-1, &registry, &rng};
+  DataSourcePtr source = registry.make_data_source(data, ctx, data_host_keys());
+  RandomStream load_rng = rng.derive("source");
+  return prepare_loaded(data, source->load(load_rng), rng);
+}
+
+Dataset prepare_dataset(Registry& registry, const Config& data_table, const InMemoryData& in,
+                        std::uint64_t seed) {
+  Config data = data_table;
+  check_preprocessing_keys(data);
+  RandomStream rng(seed, "data");
+  if (data.type()) {
+    // The source is replaced by the caller's matrix; building it (without loading) still checks its
+    // keys, so a pipeline file runs unchanged on in-memory data and a typo is still an error.
+    BuildContext ctx{-1, &registry, &rng};
+    (void)registry.make_data_source(data, ctx, data_host_keys());
+  } else {
+    data.validate(data_host_key_specs());
+  }
+  SourceData raw = checked_in_memory_data(in);
+  raw.provenance = "in-memory matrix (" + std::to_string(in.samples.rows()) + " x " +
+                   std::to_string(in.samples.cols()) + ")" +
+                   (data.type() ? ", replacing [data] type = \"" + *data.type() + "\"" : std::string());
+  return prepare_loaded(data, std::move(raw), rng);
 }
 
 }  // namespace kef

@@ -164,7 +164,7 @@ Json run_tuning(Plan& plan, int threads, Progress& progress, std::ostream& log) 
     ModelPlan cp = build_model(plan, candidate_model_table(plan, tune, values), tune.model);
     RandomStream rng(plan.seed, "model." + tune.model + ".fit");
     FitReport report;
-    FitInput in{plan.data.train, plan.data.validation, rng, progress, threads, report};
+    FitInput in{plan.data.train, plan.data.validation, rng, progress, threads, report, plan.data.roles};
     try {
       auto t0 = std::chrono::steady_clock::now();
       ModelPtr model = cp.estimator->fit(in);

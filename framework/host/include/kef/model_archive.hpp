@@ -54,7 +54,8 @@ class ModelReader {
 // Writes a model into dir (created; must not exist).
 void save_model(const Model& model, const std::filesystem::path& dir);
 // Also records the data's columns and the map to model coordinates (a [preprocessing] table in
-// model.toml: kind, columns, log_abs_det; preprocessing_matrix.npy and preprocessing_offset.npy).
+// model.toml: kind, columns, log_abs_det, and target_columns for conditional data ([data] targets);
+// preprocessing_matrix.npy and preprocessing_offset.npy).
 void save_model(const Model& model, const std::filesystem::path& dir, const DataTransform& transform);
 // Reads model.toml's `type` and dispatches to the registered loader. The model is in the coordinates
 // it was fitted in (bitwise as saved).

@@ -18,6 +18,7 @@ struct DataShape {
   Index validation_rows = 0;
   Index test_rows = 0;
   bool has_truth = false;  // the source knows the exact density
+  Index target_dim = 0;    // columns of y ([data] targets); 0: unconditional data
 
   // Rows of "train", "validation" or "test"; -1 for any other name.
   Index rows(std::string_view split) const {

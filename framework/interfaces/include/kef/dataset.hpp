@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/column_roles.hpp"
 #include "kef/data_transform.hpp"
 #include "kef/model.hpp"
 #include "kef/types.hpp"
@@ -26,6 +27,7 @@ struct PreprocessingReport {
   };
   std::vector<Dropped> dropped;
   Index statistics_rows = 0;  // training rows the standardize/whiten statistics came from (0: none)
+  std::vector<std::string> targets;  // the target columns of [data] targets, by name
 };
 
 struct Dataset {
@@ -39,7 +41,13 @@ struct Dataset {
   // column names; saved with every model so that saved models are used in data units.
   DataTransform transform;
   PreprocessingReport preprocessing;
+  // Inputs x and targets y ([data] targets; kef/column_roles.hpp); splits move whole rows, so every
+  // split has the same roles. transform.roles is the same record, saved with the models.
+  ColumnRoles roles;
   Index dim() const { return train.cols(); }
+  // The x and y blocks of a split (e.g. inputs(train), targets(test)).
+  Matrix inputs(const Matrix& split) const { return roles.inputs_of(split); }
+  Matrix targets(const Matrix& split) const { return roles.targets_of(split); }
 };
 
 }  // namespace kef

@@ -10,6 +10,7 @@
 
 #include "kef/clonable.hpp"
 #include "kef/base_measure.hpp"
+#include "kef/column_roles.hpp"
 #include "kef/component_info.hpp"
 #include "kef/data_shape.hpp"
 #include "kef/kernel.hpp"
@@ -62,6 +63,9 @@ struct FitInput {
   Progress& progress;
   int threads = 1;
   FitReport& report;
+  // Which columns of train/validation are targets y ([data] targets); empty: unconditional data.
+  // A conditional estimator fits p(y | x) on roles.inputs_of(train) and roles.targets_of(train).
+  ColumnRoles roles = {};
 };
 
 class Estimator {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kef/config.hpp"
@@ -32,6 +33,43 @@ Config load_pipeline_config(const std::string& path, const std::vector<std::stri
 void validate_pipeline(const std::string& path, const RunOptions& options);
 RunSummary run_pipeline(const std::string& path, const RunOptions& options);
 
+// The in-memory entry point (for embedding programs and the Python bindings): a caller's matrix in
+// place of the [data] source. The [data] table's host keys (split, shuffle, standardize, whiten,
+// exclude, dequantize, drop_correlated, statistics_rows, targets) apply as in a file run; its source
+// keys (`type` and that source's keys, e.g. `path`) are checked but not read, and results.json's
+// data.provenance says the matrix replaced them; the [data] table may be absent. Rows must be finite,
+// with one name per column (none: the positional names x0, x1, ... a .npy file gets): DataError naming
+// the row and column otherwise. Relative [plugins] paths resolve against the working directory.
+struct InMemoryData {
+  Matrix samples;                    // N x D, one row per sample, split by [data] split
+  std::vector<std::string> columns;  // D names, or empty
+  ModelPtr truth;  // the rows' exact density, when the caller knows it (evaluators needing it); or none
+};
+
+struct RunResult {
+  // What results.json holds (written or not), as its JSON text: the public headers do not depend on a
+  // JSON library, and a binding hands the text to its own (Python's json.loads).
+  std::string results_json;
+  // The fitted models in the units of the caller's data (make_data_units_model over the fitted model
+  // and data.transform), by [[model]] name in the pipeline's order, and as fitted (model coordinates).
+  std::vector<std::pair<std::string, ModelPtr>> models;
+  std::vector<std::pair<std::string, ModelPtr>> fitted;
+  Dataset data;  // the prepared splits, in model coordinates, with the transform and column roles
+  std::optional<std::filesystem::path> output_dir;  // where the run was published, when written
+  std::string table;                                // the summary table `kef run` prints
+  std::string log;  // log.txt's text when the run wrote no output directory (else empty: see the file)
+};
+
+// Runs the pipeline `pipeline` (a parsed TOML document, e.g. Config::parse_string) on `data`, with
+// RunOptions::overrides applied first. With `write_output` the output directory is written as by the
+// file run ([output] dir, or RunOptions::output_dir); without it nothing touches the disk and
+// results.json's model_dir entries are null. The same plan, fits and evaluations as the file run: the
+// same data as a CSV file give bitwise the same metrics and models.
+RunResult run_pipeline(const Config& pipeline, const InMemoryData& data, const RunOptions& options,
+                       bool write_output = false);
+// `kef validate` of the same: every check a run makes before its first fit.
+void validate_pipeline(const Config& pipeline, const InMemoryData& data, const RunOptions& options);
+
 // `kef eval`: one evaluator on saved models, with a data file as the test split.
 struct SavedEvalOptions {
   std::string model_dir;
@@ -58,6 +96,12 @@ EvaluationResult evaluate_saved_model(
 Matrix read_saved_model_input(const std::filesystem::path& file, const std::vector<std::string>& columns,
                               const SavedModel& saved, const std::string& model_dir);
 
+// The column roles of a saved model, as "inputs x [a, b], targets y [c]" ("" for unconditional data).
+std::string column_roles_text(const DataTransform& transform, Index dim);
+// `kef score`, `kef eval` and `kef sample` take whole rows of an unconditional density: ConfigError
+// naming `command`, the model and its roles when the model was fitted with [data] targets.
+void require_unconditional(const SavedModel& saved, const std::string& model_dir, const std::string& command);
+
 // `kef score`: N x (1 + D), log p~ then its gradient, in data units (Jacobian included). With
 // `normalize`, log p = log p~ − log Z, which needs a known normaliser (Model::log_normalizer());
 // ConfigError naming the model otherwise.
@@ -70,7 +114,14 @@ void register_core_components(Registry& registry);
 // Keys of [data] that the host handles for every source.
 std::vector<std::string> data_host_keys();
 
-// The data of a pipeline's [data] table: load, split, standardise/whiten (train statistics).
+// The host's [data] keys, declared (split, shuffle, standardize, whiten, exclude, targets, ...).
+const KeyList& data_host_key_specs();
+
+// The data of a pipeline's [data] table: load, split, standardise/whiten (train statistics), and
+// the column roles of `targets`.
 Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint64_t seed);
+// The same steps on a caller's matrix in place of the [data] source (see InMemoryData).
+Dataset prepare_dataset(Registry& registry, const Config& data_table, const InMemoryData& data,
+                        std::uint64_t seed);
 
 }  // namespace kef
