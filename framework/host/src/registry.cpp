@@ -153,8 +153,10 @@ class PluginEstimator final : public Estimator {
  protected:
   // The plugin's clone, guarded like its other calls and holding the same library.
   Estimator* clone_raw() const override {
-    EstimatorPtr copy = guarded(*origin_, name_ + " failed in clone", [&] { return EstimatorPtr(inner_->clone()); });
-    return new PluginEstimator(std::static_pointer_cast<Estimator>(hold(std::move(copy), origin_->library)), origin_, name_);
+    EstimatorPtr copy =
+        guarded(*origin_, name_ + " failed in clone", [&] { return EstimatorPtr(inner_->clone()); });
+    return new PluginEstimator(std::static_pointer_cast<Estimator>(hold(std::move(copy), origin_->library)),
+                               origin_, name_);
   }
 
  private:
@@ -179,8 +181,10 @@ class PluginEvaluator final : public Evaluator {
 
  protected:
   Evaluator* clone_raw() const override {
-    EvaluatorPtr copy = guarded(*origin_, name_ + " failed in clone", [&] { return EvaluatorPtr(inner_->clone()); });
-    return new PluginEvaluator(std::static_pointer_cast<Evaluator>(hold(std::move(copy), origin_->library)), origin_, name_);
+    EvaluatorPtr copy =
+        guarded(*origin_, name_ + " failed in clone", [&] { return EvaluatorPtr(inner_->clone()); });
+    return new PluginEvaluator(std::static_pointer_cast<Evaluator>(hold(std::move(copy), origin_->library)),
+                               origin_, name_);
   }
 
  private:
@@ -277,7 +281,8 @@ class PluginDataSource final : public DataSource {
   DataSource* clone_raw() const override {
     DataSourcePtr copy =
         guarded(*origin_, name_ + " failed in clone", [&] { return DataSourcePtr(inner_->clone()); });
-    return new PluginDataSource(std::static_pointer_cast<DataSource>(hold(std::move(copy), origin_->library)), origin_, name_);
+    return new PluginDataSource(std::static_pointer_cast<DataSource>(hold(std::move(copy), origin_->library)),
+                                origin_, name_);
   }
 
  private:

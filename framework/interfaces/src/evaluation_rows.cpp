@@ -33,7 +33,7 @@ const Matrix& evaluation_rows(const EvalInput& in, const std::string& split, con
   if (X.rows() < min_rows) {
     const std::string rows = X.rows() == 1 ? "1 row" : std::to_string(X.rows()) + " rows";
     sites.fail("split", who + ": the " + split + " split has " + rows + "; it needs at least " +
-                          std::to_string(min_rows));
+                            std::to_string(min_rows));
   }
   check_dimension(who, in.model, in.model_name, X);
   if (in.other) check_dimension(who, *in.other, in.other_name, X);

@@ -23,10 +23,10 @@
 //
 // Each declaring call returns the KeySpec it added, so the usual builders (.positive(), .optional(),
 // .one_of(...)) chain on it. A key that may be left out without a default binds to a std::optional
-// member, empty when the key is absent from the table. path() keys are strings resolved against the directory of
-// the file the table came from. Cross-key rules (exactly one of two keys, a value checked against
-// the data) stay with the component; KeySites keeps the places of the keys so that errors it finds
-// later still cite file:line:column and the dotted key.
+// member, empty when the key is absent from the table. path() keys are strings resolved against the directory
+// of the file the table came from. Cross-key rules (exactly one of two keys, a value checked against the
+// data) stay with the component; KeySites keeps the places of the keys so that errors it finds later still
+// cite file:line:column and the dotted key.
 #include <cstdint>
 #include <filesystem>
 #include <functional>

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "kef/clonable.hpp"
 #include "kef/base_measure.hpp"
+#include "kef/clonable.hpp"
 #include "kef/column_roles.hpp"
 #include "kef/component_info.hpp"
 #include "kef/data_shape.hpp"
