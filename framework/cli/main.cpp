@@ -25,6 +25,7 @@
 #include "kef/pipeline.hpp"
 #include "kef/plugin_permissions.hpp"
 #include "kef/png_montage.hpp"
+#include "kef/progress.hpp"
 #include "kef/registry.hpp"
 
 namespace fs = std::filesystem;
@@ -168,12 +169,20 @@ int cmd_plugins(kef::Registry& registry, const std::vector<std::string>& paths, 
   return 0;
 }
 
+// `kef score`'s options besides the model, the data and --out.
+struct ScoreFlags {
+  std::vector<std::string> columns;
+  bool normalize = false;
+  bool quiet = false;
+};
+
 int cmd_score(kef::Registry& registry, const std::string& model_dir, const std::string& data,
-              const std::string& out, const std::vector<std::string>& columns, int threads, bool normalize) {
-  load_default_plugins(registry, {});
+              const std::string& out, const ScoreFlags& flags, const std::vector<std::string>& plugin_paths) {
+  load_default_plugins(registry, plugin_paths);
   const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
-  const kef::Matrix X = kef::read_saved_model_input(data, columns, saved, model_dir);
-  (void)threads;
+  const kef::Matrix X = kef::read_saved_model_input(data, flags.columns, saved, model_dir);
+  const bool normalize = flags.normalize;
+  // The models' row loops use kef::default_threads(), which main() sets from --threads.
   const kef::Matrix result = kef::score_saved_model(saved, X, normalize, model_dir);
   for (kef::Index n = 0; n < result.rows(); ++n)
     if (!result.row(n).allFinite())
@@ -184,6 +193,7 @@ int cmd_score(kef::Registry& registry, const std::string& model_dir, const std::
     throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() +
                            " does not exist");
   kef::write_npy(out_path, result);
+  if (flags.quiet) return 0;
   std::cerr << "[kef] wrote " << result.rows() << " x " << result.cols() << " ("
             << (normalize ? "log p" : "log p~") << ", score) to " << out
             << (saved.transform.identity()
@@ -230,7 +240,8 @@ void add_sampler_flags(CLI::App* sample, SamplerFlags& f) {
 constexpr int kExitPoorMixing = 3;
 
 int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, const std::string& out,
-               std::uint64_t seed, int threads, bool quiet, const SamplerFlags& flags) {
+               std::uint64_t seed, int threads, bool quiet, const SamplerFlags& flags,
+               const std::vector<std::string>& plugin_paths) {
   if (n < 1) throw kef::ConfigError("-n " + std::to_string(n) + ": expected a positive number of samples");
   if (!(flags.max_r_hat >= 1.0))
     throw kef::ConfigError("--max-rhat " + std::to_string(flags.max_r_hat) + ": expected a number >= 1");
@@ -241,13 +252,15 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
   if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
     throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() +
                            " does not exist");
-  load_default_plugins(registry, {});
+  load_default_plugins(registry, plugin_paths);
   const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
   kef::require_unconditional(saved, model_dir, "kef sample");
   kef::HmcOptions options = flags.hmc;
   options.threads = threads;
   options.context = "model " + model_dir + " (kef sample)";
-  auto progress = quiet ? kef::make_silent_progress() : kef::make_stderr_progress();
+  auto shown = quiet ? kef::make_silent_progress() : kef::make_stderr_progress();
+  auto progress =
+      kef::make_prefixed_progress(*shown, "model " + fs::path(model_dir).filename().string() + ": ");
   options.progress = progress.get();
   kef::RandomStream rng(seed, "sample");
   kef::HmcDiagnostics diag;
@@ -293,8 +306,9 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
   return flags.allow_poor_mixing ? 0 : kExitPoorMixing;
 }
 
-int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const std::string& out) {
-  load_default_plugins(registry, {});
+int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const std::string& out,
+             const std::vector<std::string>& plugin_paths) {
+  load_default_plugins(registry, plugin_paths);
   std::vector<std::pair<std::string, std::string>> spaces;
   kef::DataTransform transform;
   kef::EvaluationResult r = kef::evaluate_saved_model(registry, opts, &spaces, &transform);
@@ -350,7 +364,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   std::string file, output, describe, model_dir, data, out;
-  std::vector<std::string> overrides, plugin_paths, columns;
+  std::vector<std::string> overrides, plugin_paths;
   int threads = 0;
   bool quiet = false;
 
@@ -377,10 +391,14 @@ int main(int argc, char** argv) {
   score->add_option("model_dir", model_dir, "saved model directory (runs/NAME/models/MODEL)")->required();
   score->add_option("--data", data, "data file (.csv or .npy)")->required();
   score->add_option("--out", out, "output .npy: N x (1 + D), log p~ then the score")->required();
-  score->add_option("--columns", columns, "CSV columns to use");
-  bool score_normalize = false;
-  score->add_flag("--normalize", score_normalize,
+  ScoreFlags score_flags;
+  score->add_option("--columns", score_flags.columns, "CSV columns to use");
+  score->add_flag("--normalize", score_flags.normalize,
                   "write log p = log p~ - log Z (needs a model with a known normaliser)");
+  score->add_option("--threads", threads, "worker threads (results do not depend on it)")
+      ->check(integer_in(1, kMaxThreads));
+  score->add_flag("--quiet", score_flags.quiet, "nothing on stderr but warnings and errors");
+  score->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
 
   kef::SavedEvalOptions eval_opts;
   std::string eval_out;
@@ -397,6 +415,7 @@ int main(int argc, char** argv) {
   eval->add_option("--out", eval_out, "also write the metrics as JSON to this file");
   eval->add_option("--threads", threads, "worker threads")->check(integer_in(1, kMaxThreads));
   eval->add_flag("--quiet", eval_opts.quiet, "no progress output");
+  eval->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
 
   std::string sample_dir, sample_out;
   long sample_n = 0;
@@ -410,6 +429,7 @@ int main(int argc, char** argv) {
   sample->add_option("--threads", threads, "worker threads (results do not depend on it)")
       ->check(integer_in(1, kMaxThreads));
   sample->add_flag("--quiet", quiet, "no progress or diagnostics on stderr");
+  sample->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
   SamplerFlags sampler_flags;
   add_sampler_flags(sample, sampler_flags);
 
@@ -476,11 +496,10 @@ int main(int argc, char** argv) {
       return finish(0);
     }
     if (plugins->parsed()) return finish(cmd_plugins(registry, plugin_paths, describe));
-    if (score->parsed())
-      return finish(cmd_score(registry, model_dir, data, out, columns, threads, score_normalize));
+    if (score->parsed()) return finish(cmd_score(registry, model_dir, data, out, score_flags, plugin_paths));
     if (sample->parsed())
-      return finish(
-          cmd_sample(registry, sample_dir, sample_n, sample_out, sample_seed, threads, quiet, sampler_flags));
+      return finish(cmd_sample(registry, sample_dir, sample_n, sample_out, sample_seed, threads, quiet,
+                               sampler_flags, plugin_paths));
     if (montage->parsed()) {
       std::vector<fs::path> inputs(montage_inputs.begin(), montage_inputs.end());
       kef::MontageResult m = kef::write_png_montage(inputs, montage_columns, montage_out, montage_width);
@@ -489,7 +508,7 @@ int main(int argc, char** argv) {
     }
     if (eval->parsed()) {
       eval_opts.threads = threads;
-      return finish(cmd_eval(registry, eval_opts, eval_out));
+      return finish(cmd_eval(registry, eval_opts, eval_out, plugin_paths));
     }
   } catch (const kef::Error& e) {
     std::cerr << "kef: " << e.kind() << ": " << e.what() << "\n";

@@ -340,11 +340,10 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
   in.report.values["lambda_c"] = s.lambda_c();
   in.report.values["jitter"] = sol.jitter;
   auto model = std::make_shared<LiteModel>(kernel_, base_, Z, sol.alpha);
-  model->set_fit_info({{"lambda_alpha", s.lambda_alpha()},
-                       {"lambda_c", s.lambda_c()},
-                       {"train_rows", static_cast<double>(N)},
-                       {"stage1_steps", static_cast<double>(in.report.iterations)},
-                       {"best_step", static_cast<double>(best_step)}});
+  model->set_fit_info({{"lambda_alpha", s.lambda_alpha()}, {"lambda_c", s.lambda_c()}},
+                      {{"train_rows", static_cast<std::int64_t>(N)},
+                       {"stage1_steps", static_cast<std::int64_t>(in.report.iterations)},
+                       {"best_step", static_cast<std::int64_t>(best_step)}});
   return model;
 }
 

@@ -103,8 +103,8 @@ ModelPtr LiteEstimator::fit(const FitInput& in) {
   model->set_fit_info({{"lambda_alpha", lambda_alpha_},
                        {"lambda_h", lambda_h_},
                        {"lambda_c", lambda_c_},
-                       {"train_rows", static_cast<double>(in.train.rows())},
-                       {"jitter", sol.jitter}});
+                       {"jitter", sol.jitter}},
+                      {{"train_rows", static_cast<std::int64_t>(in.train.rows())}});
   return model;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <vector>
 
 #include "kef/error.hpp"
@@ -241,6 +242,15 @@ RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, con
   else  // identical features: no evidence either way unless the statistic itself differs
     r.pvalue = r.statistic > 0.0 ? 0.0 : r.statistic < 0.0 ? 1.0 : 0.5;
   return r;
+}
+
+std::string relative_fssd_verdict(double pvalue, double alpha, const std::string& model,
+                                  const std::string& against) {
+  std::ostringstream level;
+  level << "at level " << alpha;
+  if (pvalue < alpha) return against + " fits significantly better than " + model + " " + level.str();
+  if (1.0 - pvalue < alpha) return model + " fits significantly better than " + against + " " + level.str();
+  return "no significant difference between " + model + " and " + against + " " + level.str();
 }
 
 }  // namespace kef::stein

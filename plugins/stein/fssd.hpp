@@ -2,6 +2,7 @@
 // The finite-set Stein discrepancy (Jitkrittum et al. 2017) and its relative test (Jitkrittum et al.
 // 2018), docs/math.md §8. Everything streams over the rows in kRowChunk chunks.
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "kef/kernel.hpp"
@@ -71,5 +72,12 @@ struct RelativeFssdResult {
 // Both models at the same locations and kernel, on the same rows X (scores S_p, S_q).
 RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S_p,
                                       const Matrix& S_q, int threads);
+
+// The level at which the summary line states an outcome (the p-value itself is reported as is).
+constexpr double kRelativeFssdLevel = 0.05;
+// The outcome of the test at level `alpha`, in words: `against` fits significantly better when
+// p < alpha; `model` does when 1 − p < alpha (the same test with the models swapped); otherwise the
+// data do not tell them apart.
+std::string relative_fssd_verdict(double pvalue, double alpha, const std::string& model, const std::string& against);
 
 }  // namespace kef::stein

@@ -227,8 +227,9 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
                  {"relative_fssd_bandwidth", sigma},
                  {"relative_fssd_locations", static_cast<double>(V.rows())}};
     if (rel.sigma == 0.0) r.notes.push_back("the two models have identical FSSD features: the p-value is not informative");
-    r.summary = "relative_fssd against " + in.other_name + ": statistic " + format(rel.statistic) + ", p-value " +
-                format(rel.pvalue) + " (small: " + in.other_name + " fits better)";
+    r.summary = "relative_fssd against " + in.other_name + ": statistic " + format(rel.statistic) +
+                ", p-value " + format(rel.pvalue) + ": " +
+                relative_fssd_verdict(rel.pvalue, kRelativeFssdLevel, in.model_name, in.other_name);
     return r;
   }
   RandomStream null_rng = in.rng.derive("null");

@@ -308,5 +308,40 @@ TEST(RelativeFssd, FavoursTheTruthOverAPerturbedModel) {
   EXPECT_EQ(c["relative_fssd_pvalue"], 0.5);
 }
 
+// The summary line states the test's outcome at its level: kef 0.3.0 appended "(small: q fits better)"
+// whatever the p-value, e.g. at p = 0.5 for a model against itself.
+TEST(RelativeFssd, SummaryFollowsTheOutcomeAtItsLevel) {
+  EXPECT_EQ(relative_fssd_verdict(0.54, 0.05, "lite", "dkef"),
+            "no significant difference between lite and dkef at level 0.05");
+  EXPECT_EQ(relative_fssd_verdict(0.01, 0.05, "lite", "dkef"),
+            "dkef fits significantly better than lite at level 0.05");
+  EXPECT_EQ(relative_fssd_verdict(0.995, 0.05, "lite", "dkef"),
+            "lite fits significantly better than dkef at level 0.05");
+  EXPECT_EQ(relative_fssd_verdict(0.05, 0.05, "p", "q"),
+            "no significant difference between p and q at level 0.05")
+      << "p < alpha rejects, p = alpha does not";
+
+  constexpr Index N = 1000, D = 2;
+  RandomStream rng(13, "rel-truth");
+  const Dataset data = test_util::test_data(rng.normal_matrix(N, D));
+  GaussianModel truth(D, 0.0, 1.0), perturbed(D, 1.0, 1.0);
+  auto e = test_util::make_evaluator("type = \"relative_fssd\"\nJ = 10", D);
+  auto summary = [&](const Model& p, const std::string& p_name, const Model& q, const std::string& q_name) {
+    RandomStream stream(1, "evaluate");
+    auto progress = make_silent_progress();
+    EvalInput in{p, p_name, data, stream, *progress, 1, &q, q_name};
+    return e->evaluate(in).summary;
+  };
+  const std::string same = summary(truth, "truth", truth, "copy");
+  EXPECT_NE(same.find("p-value 0.5: no significant difference between truth and copy at level 0.05"),
+            std::string::npos)
+      << same;
+  EXPECT_EQ(same.find("fits"), std::string::npos) << same;
+  const std::string worse = summary(perturbed, "shifted", truth, "truth");
+  EXPECT_NE(worse.find("truth fits significantly better than shifted"), std::string::npos) << worse;
+  const std::string better = summary(truth, "truth", perturbed, "shifted");
+  EXPECT_NE(better.find("truth fits significantly better than shifted"), std::string::npos) << better;
+}
+
 }  // namespace
 }  // namespace kef::stein

@@ -60,7 +60,26 @@ class SilentProgress final : public Progress {
   void done(std::string_view, std::string_view) override {}
 };
 
+class PrefixedProgress final : public Progress {
+ public:
+  PrefixedProgress(Progress& inner, std::string prefix) : inner_(inner), prefix_(std::move(prefix)) {}
+  void update(std::string_view task, double fraction, std::string_view message) override {
+    inner_.update(prefix_ + std::string(task), fraction, message);
+  }
+  void done(std::string_view task, std::string_view message) override {
+    inner_.done(prefix_ + std::string(task), message);
+  }
+
+ private:
+  Progress& inner_;
+  std::string prefix_;
+};
+
 }  // namespace
+
+std::unique_ptr<Progress> make_prefixed_progress(Progress& inner, std::string prefix) {
+  return std::make_unique<PrefixedProgress>(inner, std::move(prefix));
+}
 
 std::unique_ptr<Progress> make_stderr_progress(double min_interval_seconds) {
   return std::make_unique<StderrProgress>(min_interval_seconds);

@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "kef/error.hpp"
+#include "kef/feature_map.hpp"
 #include "kef/npy.hpp"
 #include "kef/registry.hpp"
 
@@ -30,6 +31,11 @@ void ModelWriter::write_array(const std::string& name, const Vector& array) {
 }
 
 void ModelWriter::write_component(const std::string& section, const Component& component) {
+  const char* interface = dynamic_cast<const Kernel*>(&component)        ? Kernel::kInterface
+                          : dynamic_cast<const BaseMeasure*>(&component) ? BaseMeasure::kInterface
+                          : dynamic_cast<const FeatureMap*>(&component)  ? FeatureMap::kInterface
+                                                                         : "";
+  components_.push_back({section, interface, component.type_name(), component.config()});
   Config table = component.config();
   manifest_.set_table(section, table);
   Config written = manifest_.table(section);
@@ -47,6 +53,49 @@ void ModelWriter::finish() {
   out << manifest_.to_toml(false) << "\n";
   out.close();  // checked after the data reaches the file, not only after buffering it
   if (!out) throw Error(path.string() + ": cannot write (disk full?)");
+}
+
+namespace {
+
+constexpr const char* kOrigins = "origins";
+
+std::string toml_quoted(const std::string& text);
+
+// One [origins] entry: `key = { interface = ..., type = ..., plugin = ..., file = ... }`.
+void add_origin(std::string& text, const Registry& registry, const std::string& key,
+                const std::string& interface, const std::string& type) {
+  const ComponentInfo* info = registry.find(interface, type);
+  if (!info) return;  // built outside this registry: nothing to record
+  text += toml_quoted(key) + " = { interface = " + toml_quoted(interface) + ", type = " + toml_quoted(type) +
+          ", plugin = " + toml_quoted(info->plugin);
+  for (const PluginRecord& p : registry.plugins())
+    if (p.status == PluginRecord::Status::Loaded && p.name == info->plugin && !p.path.empty())
+      text += ", file = " + toml_quoted(p.path.filename().string());
+  text += " }\n";
+}
+
+// The component at `key` and the parts it declares (tables of its config with their own `type`).
+void add_component_origins(std::string& text, const Registry& registry, const std::string& key,
+                           const std::string& interface, const std::string& type, const Config& config) {
+  add_origin(text, registry, key, interface, type);
+  const ComponentInfo* info = registry.find(interface, type);
+  if (!info) return;
+  for (const PartSpec& part : info->all_parts()) {
+    if (!config.has(part.name)) continue;
+    const Config sub = config.table(part.name);
+    if (const auto sub_type = sub.type())
+      add_component_origins(text, registry, key + "." + part.name, part.interface, *sub_type, sub);
+  }
+}
+
+}  // namespace
+
+void ModelWriter::record_origins(const Registry& registry) {
+  std::string text;
+  add_origin(text, registry, "model", Model::kInterface, *manifest_.type());
+  for (const Written& c : components_)
+    if (!c.interface.empty()) add_component_origins(text, registry, c.section, c.interface, c.type, c.config);
+  manifest_.set_table(kOrigins, Config::parse_string(text, "origins"));
 }
 
 ModelReader::ModelReader(fs::path dir) : dir_(std::move(dir)) {
@@ -118,6 +167,34 @@ void save_model(const Model& model, const fs::path& dir) {
 
 namespace {
 
+// Components recorded in [origins] must be registered before anything is built: the plugin that
+// provides one may simply not be on the search path (a third-party kernel), and the registry's own
+// "unknown type" error cannot say which plugin that was.
+void check_origins(const ModelReader& reader, const Registry& registry) {
+  if (!reader.manifest().has(kOrigins)) return;           // saved by kef 0.3.0 or earlier, or outside a run
+  const_cast<Registry&>(registry).add_core_components();  // what Registry::load_model would add
+  const Config origins = reader.manifest().table(kOrigins);
+  for (const std::string& key : origins.keys()) {
+    const Config o = origins.table(key);
+    for (const char* field : {"interface", "type", "plugin"})
+      if (!o.has(field)) reader.fail("[origins] " + key + " has no `" + field + "`");
+    const std::string interface = o.string("interface"), type = o.string("type"), plugin = o.string("plugin");
+    if (registry.find(interface, type)) continue;
+    const std::string file = o.has("file") ? o.string("file") : std::string();
+    std::string where_loaded;
+    for (const PluginRecord& p : registry.plugins())
+      if (p.name == plugin && p.status == PluginRecord::Status::Loaded) where_loaded = p.path.string();
+    reader.fail(
+        "the model's " + (key == "model" ? std::string("type") : "[" + key + "]") + " is " + interface + "/" +
+        type + ", from plugin `" + plugin + "`" + (file.empty() ? std::string() : " (" + file + ")") +
+        (where_loaded.empty()
+             ? ", which is not loaded: give the directory that holds " + (file.empty() ? "it" : file) +
+                   " with --path DIR (kef score, eval, sample), KEF_PLUGIN_PATH, or [plugins] paths in a "
+                   "pipeline; `kef plugins --path DIR` lists what a directory provides"
+             : ", which is loaded from " + where_loaded + " but does not provide it (another version?)"));
+  }
+}
+
 std::string toml_quoted(const std::string& text) {
   std::string out = "\"";
   for (const char ch : text) {
@@ -140,10 +217,12 @@ constexpr const char* kPreprocessing = "preprocessing";
 
 }  // namespace
 
-void save_model(const Model& model, const fs::path& dir, const DataTransform& transform) {
+void save_model(const Model& model, const fs::path& dir, const DataTransform& transform,
+                const Registry* registry) {
   if (!model.can_save()) throw ModelFileError("model " + model.type_name() + " cannot be saved");
   ModelWriter writer(dir, model.type_name());
   model.save(writer);
+  if (registry) writer.record_origins(*registry);
   std::string text = "kind = " + toml_quoted(transform.kind) + "\ncolumns = [";
   for (std::size_t i = 0; i < transform.columns.size(); ++i)
     text += (i ? ", " : "") + toml_quoted(transform.columns[i]);
@@ -233,6 +312,7 @@ DataTransform read_data_transform(const ModelReader& reader, Index dim) {
 
 SavedModel load_saved_model(const fs::path& dir, Registry& registry) {
   ModelReader reader(dir);
+  check_origins(reader, registry);
   SavedModel saved;
   saved.model = registry.load_model(reader);
   saved.transform = read_data_transform(reader, saved.model->dim());
@@ -241,6 +321,7 @@ SavedModel load_saved_model(const fs::path& dir, Registry& registry) {
 
 ModelPtr load_model(const fs::path& dir, Registry& registry) {
   ModelReader reader(dir);
+  check_origins(reader, registry);
   return registry.load_model(reader);
 }
 

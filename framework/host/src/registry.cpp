@@ -596,6 +596,25 @@ void Registry::register_builtin(const std::string& origin_name, const std::funct
   impl_->records.push_back(std::move(record));
 }
 
+namespace {
+// Set once by a static initialiser in libkef (run layer) before any Registry can exist.
+const char* core_origin = nullptr;
+RegisterFunction* core_components = nullptr;
+}  // namespace
+
+void detail::install_core_components(const char* origin, RegisterFunction* fn) {
+  core_origin = origin;
+  core_components = fn;
+}
+
+bool Registry::add_core_components() {
+  if (!core_components) return false;
+  for (const PluginRecord& r : impl_->records)
+    if (r.path.empty() && r.name == core_origin) return true;
+  register_builtin(core_origin, core_components);
+  return true;
+}
+
 std::vector<std::string> Registry::interfaces() const {
   std::vector<std::string> out;
   for (const auto& [interface, table] : impl_->entries)
@@ -673,6 +692,9 @@ EstimatorPtr Registry::make_estimator(Config cfg, const EstimatorParts& parts, c
 ModelPtr Registry::load_model(const ModelReader& reader) {
   const std::string type = reader.model_type();
   const Entry* e = impl_->find(Model::kInterface, type);
+  // Saved lite and dkef models load through the core components, which an embedding program may not
+  // have registered: they are added on demand.
+  if (!e && add_core_components()) e = impl_->find(Model::kInterface, type);
   if (!e) {
     reader.fail("unknown model type `" + type + "`" + impl_->suggestion(Model::kInterface, type) +
                 "; valid types: " + impl_->valid_types(Model::kInterface));

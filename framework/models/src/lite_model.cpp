@@ -91,6 +91,7 @@ void LiteModel::save(ModelWriter& writer) const {
   writer.manifest().set("dim", static_cast<std::int64_t>(dim()));
   writer.manifest().set("inducing_points", static_cast<std::int64_t>(inducing_.rows()));
   for (const auto& [k, v] : fit_info_) writer.manifest().set(k, v);
+  for (const auto& [k, v] : fit_counts_) writer.manifest().set(k, v);
   writer.write_component("kernel", *kernel_);
   writer.write_component("base_measure", *base_);
   writer.write_array("inducing_points", inducing_);

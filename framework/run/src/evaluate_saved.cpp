@@ -10,6 +10,7 @@
 #include "kef/model_archive.hpp"
 #include "kef/parallel.hpp"
 #include "kef/pipeline.hpp"
+#include "kef/progress.hpp"
 
 namespace kef {
 
@@ -147,7 +148,9 @@ EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions
   EvaluatorPtr evaluator =
       registry.make_evaluator(cfg, BuildContext{model->dim(), &registry, &init_rng, 0}, {});
   RandomStream rng(o.seed, "eval");
-  auto progress = o.quiet ? make_silent_progress() : make_stderr_progress();
+  auto shown = o.quiet ? make_silent_progress() : make_stderr_progress();
+  auto progress = make_prefixed_progress(
+      *shown, "model " + std::filesystem::path(o.model_dir).filename().string() + ", " + info.type + ": ");
   const std::string name = std::filesystem::path(o.model_dir).filename().string();
   EvalInput in{*model, name, data, rng, *progress, o.threads > 0 ? o.threads : default_threads(), other.get(),
                o.against_dir.empty() ? std::string() : std::filesystem::path(o.against_dir).filename().string()};

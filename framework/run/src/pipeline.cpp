@@ -24,6 +24,7 @@
 #include "kef/output_dir.hpp"
 #include "kef/parallel.hpp"
 #include "kef/plugin_permissions.hpp"
+#include "kef/progress.hpp"
 #include "pipeline_plan.hpp"
 
 namespace kef {
@@ -580,7 +581,8 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
       step = "fit of model " + mp.name;
       RandomStream rng(plan.seed, "model." + mp.name + ".fit");
       FitReport report = mp.prefit ? mp.prefit_report : FitReport{};
-      FitInput in{plan.data.train, plan.data.validation, rng, *progress, threads, report, plan.data.roles};
+      const auto fit_progress = make_prefixed_progress(*progress, "model " + mp.name + ": ");
+      FitInput in{plan.data.train, plan.data.validation, rng, *fit_progress, threads, report, plan.data.roles};
       auto t0 = std::chrono::steady_clock::now();
       // A tuned model was fitted by the search with the chosen values and the same stream.
       ModelPtr model = mp.prefit ? mp.prefit : mp.estimator->fit(in);
@@ -611,7 +613,7 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
       }
       if (write_output && plan.save_models && model->can_save()) {
         step = "saving model " + mp.name;
-        save_model(*model, staging / "models" / mp.name, plan.data.transform);
+        save_model(*model, staging / "models" / mp.name, plan.data.transform, plan.registry.get());
         entry["model_dir"] = "models/" + mp.name;
       } else {
         entry["model_dir"] = nullptr;
@@ -630,15 +632,19 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
         require_facets(*fitted.at(name), ep.info->facets, who, name);
         if (!ep.other.empty()) require_facets(*fitted.at(ep.other), ep.info->facets, who, ep.other);
         RandomStream rng(plan.seed, "evaluate[" + std::to_string(i) + "]." + name);
+        const auto eval_progress = make_prefixed_progress(*progress, "model " + name + ", " + who + ": ");
+        const auto t0 = std::chrono::steady_clock::now();
         EvalInput in{*fitted.at(name),
                      name,
                      plan.data,
                      rng,
-                     *progress,
+                     *eval_progress,
                      threads,
                      ep.other.empty() ? nullptr : fitted.at(ep.other).get(),
                      ep.other};
         EvaluationResult r = ep.evaluator->evaluate(in);
+        const double eval_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::vector<std::pair<std::string, std::string>> spaces;
         r.metrics = metrics_in_data_units(r.metrics, plan.data.transform, &spaces);
         for (const auto& [metric, space] : spaces)
@@ -656,6 +662,8 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
         }
         for (const auto& [metric, value] : r.metrics)
           metrics[ep.label.empty() ? metric : ep.label + "." + metric] = value;
+        // Seconds per evaluation, like fit.seconds: keyed as the metrics are (label, else the type).
+        models[name]["evaluation_seconds"][ep.label.empty() ? ep.info->type : ep.label] = eval_seconds;
         for (const auto& n : r.notes) {
           models[name]["notes"].push_back(ep.info->type + ": " + n);
           log << "model " << name << ": " << ep.info->type << ": " << n << "\n";

@@ -397,26 +397,37 @@ SourceData checked_in_memory_data(const InMemoryData& in) {
 
 }  // namespace
 
+namespace {
+
+void register_core(PluginRegistrar& r) {
+  ComponentInfo info;
+  info.type = "file";
+  info.summary = "Samples from a CSV (header row) or NPY file, or separate train/validation/test files";
+  info.keys = {
+      KeySpec::string("path", "data file (.csv or .npy), split by `split`").optional(),
+      KeySpec::string("train", "training file (instead of `path`)").optional(),
+      KeySpec::string("validation", "validation file (with `train`)").optional(),
+      KeySpec::string("test", "test file (with `train`)").optional(),
+      KeySpec::strings("columns", "columns to use, by header name (NPY: x0, x1, ...); default all"),
+  };
+  r.add_data_source(info,
+                    [](const Config& cfg, const BuildContext&) { return std::make_unique<FileSource>(cfg); });
+  ComponentInfo model;
+  model.type = "lite";
+  model.summary =
+      "Saved inducing-point model (lite, dkef): kernel, base measure, inducing_points.npy, alpha.npy";
+  r.add_model_loader(model, &LiteModel::load);
+}
+
+// Installed when libkef loads, so that every Registry can add them (Registry::add_core_components)
+// without an upward dependency of the host layer on this one.
+const bool core_installed = (detail::install_core_components("kef core", &register_core), true);
+
+}  // namespace
+
 void register_core_components(Registry& registry) {
-  registry.register_builtin("kef core", [](PluginRegistrar& r) {
-    ComponentInfo info;
-    info.type = "file";
-    info.summary = "Samples from a CSV (header row) or NPY file, or separate train/validation/test files";
-    info.keys = {
-        KeySpec::string("path", "data file (.csv or .npy), split by `split`").optional(),
-        KeySpec::string("train", "training file (instead of `path`)").optional(),
-        KeySpec::string("validation", "validation file (with `train`)").optional(),
-        KeySpec::string("test", "test file (with `train`)").optional(),
-        KeySpec::strings("columns", "columns to use, by header name (NPY: x0, x1, ...); default all"),
-    };
-    r.add_data_source(info, [](const Config& cfg, const BuildContext&) {
-      return std::make_unique<FileSource>(cfg);
-    });
-    ComponentInfo model;
-    model.type = "lite";
-    model.summary = "Saved inducing-point model (lite, dkef): kernel, base measure, inducing_points.npy, alpha.npy";
-    r.add_model_loader(model, &LiteModel::load);
-  });
+  (void)core_installed;
+  registry.add_core_components();
 }
 
 const KeyList& data_host_key_specs() {

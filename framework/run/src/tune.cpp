@@ -7,6 +7,7 @@
 
 #include "kef/error.hpp"
 #include "kef/pipeline.hpp"
+#include "kef/progress.hpp"
 #include "pipeline_plan.hpp"
 
 namespace kef::pipeline_detail {
@@ -164,7 +165,10 @@ Json run_tuning(Plan& plan, int threads, Progress& progress, std::ostream& log) 
     ModelPlan cp = build_model(plan, candidate_model_table(plan, tune, values), tune.model);
     RandomStream rng(plan.seed, "model." + tune.model + ".fit");
     FitReport report;
-    FitInput in{plan.data.train, plan.data.validation, rng, progress, threads, report, plan.data.roles};
+    const auto candidate_progress =
+        make_prefixed_progress(progress, "tune model " + tune.model + " [" + std::to_string(i + 1) + "/" +
+                                             std::to_string(tune.candidates.size()) + "]: ");
+    FitInput in{plan.data.train, plan.data.validation, rng, *candidate_progress, threads, report, plan.data.roles};
     try {
       auto t0 = std::chrono::steady_clock::now();
       ModelPtr model = cp.estimator->fit(in);
@@ -173,7 +177,7 @@ Json run_tuning(Plan& plan, int threads, Progress& progress, std::ostream& log) 
         throw Error("tune: the estimator of model " + tune.model +
                     " returned no model of the data's dimension");
       RandomStream eval_rng(plan.seed, "tune." + tune.model);
-      EvalInput ein{*model, tune.model, plan.data, eval_rng, progress, threads, nullptr, ""};
+      EvalInput ein{*model, tune.model, plan.data, eval_rng, *candidate_progress, threads, nullptr, ""};
       const EvaluationResult r = tune.evaluator->evaluate(ein);
       std::optional<double> score;
       for (const auto& [metric, value] : r.metrics)

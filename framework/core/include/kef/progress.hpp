@@ -17,5 +17,8 @@ class Progress {
 // Writes rate-limited lines to stderr ("[kef] task 42% message").
 std::unique_ptr<Progress> make_stderr_progress(double min_interval_seconds = 1.0);
 std::unique_ptr<Progress> make_silent_progress();
+// Passes every report on to `inner` with `prefix` before its task ("model dkef: dkef stage 1 42% ..."),
+// so that a run's progress lines say which model (and evaluator) they are about.
+std::unique_ptr<Progress> make_prefixed_progress(Progress& inner, std::string prefix);
 
 }  // namespace kef

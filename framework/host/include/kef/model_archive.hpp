@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kef/base_measure.hpp"
 #include "kef/config.hpp"
@@ -26,10 +27,18 @@ class ModelWriter {
   void write_component(const std::string& section, const Component& component);
   void finish();  // writes model.toml
   const std::filesystem::path& dir() const { return dir_; }
+  // An [origins] table naming, for the model type and every component written (and their parts), the
+  // plugin that provides it and its file, so that loading without that plugin can say what to load.
+  void record_origins(const Registry& registry);
 
  private:
+  struct Written {
+    std::string section, interface, type;
+    Config config;
+  };
   std::filesystem::path dir_;
   Config manifest_;
+  std::vector<Written> components_;
 };
 
 class ModelReader {
@@ -55,10 +64,13 @@ class ModelReader {
 void save_model(const Model& model, const std::filesystem::path& dir);
 // Also records the data's columns and the map to model coordinates (a [preprocessing] table in
 // model.toml: kind, columns, log_abs_det, and target_columns for conditional data ([data] targets);
-// preprocessing_matrix.npy and preprocessing_offset.npy).
-void save_model(const Model& model, const std::filesystem::path& dir, const DataTransform& transform);
+// preprocessing_matrix.npy and preprocessing_offset.npy), and, given the registry that built the model,
+// where its components came from (ModelWriter::record_origins).
+void save_model(const Model& model, const std::filesystem::path& dir, const DataTransform& transform,
+                const Registry* registry = nullptr);
 // Reads model.toml's `type` and dispatches to the registered loader. The model is in the coordinates
-// it was fitted in (bitwise as saved).
+// it was fitted in (bitwise as saved). A component recorded in [origins] whose plugin is not loaded is a
+// ModelFileError naming the plugin, its file and how to load it (--path, KEF_PLUGIN_PATH).
 ModelPtr load_model(const std::filesystem::path& dir, Registry& registry);
 
 // A saved model and the transform from data units to its coordinates (identity, with no columns,

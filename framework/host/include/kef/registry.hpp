@@ -55,6 +55,11 @@ class Registry {
 
   // Components linked into the program itself (tests, embedding); `origin` names them.
   void register_builtin(const std::string& origin, const std::function<RegisterFunction>& fn);
+  // Registers libkef's own components (builtin "kef core": the `file` data source and the `lite`
+  // model loader) unless they are registered already; true when they are registered on return.
+  // Loading a saved model calls it, so embedding programs need not (kef::register_core_components is
+  // the same call).
+  bool add_core_components();
 
   // Every interface name that has at least one component, sorted.
   std::vector<std::string> interfaces() const;
@@ -115,6 +120,12 @@ class Registry {
 // next to libkef (lib/kef/plugins, which is also where the build tree puts them).
 std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::string>& config_paths);
 std::filesystem::path installed_plugin_dir();
+
+namespace detail {
+// libkef's upper layers (run) install the core components' registration here when the library loads:
+// the host layer cannot name them itself (docs/design.md, "Layers").
+void install_core_components(const char* origin, RegisterFunction* fn);
+}  // namespace detail
 
 // Version of the library, "major.minor.patch".
 const char* version();

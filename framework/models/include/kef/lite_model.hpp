@@ -1,6 +1,11 @@
 #pragma once
 // The model of every inducing-point estimator (lite, DKEF): f(x) = Σ_m α_m k(x, z_m) and
 // log p~(x) = f(x) + log q0(x) (docs/math.md §4). Saved as type "lite"; the framework registers its loader.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "kef/base_measure.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
@@ -26,8 +31,13 @@ class LiteModel final : public Model {
   bool can_save() const override { return true; }
   void save(ModelWriter& writer) const override;
 
-  // Extra provenance written to model.toml (λ values, training size).
-  void set_fit_info(std::vector<std::pair<std::string, double>> info) { fit_info_ = std::move(info); }
+  // Extra provenance written to model.toml: real values (λs, jitter) and counts (training rows,
+  // steps), the counts written as TOML integers.
+  void set_fit_info(std::vector<std::pair<std::string, double>> info,
+                    std::vector<std::pair<std::string, std::int64_t>> counts = {}) {
+    fit_info_ = std::move(info);
+    fit_counts_ = std::move(counts);
+  }
 
   const Vector& alpha() const { return alpha_; }
   const Matrix& inducing_points() const { return inducing_; }
@@ -42,6 +52,7 @@ class LiteModel final : public Model {
   Matrix inducing_;
   Vector alpha_;
   std::vector<std::pair<std::string, double>> fit_info_;
+  std::vector<std::pair<std::string, std::int64_t>> fit_counts_;
 };
 
 }  // namespace kef

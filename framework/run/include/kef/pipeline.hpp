@@ -109,7 +109,9 @@ Matrix score_saved_model(const SavedModel& saved, const Matrix& X, bool normaliz
                          const std::string& model_dir);
 
 
-// Components that come with the framework itself (the `file` data source).
+// Components that come with the framework itself (the `file` data source, the `lite` model loader):
+// the same as registry.add_core_components(). Not needed before loading a saved model (the registry
+// adds them then); calling it again does nothing.
 void register_core_components(Registry& registry);
 // Keys of [data] that the host handles for every source.
 std::vector<std::string> data_host_keys();
