@@ -24,7 +24,8 @@ class DkefEstimator final : public Estimator {
  private:
   struct State;  // the parameter vector and how it splits into groups
   bool learns(const std::string& group) const;
-  double validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation, int threads) const;
+  double validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation,
+                         const Context& context) const;
 
   Config cfg_;
   KernelPtr kernel_;

@@ -22,8 +22,8 @@ struct Partial {
 
 }  // namespace
 
-MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations, RandomStream& rng,
-                 int threads, Index block_rows) {
+MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations,
+                 RandomStream& rng, const Context& context, Index block_rows) {
   const Index n = X.rows(), m = Y.rows(), N = n + m, D = X.cols();
   if (n < 2 || m < 2) throw Error("mmd: needs at least 2 rows in each sample, got " + std::to_string(n) + " and " +
                                   std::to_string(m));
@@ -52,11 +52,13 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
   const Index rows = block_rows > 0 ? block_rows : std::clamp<Index>(kBlockEntries / N, 16, 512);
   const Index blocks = (N + rows - 1) / rows;
   std::vector<Partial> parts(static_cast<std::size_t>(blocks));
-  parallel_for(blocks, threads, [&](Index b) {
+  parallel_for(blocks, context.threads(), [&](Index b) {
     const Index r0 = b * rows, len = std::min(rows, N - r0);
     const Matrix Kb = kernel.gram(Z.middleRows(r0, len), Z);
-    if (Kb.rows() != len || Kb.cols() != N) throw Error("mmd: kernel returned a Gram block of the wrong shape");
-    if (!Kb.allFinite()) throw NumericalError("mmd: kernel values are not finite (rows " + std::to_string(r0) + "..)");
+    if (Kb.rows() != len || Kb.cols() != N)
+      throw Error("mmd: kernel returned a Gram block of the wrong shape");
+    if (!Kb.allFinite())
+      throw NumericalError("mmd: kernel values are not finite (rows " + std::to_string(r0) + "..)");
     const Matrix KA = Kb * A;
     const Vector k1 = Kb.rowwise().sum();
     Vector diag(len);

@@ -20,9 +20,10 @@ Matrix checked_score(const Model& model, const Matrix& X, Index row_offset, cons
   return S;
 }
 
-Matrix checked_score_all(const Model& model, const Matrix& X, int threads, const std::string& what) {
+Matrix checked_score_all(const Model& model, const Matrix& X, const Context& context,
+                         const std::string& what) {
   Matrix S(X.rows(), X.cols());
-  parallel_for(chunk_count(X.rows()), threads, [&](Index c) {
+  parallel_for(chunk_count(X.rows()), context.threads(), [&](Index c) {
     const Index b = chunk_begin(c), n = chunk_size(c, X.rows());
     S.middleRows(b, n) = checked_score(model, X.middleRows(b, n), b, what);
   });

@@ -169,11 +169,10 @@ TEST(DeepKernel, LiteModelWithADeepKernelSavesAndReloads) {
   auto base = reg.make_base_measure(test::config_from("type = \"gaussian\"\nstd = 2.0"), {});
   auto est = reg.make_estimator(test::config_from("type = \"lite\"\ninducing_points = 20"),
                                 EstimatorParts{kernel, base, &reg}, {});
-  RandomStream rng(8, "data");
-  Matrix train = rng.normal_matrix(200, 2), empty(0, 2);
-  auto progress = make_silent_progress();
+  Context context = Context(8, 2).child("data");  // the data and the fit draw from one stream
+  Matrix train = context.rng().normal_matrix(200, 2), empty(0, 2);
   FitReport report;
-  ModelPtr model = est->fit(FitInput{train, empty, rng, *progress, 2, report});
+  ModelPtr model = est->fit(FitInput{train, empty, context, report});
   auto dir = test::temp_dir("deep-save") / "m";
   save_model(*model, dir);
   ModelPtr back = load_model(dir, reg);
