@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "kef/context.hpp"
 #include "kef/kernel.hpp"
 #include "kef/radial_profile.hpp"
 #include "kef/random.hpp"

@@ -1,6 +1,7 @@
 #pragma once
 // Choosing FSSD test locations and the Gaussian bandwidth by maximising the test's power criterion
 // on a training part of the sample (Jitkrittum et al. 2017, §4; kgof's GaussFSSD.optimize_locs_widths).
+#include "kef/context.hpp"
 #include "kef/kernel.hpp"
 #include "kef/progress.hpp"
 #include "kef/types.hpp"

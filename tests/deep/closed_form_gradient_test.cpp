@@ -73,7 +73,9 @@ TEST(ClosedFormGradient, AlphaIsTheLiteSolution) {
                                                          p.lc, Context(1, 1));
   LiteAccumulateOptions opt;
   opt.chunk_rows = 5;
-  LiteSolution ref = solve_lite_system(accumulate_lite_system(*p.kernel, *p.base, p.train, p.Z, opt), Matrix(), p.la, 0.0, p.lc);
+  LiteSolution ref =
+      solve_lite_system(accumulate_lite_system(*p.kernel, *p.base, p.train, p.Z, opt, Context(1, 1)),
+                        Matrix(), p.la, 0.0, p.lc);
   EXPECT_LT((g.alpha - ref.alpha).cwiseAbs().maxCoeff(), 1e-10 * std::max(1.0, ref.alpha.cwiseAbs().maxCoeff()));
   EXPECT_THROW(closed_form_validation_gradient(*p.kernel, *p.base, Matrix(0, 2), p.validation, p.Z, p.la,
                                                p.lc, Context(1, 1)),

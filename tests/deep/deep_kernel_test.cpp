@@ -169,8 +169,9 @@ TEST(DeepKernel, LiteModelWithADeepKernelSavesAndReloads) {
   auto base = reg.make_base_measure(test::config_from("type = \"gaussian\"\nstd = 2.0"), {});
   auto est = reg.make_estimator(test::config_from("type = \"lite\"\ninducing_points = 20"),
                                 EstimatorParts{kernel, base, &reg}, {});
-  Context context = Context(8, 2).child("data");  // the data and the fit draw from one stream
-  Matrix train = context.rng().normal_matrix(200, 2), empty(0, 2);
+  Context context = Context(8, 2).child("data");  // the data, the fit and the probes draw from one stream
+  RandomStream& rng = context.rng();
+  Matrix train = rng.normal_matrix(200, 2), empty(0, 2);
   FitReport report;
   ModelPtr model = est->fit(FitInput{train, empty, context, report});
   auto dir = test::temp_dir("deep-save") / "m";

@@ -21,7 +21,8 @@ void expect_facets_match_the_fit(const std::string& estimator_toml, const std::s
                                 BuildContext{2, &reg, &init, 150});
   const std::optional<FacetSet> f = est->facets();
   ASSERT_TRUE(f.has_value()) << estimator_toml;
-  Context context = Context(4, 1).child("data");
+  Context context = Context(4, 1).child("data");  // the data and the fit draw from one stream
+  RandomStream& rng = context.rng();
   const Matrix train = rng.normal_matrix(150, 2), validation = rng.normal_matrix(60, 2);
   FitReport report;
   ModelPtr model = est->fit(FitInput{train, validation, context, report});
