@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   }
   const Index D = opt["D"], M = opt["M"], nt = opt["nt"], nv = opt["nv"];
   const int threads = static_cast<int>(opt["threads"]);
+  const Context context(1, threads, nullptr, "--threads");
   kef::keep_freed_memory();  // as the kef command does (kef/allocator.hpp)
   Registry reg;
   reg.load_plugins({KEF_BENCH_PLUGIN_DIR});
@@ -103,8 +104,8 @@ int main(int argc, char** argv) {
 
     const auto t0 = Clock::now();
     const Matrix Z = Eigen::Map<const Matrix>(theta.data() + nk, M, D);
-    ClosedFormGradient g = closed_form_validation_gradient(*kernel, *base, Dt, Dv, Z, std::exp(theta[nk + nz]),
-                                                           std::exp(theta[nk + nz + 1]), threads);
+    ClosedFormGradient g = closed_form_validation_gradient(
+        *kernel, *base, Dt, Dv, Z, std::exp(theta[nk + nz]), std::exp(theta[nk + nz + 1]), context);
     const double t_grad = seconds_since(t0);
     Vector grad(theta.size());
     grad.head(nk) = g.kernel;

@@ -68,11 +68,10 @@ int main(int argc, char** argv) {
                                     {});
   auto est = reg.make_estimator(cfg("type = \"lite\"\ninducing_points = " + std::to_string(M)),
                                 EstimatorParts{kernel, base, &reg}, {});
-  auto progress = make_silent_progress();
-  RandomStream fit_rng(7, "fit");
+  Context fit_context = Context(7, threads).child("fit");
   FitReport report;
   const Matrix empty(0, D);
-  ModelPtr model = est->fit(FitInput{data.train, empty, fit_rng, *progress, threads, report});
+  ModelPtr model = est->fit(FitInput{data.train, empty, fit_context, report});
 
   auto evaluator = reg.make_evaluator(
       cfg("type = \"log_likelihood\"\nmethod = \"importance\"\ncheck = \"none\"\nbias_bound = false\nsamples = " +
@@ -80,9 +79,9 @@ int main(int argc, char** argv) {
       BuildContext{D, &reg});
   double rate = 0, log_z = 0;
   for (int rep = 0; rep < 3; ++rep) {
-    RandomStream rng(7, "evaluate");
+    Context context = Context(7, threads).child("evaluate");
     const std::string name = "lite";
-    EvaluationResult r = evaluator->evaluate(EvalInput{*model, name, data, rng, *progress, threads});
+    EvaluationResult r = evaluator->evaluate(EvalInput{*model, name, data, context});
     for (const auto& [k, v] : r.metrics) {
       if (k == "proposals_per_second") rate = std::max(rate, v);
       if (k == "log_normalizer") log_z = v;

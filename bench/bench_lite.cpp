@@ -38,10 +38,9 @@ Fit fit(const Matrix& X, const Matrix& Z, int threads, Registry& reg) {
   auto kernel = reg.make_kernel(Config::parse_string("type = \"gaussian\"\nsigma = 2.0", "bench"), {});
   auto base = reg.make_base_measure(Config::parse_string("type = \"gaussian\"\nstd = 3.0", "bench"), {});
   LiteAccumulateOptions opt;
-  opt.threads = threads;
   opt.need_U = true;
   auto t0 = Clock::now();
-  LiteSystem sys = accumulate_lite_system(*kernel, *base, X, Z, opt);
+  LiteSystem sys = accumulate_lite_system(*kernel, *base, X, Z, opt, Context(1, threads));
   LiteSolution sol = solve_lite_system(sys, Matrix(), 1e-3, 0.0, 1e-3);
   return {seconds_since(t0), sol.alpha};
 }

@@ -56,11 +56,10 @@ struct Timed {
 Timed time_evaluator(Registry& reg, const std::string& toml, const Model& model, const Dataset& data, int reps) {
   RandomStream init(1, "bench-init");
   auto e = reg.make_evaluator(Config::parse_string(toml, "bench"), BuildContext{data.dim(), &reg, &init, -1});
-  auto progress = make_silent_progress();
   Timed t;
   for (int r = 0; r < reps; ++r) {
-    RandomStream rng(1, "bench");
-    EvalInput in{model, "bench", data, rng, *progress, default_threads(), nullptr, ""};
+    Context context = Context(1, default_threads()).child("bench");
+    EvalInput in{model, "bench", data, context, nullptr, ""};
     const auto t0 = Clock::now();
     t.result = e->evaluate(in);
     t.seconds = std::min(t.seconds, std::chrono::duration<double>(Clock::now() - t0).count());

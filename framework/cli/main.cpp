@@ -256,17 +256,18 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
   const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
   kef::require_unconditional(saved, model_dir, "kef sample");
   kef::HmcOptions options = flags.hmc;
-  options.threads = threads;
   options.context = "model " + model_dir + " (kef sample)";
   auto shown = quiet ? kef::make_silent_progress() : kef::make_stderr_progress();
   auto progress =
       kef::make_prefixed_progress(*shown, "model " + fs::path(model_dir).filename().string() + ": ");
   options.progress = progress.get();
-  kef::RandomStream rng(seed, "sample");
+  // The root context of `kef sample`; HMC draws from its child "sample", RandomStream(seed, "sample").
+  kef::Context context = kef::Context(seed, threads, progress.get(), "--threads").child("sample");
   kef::HmcDiagnostics diag;
   // HMC runs in the coordinates the model was fitted in (where its step sizes were tuned for unit
   // scales); the draws are then mapped back to data units.
-  const kef::Matrix X = saved.transform.to_data(kef::draw_samples(*saved.model, n, rng, options, &diag));
+  const kef::Matrix X =
+      saved.transform.to_data(kef::draw_samples(*saved.model, n, context.rng(), options, context, &diag));
   kef::write_npy(out_path, X);
   if (!quiet) {
     if (diag.ran)

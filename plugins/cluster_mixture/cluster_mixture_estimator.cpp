@@ -149,17 +149,18 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
       val_labels(static_cast<std::size_t>(in.validation.rows()), 0);
   double bandwidth = 0.0;
   if (K > 1) {
-    in.progress.update("cluster_mixture", -1.0, "spectral clustering of " + std::to_string(N) + " rows");
+    in.context.progress().update("cluster_mixture", -1.0,
+                                 "spectral clustering of " + std::to_string(N) + " rows");
     SpectralClusteringOptions opt;
     opt.clusters = K;
     opt.bandwidth = opt_.bandwidth.value_or(0.0);
     opt.max_points = opt_.max_points;
     opt.kmeans_restarts = static_cast<int>(opt_.kmeans_restarts);
     opt.kmeans_max_iterations = static_cast<int>(opt_.kmeans_max_iterations);
-    opt.threads = in.threads;
-    const SpectralClustering sc = SpectralClustering::fit(X, opt, in.rng.derive("clustering"));
+    const SpectralClustering sc =
+        SpectralClustering::fit(X, opt, in.context.rng().derive("clustering"), in.context);
     train_labels = sc.labels();
-    if (in.validation.rows() > 0) val_labels = sc.assign(in.validation, in.threads);
+    if (in.validation.rows() > 0) val_labels = sc.assign(in.validation, in.context);
     bandwidth = sc.bandwidth();
     in.report.values["clustering.bandwidth"] = bandwidth;
     in.report.values["clustering.landmarks"] = static_cast<double>(sc.landmarks().rows());
@@ -197,10 +198,13 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     const std::string context = "in cluster " + std::to_string(k) + " of " + std::to_string(K) +
                                 ", which has " + std::to_string(Xk.rows()) + " training and " +
                                 std::to_string(Vk.rows()) + " validation rows";
-    in.progress.update("cluster_mixture", static_cast<double>(k) / static_cast<double>(K),
-                       "fitting cluster " + std::to_string(k + 1) + " of " + std::to_string(K) + " (" +
-                           std::to_string(Xk.rows()) + " rows)");
-    RandomStream stream = in.rng.derive("cluster").derive(static_cast<std::uint64_t>(k));
+    in.context.progress().update("cluster_mixture", static_cast<double>(k) / static_cast<double>(K),
+                                 "fitting cluster " + std::to_string(k + 1) + " of " + std::to_string(K) +
+                                     " (" + std::to_string(Xk.rows()) + " rows)");
+    // The cluster's context: stream in.context.rng().derive("cluster").derive(k), progress labelled.
+    const Context cluster =
+        in.context.child("cluster").child(static_cast<std::uint64_t>(k), "cluster " + std::to_string(k));
+    const RandomStream& stream = cluster.rng();
     RandomStream init = stream.derive("init");
     BuildContext ctx{D, &registry, &init, Xk.rows()};
     FitReport sub;
@@ -208,8 +212,8 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
       EstimatorParts parts{fresh_copy(parts_.kernel, init), fresh_copy(parts_.base_measure, init), &registry};
       parts.base_measure->check_dimension(D);
       EstimatorPtr est = registry.make_estimator(inner_, parts, ctx);
-      RandomStream fit_rng = stream.derive("fit");
-      FitInput fin{Xk, Vk, fit_rng, in.progress, in.threads, sub};
+      Context fit_context = cluster.child("fit");
+      FitInput fin{Xk, Vk, fit_context, sub};
       return est->fit(fin);
     });
     if (!model)
@@ -224,8 +228,8 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
                               ", so cluster_mixture cannot normalise its components by importance sampling");
     const std::string task = "cluster_mixture normaliser " + std::to_string(k);
     const ProposalSource source(*model, *base, "cluster_mixture component " + std::to_string(k));
-    const ChunkPlan plan{normalizer_samples_, kNormalizerChunk, in.threads, 0.0, &in.progress, task};
-    const MomentsRun run = sample_moments(source, stream.derive("normalizer"), plan);
+    const ChunkPlan plan{normalizer_samples_, kNormalizerChunk, 0.0, &in.context.progress(), task};
+    const MomentsRun run = sample_moments(source, stream.derive("normalizer"), plan, in.context);
     if (!run.moments.has_mass())
       throw NumericalError("cluster_mixture: every one of the " + std::to_string(run.report.used) +
                            " importance-sampling proposals of component " + std::to_string(k) +
@@ -253,7 +257,7 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
                               " from " + std::to_string(run.report.used) + " proposals");
     components.push_back(std::move(model));
   }
-  in.progress.done("cluster_mixture", "fitted " + std::to_string(K) + " components");
+  in.context.progress().done("cluster_mixture", "fitted " + std::to_string(K) + " components");
   if (in.report.iterations == 0) in.report.iterations = 1;
 
   MixtureInfo info;

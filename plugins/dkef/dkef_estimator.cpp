@@ -140,9 +140,9 @@ bool DkefEstimator::learns(const std::string& group) const {
 }
 
 double DkefEstimator::validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation,
-                                      int threads) const {
-  return closed_form_validation_loss(*kernel_, *base_, fit_rows, validation, s.Z(), s.lambda_alpha(), s.lambda_c(),
-                                     threads);
+                                      const Context& context) const {
+  return closed_form_validation_loss(*kernel_, *base_, fit_rows, validation, s.Z(), s.lambda_alpha(),
+                                     s.lambda_c(), context);
 }
 
 Estimator* DkefEstimator::clone_raw() const {
@@ -192,7 +192,7 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
   s.theta = Vector::Zero(s.n_kernel + s.n_points + 2 + s.n_base);
   s.theta.head(s.n_kernel) = kernel_->parameters();
   {
-    RandomStream pick = in.rng.derive("inducing_points");
+    RandomStream pick = in.context.rng().derive("inducing_points");
     const Matrix Z = random_rows(X, inducing_, pick);
     s.theta.segment(s.off_points(), s.n_points) = Eigen::Map<const Vector>(Z.data(), Z.size());
   }
@@ -218,7 +218,7 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
   // Early stopping fits α on a fixed subsample of the fit split.
   Matrix fit_rows = X;
   if (validation_fit_rows_ > 0 && validation_fit_rows_ < N) {
-    RandomStream sub = in.rng.derive("validation_fit_rows");
+    RandomStream sub = in.context.rng().derive("validation_fit_rows");
     auto idx = sample_without_replacement(N, validation_fit_rows_, sub);
     fit_rows = gather_rows(X, idx, 0, idx.size());
   }
@@ -245,8 +245,8 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
 
   // ---- Stage 1 ----
   Adam adam(AdamOptions{learning_rate_}, sites_.where("learning_rate"));
-  RandomStream batches = in.rng.derive("minibatches");
-  double best = validation_loss(s, fit_rows, V, in.threads);
+  RandomStream batches = in.context.rng().derive("minibatches");
+  double best = validation_loss(s, fit_rows, V, in.context);
   Vector best_theta = s.theta;
   long best_step = 0, step = 0;
   in.report.curve.emplace_back(0, best);
@@ -262,13 +262,13 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
       Dt += noise_std_ * batches.normal_matrix(Dt.rows(), D);
       Dv += noise_std_ * batches.normal_matrix(Dv.rows(), D);
     }
-    ClosedFormGradient g = closed_form_validation_gradient(*kernel_, *base_, Dt, Dv, s.Z(), s.lambda_alpha(), s.lambda_c(),
-                                                           in.threads);
+    ClosedFormGradient g = closed_form_validation_gradient(*kernel_, *base_, Dt, Dv, s.Z(), s.lambda_alpha(),
+                                                           s.lambda_c(), in.context);
     if (!std::isfinite(g.loss))
       throw NumericalError("dkef step " + std::to_string(step) + ": the minibatch loss is not finite");
     apply(adam.step(s.theta, gradient_of(g, step)));
     if (step % eval_every_ == 0) {
-      const double loss = validation_loss(s, fit_rows, V, in.threads);
+      const double loss = validation_loss(s, fit_rows, V, in.context);
       if (!std::isfinite(loss))
         throw NumericalError("dkef step " + std::to_string(step) + ": the validation loss is not finite");
       in.report.curve.emplace_back(step, loss);
@@ -281,7 +281,8 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
       std::ostringstream msg;
       msg << "step " << step << " loss " << g.loss << " best validation " << best << " (" << step / std::max(secs, 1e-9)
           << " steps/s)";
-      in.progress.update("dkef stage 1", static_cast<double>(step) / static_cast<double>(max_steps_), msg.str());
+      in.context.progress().update("dkef stage 1",
+                                   static_cast<double>(step) / static_cast<double>(max_steps_), msg.str());
       if (step - best_step >= patience_) break;
     }
   }
@@ -298,7 +299,7 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
     // The kernel and Z are frozen: the stacks' statistics are computed once, each step is an M x M
     // Cholesky plus M-vector products (and q0's passes over the rows when it learns).
     const bool q0_learns = mask2.tail(s.n_base).any();
-    const FrozenKernelMetaProblem frozen(*kernel_, *base_, X, V, s.Z(), q0_learns, in.threads,
+    const FrozenKernelMetaProblem frozen(*kernel_, *base_, X, V, s.Z(), q0_learns, in.context,
                                          stage2_budget_bytes_);
     in.report.values["stage2_stacks_in_memory"] = frozen.keeps_stacks() ? 1.0 : 0.0;
     Adam adam2(AdamOptions{learning_rate_}, sites_.where("learning_rate"));
@@ -320,7 +321,8 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
                                group_of(i) + " is not finite (entry " + std::to_string(i) +
                                "); try a smaller learning_rate");
       apply(adam2.step(s.theta, Vector(grad.cwiseProduct(mask2))));
-      in.progress.update("dkef stage 2", static_cast<double>(k) / static_cast<double>(stage2_steps_), "");
+      in.context.progress().update("dkef stage 2",
+                                   static_cast<double>(k) / static_cast<double>(stage2_steps_), "");
     }
     const double last = frozen.loss(s.lambda_alpha(), s.lambda_c());
     if (last < best2) best2_theta = s.theta, best2 = last;
@@ -331,11 +333,10 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
   // ---- Final α on the fit split ----
   LiteAccumulateOptions opt;
   opt.need_U = true;
-  opt.threads = in.threads;
-  opt.progress = &in.progress;
+  opt.progress = &in.context.progress();
   const Matrix Z = s.Z();
-  LiteSolution sol = solve_lite_system(accumulate_lite_system(*kernel_, *base_, X, Z, opt), Matrix(), s.lambda_alpha(),
-                                       0.0, s.lambda_c());
+  LiteSolution sol = solve_lite_system(accumulate_lite_system(*kernel_, *base_, X, Z, opt, in.context),
+                                       Matrix(), s.lambda_alpha(), 0.0, s.lambda_c());
   in.report.values["lambda_alpha"] = s.lambda_alpha();
   in.report.values["lambda_c"] = s.lambda_c();
   in.report.values["jitter"] = sol.jitter;

@@ -43,7 +43,8 @@ class DkefEstimator final : public Estimator {
   // The training itself, on this estimator's kernel and base measure (fit calls it on a clone).
   ModelPtr train(const FitInput& input);
   bool learns(const std::string& group) const;
-  double validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation, int threads) const;
+  double validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation,
+                         const Context& context) const;
 
   KeySites sites_;
   KernelPtr kernel_;

@@ -44,11 +44,11 @@ std::string box_text(const Box& box) {
 
 // log p~ of every row, in parallel over fixed row chunks; the first non-finite row (in row order,
 // whatever the threads) is an error naming it, never averaged away.
-Vector log_unnormalized_rows(const Model& model, const Matrix& X, int threads, const std::string& split,
-                             const std::string& model_name) {
+Vector log_unnormalized_rows(const Model& model, const Matrix& X, const Context& context,
+                             const std::string& split, const std::string& model_name) {
   const Index n = X.rows();
   Vector out(n);
-  parallel_for_chunks(n, kRowChunk, threads, [&](Index begin, Index len) {
+  parallel_for_chunks(n, kRowChunk, context.threads(), [&](Index begin, Index len) {
     out.segment(begin, len) = model.log_unnormalized(X.middleRows(begin, len));
   });
   for (Index i = 0; i < n; ++i)
@@ -322,7 +322,7 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
   }
 
   EvaluationResult r;
-  const Vector log_p = log_unnormalized_rows(in.model, X, in.threads, split_, in.model_name);
+  const Vector log_p = log_unnormalized_rows(in.model, X, in.context, split_, in.model_name);
   const double mean_log_p = log_p.sum() / static_cast<double>(log_p.size());
   const std::string task = "log_likelihood " + in.model_name;
 
@@ -410,7 +410,7 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
   if (run.bdmc_lower && run.bdmc_upper)
     os << "; bidirectional AIS bounds [" << fmt(*run.bdmc_lower) << ", " << fmt(*run.bdmc_upper) << "]";
   r.summary = os.str();
-  in.progress.done(task, "log Ẑ = " + fmt(log_z) + " (" + method_ + ")");
+  in.context.progress().done(task, "log Ẑ = " + fmt(log_z) + " (" + method_ + ")");
   conclude(in, ri, r);
   return r;
 }
@@ -453,8 +453,9 @@ NormalizerEstimate LikelihoodEvaluator::estimate_importance(bool is_main, const 
   const std::string task = "log_likelihood " + in.model_name;
   run.q0_source = std::make_unique<ProposalSource>(in.model, *in.model.base_measure(),
                                                    "log_likelihood on model " + in.model_name);
-  ChunkPlan plan{samples_, chunk_size_, in.threads, max_seconds_, &in.progress, task};
-  const MomentsRun mr = sample_moments(*run.q0_source, in.rng.derive("proposals"), plan);
+  ChunkPlan plan{samples_, chunk_size_, max_seconds_, &in.context.progress(), task};
+  const MomentsRun mr =
+      sample_moments(*run.q0_source, in.context.rng().derive("proposals"), plan, in.context);
   if (!mr.moments.has_mass())
     throw NumericalError("log_likelihood: every one of the " + std::to_string(mr.report.used) +
                          " proposals of model " + in.model_name + " has p~ = 0, so log Ẑ = −inf");
@@ -497,13 +498,13 @@ NormalizerEstimate LikelihoodEvaluator::estimate_defensive(bool is_main, const E
   // Kernel models with inducing points get bumps there as well (where they can put mass).
   Matrix inducing(0, in.model.dim());
   if (const auto* lite = dynamic_cast<const LiteModel*>(&in.model)) inducing = lite->inducing_points();
-  RandomStream centres_rng = in.rng.derive("defensive_centres");
+  RandomStream centres_rng = in.context.rng().derive("defensive_centres");
   const MixtureProposal mixture =
       make_defensive_proposal(in.model.base_measure(), fit, inducing, defensive_, centres_rng);
   const ProposalSource source(in.model, mixture,
                               "log_likelihood (defensive mixture) on model " + in.model_name);
-  ChunkPlan plan{samples_, chunk_size_, in.threads, max_seconds_, &in.progress, task};
-  const MomentsRun mr = sample_moments(source, in.rng.derive("defensive"), plan);
+  ChunkPlan plan{samples_, chunk_size_, max_seconds_, &in.context.progress(), task};
+  const MomentsRun mr = sample_moments(source, in.context.rng().derive("defensive"), plan, in.context);
   if (!mr.moments.has_mass())
     throw NumericalError("log_likelihood: every one of the " + std::to_string(mr.report.used) +
                          " defensive-mixture proposals of model " + in.model_name +
@@ -534,14 +535,13 @@ NormalizerEstimate LikelihoodEvaluator::estimate_ais(const EvalInput& in, const 
   else
     start = std::make_unique<StudentTProposal>(StudentTProposal::fit(fit, defensive_.dof));
   AisOptions o = ais_;
-  o.threads = in.threads;
-  o.progress = &in.progress;
+  o.progress = &in.context.progress();
   o.task = "log_likelihood " + in.model_name + " (AIS)";
-  const AisPilot pilot = ais_pilot(in.model, *start, in.rng.derive("ais_pilot"), o);
-  const AisResult fwd = ais_forward(in.model, *start, pilot, in.rng.derive("ais"), o);
+  const AisPilot pilot = ais_pilot(in.model, *start, in.context.rng().derive("ais_pilot"), o, in.context);
+  const AisResult fwd = ais_forward(in.model, *start, pilot, in.context.rng().derive("ais"), o, in.context);
   if (!fwd.moments.has_mass())
     throw NumericalError("log_likelihood: every AIS weight of model " + in.model_name + " is 0");
-  in.progress.done(o.task, "log Ẑ = " + fmt(fwd.log_z) + " ± " + fmt(fwd.log_z_stderr));
+  in.context.progress().done(o.task, "log Ẑ = " + fmt(fwd.log_z) + " ± " + fmt(fwd.log_z_stderr));
   NormalizerEstimate e;
   e.method = "ais";
   e.log_z = fwd.log_z;
@@ -564,9 +564,10 @@ NormalizerEstimate LikelihoodEvaluator::estimate_ais(const EvalInput& in, const 
   if (bidirectional_ && in.model.can_sample()) {
     // Reverse AIS from exact samples: E w_rev = 1/Z, so −log mean w_rev is a stochastic upper bound,
     // the forward estimate a stochastic lower bound; together they bracket log Z.
-    RandomStream exact_rng = in.rng.derive("ais_exact");
+    RandomStream exact_rng = in.context.rng().derive("ais_exact");
     const Matrix exact = in.model.sample(o.particles, exact_rng);
-    const AisResult rev = ais_reverse(in.model, *start, pilot, exact, in.rng.derive("ais_reverse"), o);
+    const AisResult rev =
+        ais_reverse(in.model, *start, pilot, exact, in.context.rng().derive("ais_reverse"), o, in.context);
     run.bdmc_lower = fwd.log_z;
     run.bdmc_upper = rev.log_z;
     out.metrics.emplace_back("log_normalizer_lower", fwd.log_z);
@@ -609,12 +610,12 @@ std::optional<BoundResult> LikelihoodEvaluator::estimate_bound(const EvalInput& 
     return std::nullopt;
   }
   const std::string task = "log_likelihood " + in.model_name + " bias bound";
-  auto plan_for = [&](Index n) { return ChunkPlan{n, chunk_size_, in.threads, 0.0, &in.progress, task}; };
+  auto plan_for = [&](Index n) { return ChunkPlan{n, chunk_size_, 0.0, &in.context.progress(), task}; };
 
   // s: the percentile of a first sample (compared in log space: log is monotone).
   StreamReport rep_s, rep_rho;
-  Vector log_r = sample_log_ratios(source, in.rng.derive("bound_percentile"),
-                                   plan_for(bound_percentile_samples_), &rep_s);
+  Vector log_r = sample_log_ratios(source, in.context.rng().derive("bound_percentile"),
+                                   plan_for(bound_percentile_samples_), in.context, &rep_s);
   const Index n1 = log_r.size();
   const auto k = std::clamp<Index>(
       static_cast<Index>(std::ceil(bound_percentile_ * static_cast<double>(n1))) - 1, 0, n1 - 1);
@@ -622,13 +623,13 @@ std::optional<BoundResult> LikelihoodEvaluator::estimate_bound(const EvalInput& 
   const double log_s = log_r[k];
 
   // ρ: Hoeffding upper bound on P(r <= s) from a second, independent sample.
-  const Index below =
-      count_at_most(source, in.rng.derive("bound_rho"), plan_for(bound_rho_samples_), log_s, &rep_rho);
+  const Index below = count_at_most(source, in.context.rng().derive("bound_rho"),
+                                    plan_for(bound_rho_samples_), in.context, log_s, &rep_rho);
   const double rho = hoeffding_upper(below, bound_rho_samples_, bound_confidence_);
 
   // Z and Var[r] from a third.
-  const MomentsRun var =
-      sample_moments(source, in.rng.derive("bound_variance"), plan_for(bound_variance_samples_));
+  const MomentsRun var = sample_moments(source, in.context.rng().derive("bound_variance"),
+                                        plan_for(bound_variance_samples_), in.context);
 
   // A model whose claimed bound fails on its own proposals would make the bound meaningless.
   const double seen_min =
@@ -709,14 +710,14 @@ void LikelihoodEvaluator::evaluate_quadrature(const EvalInput& in, double mean_l
   // distance d, scale s, the mass beyond is about s²/(w·d) times the band's), whereas a one-cell band
   // would shrink with h and look ever more reassuring on finer grids.
   const Index band = std::max<Index>(1, (n + kBandDivisor - 1) / kBandDivisor);
-  const GridIntegral fine = midpoint_log_integral(in.model, box, n, band, in.threads, in.model_name,
-                                                  &in.progress, task + " (quadrature)");
+  const GridIntegral fine = midpoint_log_integral(in.model, box, n, band, in.context, in.model_name,
+                                                  &in.context.progress(), task + " (quadrature)");
   if (fine.log_integral == -std::numeric_limits<double>::infinity())
     throw NumericalError("log_likelihood: p~ of model " + in.model_name + " is 0 at every one of the " +
                          std::to_string(fine.cells) + " quadrature cells, so log Ẑ = −inf (the box " +
                          box_text(box) + " misses the model's mass: set `extent`)");
-  const GridIntegral coarse = midpoint_log_integral(in.model, box, n / 2, 1, in.threads, in.model_name,
-                                                    &in.progress, task + " (quadrature, grid/2)");
+  const GridIntegral coarse = midpoint_log_integral(in.model, box, n / 2, 1, in.context, in.model_name,
+                                                    &in.context.progress(), task + " (quadrature, grid/2)");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double log_z = fine.log_integral;
   // The coarse rule's error dominates the fine one's (by orders of magnitude for smooth integrands,
@@ -752,7 +753,7 @@ void LikelihoodEvaluator::evaluate_quadrature(const EvalInput& in, double mean_l
   os << task << ": quadrature log Ẑ = " << fmt(log_z) << " (error estimate " << fmt(error) << ", "
      << fine.cells << " + " << coarse.cells << " cells in " << fmt(seconds) << " s)";
   out.summary = os.str();
-  in.progress.done(task, "log Ẑ = " + fmt(log_z) + " by quadrature");
+  in.context.progress().done(task, "log Ẑ = " + fmt(log_z) + " by quadrature");
 }
 
 }  // namespace kef::likelihood

@@ -53,8 +53,8 @@ Vector cell_centre(const Box& box, Index n, Index k) {
   return x;
 }
 
-GridIntegral midpoint_log_integral(const Model& model, const Box& box, Index n, Index band_cells, int threads,
-                                   const std::string& model_name, Progress* progress,
+GridIntegral midpoint_log_integral(const Model& model, const Box& box, Index n, Index band_cells,
+                                   const Context& context, const std::string& model_name, Progress* progress,
                                    const std::string& task) {
   const Index D = box.dim();
   Index cells = 1;
@@ -69,10 +69,10 @@ GridIntegral midpoint_log_integral(const Model& model, const Box& box, Index n, 
 
   const Index chunks = (cells + kCellChunk - 1) / kCellChunk;
   Vector chunk_all(chunks), chunk_band(chunks);
-  const Index wave = 16 * static_cast<Index>(std::max(threads, 1));
+  const Index wave = 16 * static_cast<Index>(context.threads());
   for (Index w0 = 0; w0 < chunks; w0 += wave) {
     const Index wn = std::min(wave, chunks - w0);
-    parallel_for(wn, threads, [&](Index j) {
+    parallel_for(wn, context.threads(), [&](Index j) {
       const Index c = w0 + j, begin = c * kCellChunk, len = std::min(kCellChunk, cells - begin);
       Matrix X(len, D);
       std::vector<char> band(static_cast<std::size_t>(len), 0);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/context.hpp"
 #include "kef/model.hpp"
 #include "kef/progress.hpp"
 
@@ -33,8 +34,8 @@ Vector cell_centre(const Box& box, Index n, Index k);
 // in chunks whose boundaries depend only on n and D, in parallel; the chunk sums are combined in
 // chunk order, so the result is bitwise the same for any thread count. −inf (p~ = 0) contributes
 // exactly 0; NaN or +inf is a NumericalError naming the model, the cell and its centre.
-GridIntegral midpoint_log_integral(const Model& model, const Box& box, Index n, Index band, int threads,
-                                   const std::string& model_name, Progress* progress = nullptr,
-                                   const std::string& task = {});
+GridIntegral midpoint_log_integral(const Model& model, const Box& box, Index n, Index band,
+                                   const Context& context, const std::string& model_name,
+                                   Progress* progress = nullptr, const std::string& task = {});
 
 }  // namespace kef::likelihood

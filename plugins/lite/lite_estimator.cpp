@@ -81,14 +81,13 @@ std::optional<FacetSet> LiteEstimator::facets() const {
 }
 
 ModelPtr LiteEstimator::fit(const FitInput& in) {
-  Matrix Z = choose_inducing_points(in.train, in.rng);
+  Matrix Z = choose_inducing_points(in.train, in.context.rng());
   base_->check_dimension(in.train.cols());
   LiteAccumulateOptions opt;
   opt.need_U = lambda_c_ > 0;
   opt.chunk_rows = chunk_rows_;
-  opt.threads = in.threads;
-  opt.progress = &in.progress;
-  LiteSystem sys = accumulate_lite_system(*kernel_, *base_, in.train, Z, opt);
+  opt.progress = &in.context.progress();
+  LiteSystem sys = accumulate_lite_system(*kernel_, *base_, in.train, Z, opt, in.context);
   Matrix K;
   if (lambda_h_ > 0) K = kernel_->gram(Z, Z);
   LiteSolution sol = solve_lite_system(sys, K, lambda_alpha_, lambda_h_, lambda_c_);

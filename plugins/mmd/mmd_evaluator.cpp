@@ -120,8 +120,7 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   const Index n = opt_.samples ? *opt_.samples : Y.rows();
 
   HmcOptions o = hmc_;
-  o.threads = in.threads;
-  o.progress = &in.progress;
+  o.progress = &in.context.progress();
   o.progress_task = "mmd " + in.model_name + ": HMC";
   o.context = "model " + in.model_name + " (evaluator mmd)";
   if (!in.model.can_sample() && init_from_train_) {
@@ -137,8 +136,8 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
     o.init = HmcInit::BaseMeasure;
   }
   HmcDiagnostics diag;
-  RandomStream sample_rng = in.rng.derive("samples");
-  const Matrix X = draw_samples(in.model, n, sample_rng, o, &diag);
+  RandomStream sample_rng = in.context.rng().derive("samples");
+  const Matrix X = draw_samples(in.model, n, sample_rng, o, in.context, &diag);
   check_finite(X, "mmd: samples of model " + in.model_name);
 
   double sigma = 0;
@@ -158,8 +157,8 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   std::snprintf(text, sizeof text, "type = \"gaussian\"\nsigma = %.17g", sigma);
   const KernelPtr kernel = registry_->make_kernel(Config::parse_string(text, "mmd"), {});
 
-  RandomStream perm_rng = in.rng.derive("permutations");
-  const MmdTest t = mmd_test(*kernel, X, Y, permutations_, perm_rng, in.threads);
+  RandomStream perm_rng = in.context.rng().derive("permutations");
+  const MmdTest t = mmd_test(*kernel, X, Y, permutations_, perm_rng, in.context);
 
   EvaluationResult r;
   r.metrics.emplace_back("mmd2", t.mmd2);

@@ -23,7 +23,7 @@ struct Partial {
 }  // namespace
 
 MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations,
-                 RandomStream& rng, int threads, Index block_rows) {
+                 RandomStream& rng, const Context& context, Index block_rows) {
   const Index n = X.rows(), m = Y.rows(), N = n + m, D = X.cols();
   if (n < 2 || m < 2)
     throw Error("mmd: needs at least 2 rows in each sample, got " + std::to_string(n) + " and " +
@@ -55,7 +55,7 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
   const Index blocks = (N + rows - 1) / rows;
   // One partial per Gram block (max_groups = blocks), folded in block order.
   const Partial total = ordered_reduce(
-      blocks, threads, [] { return Partial(); },
+      blocks, context.threads(), [] { return Partial(); },
       [&](Index b, Partial& part) {
         const Index r0 = b * rows, len = std::min(rows, N - r0);
         const Matrix Kb = kernel.gram(Z.middleRows(r0, len), Z);

@@ -3,6 +3,7 @@
 // from row blocks of the pooled Gram matrix so memory stays O(block · N), never O(N²).
 #include <limits>
 
+#include "kef/context.hpp"
 #include "kef/kernel.hpp"
 #include "kef/random.hpp"
 #include "kef/types.hpp"
@@ -16,9 +17,9 @@ struct MmdTest {
 };
 
 // X (n x D) against Y (m x D), n, m >= 2. Permutations draw from rng. Row blocks of the pooled sample
-// (block_rows, 0: chosen from N alone) run on `threads` threads and are reduced in block order, so the
-// result does not depend on the thread count.
-MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations, RandomStream& rng,
-                 int threads, Index block_rows = 0);
+// (block_rows, 0: chosen from N alone) run on context.threads() threads and are reduced in block order, so
+// the result does not depend on the thread count.
+MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations,
+                 RandomStream& rng, const Context& context, Index block_rows = 0);
 
 }  // namespace kef::mmd

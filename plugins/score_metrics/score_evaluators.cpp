@@ -50,16 +50,16 @@ EvaluationResult ScoreEvaluator::evaluate(const EvalInput& in) {
   }
   switch (metric_) {
     case Metric::ScoreMatching: {
-      double j = score_matching_loss(in.model, X, in.threads, rows);
+      double j = score_matching_loss(in.model, X, in.context, rows);
       r.metrics.emplace_back("score_matching_loss", j);
       if (truth) {
         // J(p~) − J(p0) estimates the Fisher divergence without the true score (docs/math.md §1).
-        r.metrics.emplace_back("score_matching_loss_truth", score_matching_loss(*truth, X, in.threads, rows));
+        r.metrics.emplace_back("score_matching_loss_truth", score_matching_loss(*truth, X, in.context, rows));
       }
       break;
     }
     case Metric::FisherDivergence:
-      r.metrics.emplace_back("fisher_divergence", fisher_divergence(in.model, *truth, X, in.threads, rows));
+      r.metrics.emplace_back("fisher_divergence", fisher_divergence(in.model, *truth, X, in.context, rows));
       break;
     case Metric::TrueLogLikelihood: {
       Vector lp = truth->log_unnormalized(X);

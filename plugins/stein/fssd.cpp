@@ -80,7 +80,7 @@ void check_rows(Index n, const char* what) {
 }  // namespace
 
 FssdMoments fssd_moments(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
-                         bool with_covariance, int threads) {
+                         bool with_covariance, const Context& context) {
   const Index N = X.rows(), P = X.cols() * V.rows();
   const RadialProfile* profile = kernel.radial_profile();
   const Index rows = kRowChunk;
@@ -88,7 +88,7 @@ FssdMoments fssd_moments(const Kernel& kernel, const Matrix& V, const Matrix& X,
   // Each run holds a P x P Gram: at most 32 MB of them (4 runs at P = 1000), and 8 runs for small P.
   const Index max_groups = std::clamp<Index>(static_cast<Index>(4e6 / (double(P) * double(P))), 2, 8);
   Moments total = ordered_reduce(
-      items, threads,
+      items, context.threads(),
       [&] {
         Moments m;
         m.sum = Vector::Zero(P);
@@ -126,29 +126,31 @@ FssdMoments fssd_moments(const Kernel& kernel, const Matrix& V, const Matrix& X,
   return out;
 }
 
-FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S, Index null_draws,
-                     RandomStream& rng, int threads) {
+FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
+                     Index null_draws, RandomStream& rng, const Context& context) {
   const Index N = X.rows();
   check_rows(N, "fssd");
   const bool need_null = null_draws > 0;
-  const FssdMoments m = fssd_moments(kernel, V, X, S, need_null, threads);
+  const FssdMoments m = fssd_moments(kernel, V, X, S, need_null, context);
   const double Nd = static_cast<double>(N);
   FssdResult r;
   r.fssd2 = (m.sum.squaredNorm() - m.sum_sq) / (Nd * (Nd - 1.0));
   if (!std::isfinite(r.fssd2)) throw NumericalError("fssd: FSSD² is not finite");
   if (!need_null) return r;
-  const std::vector<double> sims = simulate_quadratic_null(m.cov, null_draws, rng.derive("fssd-null"), threads);
+  const std::vector<double> sims =
+      simulate_quadratic_null(m.cov, null_draws, rng.derive("fssd-null"), context);
   r.pvalue = monte_carlo_pvalue(Nd * r.fssd2, sims);
   return r;
 }
 
-std::vector<double> simulate_quadratic_null(const Matrix& cov, Index draws, const RandomStream& rng, int threads) {
+std::vector<double> simulate_quadratic_null(const Matrix& cov, Index draws, const RandomStream& rng,
+                                            const Context& context) {
   const Index P = cov.rows();
   const Vector diag = cov.diagonal();
   const double trace = diag.sum();
   constexpr Index kGroup = 64;
   std::vector<double> sims(static_cast<std::size_t>(draws));
-  parallel_for((draws + kGroup - 1) / kGroup, threads, [&](Index grp) {
+  parallel_for((draws + kGroup - 1) / kGroup, context.threads(), [&](Index grp) {
     RandomStream z = rng.derive(static_cast<std::uint64_t>(grp));
     const Index first = grp * kGroup, n = std::min(draws, first + kGroup) - first;
     Matrix Z(P, n);
@@ -162,8 +164,8 @@ std::vector<double> simulate_quadratic_null(const Matrix& cov, Index draws, cons
   return sims;
 }
 
-RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S_p,
-                                      const Matrix& S_q, int threads) {
+RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X,
+                                      const Matrix& S_p, const Matrix& S_q, const Context& context) {
   const Index N = X.rows(), J = V.rows();
   check_rows(N, "relative_fssd");
   const Index P = X.cols() * J;
@@ -188,7 +190,7 @@ RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, con
     fssd_features(ws.stacks, S_q.middleRows(b, n), J, ws.Tq);
   };
   const First one = ordered_reduce(
-      chunk_count(N), threads,
+      chunk_count(N), context.threads(),
       [&] {
         First f;
         f.sum_p = f.sum_q = Vector::Zero(P);
@@ -210,7 +212,7 @@ RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, con
   const double Nd = static_cast<double>(N);
   const Vector mu_p = one.sum_p / Nd, mu_q = one.sum_q / Nd;
   const Second two = ordered_reduce(
-      chunk_count(N), threads, [] { return Second(); },
+      chunk_count(N), context.threads(), [] { return Second(); },
       [&](Index c, Second& s) {
         features(c, s.ws);
         const Vector ap = s.ws.T * mu_p, aq = s.ws.Tq * mu_q;

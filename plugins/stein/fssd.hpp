@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/context.hpp"
 #include "kef/kernel.hpp"
 #include "kef/radial_profile.hpp"
 #include "kef/random.hpp"
@@ -43,7 +44,7 @@ struct FssdMoments {
   Matrix cov;  // P x P, P = D·J; empty unless with_covariance
 };
 FssdMoments fssd_moments(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
-                         bool with_covariance, int threads);
+                         bool with_covariance, const Context& context);
 
 struct FssdResult {
   double fssd2 = 0.0;  // unbiased: (‖Σ τ‖² − Σ ‖τ‖²) / (N(N − 1))
@@ -53,14 +54,15 @@ struct FssdResult {
 // FSSD² of the scores S at locations V, and the p-value of N·FSSD² under its null Σ ω_i (χ²_1 − 1),
 // ω the eigenvalues of the covariance of τ (unbiased, as numpy.cov), simulated with null_draws
 // draws from rng (simulate_quadratic_null). Needs N ≥ 2.
-FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S, Index null_draws,
-                     RandomStream& rng, int threads);
+FssdResult fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
+                     Index null_draws, RandomStream& rng, const Context& context);
 
 // Draws from Σ_i ω_i (Z_i² − 1), ω the eigenvalues of the symmetric PSD matrix `cov` (lower triangle
 // read), as zᵀ cov z − tr(cov) with z ~ N(0, I): the same law (rotate z into cov's eigenbasis) without
 // an eigendecomposition, one GEMM for every 64 draws. z from kef::fill_normal (ziggurat). Fixed groups
 // with derived streams: the draws do not depend on the thread count.
-std::vector<double> simulate_quadratic_null(const Matrix& cov, Index draws, const RandomStream& rng, int threads);
+std::vector<double> simulate_quadratic_null(const Matrix& cov, Index draws, const RandomStream& rng,
+                                            const Context& context);
 
 struct RelativeFssdResult {
   double fssd2_p = 0.0, fssd2_q = 0.0;
@@ -70,8 +72,8 @@ struct RelativeFssdResult {
 };
 
 // Both models at the same locations and kernel, on the same rows X (scores S_p, S_q).
-RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S_p,
-                                      const Matrix& S_q, int threads);
+RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, const Matrix& X,
+                                      const Matrix& S_p, const Matrix& S_q, const Context& context);
 
 // The level at which the summary line states an outcome (the p-value itself is reported as is).
 constexpr double kRelativeFssdLevel = 0.05;

@@ -164,8 +164,8 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
     sites_.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) +
                                       ", the data has " + std::to_string(X.cols()));
   auto what = [&](const std::string& model) { return name + ": the score of model " + model + " on the " + split_ + " split"; };
-  const Matrix S = checked_score_all(in.model, X, in.threads, what(in.model_name));
-  RandomStream locations_rng = stream_ ? *stream_ : in.rng.derive("locations");
+  const Matrix S = checked_score_all(in.model, X, in.context, what(in.model_name));
+  RandomStream locations_rng = stream_ ? *stream_ : in.context.rng().derive("locations");
 
   EvaluationResult r;
   Matrix V, X_part, S_part;  // the test part of an optimised split
@@ -197,9 +197,9 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
       sites_.fail("bandwidth", "the median distance of the training part is 0; set `bandwidth`");
     kernel = make_gaussian_kernel(*registry_, sigma0);
     PowerOptions opt{gamma_, steps_, learning_rate_};
-    const OptimizedLocations best = optimize_fssd_locations(
-        *kernel, random_locations(X_train, J, noise_, locations_rng), sigma0, X_train, S_train, opt, in.threads,
-        &in.progress);
+    const OptimizedLocations best =
+        optimize_fssd_locations(*kernel, random_locations(X_train, J, noise_, locations_rng), sigma0, X_train,
+                                S_train, opt, in.context, &in.context.progress());
     V = best.V;
     sigma = best.bandwidth;
     r.notes.push_back("locations and bandwidth optimised on " + std::to_string(n_train) + " rows (power criterion " +
@@ -218,8 +218,8 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
   }
 
   if (relative_) {
-    const Matrix S_q = checked_score_all(*in.other, X, in.threads, what(in.other_name));
-    const RelativeFssdResult rel = relative_fssd_test(*kernel, V, X, S, S_q, in.threads);
+    const Matrix S_q = checked_score_all(*in.other, X, in.context, what(in.other_name));
+    const RelativeFssdResult rel = relative_fssd_test(*kernel, V, X, S, S_q, in.context);
     r.metrics = {{"relative_fssd_statistic", rel.statistic},
                  {"relative_fssd_pvalue", rel.pvalue},
                  {"relative_fssd_fssd2", rel.fssd2_p},
@@ -232,8 +232,8 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
                 relative_fssd_verdict(rel.pvalue, kRelativeFssdLevel, in.model_name, in.other_name);
     return r;
   }
-  RandomStream null_rng = in.rng.derive("null");
-  const FssdResult res = fssd_test(*kernel, V, *X_test, *S_test, null_draws_, null_rng, in.threads);
+  RandomStream null_rng = in.context.rng().derive("null");
+  const FssdResult res = fssd_test(*kernel, V, *X_test, *S_test, null_draws_, null_rng, in.context);
   r.metrics.emplace_back("fssd2", res.fssd2);
   if (null_draws_ > 0) r.metrics.emplace_back("fssd_pvalue", res.pvalue);
   r.metrics.emplace_back("fssd_bandwidth", sigma);

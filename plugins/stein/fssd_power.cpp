@@ -19,7 +19,8 @@ void set_log_sigma(Kernel& kernel, double log_sigma) { kernel.set_parameters(Vec
 }  // namespace
 
 PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
-                                    double gamma, int threads, Matrix* grad_V, double* grad_log_sigma) {
+                                    double gamma, const Context& context, Matrix* grad_V,
+                                    double* grad_log_sigma) {
   const Index N = X.rows(), D = X.cols(), J = V.rows(), P = D * J;
   if (N < 2) throw DataError("fssd power criterion: needs at least 2 rows, got " + std::to_string(N));
   const double Nd = static_cast<double>(N);
@@ -32,7 +33,7 @@ PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const
     double sum_sq = 0;
   };
   const First one = ordered_reduce(
-      chunks, threads,
+      chunks, context.threads(),
       [&] {
         First f;
         f.sum = Vector::Zero(P);
@@ -60,7 +61,7 @@ PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const
   };
   const bool need_grad = grad_V || grad_log_sigma;
   const Second two = ordered_reduce(
-      chunks, threads,
+      chunks, context.threads(),
       [&] {
         Second s;
         if (need_grad) s.sum_at = Vector::Zero(P);
@@ -104,7 +105,7 @@ PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const
     Matrix V;
   };
   const Grad total = ordered_reduce(
-      chunks, threads,
+      chunks, context.threads(),
       [&] {
         Grad g;
         g.params = Vector::Zero(1);
@@ -143,7 +144,7 @@ PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const
 }
 
 OptimizedLocations optimize_fssd_locations(Kernel& kernel, const Matrix& V0, double sigma0, const Matrix& X,
-                                           const Matrix& S, const PowerOptions& opt, int threads,
+                                           const Matrix& S, const PowerOptions& opt, const Context& context,
                                            Progress* progress) {
   const Index J = V0.rows(), D = V0.cols();
   // kgof's bounds: σ² ∈ [0.01 σ0², 500 σ0²]; locations within [min − ½ std, max + ½ std] per coordinate.
@@ -165,7 +166,7 @@ OptimizedLocations optimize_fssd_locations(Kernel& kernel, const Matrix& V0, dou
     for (double e : {-3.0, -1.5, 0.0, 1.5, 3.0}) {
       const double ls = std::log(sigma0) + 0.5 * e * std::log(2.0);
       set_log_sigma(kernel, ls);
-      const double v = fssd_power_criterion(kernel, V0, X, S, opt.gamma, threads).value;
+      const double v = fssd_power_criterion(kernel, V0, X, S, opt.gamma, context).value;
       if (v > best_value) {
         best_value = v;
         log_sigma = ls;
@@ -187,7 +188,7 @@ OptimizedLocations optimize_fssd_locations(Kernel& kernel, const Matrix& V0, dou
     set_log_sigma(kernel, log_sigma);
     Matrix gV;
     double gs = 0.0;
-    const double value = fssd_power_criterion(kernel, V, X, S, opt.gamma, threads, &gV, &gs).value;
+    const double value = fssd_power_criterion(kernel, V, X, S, opt.gamma, context, &gV, &gs).value;
     if (value > best.final_criterion) {
       best.final_criterion = value;
       best.V = V;
@@ -206,7 +207,7 @@ OptimizedLocations optimize_fssd_locations(Kernel& kernel, const Matrix& V0, dou
                        "power criterion " + std::to_string(best.final_criterion));
   }
   set_log_sigma(kernel, log_sigma);
-  const double last = fssd_power_criterion(kernel, V, X, S, opt.gamma, threads).value;
+  const double last = fssd_power_criterion(kernel, V, X, S, opt.gamma, context).value;
   if (last > best.final_criterion) {
     best.final_criterion = last;
     best.V = V;

@@ -1,6 +1,7 @@
 #pragma once
 // Choosing FSSD test locations and the Gaussian bandwidth by maximising the test's power criterion
 // on a training part of the sample (Jitkrittum et al. 2017, §4; kgof's GaussFSSD.optimize_locs_widths).
+#include "kef/context.hpp"
 #include "kef/kernel.hpp"
 #include "kef/progress.hpp"
 #include "kef/types.hpp"
@@ -17,7 +18,7 @@ struct PowerCriterion {
 // (J x D) and grad_log_sigma are given, also its exact gradient with respect to V and log σ, by
 // reverse mode through τ and the kernel's backward pass (kernel/gaussian: parameter 0 is log σ).
 PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
-                                    double gamma, int threads, Matrix* grad_V = nullptr,
+                                    double gamma, const Context& context, Matrix* grad_V = nullptr,
                                     double* grad_log_sigma = nullptr);
 
 struct PowerOptions {
@@ -37,7 +38,7 @@ struct OptimizedLocations {
 // grid over σ² = σ0² · 2^{−3..3}); kgof's box constraints: σ² in [0.01 σ0², 500 σ0²], each location
 // coordinate within the data's [min − ½ std, max + ½ std]. Leaves the kernel at the returned bandwidth.
 OptimizedLocations optimize_fssd_locations(Kernel& kernel, const Matrix& V0, double sigma0, const Matrix& X,
-                                           const Matrix& S, const PowerOptions& options, int threads,
-                                           Progress* progress);
+                                           const Matrix& S, const PowerOptions& options,
+                                           const Context& context, Progress* progress);
 
 }  // namespace kef::stein

@@ -201,8 +201,8 @@ struct RowBlock {
 
 }  // namespace
 
-KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_statistic, Index B, RandomStream& rng,
-                   int threads) {
+KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_statistic, Index B,
+                   RandomStream& rng, const Context& context) {
   const Index N = X.rows();
   if (N < 2) throw DataError("ksd: needs at least 2 rows, got " + std::to_string(N));
   const RadialProfile* profile = k.radial_profile();
@@ -217,7 +217,7 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
   // Item a: the blocks (a, b ≥ a) of the symmetric matrix h; off-diagonal blocks count twice. Items
   // with small a hold the most work and parallel_for's dynamic schedule starts them first.
   std::vector<RowBlock> parts(static_cast<std::size_t>(blocks));
-  parallel_for(blocks, threads, [&](Index a) {
+  parallel_for(blocks, context.threads(), [&](Index a) {
     RowBlock& p = parts[static_cast<std::size_t>(a)];
     const Index ba = begin(a), na = size(a);
     TileBuffers t;
@@ -327,8 +327,8 @@ void KsdEvaluator::check(const DataShape& data) const {
 
 EvaluationResult KsdEvaluator::evaluate(const EvalInput& in) {
   const Matrix& X = evaluation_rows(in, split_, sites_, "ksd", 2);
-  const Matrix S = checked_score_all(in.model, X, in.threads,
-                                     "ksd: the score of model " + in.model_name + " on the " + split_ + " split");
+  const Matrix S = checked_score_all(
+      in.model, X, in.context, "ksd: the score of model " + in.model_name + " on the " + split_ + " split");
   KernelPtr k;
   double sigma = 0.0;
   if (kernel_ == "gaussian") {
@@ -339,10 +339,10 @@ EvaluationResult KsdEvaluator::evaluate(const EvalInput& in) {
   } else {
     k = make_imq_kernel(*registry_, imq_c_, imq_beta_);
   }
-  RandomStream rng = in.rng.derive("bootstrap");
-  in.progress.update("ksd", -1.0, std::to_string(X.rows()) + " rows");
-  const KsdResult res = ksd_test(*k, X, S, u_statistic_, bootstrap_draws_, rng, in.threads);
-  in.progress.done("ksd", "");
+  RandomStream rng = in.context.rng().derive("bootstrap");
+  in.context.progress().update("ksd", -1.0, std::to_string(X.rows()) + " rows");
+  const KsdResult res = ksd_test(*k, X, S, u_statistic_, bootstrap_draws_, rng, in.context);
+  in.context.progress().done("ksd", "");
   EvaluationResult r;
   r.metrics.emplace_back("ksd2", res.statistic);
   if (bootstrap_draws_ > 0) r.metrics.emplace_back("ksd_pvalue", res.pvalue);

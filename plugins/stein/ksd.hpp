@@ -32,7 +32,7 @@ struct KsdResult {
 
 // Error when k is not radial (radial_profile() is null).
 KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_statistic, Index bootstrap_draws,
-                   RandomStream& rng, int threads);
+                   RandomStream& rng, const Context& context);
 
 KeyList ksd_keys();
 

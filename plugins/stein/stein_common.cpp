@@ -18,9 +18,10 @@ Matrix checked_score(const Model& model, const Matrix& X, Index row_offset, cons
   return S;
 }
 
-Matrix checked_score_all(const Model& model, const Matrix& X, int threads, const std::string& what) {
+Matrix checked_score_all(const Model& model, const Matrix& X, const Context& context,
+                         const std::string& what) {
   Matrix S(X.rows(), X.cols());
-  parallel_for_chunks(X.rows(), kRowChunk, threads, [&](Index b, Index n) {
+  parallel_for_chunks(X.rows(), kRowChunk, context.threads(), [&](Index b, Index n) {
     S.middleRows(b, n) = checked_score(model, X.middleRows(b, n), b, what);
   });
   return S;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kef/config.hpp"
+#include "kef/context.hpp"
 #include "kef/dataset.hpp"
 #include "kef/evaluation_rows.hpp"
 #include "kef/kernel.hpp"
@@ -29,7 +30,8 @@ constexpr Index kRowChunk = 256;
 Matrix checked_score(const Model& model, const Matrix& X, Index row_offset, const std::string& what);
 
 // Score of every row, in kRowChunk chunks over threads.
-Matrix checked_score_all(const Model& model, const Matrix& X, int threads, const std::string& what);
+Matrix checked_score_all(const Model& model, const Matrix& X, const Context& context,
+                         const std::string& what);
 
 // kernel/gaussian with length scale sigma, through the registry (the evaluators never re-implement
 // kernel derivatives). sigma is set through the log-σ parameter, so it is exact to the last bit.

@@ -65,10 +65,9 @@ class ScopedEnv {
 struct FitFixture {
   Matrix train = Matrix::Random(20, 3);
   Matrix validation = Matrix(0, 3);
-  RandomStream rng{7, "test"};
-  std::unique_ptr<Progress> progress = make_silent_progress();
+  Context context = Context(7, 1).child("test");
   FitReport report;
-  FitInput input() { return FitInput{train, validation, rng, *progress, 1, report}; }
+  FitInput input() { return FitInput{train, validation, context, report}; }
 };
 
 std::vector<std::string> component_list(const PluginRecord& r) { return r.components; }

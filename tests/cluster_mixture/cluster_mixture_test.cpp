@@ -163,9 +163,8 @@ Fitted fit(const std::string& estimator_toml, const Matrix& train, const Matrix&
                        reg.make_base_measure(test::config_from(base), ctx), &reg};
   EstimatorPtr e = reg.make_estimator(est, parts, ctx);
   Fitted out;
-  RandomStream rng(3, "fit");
-  auto progress = make_silent_progress();
-  FitInput in{train, validation, rng, *progress, threads, out.report};
+  Context context = Context(3, threads).child("fit");
+  FitInput in{train, validation, context, out.report};
   out.model = e->fit(in);
   return out;
 }

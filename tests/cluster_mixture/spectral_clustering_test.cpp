@@ -84,8 +84,7 @@ TEST(KMeans, RecoversSeparatedBlobsAndIsThreadIndependent) {
   opt.clusters = 3;
   opt.restarts = 5;
   const RandomStream rng(7, "kmeans");
-  opt.threads = 1;
-  const KMeansResult a = kmeans(data.X, opt, rng);
+  const KMeansResult a = kmeans(data.X, opt, rng, Context(1, 1));
   bool bij = false;
   EXPECT_EQ(disagreement(a.labels, data.truth, 3, &bij), 0.0);
   EXPECT_TRUE(bij);
@@ -97,8 +96,7 @@ TEST(KMeans, RecoversSeparatedBlobsAndIsThreadIndependent) {
     inertia += (data.X.row(i) - a.centres.row(a.labels[static_cast<std::size_t>(i)])).squaredNorm();
   EXPECT_NEAR(a.inertia, inertia, 1e-9 * inertia);
   for (int threads : {2, 3}) {
-    opt.threads = threads;
-    const KMeansResult b = kmeans(data.X, opt, rng);
+    const KMeansResult b = kmeans(data.X, opt, rng, Context(1, threads));
     EXPECT_EQ(b.labels, a.labels) << threads;
     EXPECT_EQ(b.centres, a.centres) << threads;  // bitwise
     EXPECT_EQ(b.restart, a.restart);
@@ -111,37 +109,35 @@ TEST(KMeans, DuplicateRowsAndBadInput) {
   X << 0, 0, 0, 1, 1, 1;
   KMeansOptions opt;
   opt.clusters = 3;
-  const KMeansResult r = kmeans(X, opt, RandomStream(1, "dup"));
+  const KMeansResult r = kmeans(X, opt, RandomStream(1, "dup"), Context(1, 1));
   EXPECT_TRUE(r.centres.allFinite());
   EXPECT_EQ(r.inertia, 0.0);
   opt.clusters = 7;
-  EXPECT_THROW(kmeans(X, opt, RandomStream(1, "dup")), DataError);
+  EXPECT_THROW(kmeans(X, opt, RandomStream(1, "dup"), Context(1, 1)), DataError);
 }
 
 TEST(SpectralClustering, RecoversSeparatedBlobsExactlyForAnyThreadCount) {
   const Labelled data = blobs(three_centres(), 0.6, 900, 2);
   SpectralClusteringOptions opt;
   opt.clusters = 3;
-  opt.threads = 1;
   const RandomStream rng(11, "sc");
-  const SpectralClustering a = SpectralClustering::fit(data.X, opt, rng);
+  const SpectralClustering a = SpectralClustering::fit(data.X, opt, rng, Context(1, 1));
   bool bij = false;
   EXPECT_EQ(disagreement(a.labels(), data.truth, 3, &bij), 0.0);
   EXPECT_TRUE(bij);
   EXPECT_EQ(a.labels()[0], 0);               // numbered by first appearance
   EXPECT_FALSE(a.used_dense_eigensolver());  // 900 landmarks: the Lanczos path
-  const Matrix Ea = a.embed(data.X, 1);
+  const Matrix Ea = a.embed(data.X, Context(1, 1));
   for (int threads : {2, 3, 8}) {
-    opt.threads = threads;
-    const SpectralClustering b = SpectralClustering::fit(data.X, opt, rng);
+    const SpectralClustering b = SpectralClustering::fit(data.X, opt, rng, Context(1, threads));
     EXPECT_EQ(b.labels(), a.labels()) << threads;
     EXPECT_EQ(b.centres(), a.centres()) << threads;
-    EXPECT_EQ(b.embed(data.X, threads), Ea) << threads;  // bitwise
+    EXPECT_EQ(b.embed(data.X, Context(1, threads)), Ea) << threads;  // bitwise
   }
   // New rows near a centre go to that blob's cluster.
   Matrix probe(3, 2);
   probe << 0.1, -0.2, 8.2, 0.1, -0.1, 7.9;
-  const std::vector<Index> p = a.assign(probe);
+  const std::vector<Index> p = a.assign(probe, Context(1, 1));
   for (Index k = 0; k < 3; ++k) {
     // The cluster of the first training row of blob k.
     EXPECT_EQ(p[static_cast<std::size_t>(k)], a.labels()[static_cast<std::size_t>(k)]);
@@ -153,14 +149,14 @@ TEST(SpectralClustering, SeparatesConcentricRingsWhereKMeansCannot) {
   SpectralClusteringOptions opt;
   opt.clusters = 2;
   opt.bandwidth = 0.3;  // below the ring gap (about 2 − 4·0.1), above the spacing of neighbours
-  const SpectralClustering sc = SpectralClustering::fit(data.X, opt, RandomStream(1, "rings"));
+  const SpectralClustering sc = SpectralClustering::fit(data.X, opt, RandomStream(1, "rings"), Context(1, 1));
   bool bij = false;
   EXPECT_EQ(disagreement(sc.labels(), data.truth, 2, &bij), 0.0);
   EXPECT_TRUE(bij);
   // k-means in the input space cuts the rings by a line: the embedding is what makes this work.
   KMeansOptions km;
   km.clusters = 2;
-  const KMeansResult plain = kmeans(data.X, km, RandomStream(1, "plain"));
+  const KMeansResult plain = kmeans(data.X, km, RandomStream(1, "plain"), Context(1, 1));
   EXPECT_GT(disagreement(plain.labels, data.truth, 2, &bij), 0.2);
 }
 
@@ -176,9 +172,11 @@ TEST(SpectralClustering, NystromAssignmentAgreesWithClusteringEveryRow) {
     opt.clusters = 3;
     if (problem == 1) opt.bandwidth = 0.4;
     opt.max_points = data.X.rows();
-    const SpectralClustering all = SpectralClustering::fit(data.X, opt, RandomStream(2, "all"));
+    const SpectralClustering all =
+        SpectralClustering::fit(data.X, opt, RandomStream(2, "all"), Context(1, 1));
     opt.max_points = data.X.rows() / (problem == 0 ? 4 : 3);
-    const SpectralClustering some = SpectralClustering::fit(data.X, opt, RandomStream(2, "some"));
+    const SpectralClustering some =
+        SpectralClustering::fit(data.X, opt, RandomStream(2, "some"), Context(1, 1));
     EXPECT_EQ(all.landmarks().rows(), data.X.rows());
     EXPECT_EQ(some.landmarks().rows(), opt.max_points);
     // Both numbered by first appearance, so equal partitions are equal label vectors.
@@ -293,11 +291,11 @@ TEST(SpectralClustering, ClusteringFallsBackToTheDenseSolverAndFlagsIt) {
   opt.clusters = 2;
   opt.bandwidth = 0.3;
   const RandomStream rng(3, "fallback");
-  const SpectralClustering lanczos = SpectralClustering::fit(data.X, opt, rng);
+  const SpectralClustering lanczos = SpectralClustering::fit(data.X, opt, rng, Context(1, 1));
   EXPECT_FALSE(lanczos.used_dense_eigensolver());
   EXPECT_FALSE(lanczos.eigensolver_fell_back());
   opt.lanczos_max_iterations = 1;
-  const SpectralClustering dense = SpectralClustering::fit(data.X, opt, rng);
+  const SpectralClustering dense = SpectralClustering::fit(data.X, opt, rng, Context(1, 1));
   EXPECT_TRUE(dense.used_dense_eigensolver());
   EXPECT_TRUE(dense.eigensolver_fell_back());
   EXPECT_EQ(dense.labels(), lanczos.labels());
@@ -309,7 +307,7 @@ TEST(SpectralClustering, ClusteringFallsBackToTheDenseSolverAndFlagsIt) {
   EXPECT_LT((dense.eigenvalues() - lanczos.eigenvalues()).cwiseAbs().maxCoeff(), 2e-10);
   opt.lanczos_max_iterations = 0;
   try {
-    SpectralClustering::fit(data.X, opt, rng);
+    SpectralClustering::fit(data.X, opt, rng, Context(1, 1));
     FAIL() << "expected a kef::Error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("lanczos_max_iterations"), std::string::npos) << e.what();
@@ -320,14 +318,14 @@ TEST(SpectralClustering, BadInputAndDegenerateAffinities) {
   const Labelled data = blobs(three_centres(), 0.5, 200, 7);
   SpectralClusteringOptions opt;
   opt.clusters = 201;
-  EXPECT_THROW(SpectralClustering::fit(data.X, opt, RandomStream(1, "x")), DataError);
+  EXPECT_THROW(SpectralClustering::fit(data.X, opt, RandomStream(1, "x"), Context(1, 1)), DataError);
   opt.clusters = 0;
-  EXPECT_THROW(SpectralClustering::fit(data.X, opt, RandomStream(1, "x")), DataError);
+  EXPECT_THROW(SpectralClustering::fit(data.X, opt, RandomStream(1, "x"), Context(1, 1)), DataError);
   // σ far above the data's scale: A ≈ 11ᵀ has one direction, not three.
   opt.clusters = 3;
   opt.bandwidth = 1e6;
   try {
-    SpectralClustering::fit(data.X, opt, RandomStream(1, "x"));
+    SpectralClustering::fit(data.X, opt, RandomStream(1, "x"), Context(1, 1));
     FAIL() << "expected a NumericalError";
   } catch (const NumericalError& e) {
     EXPECT_NE(std::string(e.what()).find("smaller bandwidth"), std::string::npos) << e.what();
@@ -336,7 +334,7 @@ TEST(SpectralClustering, BadInputAndDegenerateAffinities) {
   Matrix bad = data.X;
   bad(5, 1) = std::nan("");
   opt.bandwidth = 0;
-  EXPECT_THROW(SpectralClustering::fit(bad, opt, RandomStream(1, "x")), DataError);
+  EXPECT_THROW(SpectralClustering::fit(bad, opt, RandomStream(1, "x"), Context(1, 1)), DataError);
 }
 
 }  // namespace

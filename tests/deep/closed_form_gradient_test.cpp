@@ -17,12 +17,13 @@ Problem make_problem(const std::string& kernel_toml, std::uint64_t seed) {
 }
 
 double loss(const Problem& p, const Kernel& k, const Matrix& Z, double la, double lc) {
-  return closed_form_validation_loss(k, *p.base, p.train, p.validation, Z, la, lc);
+  return closed_form_validation_loss(k, *p.base, p.train, p.validation, Z, la, lc, Context(1, 1));
 }
 
 void check_all_groups(const std::string& kernel_toml) {
   Problem p = make_problem(kernel_toml, 5);
-  ClosedFormGradient g = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc);
+  ClosedFormGradient g = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la,
+                                                         p.lc, Context(1, 1));
   EXPECT_NEAR(g.loss, loss(p, *p.kernel, p.Z, p.la, p.lc), 1e-12);
   // Central differences with h = 1e-5 on a smooth O(1) function: error ~ 1e-9; relative 1e-6 leaves
   // room for the condition number of the solve.
@@ -68,12 +69,17 @@ TEST(ClosedFormGradient, AlphaIsTheLiteSolution) {
   // The dense fit inside the meta-gradient and the chunked lite system are two implementations of
   // the same closed form: they must agree.
   Problem p = make_problem("type = \"gaussian\"\nsigma = 0.9", 6);
-  ClosedFormGradient g = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc);
+  ClosedFormGradient g = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la,
+                                                         p.lc, Context(1, 1));
   LiteAccumulateOptions opt;
   opt.chunk_rows = 5;
-  LiteSolution ref = solve_lite_system(accumulate_lite_system(*p.kernel, *p.base, p.train, p.Z, opt), Matrix(), p.la, 0.0, p.lc);
+  LiteSolution ref =
+      solve_lite_system(accumulate_lite_system(*p.kernel, *p.base, p.train, p.Z, opt, Context(1, 1)),
+                        Matrix(), p.la, 0.0, p.lc);
   EXPECT_LT((g.alpha - ref.alpha).cwiseAbs().maxCoeff(), 1e-10 * std::max(1.0, ref.alpha.cwiseAbs().maxCoeff()));
-  EXPECT_THROW(closed_form_validation_gradient(*p.kernel, *p.base, Matrix(0, 2), p.validation, p.Z, p.la, p.lc), DataError);
+  EXPECT_THROW(closed_form_validation_gradient(*p.kernel, *p.base, Matrix(0, 2), p.validation, p.Z, p.la,
+                                               p.lc, Context(1, 1)),
+               DataError);
 }
 
 }  // namespace
@@ -104,9 +110,10 @@ Problem make_blocked_problem(std::uint64_t seed) {
 
 TEST(ClosedFormGradient, BlockedBatchesMatchCentralDifferencesForEveryGroup) {
   Problem p = make_blocked_problem(11);
-  ClosedFormGradient g = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc, 2);
+  ClosedFormGradient g = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la,
+                                                         p.lc, Context(1, 2));
   auto L = [&](const Kernel& k, const BaseMeasure& b, const Matrix& Z, double la, double lc) {
-    return closed_form_validation_loss(k, b, p.train, p.validation, Z, la, lc, 2);
+    return closed_form_validation_loss(k, b, p.train, p.validation, Z, la, lc, Context(1, 2));
   };
   EXPECT_NEAR(g.loss, L(*p.kernel, *p.base, p.Z, p.la, p.lc), 1e-12 * std::max(1.0, std::abs(g.loss)));
   // As above: h = 1e-5 central differences of an O(1) smooth loss are accurate to ~1e-9.
@@ -144,11 +151,11 @@ TEST(ClosedFormGradient, BlockedBatchesMatchCentralDifferencesForEveryGroup) {
 
 TEST(ClosedFormGradient, BitwiseIdenticalForOneTwoAndThreeThreads) {
   Problem p = make_blocked_problem(12);
-  const ClosedFormGradient ref =
-      closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc, 1);
+  const ClosedFormGradient ref = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation,
+                                                                 p.Z, p.la, p.lc, Context(1, 1));
   for (int threads : {2, 3}) {
-    const ClosedFormGradient g =
-        closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc, threads);
+    const ClosedFormGradient g = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation,
+                                                                 p.Z, p.la, p.lc, Context(1, threads));
     EXPECT_EQ(g.loss, ref.loss) << threads;
     EXPECT_EQ(g.alpha, ref.alpha) << threads;
     EXPECT_EQ(g.kernel, ref.kernel) << threads;
@@ -156,8 +163,10 @@ TEST(ClosedFormGradient, BitwiseIdenticalForOneTwoAndThreeThreads) {
     EXPECT_EQ(g.base, ref.base) << threads;
     EXPECT_EQ(g.log_lambda_alpha, ref.log_lambda_alpha) << threads;
     EXPECT_EQ(g.log_lambda_c, ref.log_lambda_c) << threads;
-    EXPECT_EQ(closed_form_validation_loss(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc, threads),
-              closed_form_validation_loss(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc, 1));
+    EXPECT_EQ(closed_form_validation_loss(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc,
+                                          Context(1, threads)),
+              closed_form_validation_loss(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc,
+                                          Context(1, 1)));
   }
 }
 

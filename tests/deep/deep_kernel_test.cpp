@@ -169,11 +169,11 @@ TEST(DeepKernel, LiteModelWithADeepKernelSavesAndReloads) {
   auto base = reg.make_base_measure(test::config_from("type = \"gaussian\"\nstd = 2.0"), {});
   auto est = reg.make_estimator(test::config_from("type = \"lite\"\ninducing_points = 20"),
                                 EstimatorParts{kernel, base, &reg}, {});
-  RandomStream rng(8, "data");
+  Context context = Context(8, 2).child("data");  // the data, the fit and the probes draw from one stream
+  RandomStream& rng = context.rng();
   Matrix train = rng.normal_matrix(200, 2), empty(0, 2);
-  auto progress = make_silent_progress();
   FitReport report;
-  ModelPtr model = est->fit(FitInput{train, empty, rng, *progress, 2, report});
+  ModelPtr model = est->fit(FitInput{train, empty, context, report});
   auto dir = test::temp_dir("deep-save") / "m";
   save_model(*model, dir);
   ModelPtr back = load_model(dir, reg);

@@ -198,9 +198,10 @@ void check_closed_form(Index M) {
                Z = rng.normal_matrix(M, 2);
   const double la = 0.05, lc = 0.02;
   auto loss = [&](const Kernel& k, const BaseMeasure& q, const Matrix& z, double a, double c) {
-    return closed_form_validation_loss(k, q, train, validation, z, a, c);
+    return closed_form_validation_loss(k, q, train, validation, z, a, c, Context(1, 1));
   };
-  const ClosedFormGradient g = closed_form_validation_gradient(*kernel, *base, train, validation, Z, la, lc);
+  const ClosedFormGradient g =
+      closed_form_validation_gradient(*kernel, *base, train, validation, Z, la, lc, Context(1, 1));
   EXPECT_NEAR(g.loss, loss(*kernel, *base, Z, la, lc), 1e-12 * std::max(1.0, std::abs(g.loss)));
   ASSERT_EQ(g.alpha.size(), M);
   // Central differences with h = 1e-5 on a smooth function: error ~1e-9 in absolute terms for O(1)
@@ -278,10 +279,9 @@ validation_fit_rows = 200
 stage2_steps = 5
 learning_rate = 0.01)"),
                                         EstimatorParts{kernel, base, &reg}, {});
-  RandomStream fit_rng(23, "fit");
-  auto progress = make_silent_progress();
+  Context fit_context = Context(23, 2).child("fit");
   FitReport report;
-  ModelPtr model = est->fit(FitInput{train, validation, fit_rng, *progress, 2, report});
+  ModelPtr model = est->fit(FitInput{train, validation, fit_context, report});
   EXPECT_GT(report.iterations, 0);
 
   const fs::path dir = test::temp_dir("deep-scalar-dkef") / "m";

@@ -39,9 +39,10 @@ double condition_bound(const Problem& p) {
 
 void expect_twin(const std::string& kernel_toml, bool base_learns, double beta = 1.7) {
   Problem p = make_problem(kernel_toml, 21, beta);
-  const ClosedFormGradient ref =
-      closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc, 2);
-  const FrozenKernelMetaProblem fast(*p.kernel, *p.base, p.train, p.validation, p.Z, base_learns, 2);
+  const ClosedFormGradient ref = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation,
+                                                                 p.Z, p.la, p.lc, Context(1, 2));
+  const FrozenKernelMetaProblem fast(*p.kernel, *p.base, p.train, p.validation, p.Z, base_learns,
+                                     Context(1, 2));
   EXPECT_EQ(fast.keeps_stacks(), base_learns);
   const FrozenKernelGradient g = fast.gradient(p.la, p.lc);
   // Both evaluate the same closed form, in different summation orders (per-block sums vs statistics
@@ -63,8 +64,9 @@ void expect_twin(const std::string& kernel_toml, bool base_learns, double beta =
     EXPECT_LT((g.base - ref.base).cwiseAbs().maxCoeff(), tol(ref.base.cwiseAbs().maxCoeff()));
   else
     EXPECT_EQ(g.base, Vector::Zero(9));
-  EXPECT_NEAR(closed_form_validation_loss(*p.kernel, *p.base, p.train, p.validation, p.Z, 0.3, 0.004, 1),
-              fast.loss(0.3, 0.004), tol(ref.loss));
+  EXPECT_NEAR(
+      closed_form_validation_loss(*p.kernel, *p.base, p.train, p.validation, p.Z, 0.3, 0.004, Context(1, 1)),
+      fast.loss(0.3, 0.004), tol(ref.loss));
 }
 
 TEST(FrozenKernel, GaussianKernelEqualsTheFullMetaGradient) {
@@ -81,7 +83,7 @@ TEST(FrozenKernel, DeepKernelEqualsTheFullMetaGradient) {
 TEST(FrozenKernel, LambdaAndBaseGradientsMatchCentralDifferencesOfItsOwnLoss) {
   for (const std::string& k : {kGaussian, kDeep}) {
     Problem p = make_problem(k, 22);
-    const FrozenKernelMetaProblem fast(*p.kernel, *p.base, p.train, p.validation, p.Z, true, 1);
+    const FrozenKernelMetaProblem fast(*p.kernel, *p.base, p.train, p.validation, p.Z, true, Context(1, 1));
     const FrozenKernelGradient g = fast.gradient(p.la, p.lc);
     // h = 1e-5 central differences of a smooth O(1) loss: truncation ~1e-10, rounding ~1e-16/1e-5;
     // relative 1e-6 leaves room for the solve's conditioning.
@@ -112,13 +114,13 @@ TEST(FrozenKernel, BitwiseIdenticalForOneTwoThreeThreadsAndWithoutKeptStacks) {
   for (bool learns : {false, true}) {
     Problem p = make_problem(kDeep, 23);
     const FrozenKernelGradient ref =
-        FrozenKernelMetaProblem(*p.kernel, *p.base, p.train, p.validation, p.Z, learns, 1)
+        FrozenKernelMetaProblem(*p.kernel, *p.base, p.train, p.validation, p.Z, learns, Context(1, 1))
             .gradient(p.la, p.lc);
     for (int threads : {1, 2, 3}) {
       // Budget 0 forces the recompute-per-evaluation path when q0 learns.
       for (std::size_t budget : {FrozenKernelMetaProblem::kDefaultStackBudgetBytes, std::size_t{0}}) {
-        const FrozenKernelMetaProblem fast(*p.kernel, *p.base, p.train, p.validation, p.Z, learns, threads,
-                                           budget);
+        const FrozenKernelMetaProblem fast(*p.kernel, *p.base, p.train, p.validation, p.Z, learns,
+                                           Context(1, threads), budget);
         EXPECT_EQ(fast.keeps_stacks(), learns && budget > 0);
         const FrozenKernelGradient g = fast.gradient(p.la, p.lc);
         EXPECT_EQ(g.loss, ref.loss) << threads << " " << budget;
@@ -134,19 +136,20 @@ TEST(FrozenKernel, BitwiseIdenticalForOneTwoThreeThreadsAndWithoutKeptStacks) {
 
 TEST(FrozenKernel, FrozenParametersMustNotChange) {
   Problem p = make_problem(kGaussian, 24);
-  const FrozenKernelMetaProblem fast(*p.kernel, *p.base, p.train, p.validation, p.Z, false, 1);
+  const FrozenKernelMetaProblem fast(*p.kernel, *p.base, p.train, p.validation, p.Z, false, Context(1, 1));
   Vector q0 = p.base->parameters();
   q0[0] += 0.1;
   p.base->set_parameters(q0);
   EXPECT_THROW(fast.loss(p.la, p.lc), std::logic_error);
   Problem k = make_problem(kGaussian, 25);
-  const FrozenKernelMetaProblem frozen(*k.kernel, *k.base, k.train, k.validation, k.Z, true, 1);
+  const FrozenKernelMetaProblem frozen(*k.kernel, *k.base, k.train, k.validation, k.Z, true, Context(1, 1));
   Vector theta = k.kernel->parameters();
   theta[0] += 0.1;
   k.kernel->set_parameters(theta);
   EXPECT_THROW(frozen.loss(k.la, k.lc), std::logic_error);
   EXPECT_THROW(
-      FrozenKernelMetaProblem(*p.kernel, *p.base, Matrix(0, 3), p.validation, p.Z, false).loss(p.la, p.lc),
+      FrozenKernelMetaProblem(*p.kernel, *p.base, Matrix(0, 3), p.validation, p.Z, false, Context(1, 1))
+          .loss(p.la, p.lc),
       DataError);
 }
 

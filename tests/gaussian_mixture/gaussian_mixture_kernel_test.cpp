@@ -160,15 +160,16 @@ TEST(GaussianMixtureKernel, BackwardMatchesCentralDifferencesForEveryParameterAn
 TEST(GaussianMixtureKernel, DkefMetaGradientMatchesCentralDifferences) {
   test::MetaProblem p =
       test::make_meta_problem(kMixture, "type = \"gaussian\"\nstd = 1.5", 2, 12, 9, 5, 5, "mixture-meta");
-  const ClosedFormGradient g =
-      closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc);
+  const ClosedFormGradient g = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z,
+                                                               p.la, p.lc, Context(1, 1));
   KernelPtr probe =
       test::make_meta_problem(kMixture, "type = \"gaussian\"\nstd = 1.5", 2, 12, 9, 5, 5, "mixture-meta")
           .kernel;
   const Vector fd = test::numerical_gradient(
       [&](const Vector& t) {
         probe->set_parameters(t);
-        return closed_form_validation_loss(*probe, *p.base, p.train, p.validation, p.Z, p.la, p.lc);
+        return closed_form_validation_loss(*probe, *p.base, p.train, p.validation, p.Z, p.la, p.lc,
+                                           Context(1, 1));
       },
       p.kernel->parameters());
   EXPECT_LT((g.kernel - fd).cwiseAbs().maxCoeff(), 1e-6 * std::max(1.0, fd.cwiseAbs().maxCoeff()));

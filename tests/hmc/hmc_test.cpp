@@ -65,10 +65,9 @@ TEST(Hmc, RecoversMeanAndCovarianceOfACorrelatedGaussian) {
   o.warmup = 500;
   o.samples = 1000;
   o.init_points = overdispersed(model.mean(), 3.0, 8, 1);
-  o.threads = 2;
   RandomStream rng(11, "hmc-gaussian");
   HmcDiagnostics diag;
-  const Matrix X = run_hmc(model, rng, o, &diag);
+  const Matrix X = run_hmc(model, rng, o, Context(1, 2), &diag);
   ASSERT_EQ(X.rows(), 4000);
   ASSERT_EQ(X.cols(), 2);
   const Vector mu = model.mean();
@@ -133,7 +132,7 @@ TEST(Hmc, IdentityMassStillRecoversTheMean) {
   o.init_points = overdispersed(model.mean(), 3.0, 8, 2);
   RandomStream rng(12, "hmc-identity");
   HmcDiagnostics diag;
-  const Matrix X = run_hmc(model, rng, o, &diag);
+  const Matrix X = run_hmc(model, rng, o, Context(1, 0), &diag);
   EXPECT_EQ(diag.inverse_mass, Matrix::Ones(4, 2));
   const Vector mean = X.colwise().mean();
   for (Index d = 0; d < 2; ++d)
@@ -151,7 +150,7 @@ TEST(Hmc, RecoversTheWeightsOfATwoComponentMixture) {
   o.init_points = (Matrix(3, 1) << -2.0, 0.0, 2.0).finished();
   RandomStream rng(21, "hmc-mixture");
   HmcDiagnostics diag;
-  const Matrix X = run_hmc(model, rng, o, &diag);
+  const Matrix X = run_hmc(model, rng, o, Context(1, 0), &diag);
   const auto chains = per_chain(X, o.chains);
   const auto left = transform(chains, 1, [](const Eigen::RowVectorXd& x) {
     return Vector::Constant(1, x[0] < 0 ? 1.0 : 0.0);
@@ -179,9 +178,8 @@ TEST(Hmc, SameSeedGivesIdenticalSamplesForAnyThreadCount) {
     Matrix runs[2];
     HmcDiagnostics diags[2];
     for (int t = 0; t < 2; ++t) {
-      o.threads = t + 1;
       RandomStream rng(31, "hmc-threads");
-      runs[t] = run_hmc(model, rng, o, &diags[t]);
+      runs[t] = run_hmc(model, rng, o, Context(1, t + 1), &diags[t]);
     }
     EXPECT_EQ(runs[0], runs[1]) << "chains_per_batch " << batch;
     EXPECT_EQ(diags[0].step_size, diags[1].step_size);
@@ -196,7 +194,8 @@ TEST(Hmc, SuccessiveCallsAndSeedsGiveDifferentSamples) {
   o.samples = 10;
   o.init_points = model.mean().transpose();
   RandomStream a(1, "x"), b(2, "x");
-  const Matrix first = run_hmc(model, a, o), second = run_hmc(model, a, o), other = run_hmc(model, b, o);
+  const Matrix first = run_hmc(model, a, o, Context(1, 0)), second = run_hmc(model, a, o, Context(1, 0)),
+               other = run_hmc(model, b, o, Context(1, 0));
   EXPECT_NE(first, second);
   EXPECT_NE(first, other);
 }
@@ -209,7 +208,7 @@ TEST(Hmc, NonFiniteDensityDuringSamplingIsARejectedDivergence) {
   o.init_points = Matrix::Zero(1, 2);
   RandomStream rng(41, "hmc-box");
   HmcDiagnostics diag;
-  const Matrix X = run_hmc(model, rng, o, &diag);
+  const Matrix X = run_hmc(model, rng, o, Context(1, 0), &diag);
   EXPECT_LT(X.cwiseAbs().maxCoeff(), 1.5);
   EXPECT_GT(diag.total_divergences() + diag.warmup_divergences, 0);
   EXPECT_TRUE(X.allFinite());
@@ -230,7 +229,7 @@ TEST(Hmc, AComponentErrorDuringATrajectoryIsADivergenceNotAFailure) {
   o.init_points = Matrix::Zero(1, 2);
   RandomStream rng(5, "hmc-throw");
   HmcDiagnostics diag;
-  const Matrix X = run_hmc(model, rng, o, &diag);
+  const Matrix X = run_hmc(model, rng, o, Context(1, 0), &diag);
   EXPECT_GT(model.throws.load(), 0);
   EXPECT_GT(diag.error_divergences, 0);
   EXPECT_LE(diag.error_divergences, diag.total_divergences() + diag.warmup_divergences);
@@ -241,8 +240,7 @@ TEST(Hmc, AComponentErrorDuringATrajectoryIsADivergenceNotAFailure) {
   EXPECT_GT(diag.mean_acceptance(), 0.05) << "chains still move";
   // Same seed, one thread: the row-by-row fallback keeps results independent of the threads.
   RandomStream rng2(5, "hmc-throw");
-  o.threads = 1;
-  EXPECT_EQ(run_hmc(model, rng2, o), X);
+  EXPECT_EQ(run_hmc(model, rng2, o, Context(1, 1)), X);
 }
 
 TEST(Hmc, AComponentErrorAtTheStartNamesTheModelAndTheCaller) {
@@ -255,7 +253,7 @@ TEST(Hmc, AComponentErrorAtTheStartNamesTheModelAndTheCaller) {
   o.context = "model gn-dkef (evaluator mmd)";
   RandomStream rng(1, "bad-start");
   try {
-    run_hmc(model, rng, o);
+    run_hmc(model, rng, o, Context(1, 0));
     FAIL() << "expected NumericalError";
   } catch (const NumericalError& e) {
     const std::string what = e.what();
@@ -277,7 +275,7 @@ TEST(Hmc, NonFiniteStartingPointIsANumericalErrorNamingTheChain) {
   o.init_points = (Matrix(2, 2) << 0.0, 0.0, 5.0, 5.0).finished();
   RandomStream rng(1, "bad-start");
   try {
-    run_hmc(model, rng, o);
+    run_hmc(model, rng, o, Context(1, 0));
     FAIL() << "expected NumericalError";
   } catch (const NumericalError& e) {
     EXPECT_NE(std::string(e.what()).find("chain 1"), std::string::npos) << e.what();
@@ -294,7 +292,7 @@ TEST(Hmc, InvalidOptionsAreConfigErrorsNamingTheOption) {
     edit(o);
     RandomStream rng(1, "bad");
     try {
-      run_hmc(model, rng, o);
+      run_hmc(model, rng, o, Context(1, 0));
       ADD_FAILURE() << "no error for " << name;
     } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find("`" + name + "`"), std::string::npos) << e.what();
@@ -318,7 +316,7 @@ TEST(Hmc, InvalidOptionsAreConfigErrorsNamingTheOption) {
   HmcOptions o;
   o.samples = 10;
   RandomStream rng(1, "bad");
-  EXPECT_THROW(run_hmc(model, rng, o), ConfigError);
+  EXPECT_THROW(run_hmc(model, rng, o, Context(1, 0)), ConfigError);
 }
 
 TEST(Hmc, DrawSamplesUsesTheExactSamplerWhenThereIsOne) {
@@ -327,7 +325,7 @@ TEST(Hmc, DrawSamplesUsesTheExactSamplerWhenThereIsOne) {
   RandomStream a(5, "draw"), b(5, "draw");
   HmcDiagnostics diag;
   diag.ran = true;
-  const Matrix X = draw_samples(exact, 10, a, HmcOptions{}, &diag);
+  const Matrix X = draw_samples(exact, 10, a, HmcOptions{}, Context(1, 0), &diag);
   EXPECT_EQ(X, exact.sample(10, b));
   EXPECT_FALSE(diag.ran);
 
@@ -335,13 +333,13 @@ TEST(Hmc, DrawSamplesUsesTheExactSamplerWhenThereIsOne) {
   HmcOptions o;
   o.warmup = 50;
   o.init_points = truth.mean().transpose();
-  const Matrix Y = draw_samples(truth, 10, a, o, &diag);
+  const Matrix Y = draw_samples(truth, 10, a, o, Context(1, 0), &diag);
   EXPECT_EQ(Y.rows(), 10);
   EXPECT_TRUE(diag.ran);
   EXPECT_EQ(diag.samples, 3);
   o.samples = 2;  // 4 chains x 2 < 10
-  EXPECT_THROW(draw_samples(truth, 10, a, o), ConfigError);
-  EXPECT_THROW(draw_samples(truth, 0, a, HmcOptions{}), ConfigError);
+  EXPECT_THROW(draw_samples(truth, 10, a, o, Context(1, 0)), ConfigError);
+  EXPECT_THROW(draw_samples(truth, 0, a, HmcOptions{}, Context(1, 0)), ConfigError);
 }
 
 TEST(Hmc, DefaultOptionsStartFromTheBaseMeasure) {
@@ -351,7 +349,7 @@ TEST(Hmc, DefaultOptionsStartFromTheBaseMeasure) {
       test::config_from("type = \"gaussian\"\nstd = 4.0"), BuildContext{2, nullptr, nullptr, -1}));
   RandomStream rng(9, "sample");
   HmcDiagnostics diag;
-  const Matrix X = draw_samples(model, 1000, rng, HmcOptions{}, &diag);
+  const Matrix X = draw_samples(model, 1000, rng, HmcOptions{}, Context(1, 0), &diag);
   ASSERT_EQ(X.rows(), 1000);
   EXPECT_TRUE(diag.ran);
   EXPECT_EQ(diag.warmup, 500);
@@ -369,7 +367,7 @@ TEST(Hmc, ThinningKeepsEveryKthDraw) {
   o.init_points = model.mean().transpose();
   RandomStream rng(6, "thin");
   HmcDiagnostics diag;
-  EXPECT_EQ(run_hmc(model, rng, o, &diag).rows(), 28);
+  EXPECT_EQ(run_hmc(model, rng, o, Context(1, 0), &diag).rows(), 28);
   EXPECT_EQ(diag.samples, 7);
   EXPECT_TRUE(diag.ess.hasNaN());  // fewer than 8 draws per chain: no estimate
 }

@@ -64,10 +64,9 @@ MmdRun evaluate(const Model& model, const Matrix& test_rows, const std::string& 
   data.test = test_rows;
   data.train = train ? *train : test_rows;
   data.validation.resize(0, test_rows.cols());
-  RandomStream rng(seed, "evaluate[0].m");
-  auto progress = make_silent_progress();
+  Context context = Context(seed, threads).child("evaluate[0].m");
   const std::string name = "m";
-  EvalInput in{model, name, data, rng, *progress, threads};
+  EvalInput in{model, name, data, context};
   return MmdRun{ev->evaluate(in)};
 }
 
@@ -107,7 +106,7 @@ TEST(Mmd, BlocksAndThreadsDoNotChangeTheStatistic) {
   const std::pair<int, Index> setups[3] = {{1, 7}, {2, 7}, {2, 0}};  // (threads, block rows)
   for (int i = 0; i < 3; ++i) {
     RandomStream prng(3, "perm");
-    runs[i] = mmd::mmd_test(*k, X, Y, 100, prng, setups[i].first, setups[i].second);
+    runs[i] = mmd::mmd_test(*k, X, Y, 100, prng, Context(1, setups[i].first), setups[i].second);
     EXPECT_NEAR(runs[i].mmd2, brute, 1e-13);
   }
   EXPECT_EQ(runs[0].mmd2, runs[1].mmd2);  // same blocks, any thread count: bitwise
@@ -131,7 +130,7 @@ TEST(Mmd, EveryPermutedStatisticIsTheStatisticOfARelabelling) {
     }
   const KernelPtr k = gaussian_kernel(0.7);
   RandomStream prng(5, "perm");
-  const auto t = mmd::mmd_test(*k, Z.topRows(2), Z.bottomRows(3), 60, prng, 1);
+  const auto t = mmd::mmd_test(*k, Z.topRows(2), Z.bottomRows(3), 60, prng, Context(1, 1));
   EXPECT_NEAR(t.mmd2, all[0], 1e-13);
   std::set<int> seen;
   for (Index p = 0; p < t.permuted.size(); ++p) {
@@ -152,7 +151,7 @@ TEST(Mmd, PermutationNullHasMeanZero) {
   const Matrix X = rng.normal_matrix(30, 2), Y = rng.normal_matrix(40, 2).array() + 1.0;
   const KernelPtr k = gaussian_kernel(1.0);
   RandomStream prng(7, "perm");
-  const auto t = mmd::mmd_test(*k, X, Y, 2000, prng, 2);
+  const auto t = mmd::mmd_test(*k, X, Y, 2000, prng, Context(1, 2));
   const double mean = t.permuted.mean();
   const double sd = std::sqrt((t.permuted.array() - mean).square().sum() / 1999.0);
   EXPECT_LT(std::abs(mean), 5 * sd / std::sqrt(2000.0));

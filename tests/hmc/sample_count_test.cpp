@@ -21,7 +21,7 @@ TEST(HmcSampleCount, ACountNearTheIndexMaximumIsRefusedBeforeItsArithmeticCanOve
   RandomStream rng(1, "count");
   const Index n = std::numeric_limits<Index>::max();
   try {
-    (void)draw_samples(model, n, rng, o);
+    (void)draw_samples(model, n, rng, o, Context(1, 0));
     ADD_FAILURE() << "accepted 1 draw per chain for " << n << " samples";
   } catch (const ConfigError& e) {
     // The count is bounded (2^40) before any per-chain arithmetic could overflow.
@@ -32,10 +32,10 @@ TEST(HmcSampleCount, ACountNearTheIndexMaximumIsRefusedBeforeItsArithmeticCanOve
   }
   // The exact ceiling at small counts is unchanged: 10 samples from 4 chains need 3 draws each.
   o.samples = 2;
-  EXPECT_THROW((void)draw_samples(model, 10, rng, o), ConfigError);
+  EXPECT_THROW((void)draw_samples(model, 10, rng, o, Context(1, 0)), ConfigError);
   o.samples = 3;
   o.warmup = 10;
-  EXPECT_EQ(draw_samples(model, 10, rng, o).rows(), 10);
+  EXPECT_EQ(draw_samples(model, 10, rng, o, Context(1, 0)).rows(), 10);
 }
 
 }  // namespace

@@ -36,13 +36,12 @@ struct GaussianTarget {
   }
 };
 
-AisOptions small_options(int threads = 2) {
+AisOptions small_options() {
   AisOptions o;
   o.particles = 128;
   o.temperatures = 100;
   o.leapfrog_steps = 5;
   o.pilot_particles = 16;
-  o.threads = threads;
   return o;
 }
 
@@ -62,9 +61,9 @@ TEST(Ais, GaussianToGaussianMatchesTheClosedFormAndBracketsIt) {
   const BaseMeasureProposal q(*base, 3);
   AisOptions o = small_options();
   o.temperatures = 400;
-  const AisPilot pilot = ais_pilot(m, q, RandomStream(1, "pilot"), o);
+  const AisPilot pilot = ais_pilot(m, q, RandomStream(1, "pilot"), o, Context(1, 2));
   EXPECT_GT(pilot.mean_acceptance, 0.4);
-  const AisResult fwd = ais_forward(m, q, pilot, RandomStream(1, "ais"), o);
+  const AisResult fwd = ais_forward(m, q, pilot, RandomStream(1, "ais"), o, Context(1, 2));
   // Stated error: the delta-method standard error; 4 of them, and it must be small to mean anything.
   EXPECT_LT(fwd.log_z_stderr, 0.05);
   EXPECT_NEAR(fwd.log_z, g.log_z(), 4 * fwd.log_z_stderr);
@@ -73,7 +72,7 @@ TEST(Ais, GaussianToGaussianMatchesTheClosedFormAndBracketsIt) {
   const FunctionModel& mm = m;
   RandomStream exact_rng(1, "exact");
   const Matrix exact = mm.sample(o.particles, exact_rng);
-  const AisResult rev = ais_reverse(m, q, pilot, exact, RandomStream(1, "reverse"), o);
+  const AisResult rev = ais_reverse(m, q, pilot, exact, RandomStream(1, "reverse"), o, Context(1, 2));
   EXPECT_LT(rev.log_z_stderr, 0.05);
   EXPECT_NEAR(rev.log_z, g.log_z(), 4 * rev.log_z_stderr);
   // BDMC: E log w <= log Z <= −E log w_rev (Jensen); the sample means, with 4 sd of slack.
@@ -92,13 +91,13 @@ TEST(Ais, ResultsDoNotDependOnTheThreadCount) {
   const FunctionModel m = g.model();
   const auto base = gaussian_base(2.0);
   const BaseMeasureProposal q(*base, 3);
-  AisOptions o1 = small_options(1), o3 = small_options(3);
+  AisOptions o1 = small_options(), o3 = small_options();  // run with 1 and 3 threads
   o1.temperatures = o3.temperatures = 20;
-  const AisPilot p1 = ais_pilot(m, q, RandomStream(2, "pilot"), o1);
-  const AisPilot p3 = ais_pilot(m, q, RandomStream(2, "pilot"), o3);
+  const AisPilot p1 = ais_pilot(m, q, RandomStream(2, "pilot"), o1, Context(1, 1));
+  const AisPilot p3 = ais_pilot(m, q, RandomStream(2, "pilot"), o3, Context(1, 3));
   EXPECT_EQ(p1.step_sizes, p3.step_sizes);
-  const AisResult a = ais_forward(m, q, p1, RandomStream(2, "ais"), o1);
-  const AisResult b = ais_forward(m, q, p3, RandomStream(2, "ais"), o3);
+  const AisResult a = ais_forward(m, q, p1, RandomStream(2, "ais"), o1, Context(1, 1));
+  const AisResult b = ais_forward(m, q, p3, RandomStream(2, "ais"), o3, Context(1, 3));
   EXPECT_TRUE(a.log_weights == b.log_weights);
 }
 
@@ -136,8 +135,8 @@ TEST(Ais, SyntheticTruthsAgainstTheirExactNormaliser) {
     const MixtureProposal mix =
         make_defensive_proposal(truth.base_measure(), X, Matrix(0, 2), DefensiveOptions{}, crng);
     const ProposalSource source(truth, mix, "truth");
-    const MomentsRun is =
-        sample_moments(source, RandomStream(3, "is"), ChunkPlan{100000, 4096, 2, 0.0, nullptr, "t"});
+    const MomentsRun is = sample_moments(source, RandomStream(3, "is"),
+                                         ChunkPlan{100000, 4096, 0.0, nullptr, "t"}, Context(1, 2));
     EXPECT_LT(is.moments.log_mean_stderr(), 0.02);
     EXPECT_NEAR(is.moments.log_mean(), 0.0, 4 * is.moments.log_mean_stderr());
 
@@ -145,13 +144,13 @@ TEST(Ais, SyntheticTruthsAgainstTheirExactNormaliser) {
     AisOptions o = small_options();
     o.temperatures = 200;
     o.leapfrog_steps = 10;
-    const AisPilot pilot = ais_pilot(truth, t, RandomStream(3, "pilot"), o);
-    const AisResult fwd = ais_forward(truth, t, pilot, RandomStream(3, "ais"), o);
+    const AisPilot pilot = ais_pilot(truth, t, RandomStream(3, "pilot"), o, Context(1, 2));
+    const AisResult fwd = ais_forward(truth, t, pilot, RandomStream(3, "ais"), o, Context(1, 2));
     EXPECT_LT(fwd.log_z_stderr, 0.1);
     EXPECT_NEAR(fwd.log_z, 0.0, 4 * fwd.log_z_stderr);
     RandomStream erng(3, "exact");
-    const AisResult rev =
-        ais_reverse(truth, t, pilot, truth.sample(o.particles, erng), RandomStream(3, "rev"), o);
+    const AisResult rev = ais_reverse(truth, t, pilot, truth.sample(o.particles, erng),
+                                      RandomStream(3, "rev"), o, Context(1, 2));
     EXPECT_NEAR(rev.log_z, 0.0, 4 * rev.log_z_stderr);
   }
 }

@@ -79,10 +79,9 @@ inline ModelPtr fit_lite_to(const Matrix& train, Index M, std::uint64_t seed) {
   auto est = reg.make_estimator(test::config_from("type = \"lite\"\ninducing_points = " + std::to_string(M)),
                                 EstimatorParts{kernel, base, &reg}, {});
   const Matrix empty(0, train.cols());
-  RandomStream rng(seed, "fit");
-  auto progress = make_silent_progress();
+  Context context = Context(seed, 2).child("fit");
   FitReport report;
-  FitInput in{train, empty, rng, *progress, 2, report};
+  FitInput in{train, empty, context, report};
   return est->fit(in);
 }
 
@@ -101,10 +100,9 @@ inline EvaluationResult run_log_likelihood_split(const Model& model, const Matri
   Dataset data;
   data.train = train;
   data.test = test;
-  RandomStream rng(seed, "evaluate[0].m");
-  auto progress = make_silent_progress();
+  Context context = Context(seed, threads).child("evaluate[0].m");
   const std::string name = "m";
-  EvalInput in{model, name, data, rng, *progress, threads};
+  EvalInput in{model, name, data, context};
   return ev->evaluate(in);
 }
 

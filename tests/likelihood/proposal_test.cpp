@@ -151,8 +151,8 @@ TEST(DefensiveProposal, ImportanceSamplingFromTheMixtureRecoversAKnownNormaliser
   // q0, the t and one bump family per default bandwidth factor (1 and 0.25).
   EXPECT_EQ(mix.components().size(), 4u);
   const ProposalSource source(m, mix, "test");
-  const MomentsRun run =
-      sample_moments(source, RandomStream(7, "is"), ChunkPlan{200000, 4096, 2, 0.0, nullptr, "t"});
+  const MomentsRun run = sample_moments(source, RandomStream(7, "is"),
+                                        ChunkPlan{200000, 4096, 0.0, nullptr, "t"}, Context(1, 2));
   const double se = run.moments.log_mean_stderr();
   EXPECT_LT(se, 0.01);
   EXPECT_NEAR(run.moments.log_mean(), std::log(2 * std::numbers::pi), 4 * se);

@@ -30,10 +30,9 @@ EvaluationResult run_quadrature(const Model& model, const Matrix& train, const M
   Dataset data;
   data.train = train;
   data.test = test;
-  RandomStream rng(1, "evaluate[0].m");
-  auto progress = make_silent_progress();
+  Context context = Context(1, threads).child("evaluate[0].m");
   const std::string name = "m";
-  EvalInput in{model, name, data, rng, *progress, threads};
+  EvalInput in{model, name, data, context};
   return ev->evaluate(in);
 }
 

@@ -38,13 +38,13 @@ TEST(Blocked, BitwiseTheSameForOneAndTwoThreadsAndCloseToOneBlock) {
     const Matrix R = rng.normal_matrix(Network::stacked_rows(N, D, order), 2);
     Matrix out1, out2, ref;
     BlockedTape t1, t2;
-    forward_blocked(net, X, order, out1, &t1, 1);
-    forward_blocked(net, X, order, out2, &t2, 2);
+    forward_blocked(net, X, order, out1, &t1, Context(1, 1));
+    forward_blocked(net, X, order, out2, &t2, Context(1, 2));
     EXPECT_EQ(t1.blocks.size(), 4u);
     Vector g1, g2, gr;
     Matrix x1, x2, xr;
-    backward_blocked(net, X, t1, R, &g1, &x1, 1);
-    backward_blocked(net, X, t2, R, &g2, &x2, 2);
+    backward_blocked(net, X, t1, R, &g1, &x1, Context(1, 1));
+    backward_blocked(net, X, t2, R, &g2, &x2, Context(1, 2));
     EXPECT_TRUE(out1 == out2) << "order " << order;
     EXPECT_TRUE(g1 == g2) << "order " << order;
     EXPECT_TRUE(x1 == x2) << "order " << order;
@@ -59,11 +59,11 @@ TEST(Blocked, BitwiseTheSameForOneAndTwoThreadsAndCloseToOneBlock) {
   // An adjoint of the wrong shape, or another input size, is refused.
   BlockedTape t;
   Matrix out;
-  forward_blocked(net, X, 1, out, &t, 2);
+  forward_blocked(net, X, 1, out, &t, Context(1, 2));
   Vector g;
-  EXPECT_THROW(backward_blocked(net, X.topRows(10), t, out, &g, nullptr, 2), Error);
-  EXPECT_THROW(backward_blocked(net, X, t, out.topRows(10), &g, nullptr, 2), Error);
-  EXPECT_THROW(forward_blocked(net, X, 1, out, &t, 2, 0), Error);
+  EXPECT_THROW(backward_blocked(net, X.topRows(10), t, out, &g, nullptr, Context(1, 2)), Error);
+  EXPECT_THROW(backward_blocked(net, X, t, out.topRows(10), &g, nullptr, Context(1, 2)), Error);
+  EXPECT_THROW(forward_blocked(net, X, 1, out, &t, Context(1, 2), 0), Error);
 }
 
 TEST(Blocked, BatchNormOnlyInEvaluationMode) {
@@ -72,9 +72,9 @@ TEST(Blocked, BatchNormOnlyInEvaluationMode) {
   RandomStream rng(5, "blocked-bn");
   const Matrix X = rng.normal_matrix(10, 2);
   Matrix out;
-  EXPECT_THROW(forward_blocked(net, X, 0, out, nullptr, 2), Error);
+  EXPECT_THROW(forward_blocked(net, X, 0, out, nullptr, Context(1, 2)), Error);
   net.set_training(false);
-  EXPECT_NO_THROW(forward_blocked(net, X, 0, out, nullptr, 2, 4));
+  EXPECT_NO_THROW(forward_blocked(net, X, 0, out, nullptr, Context(1, 2), 4));
   EXPECT_TRUE(out == net.value(X));
 }
 

@@ -21,11 +21,11 @@ void expect_facets_match_the_fit(const std::string& estimator_toml, const std::s
                                 BuildContext{2, &reg, &init, 150});
   const std::optional<FacetSet> f = est->facets();
   ASSERT_TRUE(f.has_value()) << estimator_toml;
-  RandomStream rng(4, "data");
+  Context context = Context(4, 1).child("data");  // the data and the fit draw from one stream
+  RandomStream& rng = context.rng();
   const Matrix train = rng.normal_matrix(150, 2), validation = rng.normal_matrix(60, 2);
-  auto progress = make_silent_progress();
   FitReport report;
-  ModelPtr model = est->fit(FitInput{train, validation, rng, *progress, 1, report});
+  ModelPtr model = est->fit(FitInput{train, validation, context, report});
   EXPECT_EQ(*f, model->facets()) << estimator_toml << ": declared " << f->text() << ", the model has "
                                  << model->facets().text();
   EXPECT_EQ(f->has(Facet::Sampler), model->can_sample()) << estimator_toml;

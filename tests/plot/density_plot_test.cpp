@@ -57,11 +57,10 @@ ModelPtr fit_lite(const Matrix& train) {
   auto base = reg.make_base_measure(test::config_from("type = \"gaussian\"\nstd = 3.0"), {});
   auto est = reg.make_estimator(test::config_from("type = \"lite\"\ninducing_points = 60"),
                                 EstimatorParts{kernel, base, &reg}, {});
-  RandomStream rng(5, "fit");
-  auto progress = make_silent_progress();
+  Context context = Context(5, 2).child("fit");
   FitReport report;
   Matrix empty(0, train.cols());
-  FitInput in{train, empty, rng, *progress, 2, report};
+  FitInput in{train, empty, context, report};
   return est->fit(in);
 }
 
@@ -90,7 +89,7 @@ TEST(DensityGrid, EqualsPointwiseEvaluationMinusTheMaximum) {
   // 97² = 9409 cells: several full batches and a partial one.
   const PlotExtent e{-3, 3.5, -2, 5};
   FunctionModel g = gaussian_2d();
-  LogDensityGrid grid = log_density_grid(g, "gauss", e, 97, -9.0, 3);
+  LogDensityGrid grid = log_density_grid(g, "gauss", e, 97, -9.0, Context(1, 3));
   ASSERT_EQ(grid.values.rows(), 97);
   ASSERT_EQ(grid.values.cols(), 97);
   // Row-by-row model: the values cannot depend on batching, so the twin must agree exactly.
@@ -103,7 +102,7 @@ TEST(DensityGrid, EqualsPointwiseEvaluationMinusTheMaximum) {
   // 1-row and a 2048-row product: values (|log p~| ≲ 50 here) may differ by a few ulp of the sum of
   // |terms| over M = 60 inducing points; 1e-9 allows that sum up to ~1e5.
   ModelPtr lite = fit_lite(banana_like(800, 1));
-  LogDensityGrid lg = log_density_grid(*lite, "lite", e, 97, -9.0, 2);
+  LogDensityGrid lg = log_density_grid(*lite, "lite", e, 97, -9.0, Context(1, 2));
   EXPECT_LT((lg.values - brute_force_grid(*lite, e, 97, -9.0)).cwiseAbs().maxCoeff(), 1e-9);
   EXPECT_GT((lg.values.array() > -9.0).count(), 100) << "the figure must show some structure";
 }
@@ -111,9 +110,9 @@ TEST(DensityGrid, EqualsPointwiseEvaluationMinusTheMaximum) {
 TEST(DensityGrid, DoesNotDependOnTheThreadCount) {
   ModelPtr lite = fit_lite(banana_like(800, 2));
   const PlotExtent e{-4, 4, -3, 5};
-  LogDensityGrid one = log_density_grid(*lite, "lite", e, 150, -9.0, 1);
+  LogDensityGrid one = log_density_grid(*lite, "lite", e, 150, -9.0, Context(1, 1));
   for (int threads : {2, 3, 8}) {
-    LogDensityGrid many = log_density_grid(*lite, "lite", e, 150, -9.0, threads);
+    LogDensityGrid many = log_density_grid(*lite, "lite", e, 150, -9.0, Context(1, threads));
     EXPECT_EQ((one.values - many.values).cwiseAbs().maxCoeff(), 0.0) << threads << " threads";
   }
 }
@@ -125,7 +124,7 @@ TEST(DensityGrid, ClipsAtTheFloorAndDrawsOutsideABoundedSupportAsTheFloor) {
     return 6.0 * x[0];  // spans 12 > 9: the left part is clipped too
   });
   const PlotExtent e{-2, 2, -2, 2};
-  LogDensityGrid g = log_density_grid(bounded, "square", e, 40, -9.0);
+  LogDensityGrid g = log_density_grid(bounded, "square", e, 40, -9.0, Context(1, 1));
   EXPECT_EQ(g.values.minCoeff(), -9.0);
   EXPECT_EQ(g.values.maxCoeff(), 0.0);
   for (Index r = 0; r < 40; ++r)
@@ -141,7 +140,7 @@ TEST(DensityGrid, ClipsAtTheFloorAndDrawsOutsideABoundedSupportAsTheFloor) {
   // The maximum is taken over finite values only: the cell centre nearest x0 = 1 from inside.
   EXPECT_DOUBLE_EQ(g.max, 6.0 * 0.95);
   // A floor of −2 clips more.
-  LogDensityGrid g2 = log_density_grid(bounded, "square", e, 40, -2.0);
+  LogDensityGrid g2 = log_density_grid(bounded, "square", e, 40, -2.0, Context(1, 1));
   EXPECT_EQ(g2.values.minCoeff(), -2.0);
 }
 
@@ -151,27 +150,27 @@ TEST(DensityGrid, NanInfinityOrNoSupportAreErrorsNamingTheModel) {
     return x[0] > 0.5 ? std::numeric_limits<double>::quiet_NaN() : -x.squaredNorm();
   });
   try {
-    log_density_grid(nan_model, "broken-model", e, 20, -9.0);
+    log_density_grid(nan_model, "broken-model", e, 20, -9.0, Context(1, 1));
     FAIL() << "NaN must be an error";
   } catch (const NumericalError& err) {
     EXPECT_NE(std::string(err.what()).find("model broken-model"), std::string::npos) << err.what();
     EXPECT_NE(std::string(err.what()).find("NaN"), std::string::npos) << err.what();
   }
   FunctionModel inf_model(2, [](const Vector& x) { return x[1] > 0 ? kInf : 0.0; });
-  EXPECT_THROW(log_density_grid(inf_model, "inf", e, 20, -9.0), NumericalError);
+  EXPECT_THROW(log_density_grid(inf_model, "inf", e, 20, -9.0, Context(1, 1)), NumericalError);
   FunctionModel empty(2, [](const Vector&) { return -kInf; });
-  EXPECT_THROW(log_density_grid(empty, "empty", e, 20, -9.0), NumericalError);
+  EXPECT_THROW(log_density_grid(empty, "empty", e, 20, -9.0, Context(1, 1)), NumericalError);
   // NaN also fails the whole figure, before anything is written.
   fs::path file = test::temp_dir("plot-nan") / "d.png";
   Matrix train = Matrix::Zero(3, 2);
   EXPECT_THROW(write_density_plot(file, {{"broken-model", &nan_model, {}}}, std::nullopt, train, Matrix(0, 2),
-                                  DensityPlotOptions{.grid = 20, .extent = e}),
+                                  Context(1, 2), DensityPlotOptions{.grid = 20, .extent = e}),
                NumericalError);
   EXPECT_FALSE(fs::exists(file));
   // Bad extents and options are configuration errors.
   FunctionModel g = gaussian_2d();
-  EXPECT_THROW(log_density_grid(g, "g", PlotExtent{1, 0, 0, 1}, 20, -9.0), ConfigError);
-  EXPECT_THROW(write_density_plot(file, {{"g", &g, {}}}, std::nullopt, train, Matrix(0, 2),
+  EXPECT_THROW(log_density_grid(g, "g", PlotExtent{1, 0, 0, 1}, 20, -9.0, Context(1, 1)), ConfigError);
+  EXPECT_THROW(write_density_plot(file, {{"g", &g, {}}}, std::nullopt, train, Matrix(0, 2), Context(1, 2),
                                   DensityPlotOptions{.grid = 1}),
                ConfigError);
 }
@@ -214,9 +213,17 @@ TEST(DensityPlot, WritesAPngWhoseCellsHaveTheColourOfTheirValue) {
   o.footnote = "SM: held-out score matching loss";
   fs::path file = test::temp_dir("plot-png") / "density.png";
   Matrix train = banana_like(50, 3);
-  DensityPlotResult r = write_density_plot(file, {{"model", &model, {"SM \xe2\x88\x92" "1.00", "FD 0.100"}}},
-                                           PlotModel{"truth", &truth, {"SM \xe2\x88\x92" "1.00"}}, train,
-                                           Matrix(0, 2), o);
+  DensityPlotResult r = write_density_plot(file,
+                                           {{"model",
+                                             &model,
+                                             {"SM \xe2\x88\x92"
+                                              "1.00",
+                                              "FD 0.100"}}},
+                                           PlotModel{"truth",
+                                                     &truth,
+                                                     {"SM \xe2\x88\x92"
+                                                      "1.00"}},
+                                           train, Matrix(0, 2), Context(1, 2), o);
   ASSERT_TRUE(fs::exists(file));
   EXPECT_FALSE(fs::exists(file.string() + ".kef-tmp"));
   Png png = read_png(file);
@@ -263,9 +270,11 @@ TEST(DensityPlot, TrainingPointsAreOverlaidWhereTheyAre) {
   Matrix train(1, 2);
   train << 1.0, -2.0;
   fs::path dir = test::temp_dir("plot-points");
-  DensityPlotResult with = write_density_plot(dir / "with.png", {}, PlotModel{"truth", &truth, {}}, train, Matrix(0, 2), o);
+  DensityPlotResult with = write_density_plot(dir / "with.png", {}, PlotModel{"truth", &truth, {}}, train,
+                                              Matrix(0, 2), Context(1, 2), o);
   o.show_points = false;
-  write_density_plot(dir / "without.png", {}, PlotModel{"truth", &truth, {}}, train, Matrix(0, 2), o);
+  write_density_plot(dir / "without.png", {}, PlotModel{"truth", &truth, {}}, train, Matrix(0, 2),
+                     Context(1, 2), o);
   Png a = read_png(dir / "with.png"), b = read_png(dir / "without.png");
   ASSERT_EQ(a.pixels.size(), b.pixels.size());
   const auto& p = with.panels[0];
@@ -287,7 +296,7 @@ TEST(DensityPlot, OneDimensionalCurvesAreNormalisedOnTheGrid) {
   // the rounding of ~400 additions remains: 1e-12 relative to the peak bounds it.
   const double m = 0.5, s = 0.7;
   FunctionModel gauss(1, [&](const Vector& x) { return -0.5 * std::pow((x[0] - m) / s, 2) + 3.0; });
-  DensityCurve c = normalized_density_curve(gauss, "g", -6, 7, 401, 2);
+  DensityCurve c = normalized_density_curve(gauss, "g", -6, 7, 401, Context(1, 2));
   ASSERT_EQ(c.x.size(), 401);
   EXPECT_EQ(c.x[0], -6.0);
   EXPECT_EQ(c.x[400], 7.0);
@@ -298,13 +307,13 @@ TEST(DensityPlot, OneDimensionalCurvesAreNormalisedOnTheGrid) {
   }
   // Bounded support: zero outside, still normalised on the grid.
   FunctionModel uniform(1, [](const Vector& x) { return std::abs(x[0]) <= 1 ? 0.0 : -kInf; });
-  DensityCurve u = normalized_density_curve(uniform, "u", -2, 2, 401);
+  DensityCurve u = normalized_density_curve(uniform, "u", -2, 2, 401, Context(1, 1));
   double z = 0;
   for (Index i = 0; i + 1 < u.x.size(); ++i) z += 0.5 * (u.density[i] + u.density[i + 1]) * (u.x[i + 1] - u.x[i]);
   EXPECT_NEAR(z, 1.0, 1e-12);
   EXPECT_EQ(u.density[0], 0.0);
   FunctionModel nan_model(1, [](const Vector& x) { return x[0] > 0 ? std::nan("") : 0.0; });
-  EXPECT_THROW(normalized_density_curve(nan_model, "n", -1, 1, 50), NumericalError);
+  EXPECT_THROW(normalized_density_curve(nan_model, "n", -1, 1, 50, Context(1, 1)), NumericalError);
 
   // The whole 1-D figure: truth and model curves over a histogram.
   RandomStream rng(3, "1d");
@@ -312,15 +321,21 @@ TEST(DensityPlot, OneDimensionalCurvesAreNormalisedOnTheGrid) {
   train.array() += m;
   fs::path file = test::temp_dir("plot-1d") / "d.png";
   FunctionModel wide(1, [](const Vector& x) { return -0.5 * x[0] * x[0]; });
-  DensityPlotResult r = write_density_plot(file, {{"wide", &wide, {"SM \xe2\x88\x92" "0.5"}}},
-                                           PlotModel{"truth", &gauss, {}}, train, Matrix(0, 1));
+  DensityPlotResult r =
+      write_density_plot(file,
+                         {{"wide",
+                           &wide,
+                           {"SM \xe2\x88\x92"
+                            "0.5"}}},
+                         PlotModel{"truth", &gauss, {}}, train, Matrix(0, 1), Context(1, 2));
   Png png = read_png(file);
   EXPECT_EQ(png.width, r.width);
   EXPECT_EQ(png.height, r.height);
   EXPECT_LT(r.extent.xmin, train.minCoeff());
   EXPECT_GT(r.extent.xmax, train.maxCoeff());
-  EXPECT_THROW(write_density_plot(file, {{"nan", &nan_model, {}}}, std::nullopt, train, Matrix(0, 1)),
-               NumericalError);
+  EXPECT_THROW(
+      write_density_plot(file, {{"nan", &nan_model, {}}}, std::nullopt, train, Matrix(0, 1), Context(1, 2)),
+      NumericalError);
 }
 
 TEST(DensityPlot, OnlyOneAndTwoDimensionalDataArePlotted) {
@@ -328,7 +343,7 @@ TEST(DensityPlot, OnlyOneAndTwoDimensionalDataArePlotted) {
   Matrix train = Matrix::Zero(5, 3);
   EXPECT_FALSE(density_plot_supported(3));
   EXPECT_THROW(write_density_plot(test::temp_dir("plot-3d") / "d.png", {{"m", &m3, {}}}, std::nullopt, train,
-                                  Matrix(0, 3)),
+                                  Matrix(0, 3), Context(1, 2)),
                DataError);
 }
 

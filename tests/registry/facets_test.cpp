@@ -62,10 +62,9 @@ TEST(ModelFacets, TheDefaultDescribesAScoreMatchingModelAndItsOptionalParts) {
                                 EstimatorParts{kernel, base, &reg}, {});
   const test::PointPair pts = test::random_points(50, 1, 2, 7, "facets");
   Matrix none(0, 2);
-  RandomStream rng(1, "fit");
-  auto progress = make_silent_progress();
+  Context context = Context(1, 1).child("fit");
   FitReport report;
-  ModelPtr model = est->fit(FitInput{pts.X, none, rng, *progress, 1, report});
+  ModelPtr model = est->fit(FitInput{pts.X, none, context, report});
   const FacetSet f = model->facets();
   EXPECT_EQ(f, (FacetSet{Facet::LogDensity, Facet::Score, Facet::Laplacian, Facet::BaseMeasureRatio}))
       << f.text();

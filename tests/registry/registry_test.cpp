@@ -68,10 +68,9 @@ centre = -1.5
   EstimatorPtr est = r.make<Estimator>(model.table("estimator"), ctx);
   Matrix train = Matrix::Zero(4, 2);
   Matrix none(0, 2);
-  RandomStream rng(1, "fit");
-  auto progress = make_silent_progress();
+  Context context = Context(1, 1).child("fit");
   FitReport report;
-  ModelPtr fitted = est->fit(FitInput{train, none, rng, *progress, 1, report});
+  ModelPtr fitted = est->fit(FitInput{train, none, context, report});
   Matrix at_centre = Matrix::Constant(1, 2, -1.5);
   EXPECT_EQ(fitted->log_unnormalized(at_centre)(0), 0.0);
 

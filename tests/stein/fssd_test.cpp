@@ -36,7 +36,7 @@ TEST(Fssd, NullStatisticIsCentredAndPValuesAreUniform) {
   for (int r = 0; r < R; ++r) {
     RandomStream rng(static_cast<std::uint64_t>(r), "fssd-null");
     const Matrix X = rng.normal_matrix(N, D), V = rng.normal_matrix(J, D);
-    const FssdResult res = fssd_test(*k, V, X, truth.score(X), B, rng, 1);
+    const FssdResult res = fssd_test(*k, V, X, truth.score(X), B, rng, Context(1, 1));
     stats.push_back(res.fssd2);
     pvalues.push_back(res.pvalue);
   }
@@ -56,7 +56,7 @@ TEST(Fssd, QuadraticNullMatchesTheEigenvalueFormula) {
   Vector scale(P - 1);
   for (Index i = 0; i < P - 1; ++i) scale[i] = std::pow(1.6, static_cast<double>(i) - 6.0);
   const Matrix C = A * scale.asDiagonal() * A.transpose() / double(P);
-  const std::vector<double> fast = simulate_quadratic_null(C, n, rng.derive("fast"), 2);
+  const std::vector<double> fast = simulate_quadratic_null(C, n, rng.derive("fast"), Context(1, 2));
   const Vector omega = Eigen::SelfAdjointEigenSolver<Matrix>(C).eigenvalues().cwiseMax(0.0);
   std::vector<double> brute(static_cast<std::size_t>(n));
   RandomStream z = rng.derive("brute");
@@ -82,11 +82,12 @@ TEST(Fssd, QuadraticNullMatchesTheEigenvalueFormula) {
   }
   EXPECT_LT(ks, 1.949 * std::sqrt(2.0 / n));
   // A different C must be told apart (the check can fail).
-  const std::vector<double> other = simulate_quadratic_null(2.0 * C, n, rng.derive("fast"), 2);
+  const std::vector<double> other = simulate_quadratic_null(2.0 * C, n, rng.derive("fast"), Context(1, 2));
   const auto [m2, sd2] = test_util::mean_sd(other);
   EXPECT_GT(sd2 * sd2, 3.0 * var);
   // And the draws do not depend on the thread count.
-  EXPECT_EQ(simulate_quadratic_null(C, 300, rng.derive("t"), 1), simulate_quadratic_null(C, 300, rng.derive("t"), 3));
+  EXPECT_EQ(simulate_quadratic_null(C, 300, rng.derive("t"), Context(1, 1)),
+            simulate_quadratic_null(C, 300, rng.derive("t"), Context(1, 3)));
 }
 
 // The radial feature path (fssd_test's, n x J matrices) against its brute-force twin, the features
@@ -117,7 +118,7 @@ TEST(Fssd, RadialFeaturesEqualTheStackFeatures) {
   EXPECT_LT((T_radial - T_stack).cwiseAbs().maxCoeff(), rel * T_stack.cwiseAbs().maxCoeff());
   // The statistic fssd_test reports, against the direct formula on the stack features.
   RandomStream null_rng(1, "null");
-  const FssdResult r = fssd_test(*k, V, X, S, 0, null_rng, 2);
+  const FssdResult r = fssd_test(*k, V, X, S, 0, null_rng, Context(1, 2));
   const Vector sum = T_stack.colwise().sum().transpose();
   const double scale = double(N) * double(N - 1);
   const double expected = (sum.squaredNorm() - T_stack.squaredNorm()) / scale;
@@ -126,7 +127,7 @@ TEST(Fssd, RadialFeaturesEqualTheStackFeatures) {
   // features. Each entry sums N products of features within rel of each other, and recursive summation
   // errs by at most Nε of the sum of magnitudes (Higham, Thm 4.4): with ‖τ‖∞ = t, the two TᵀT terms
   // differ by ≤ N(2·rel + 2Nε)t², and N μμᵀ likewise; divided by N − 1.
-  const FssdMoments m = fssd_moments(*k, V, X, S, true, 3);
+  const FssdMoments m = fssd_moments(*k, V, X, S, true, Context(1, 3));
   const Vector mu = sum / double(N);
   const Matrix cov = (T_stack.transpose() * T_stack - double(N) * mu * mu.transpose()) / double(N - 1);
   const double t = T_stack.cwiseAbs().maxCoeff();
@@ -145,10 +146,10 @@ TEST(Fssd, LargeGramResultsDoNotDependOnTheThreadCount) {
   const Matrix S = GaussianModel(Vector::Constant(D, 0.2), 1.0).score(X);
   auto k = gaussian(1.5);
   RandomStream r1(2, "null");
-  const FssdResult one = fssd_test(*k, V, X, S, 200, r1, 1);
+  const FssdResult one = fssd_test(*k, V, X, S, 200, r1, Context(1, 1));
   for (int threads : {2, 3}) {
     RandomStream rt(2, "null");
-    const FssdResult many = fssd_test(*k, V, X, S, 200, rt, threads);
+    const FssdResult many = fssd_test(*k, V, X, S, 200, rt, Context(1, threads));
     EXPECT_EQ(one.fssd2, many.fssd2) << threads;
     EXPECT_EQ(one.pvalue, many.pvalue) << threads;
   }
@@ -165,13 +166,13 @@ TEST(Fssd, DetectsAShiftedModel) {
   GaussianModel wrong(D, 1.0, 1.0);
   RandomStream big(99, "fssd-power-big");
   const Matrix Xbig = big.normal_matrix(20000, D), Vfix = big.normal_matrix(J, D);
-  const PowerCriterion pc = fssd_power_criterion(*k, Vfix, Xbig, wrong.score(Xbig), 0.0, 2);
+  const PowerCriterion pc = fssd_power_criterion(*k, Vfix, Xbig, wrong.score(Xbig), 0.0, Context(1, 2));
   EXPECT_GT(std::sqrt(double(N)) * pc.fssd2 / std::sqrt(pc.variance), 5.0);
   int rejections = 0;
   for (int r = 0; r < 20; ++r) {
     RandomStream rng(static_cast<std::uint64_t>(r), "fssd-power");
     const Matrix X = rng.normal_matrix(N, D);
-    rejections += fssd_test(*k, Vfix, X, wrong.score(X), B, rng, 1).pvalue < 0.05;
+    rejections += fssd_test(*k, Vfix, X, wrong.score(X), B, rng, Context(1, 1)).pvalue < 0.05;
   }
   EXPECT_GE(rejections, 18);
 }
@@ -190,7 +191,7 @@ TEST(FssdPower, GradientMatchesCentralDifferences) {
   auto k = gaussian(1.3);
   Matrix gV;
   double gs = 0.0;
-  const PowerCriterion pc = fssd_power_criterion(*k, V0, X, S, gamma, 1, &gV, &gs);
+  const PowerCriterion pc = fssd_power_criterion(*k, V0, X, S, gamma, Context(1, 1), &gV, &gs);
   ASSERT_GT(std::abs(pc.value), 1e-3);
 
   Vector theta(J * D + 1);
@@ -199,7 +200,8 @@ TEST(FssdPower, GradientMatchesCentralDifferences) {
   auto f = [&](const Vector& t) {
     auto kk = gaussian(1.0);
     kk->set_parameters(Vector::Constant(1, t[J * D]));
-    return fssd_power_criterion(*kk, Eigen::Map<const Matrix>(t.data(), J, D), X, S, gamma, 1).value;
+    return fssd_power_criterion(*kk, Eigen::Map<const Matrix>(t.data(), J, D), X, S, gamma, Context(1, 1))
+        .value;
   };
   const Vector fd = kef::test::numerical_gradient(f, theta);
   const double scale = std::max(1.0, fd.cwiseAbs().maxCoeff());
@@ -213,12 +215,12 @@ TEST(FssdPower, OptimisationDoesNotDecreaseTheCriterion) {
   const Matrix X = rng.normal_matrix(N, D);
   GaussianModel wrong(Vector::Constant(D, 0.3), 1.0);
   auto k = gaussian(1.0);
-  const OptimizedLocations o =
-      optimize_fssd_locations(*k, X.topRows(J), 1.0, X, wrong.score(X), PowerOptions{1e-4, 30, 0.05}, 1, nullptr);
+  const OptimizedLocations o = optimize_fssd_locations(*k, X.topRows(J), 1.0, X, wrong.score(X),
+                                                       PowerOptions{1e-4, 30, 0.05}, Context(1, 1), nullptr);
   EXPECT_GE(o.final_criterion, o.initial_criterion);
   // The kernel is left at the returned bandwidth, and the criterion there is the reported one.
   EXPECT_DOUBLE_EQ(std::exp(k->parameters()[0]), o.bandwidth);
-  EXPECT_EQ(fssd_power_criterion(*k, o.V, X, wrong.score(X), 1e-4, 1).value, o.final_criterion);
+  EXPECT_EQ(fssd_power_criterion(*k, o.V, X, wrong.score(X), 1e-4, Context(1, 1)).value, o.final_criterion);
 }
 
 // Locations optimised on one part and tested on the disjoint rest: the p-values stay uniform under the

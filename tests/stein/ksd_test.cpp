@@ -75,13 +75,13 @@ TEST(Ksd, BlockedStatisticAndBootstrapEqualTheDoubleLoop) {
       const double Nd = double(N);
       for (bool u : {true, false}) {
         RandomStream boot(5, "boot");
-        const KsdResult r = ksd_test(*k, X, S, u, B, boot, 2);
+        const KsdResult r = ksd_test(*k, X, S, u, B, boot, Context(1, 2));
         const double sum = H.sum(), trace = H.diagonal().sum();
         const double expected = u ? (sum - trace) / (Nd * (Nd - 1)) : sum / (Nd * Nd);
         EXPECT_NEAR(r.statistic, expected, tol) << type << (u ? " U" : " V");
         // Without draws only the upper tiles of diagonal blocks are formed.
         RandomStream none(5, "boot");
-        EXPECT_NEAR(ksd_test(*k, X, S, u, 0, none, 2).statistic, expected, tol)
+        EXPECT_NEAR(ksd_test(*k, X, S, u, 0, none, Context(1, 2)).statistic, expected, tol)
             << type << (u ? " U" : " V") << " B = 0";
         // The bootstrap draws: signs are bit b % 64 of word b / 64 of row n, words drawn row by row
         // from the stream (the layout ksd.cpp documents).
@@ -135,7 +135,7 @@ TEST(Ksd, NullStatisticIsCentredAndPValuesAreUniform) {
     for (int r = 0; r < R; ++r) {
       RandomStream rng(static_cast<std::uint64_t>(r), "ksd-null");
       const Matrix X = rng.normal_matrix(N, D);
-      const KsdResult res = ksd_test(*k, X, truth.score(X), true, B, rng, 2);
+      const KsdResult res = ksd_test(*k, X, truth.score(X), true, B, rng, Context(1, 2));
       stats.push_back(res.statistic);
       pvalues.push_back(res.pvalue);
     }
@@ -162,7 +162,7 @@ TEST(Ksd, ShiftedModelHasTheKnownMeanAndIsRejected) {
   for (int r = 0; r < R; ++r) {
     RandomStream rng(static_cast<std::uint64_t>(r), "ksd-shift");
     const Matrix X = rng.normal_matrix(N, D);
-    const KsdResult res = ksd_test(*k, X, wrong.score(X), true, B, rng, 2);
+    const KsdResult res = ksd_test(*k, X, wrong.score(X), true, B, rng, Context(1, 2));
     stats.push_back(res.statistic);
     rejections += res.pvalue < 0.05;
   }

@@ -78,9 +78,8 @@ struct Metrics {
 
 inline Metrics run(Evaluator& e, const Model& model, const Dataset& data, std::uint64_t seed, int threads = 1,
                    const Model* other = nullptr) {
-  RandomStream rng(seed, "evaluate");
-  auto progress = make_silent_progress();
-  EvalInput in{model, "m", data, rng, *progress, threads, other, other ? "q" : ""};
+  Context context = Context(seed, threads).child("evaluate");
+  EvalInput in{model, "m", data, context, other, other ? "q" : ""};
   return Metrics{e.evaluate(in).metrics};
 }
 

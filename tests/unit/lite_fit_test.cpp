@@ -21,11 +21,10 @@ Fitted fit_lite(const Matrix& train, const std::string& keys, std::uint64_t seed
   auto kernel = reg.make_kernel(test::config_from("type = \"gaussian\"\nsigma = 3.0"), {});
   auto base = reg.make_base_measure(test::config_from("type = \"gaussian\"\nstd = 3.0"), {});
   auto est = reg.make_estimator(test::config_from("type = \"lite\"\n" + keys), EstimatorParts{kernel, base, &reg}, {});
-  RandomStream rng(seed, "fit");
-  auto progress = make_silent_progress();
+  Context context = Context(seed, threads).child("fit");
   Fitted f;
   Matrix empty(0, train.cols());
-  FitInput in{train, empty, rng, *progress, threads, f.report};
+  FitInput in{train, empty, context, f.report};
   f.model = est->fit(in);
   return f;
 }
@@ -41,7 +40,7 @@ TEST(LiteFit, GaussianDataWithAWideKernelGivesAGaussianScore) {
   double fisher = 0.5 * (s + test).rowwise().squaredNorm().mean();
   EXPECT_LT(fisher, 0.02);
   // Held-out score matching close to the truth's J = E Σ_d (−1 + ½x_d²) = −1 for D = 2.
-  double J = score_matching_loss(*f.model, test, 2);
+  double J = score_matching_loss(*f.model, test, Context(1, 2));
   EXPECT_NEAR(J, -1.0, 0.05);
 }
 

@@ -68,8 +68,7 @@ TEST(LiteSystem, ChunkedAccumulationEqualsBruteForce) {
   for (Index chunk : {1, 7, 64, 1000}) {
     LiteAccumulateOptions opt;
     opt.chunk_rows = chunk;
-    opt.threads = 2;
-    LiteSystem sys = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt);
+    LiteSystem sys = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt, Context(1, 2));
     EXPECT_LT((sys.G - ref.G).cwiseAbs().maxCoeff(), 1e-13) << "chunk " << chunk;
     EXPECT_LT((sys.U - ref.U).cwiseAbs().maxCoeff(), 1e-13) << "chunk " << chunk;
     EXPECT_LT((sys.b_main - ref.b_main).cwiseAbs().maxCoeff(), 1e-13) << "chunk " << chunk;
@@ -84,9 +83,8 @@ TEST(LiteSystem, StackPathEqualsBruteForce) {
   for (Index chunk : {1, 64}) {
     LiteAccumulateOptions opt;
     opt.chunk_rows = chunk;
-    opt.threads = 2;
     opt.use_radial_structure = false;
-    LiteSystem sys = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt);
+    LiteSystem sys = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt, Context(1, 2));
     EXPECT_LT((sys.G - ref.G).cwiseAbs().maxCoeff(), 1e-13) << "chunk " << chunk;
     EXPECT_LT((sys.U - ref.U).cwiseAbs().maxCoeff(), 1e-13) << "chunk " << chunk;
     EXPECT_LT((sys.b_main - ref.b_main).cwiseAbs().maxCoeff(), 1e-13) << "chunk " << chunk;
@@ -115,9 +113,9 @@ TEST(LiteSystem, RadialPathEqualsStackPath) {
       LiteAccumulateOptions opt;
       opt.chunk_rows = 40;
       opt.use_radial_structure = false;
-      LiteSystem ref = accumulate_lite_system(*kernel, *base, X, Z, opt);
+      LiteSystem ref = accumulate_lite_system(*kernel, *base, X, Z, opt, Context(1, 1));
       opt.use_radial_structure = true;
-      LiteSystem fast = accumulate_lite_system(*kernel, *base, X, Z, opt);
+      LiteSystem fast = accumulate_lite_system(*kernel, *base, X, Z, opt, Context(1, 1));
       auto rel = [](const auto& a, const auto& b) { return (a - b).cwiseAbs().maxCoeff() / b.cwiseAbs().maxCoeff(); };
       EXPECT_LT(rel(fast.G, ref.G), 1e-12) << kernel_toml << " offset " << offset;
       EXPECT_LT(rel(fast.U, ref.U), 1e-12) << kernel_toml << " offset " << offset;
@@ -126,7 +124,7 @@ TEST(LiteSystem, RadialPathEqualsStackPath) {
       EXPECT_TRUE(fast.G.isApprox(fast.G.transpose(), 0.0)) << "G must be exactly symmetric";
       // Without U the radial path never forms a stack; G and b must not change.
       opt.need_U = false;
-      LiteSystem no_u = accumulate_lite_system(*kernel, *base, X, Z, opt);
+      LiteSystem no_u = accumulate_lite_system(*kernel, *base, X, Z, opt, Context(1, 1));
       EXPECT_EQ(no_u.U.size(), 0);
       EXPECT_LT(rel(no_u.G, ref.G), 1e-12);
       EXPECT_LT(rel(no_u.b_c, ref.b_c), 1e-12);
@@ -138,11 +136,9 @@ TEST(LiteSystem, ResultDoesNotDependOnThreadCount) {
   LiteSetup s = make_setup(1500, 40, 4);
   LiteAccumulateOptions opt;
   opt.chunk_rows = 50;
-  opt.threads = 1;
-  LiteSystem one = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt);
+  LiteSystem one = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt, Context(1, 1));
   for (int t : {2, 3, 8}) {
-    opt.threads = t;
-    LiteSystem many = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt);
+    LiteSystem many = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt, Context(1, t));
     EXPECT_EQ((one.G - many.G).cwiseAbs().maxCoeff(), 0.0) << t << " threads";
     EXPECT_EQ((one.b_c - many.b_c).cwiseAbs().maxCoeff(), 0.0) << t << " threads";
     EXPECT_EQ((one.U - many.U).cwiseAbs().maxCoeff(), 0.0) << t << " threads";
@@ -170,7 +166,7 @@ TEST(LiteSystem, ClosedFormAlphaHasZeroGradientOfItsObjective) {
   LiteSetup s = make_setup(300, 12, 2);
   const double la = 1e-2, lh = 1e-3, lc = 1e-2;
   LiteAccumulateOptions opt;
-  LiteSystem sys = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt);
+  LiteSystem sys = accumulate_lite_system(*s.kernel, *s.base, s.X, s.Z, opt, Context(1, 1));
   LiteSolution sol = solve_lite_system(sys, s.kernel->gram(s.Z, s.Z), la, lh, lc);
   auto f = [&](const Vector& a) { return objective(s, a, la, lh, lc); };
   Vector g = test::numerical_gradient(f, sol.alpha, 1e-4);
@@ -189,7 +185,7 @@ TEST(LiteSystem, ClosedFormAlphaHasZeroGradientOfItsObjective) {
 TEST(LiteSystem, RejectsMismatchedDimensions) {
   LiteSetup s = make_setup(10, 3, 2);
   Matrix Zbad = Matrix::Zero(3, 3);
-  EXPECT_THROW(accumulate_lite_system(*s.kernel, *s.base, s.X, Zbad, {}), DataError);
+  EXPECT_THROW(accumulate_lite_system(*s.kernel, *s.base, s.X, Zbad, {}, Context(1, 1)), DataError);
 }
 
 }  // namespace

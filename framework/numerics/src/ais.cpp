@@ -45,7 +45,7 @@ struct Moved {
 
 // One HMC transition of every particle (a chain each, started at its row) leaving π_β invariant.
 Moved transition(const Model& model, const Proposal& q, double beta, double eps, Matrix& X, RandomStream rng,
-                 const AisOptions& o) {
+                 const AisOptions& o, const Context& ctx) {
   const AnnealedModel path(model, q, beta);
   HmcOptions h;
   h.chains = X.rows();
@@ -58,9 +58,8 @@ Moved transition(const Model& model, const Proposal& q, double beta, double eps,
   h.chains_per_batch = o.particles_per_batch;
   h.init = HmcInit::Points;
   h.init_points = X;  // chain c starts at row c: all rows are taken, in order
-  h.threads = std::max(o.threads, 1);
   HmcDiagnostics d;
-  X = run_hmc(path, rng, h, &d);
+  X = run_hmc(path, rng, h, ctx, &d);
   Moved m;
   for (double a : d.mean_accept_stat) m.accept += a;
   m.accept /= static_cast<double>(d.mean_accept_stat.size());
@@ -69,10 +68,11 @@ Moved transition(const Model& model, const Proposal& q, double beta, double eps,
 }
 
 // f = log p~ − log q per particle, in fixed blocks. NaN or +inf is an error naming the particle.
-Vector log_ratio(const Model& model, const Proposal& q, const Matrix& X, const AisOptions& o, double beta) {
+Vector log_ratio(const Model& model, const Proposal& q, const Matrix& X, const AisOptions& o,
+                 const Context& ctx, double beta) {
   const Index n = X.rows(), B = o.particles_per_batch, blocks = (n + B - 1) / B;
   Vector f(n);
-  parallel_for(blocks, std::max(o.threads, 1), [&](Index b) {
+  parallel_for(blocks, ctx.threads(), [&](Index b) {
     const Index begin = b * B, len = std::min(B, n - begin);
     const Matrix Xb = X.middleRows(begin, len);
     f.segment(begin, len) = model.log_unnormalized(Xb) - q.log_density(Xb);
@@ -161,7 +161,8 @@ void validate(const AisOptions& o) {
     bad("particles_per_batch", "an integer >= 1", static_cast<double>(o.particles_per_batch));
 }
 
-AisPilot ais_pilot(const Model& model, const Proposal& q, const RandomStream& stream, const AisOptions& o) {
+AisPilot ais_pilot(const Model& model, const Proposal& q, const RandomStream& stream, const AisOptions& o,
+                   const Context& ctx) {
   validate(o);
   const Index T = o.temperatures;
   const std::vector<double> beta = sigmoid_schedule(T);
@@ -178,7 +179,7 @@ AisPilot ais_pilot(const Model& model, const Proposal& q, const RandomStream& st
   auto adapt = [&](double a) { eps *= std::exp(std::clamp(2.0 * (a - o.target_acceptance), -1.0, 1.0)); };
   for (Index t = 1; t < T; ++t) {
     const auto k = static_cast<std::size_t>(t);
-    log_w += (beta[k] - beta[k - 1]) * log_ratio(model, q, X, o, beta[k - 1]);
+    log_w += (beta[k] - beta[k - 1]) * log_ratio(model, q, X, o, ctx, beta[k - 1]);
     if (!park_dead(X, log_w))
       throw NumericalError("annealed importance sampling (pilot): p~ = 0 at every particle");
     const int repeats = t == 1 ? 30 : 1;
@@ -188,7 +189,7 @@ AisPilot ais_pilot(const Model& model, const Proposal& q, const RandomStream& st
                      stream.derive("pilot")
                          .derive(static_cast<std::uint64_t>(t))
                          .derive(static_cast<std::uint64_t>(rep)),
-                     o)
+                     o, ctx)
               .accept;
       pilot.step_sizes[k] = eps;
       if (t == 1 && std::abs(a - o.target_acceptance) > 0.1) {
@@ -206,7 +207,7 @@ AisPilot ais_pilot(const Model& model, const Proposal& q, const RandomStream& st
 }
 
 AisResult ais_forward(const Model& model, const Proposal& q, const AisPilot& pilot,
-                      const RandomStream& stream, const AisOptions& o) {
+                      const RandomStream& stream, const AisOptions& o, const Context& ctx) {
   validate(o);
   const auto start = std::chrono::steady_clock::now();
   const Index T = o.temperatures;
@@ -220,11 +221,11 @@ AisResult ais_forward(const Model& model, const Proposal& q, const AisPilot& pil
   Index divergences = 0, transitions = 0;
   for (Index t = 1; t <= T; ++t) {
     const auto k = static_cast<std::size_t>(t);
-    log_w += (beta[k] - beta[k - 1]) * log_ratio(model, q, X, o, beta[k - 1]);
+    log_w += (beta[k] - beta[k - 1]) * log_ratio(model, q, X, o, ctx, beta[k - 1]);
     if (t == T) break;
     if (!park_dead(X, log_w)) break;  // every weight 0: nothing left to move
     const Moved m = transition(model, q, beta[k], pilot.step_sizes[k], X,
-                               stream.derive(static_cast<std::uint64_t>(t)), o);
+                               stream.derive(static_cast<std::uint64_t>(t)), o, ctx);
     accept_sum += m.accept;
     divergences += m.divergences;
     ++transitions;
@@ -234,7 +235,7 @@ AisResult ais_forward(const Model& model, const Proposal& q, const AisPilot& pil
 }
 
 AisResult ais_reverse(const Model& model, const Proposal& q, const AisPilot& pilot, const Matrix& exact,
-                      const RandomStream& stream, const AisOptions& o) {
+                      const RandomStream& stream, const AisOptions& o, const Context& ctx) {
   validate(o);
   const auto start = std::chrono::steady_clock::now();
   const Index T = o.temperatures;
@@ -251,10 +252,10 @@ AisResult ais_reverse(const Model& model, const Proposal& q, const AisPilot& pil
   // w_rev = Π_t π~_{t−1}(x_t)/π~_t(x_t) with x_T ~ p and x_{t−1} from x_t by the transition at β_{t−1}.
   for (Index t = T; t >= 1; --t) {
     const auto k = static_cast<std::size_t>(t);
-    log_w -= (beta[k] - beta[k - 1]) * log_ratio(model, q, X, o, beta[k]);
+    log_w -= (beta[k] - beta[k - 1]) * log_ratio(model, q, X, o, ctx, beta[k]);
     if (t == 1) break;
     const Moved m = transition(model, q, beta[k - 1], pilot.step_sizes[k - 1], X,
-                               stream.derive(static_cast<std::uint64_t>(t)), o);
+                               stream.derive(static_cast<std::uint64_t>(t)), o, ctx);
     accept_sum += m.accept;
     divergences += m.divergences;
     ++transitions;

@@ -162,8 +162,10 @@ struct Partial {
 }  // namespace
 
 double closed_form_validation_loss(const Kernel& kernel, const BaseMeasure& base, const Matrix& train,
-                                   const Matrix& validation, const Matrix& Z, double la, double lc, int threads) {
+                                   const Matrix& validation, const Matrix& Z, double la, double lc,
+                                   const Context& context) {
   check_inputs(train, validation, Z);
+  const int threads = context.threads();
   Fit f = fit_alpha(kernel, base, train, Z, la, lc, threads);
   auto vb = validation_blocks(kernel, base, validation, Z, f.alpha, false, threads);
   double sum = 0;
@@ -172,9 +174,11 @@ double closed_form_validation_loss(const Kernel& kernel, const BaseMeasure& base
 }
 
 ClosedFormGradient closed_form_validation_gradient(const Kernel& kernel, const BaseMeasure& base,
-                                                   const Matrix& train, const Matrix& validation, const Matrix& Z,
-                                                   double la, double lc, int threads) {
+                                                   const Matrix& train, const Matrix& validation,
+                                                   const Matrix& Z, double la, double lc,
+                                                   const Context& context) {
   check_inputs(train, validation, Z);
+  const int threads = context.threads();
   const Index Nt = train.rows(), Nv = validation.rows(), M = Z.rows(), D = Z.cols();
   Fit f = fit_alpha(kernel, base, train, Z, la, lc, threads);
   auto vblocks = validation_blocks(kernel, base, validation, Z, f.alpha, true, threads);
@@ -309,9 +313,10 @@ FrozenKernelMetaProblem::~FrozenKernelMetaProblem() = default;
 
 bool FrozenKernelMetaProblem::keeps_stacks() const { return impl_->keep; }
 
-FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const BaseMeasure& base, const Matrix& train,
-                                                 const Matrix& validation, const Matrix& Z, bool base_learns,
-                                                 int threads, std::size_t stack_budget_bytes)
+FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const BaseMeasure& base,
+                                                 const Matrix& train, const Matrix& validation,
+                                                 const Matrix& Z, bool base_learns, const Context& context,
+                                                 std::size_t stack_budget_bytes)
     : impl_(std::make_unique<Impl>(kernel, base)) {
   check_inputs(train, validation, Z);
   Impl& p = *impl_;
@@ -319,7 +324,8 @@ FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const Bas
   p.validation = validation;
   p.Z = Z;
   p.base_learns = base_learns;
-  p.threads = threads;
+  p.threads = context.threads();
+  const int threads = p.threads;
   p.M = Z.rows();
   p.D = Z.cols();
   p.Nt = train.rows();

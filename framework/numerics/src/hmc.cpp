@@ -392,7 +392,6 @@ void validate(const HmcOptions& o, Index dim) {
   if (o.thinning < 1) bad_option("thinning", "an integer >= 1", std::to_string(o.thinning));
   if (o.chains_per_batch < 1) bad_option("chains_per_batch", "an integer >= 1", std::to_string(o.chains_per_batch));
   if (!(o.max_energy_error > 0)) bad_option("max_energy_error", "a number > 0", num(o.max_energy_error));
-  if (o.threads < 0) bad_option("threads", "an integer >= 0 (0: the default)", std::to_string(o.threads));
   // Counts whose products index the output and the progress: overflow would be undefined behaviour.
   Index per_chain = 0, total = 0;
   if (__builtin_mul_overflow(o.samples, o.thinning, &per_chain) ||
@@ -412,7 +411,8 @@ void validate(const HmcOptions& o, Index dim) {
   }
 }
 
-Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& o, HmcDiagnostics* diag) {
+Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& o, const Context& context,
+               HmcDiagnostics* diag) {
   const Index D = model.dim();
   validate(o, D);
   if (o.samples < 1) bad_option("samples", "an integer >= 1 (kept draws per chain)", std::to_string(o.samples));
@@ -433,8 +433,7 @@ Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& o, HmcDi
   }
   const Index groups = (o.chains + o.chains_per_batch - 1) / o.chains_per_batch;
   ProgressTicker ticker(o, o.chains * (o.warmup + o.samples * o.thinning));
-  const int threads = o.threads > 0 ? o.threads : default_threads();
-  parallel_for(groups, threads, [&](Index g) {
+  parallel_for(groups, context.threads(), [&](Index g) {
     const Index first = g * o.chains_per_batch, n = std::min(o.chains_per_batch, o.chains - first);
     run_group(model, o, &chains[static_cast<std::size_t>(first)], n, X0.middleRows(first, n), ticker);
   });
@@ -474,7 +473,7 @@ Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& o, HmcDi
 }
 
 Matrix draw_samples(const Model& model, Index n, RandomStream& rng, const HmcOptions& options,
-                    HmcDiagnostics* diagnostics) {
+                    const Context& context, HmcDiagnostics* diagnostics) {
   if (diagnostics) *diagnostics = HmcDiagnostics{};
   if (n < 1) throw ConfigError("draw_samples: the number of samples must be >= 1, got " + std::to_string(n));
   if (n > kMaxDraws)
@@ -496,7 +495,7 @@ Matrix draw_samples(const Model& model, Index n, RandomStream& rng, const HmcOpt
     bad_option("samples", "at least " + std::to_string(per_chain) + " draws per chain for " + std::to_string(n) +
                               " samples from " + std::to_string(o.chains) + " chains (or 0: as many as needed)",
                std::to_string(o.samples));
-  Matrix all = run_hmc(model, rng, o, diagnostics);
+  Matrix all = run_hmc(model, rng, o, context, diagnostics);
   return all.topRows(n);
 }
 

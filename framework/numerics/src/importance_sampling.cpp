@@ -76,20 +76,22 @@ void ShiftedMoments::merge(const ShiftedMoments& o) {
   shift = c;
 }
 
-MomentsRun sample_moments(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan) {
+MomentsRun sample_moments(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan,
+                          const Context& context) {
   MomentsRun run;
   run.report = stream_chunks<ShiftedMoments>(
-      source, stream, plan, [](Index, Index, const Vector& log_r) { return ShiftedMoments::of(log_r); },
+      source, stream, plan, context,
+      [](Index, Index, const Vector& log_r) { return ShiftedMoments::of(log_r); },
       [&](const ShiftedMoments& s) { run.moments.merge(s); });
   return run;
 }
 
 Vector sample_log_ratios(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan,
-                         StreamReport* report) {
+                         const Context& context, StreamReport* report) {
   Vector all(plan.total);
   // Chunks write disjoint segments, so the parallel bodies need no synchronisation.
   StreamReport r = stream_chunks<char>(
-      source, stream, plan,
+      source, stream, plan, context,
       [&](Index, Index offset, const Vector& log_r) {
         all.segment(offset, log_r.size()) = log_r;
         return char{};
@@ -100,11 +102,13 @@ Vector sample_log_ratios(const ProposalSource& source, const RandomStream& strea
 }
 
 Index count_at_most(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan,
-                    double threshold, StreamReport* report) {
+                    const Context& context, double threshold, StreamReport* report) {
   Index count = 0;
   StreamReport r = stream_chunks<Index>(
-      source, stream, plan,
-      [&](Index, Index, const Vector& log_r) { return static_cast<Index>((log_r.array() <= threshold).count()); },
+      source, stream, plan, context,
+      [&](Index, Index, const Vector& log_r) {
+        return static_cast<Index>((log_r.array() <= threshold).count());
+      },
       [&](Index c) { count += c; });
   if (report) *report = r;
   return count;

@@ -111,7 +111,8 @@ std::vector<Index> nearest_centre(const Matrix& X, const Matrix& centres) {
   return labels;
 }
 
-KMeansResult kmeans(const Matrix& X, const KMeansOptions& opt, const RandomStream& rng) {
+KMeansResult kmeans(const Matrix& X, const KMeansOptions& opt, const RandomStream& rng,
+                    const Context& context) {
   if (opt.clusters < 1) throw DataError("k-means: the number of clusters must be at least 1");
   if (X.rows() < opt.clusters)
     throw DataError("k-means: " + std::to_string(opt.clusters) + " clusters but only " +
@@ -119,7 +120,7 @@ KMeansResult kmeans(const Matrix& X, const KMeansOptions& opt, const RandomStrea
   if (!X.allFinite()) throw DataError("k-means: the points are not all finite");
   const int restarts = std::max(opt.restarts, 1);
   std::vector<KMeansResult> runs(static_cast<std::size_t>(restarts));
-  parallel_for(restarts, opt.threads, [&](Index r) {
+  parallel_for(restarts, context.threads(), [&](Index r) {
     RandomStream stream = rng.derive(static_cast<std::uint64_t>(r));
     KMeansResult run = lloyd(X, seed_plus_plus(X, opt.clusters, stream), std::max(opt.max_iterations, 1));
     run.restart = static_cast<int>(r);

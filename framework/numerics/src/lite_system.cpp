@@ -89,7 +89,8 @@ void add_radial_chunk(const RadialProfile& profile, const Eigen::Ref<const Matri
 }  // namespace
 
 LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
-                                  const Matrix& Z, const LiteAccumulateOptions& options) {
+                                  const Matrix& Z, const LiteAccumulateOptions& options,
+                                  const Context& context) {
   const Index N = X.rows(), D = X.cols(), M = Z.rows();
   if (N == 0) throw DataError("lite system: no training rows");
   if (Z.cols() != D)
@@ -114,7 +115,7 @@ LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base,
 
   std::vector<BlockSums> sums(static_cast<std::size_t>(blocks));
   std::atomic<Index> rows_done{0};
-  parallel_for(blocks, options.threads, [&](Index k) {
+  parallel_for(blocks, context.threads(), [&](Index k) {
     const Index begin = N * k / blocks, end = N * (k + 1) / blocks;
     BlockSums& s = sums[static_cast<std::size_t>(k)];
     if (radial) {

@@ -14,7 +14,7 @@ constexpr Index kEvalChunk = 2048;
 
 // Per-row sums over fixed chunks, reduced in chunk order: identical for any thread count.
 template <class RowTerm>
-double chunked_mean(const Matrix& X, int threads, const std::vector<bool>* rows, RowTerm term,
+double chunked_mean(const Matrix& X, const Context& context, const std::vector<bool>* rows, RowTerm term,
                     Index* used_out) {
   const Index n = X.rows();
   const Index chunks = (n + kEvalChunk - 1) / kEvalChunk;
@@ -24,7 +24,7 @@ double chunked_mean(const Matrix& X, int threads, const std::vector<bool>* rows,
     Index used = 0;
   };
   const Sum sum = ordered_reduce(
-      chunks, threads, [] { return Sum(); },
+      chunks, context.threads(), [] { return Sum(); },
       [&](Index c, Sum& part) {
         const Index begin = c * kEvalChunk, len = std::min(kEvalChunk, n - begin);
         const Vector v = term(X.middleRows(begin, len), begin);
@@ -67,9 +67,10 @@ double score_matching_objective(const Matrix& score, const Matrix& laplacian, st
   return (laplacian.array() + 0.5 * score.array().square()).rowwise().sum().mean();
 }
 
-double score_matching_loss(const Model& model, const Matrix& X, int threads, const std::vector<bool>* rows) {
+double score_matching_loss(const Model& model, const Matrix& X, const Context& context,
+                           const std::vector<bool>* rows) {
   return chunked_mean(
-      X, threads, rows,
+      X, context, rows,
       [&](const auto& block, Index offset) {
         Matrix s, l;
         model.score_and_laplacian(block, s, l);
@@ -80,10 +81,10 @@ double score_matching_loss(const Model& model, const Matrix& X, int threads, con
       nullptr);
 }
 
-double fisher_divergence(const Model& model, const Model& truth, const Matrix& X, int threads,
+double fisher_divergence(const Model& model, const Model& truth, const Matrix& X, const Context& context,
                          const std::vector<bool>* rows) {
   return chunked_mean(
-      X, threads, rows,
+      X, context, rows,
       [&](const auto& block, Index offset) {
         Matrix s = model.score(block);
         Matrix t = truth.score(block);

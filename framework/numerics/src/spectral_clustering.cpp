@@ -62,7 +62,7 @@ TopEigenpairs top_eigenpairs(const Matrix& S, Index k, bool force_dense, int lan
 }
 
 SpectralClustering SpectralClustering::fit(const Matrix& X, const SpectralClusteringOptions& opt,
-                                           const RandomStream& rng) {
+                                           const RandomStream& rng, const Context& context) {
   const Index n = X.rows(), K = opt.clusters;
   if (K < 1) throw DataError("spectral clustering: the number of clusters must be at least 1");
   if (n < K)
@@ -124,18 +124,17 @@ SpectralClustering SpectralClustering::fit(const Matrix& X, const SpectralCluste
   sc.extension_ = inv_sqrt_degree.asDiagonal() * eig.vectors * eig.values.cwiseInverse().asDiagonal();
 
   // k-means on the landmarks' embeddings (by the same rule as every other row).
-  const Matrix E = sc.embed(Lm, opt.threads);
+  const Matrix E = sc.embed(Lm, context);
   KMeansOptions km;
   km.clusters = K;
   km.restarts = opt.kmeans_restarts;
   km.max_iterations = opt.kmeans_max_iterations;
-  km.threads = opt.threads;
-  KMeansResult res = kmeans(E, km, rng.derive("kmeans"));
+  KMeansResult res = kmeans(E, km, rng.derive("kmeans"), context);
   sc.centres_ = res.centres;
   sc.inertia_ = res.inertia;
 
   // Every row's label, renumbered by first appearance.
-  std::vector<Index> labels = sc.assign(X, opt.threads);
+  std::vector<Index> labels = sc.assign(X, context);
   std::vector<Index> order(static_cast<std::size_t>(K), -1);
   Index next = 0;
   for (Index l : labels)
@@ -150,7 +149,7 @@ SpectralClustering SpectralClustering::fit(const Matrix& X, const SpectralCluste
   return sc;
 }
 
-Matrix SpectralClustering::embed(const Matrix& X, int threads) const {
+Matrix SpectralClustering::embed(const Matrix& X, const Context& context) const {
   if (X.cols() != landmarks_.cols())
     throw DataError("spectral clustering: rows of dimension " + std::to_string(X.cols()) +
                     ", the clustering has " + std::to_string(landmarks_.cols()));
@@ -158,7 +157,7 @@ Matrix SpectralClustering::embed(const Matrix& X, int threads) const {
   const double inv_two_s2 = 1.0 / (2.0 * bandwidth_ * bandwidth_);
   Matrix E(n, K);
   const Index blocks = (n + kEmbedBlock - 1) / kEmbedBlock;
-  parallel_for(blocks, threads, [&](Index b) {
+  parallel_for(blocks, context.threads(), [&](Index b) {
     const Index begin = b * kEmbedBlock, len = std::min(kEmbedBlock, n - begin);
     Matrix S = squared_distances(X.middleRows(begin, len), landmarks_);
     const Vector nearest = S.rowwise().minCoeff();
@@ -176,8 +175,8 @@ Matrix SpectralClustering::embed(const Matrix& X, int threads) const {
   return E;
 }
 
-std::vector<Index> SpectralClustering::assign(const Matrix& X, int threads) const {
-  return nearest_centre(embed(X, threads), centres_);
+std::vector<Index> SpectralClustering::assign(const Matrix& X, const Context& context) const {
+  return nearest_centre(embed(X, context), centres_);
 }
 
 }  // namespace kef

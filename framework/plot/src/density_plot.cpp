@@ -83,7 +83,7 @@ Vector evaluate_in_batches(const Model& model, const std::string& name, Index n,
   constexpr Index kBatch = 2048;
   const Index batches = (n + kBatch - 1) / kBatch;
   Vector values(n);
-  parallel_for(batches, threads > 0 ? threads : default_threads(), [&](Index b) {
+  parallel_for(batches, threads, [&](Index b) {
     const Index begin = b * kBatch, count = std::min(kBatch, n - begin);
     Matrix X(count, dim);
     for (Index i = 0; i < count; ++i) point(begin + i, X.row(i));
@@ -600,7 +600,7 @@ PlotExtent data_extent(const Matrix& points) {
 }
 
 LogDensityGrid log_density_grid(const Model& model, const std::string& name, const PlotExtent& extent,
-                                Index cells, double floor, int threads) {
+                                Index cells, double floor, const Context& context) {
   if (model.dim() != 2)
     throw Error("model " + name + ": a log-density grid needs a 2-D model (dimension " +
                 std::to_string(model.dim()) + ")");
@@ -620,10 +620,11 @@ LogDensityGrid log_density_grid(const Model& model, const std::string& name, con
     p << g.x[idx % cells], g.y[idx / cells];
     return p;
   };
-  const Vector raw = evaluate_in_batches(model, name, cells * cells, 2, threads, [&](Index idx, auto row) {
-    row(0) = g.x[idx % cells];
-    row(1) = g.y[idx / cells];
-  });
+  const Vector raw =
+      evaluate_in_batches(model, name, cells * cells, 2, context.threads(), [&](Index idx, auto row) {
+        row(0) = g.x[idx % cells];
+        row(1) = g.y[idx / cells];
+      });
   g.max = checked_max(raw, name, point_of);
   g.values.resize(cells, cells);
   for (Index r = 0; r < cells; ++r)
@@ -632,7 +633,7 @@ LogDensityGrid log_density_grid(const Model& model, const std::string& name, con
 }
 
 DensityCurve normalized_density_curve(const Model& model, const std::string& name, double xmin, double xmax,
-                                      Index points, int threads) {
+                                      Index points, const Context& context) {
   if (model.dim() != 1)
     throw Error("model " + name + ": a density curve needs a 1-D model (dimension " + std::to_string(model.dim()) +
                 ")");
@@ -642,7 +643,8 @@ DensityCurve normalized_density_curve(const Model& model, const std::string& nam
   const double h = (xmax - xmin) / static_cast<double>(points - 1);
   c.x.resize(points);
   for (Index i = 0; i < points; ++i) c.x[i] = i + 1 == points ? xmax : xmin + i * h;
-  const Vector raw = evaluate_in_batches(model, name, points, 1, threads, [&](Index i, auto row) { row(0) = c.x[i]; });
+  const Vector raw = evaluate_in_batches(model, name, points, 1, context.threads(),
+                                         [&](Index i, auto row) { row(0) = c.x[i]; });
   const double max = checked_max(raw, name, [&](Index i) { return Vector::Constant(1, c.x[i]); });
   // std::exp, not Eigen's vectorised exp, which clamps its argument and returns ~1e-308 for −inf:
   // outside a bounded support the density must be exactly 0.
@@ -656,7 +658,8 @@ DensityCurve normalized_density_curve(const Model& model, const std::string& nam
 
 DensityPlotResult write_density_plot(const fs::path& file, const std::vector<PlotModel>& models,
                                      const std::optional<PlotModel>& truth, const Matrix& train,
-                                     const Matrix& test, const DensityPlotOptions& options) {
+                                     const Matrix& test, const Context& context,
+                                     const DensityPlotOptions& options) {
   check_options(options);
   const Index D = train.cols();
   if (!density_plot_supported(D))
@@ -684,18 +687,19 @@ DensityPlotResult write_density_plot(const fs::path& file, const std::vector<Plo
     both << train, test;
     e = data_extent(both);
   }
-  const int threads = options.threads > 0 ? options.threads : default_threads();
   if (D == 2) {
     std::vector<Panel2d> panels;
     for (const auto& m : all)
-      panels.push_back({m.name, m.caption, log_density_grid(*m.model, m.name, e, options.grid, options.floor, threads)});
+      panels.push_back(
+          {m.name, m.caption, log_density_grid(*m.model, m.name, e, options.grid, options.floor, context)});
     return render_2d(file, panels, train, e, options);
   }
   std::vector<Curve> curves;
   for (std::size_t i = 0; i < all.size(); ++i)
-    curves.push_back({all[i].name, all[i].caption,
-                      normalized_density_curve(*all[i].model, all[i].name, e.xmin, e.xmax, options.grid, threads),
-                      truth && i == 0});
+    curves.push_back(
+        {all[i].name, all[i].caption,
+         normalized_density_curve(*all[i].model, all[i].name, e.xmin, e.xmax, options.grid, context),
+         truth && i == 0});
   return render_1d(file, curves, train, e, options);
 }
 

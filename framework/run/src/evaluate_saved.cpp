@@ -147,13 +147,18 @@ EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions
   RandomStream init_rng(o.seed, "eval.init");
   EvaluatorPtr evaluator =
       registry.make_evaluator(cfg, BuildContext{model->dim(), &registry, &init_rng, 0}, {});
-  RandomStream rng(o.seed, "eval");
-  auto shown = o.quiet ? make_silent_progress() : make_stderr_progress();
-  auto progress = make_prefixed_progress(
-      *shown, "model " + std::filesystem::path(o.model_dir).filename().string() + ", " + info.type + ": ");
+  auto progress = o.quiet ? make_silent_progress() : make_stderr_progress();
+  // The root context of `kef eval`; the evaluator's stream is RandomStream(seed, "eval").
+  Context context = Context(o.seed, o.threads, progress.get(), "--threads").child(
+      "eval", "model " + std::filesystem::path(o.model_dir).filename().string() + ", " + info.type);
   const std::string name = std::filesystem::path(o.model_dir).filename().string();
-  EvalInput in{*model, name, data, rng, *progress, o.threads > 0 ? o.threads : default_threads(), other.get(),
-               o.against_dir.empty() ? std::string() : std::filesystem::path(o.against_dir).filename().string()};
+  EvalInput in{
+      *model,
+      name,
+      data,
+      context,
+      other.get(),
+      o.against_dir.empty() ? std::string() : std::filesystem::path(o.against_dir).filename().string()};
   EvaluationResult r = evaluator->evaluate(in);
   for (const auto& [metric, value] : r.metrics)
     if (!std::isfinite(value)) throw NumericalError(info.type + ": metric " + metric + " is not finite");

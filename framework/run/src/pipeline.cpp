@@ -387,7 +387,7 @@ void publish(const fs::path& staging, const fs::path& target) { publish_staging_
 // density.png of a run: the truth first (captioned with the metrics that describe it), then every model
 // captioned with its held-out metrics. D > 2 is skipped with a note, as there is no 2-D view to draw.
 void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fitted, const Json& models,
-                    const fs::path& staging, int threads, std::ostream& log) {
+                    const fs::path& staging, const Context& context, std::ostream& log) {
   const Index D = plan.data.dim();
   if (!density_plot_supported(D)) {
     log << "density plot: skipped, the data has dimension " << D
@@ -408,10 +408,9 @@ void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fit
     if (truth && truth->caption.empty()) truth->caption = metrics_caption(metrics, true);
   }
   DensityPlotOptions options = plan.plot_options;
-  options.threads = threads;
   options.footnote = metrics_legend(all_metrics);
-  DensityPlotResult r =
-      write_density_plot(staging / "density.png", panels, truth, plan.data.train, plan.data.test, options);
+  DensityPlotResult r = write_density_plot(staging / "density.png", panels, truth, plan.data.train,
+                                           plan.data.test, context, options);
   log << "density plot: density.png, " << r.width << " x " << r.height << " pixels, extent x ["
       << r.extent.xmin << ", " << r.extent.xmax << "]";
   if (D == 2) log << " y [" << r.extent.ymin << ", " << r.extent.ymax << "]";
@@ -521,10 +520,12 @@ Config load_pipeline_config(const std::string& path, const std::vector<std::stri
 }
 
 void validate_pipeline(const std::string& path, const RunOptions& options) {
+  (void)Context::resolve_threads(options.threads, kThreadsKey);
   (void)build_plan(path, options);
 }
 
 void validate_pipeline(const Config& pipeline, const InMemoryData& data, const RunOptions& options) {
+  (void)Context::resolve_threads(options.threads, kThreadsKey);
   (void)build_in_memory_plan(pipeline, data, options);
 }
 
@@ -534,9 +535,11 @@ namespace {
 // directory, no saved models, no plot, and the log is kept in memory.
 RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output) {
   const std::string& path = plan.path;
-  const int threads = options.threads > 0 ? options.threads : default_threads();
+  (void)Context::resolve_threads(options.threads, kThreadsKey);  // before any work
   if (write_output) check_output_target(plan.output_dir);
   std::unique_ptr<Progress> progress = options.quiet ? make_silent_progress() : make_stderr_progress();
+  // The run's root context: every fit and evaluation gets a child keyed by its path.
+  const Context run(plan.seed, options.threads, progress.get(), kThreadsKey);
 
   fs::path staging = write_output ? make_staging_dir(plan.output_dir) : fs::path();
   Json results;
@@ -557,7 +560,7 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
     for (const auto& p : plan.registry->plugins())
       if (p.status == PluginRecord::Status::Loaded) plugins[p.name] = p.version;
     results["plugins"] = plugins;
-    results["threads"] = threads;
+    results["threads"] = run.threads();
     results["data"] = {{"train_rows", plan.data.train.rows()},
                        {"validation_rows", plan.data.validation.rows()},
                        {"test_rows", plan.data.test.rows()},
@@ -573,16 +576,15 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
     if (write_output) log_file.open(staging / "log.txt");
     if (plan.tune) {
       step = "tuning of model " + plan.tune->model;
-      results["tuning"] = run_tuning(plan, threads, *progress, log);
+      results["tuning"] = run_tuning(plan, run, log);
       results["config"] = Json::parse(plan.root.to_json(false));  // with the chosen values
     }
 
     for (auto& mp : plan.models) {
       step = "fit of model " + mp.name;
-      RandomStream rng(plan.seed, "model." + mp.name + ".fit");
+      Context context = run.child("model." + mp.name + ".fit", "model " + mp.name);
       FitReport report = mp.prefit ? mp.prefit_report : FitReport{};
-      const auto fit_progress = make_prefixed_progress(*progress, "model " + mp.name + ": ");
-      FitInput in{plan.data.train, plan.data.validation, rng, *fit_progress, threads, report, plan.data.roles};
+      FitInput in{plan.data.train, plan.data.validation, context, report, plan.data.roles};
       auto t0 = std::chrono::steady_clock::now();
       // A tuned model was fitted by the search with the chosen values and the same stream.
       ModelPtr model = mp.prefit ? mp.prefit : mp.estimator->fit(in);
@@ -631,15 +633,12 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
         const std::string who = "evaluate[" + std::to_string(i) + "] (" + ep.info->type + ")";
         require_facets(*fitted.at(name), ep.info->facets, who, name);
         if (!ep.other.empty()) require_facets(*fitted.at(ep.other), ep.info->facets, who, ep.other);
-        RandomStream rng(plan.seed, "evaluate[" + std::to_string(i) + "]." + name);
-        const auto eval_progress = make_prefixed_progress(*progress, "model " + name + ", " + who + ": ");
+        Context context = run.child("evaluate[" + std::to_string(i) + "]." + name, "model " + name + ", " + who);
         const auto t0 = std::chrono::steady_clock::now();
         EvalInput in{*fitted.at(name),
                      name,
                      plan.data,
-                     rng,
-                     *eval_progress,
-                     threads,
+                     context,
                      ep.other.empty() ? nullptr : fitted.at(ep.other).get(),
                      ep.other};
         EvaluationResult r = ep.evaluator->evaluate(in);
@@ -672,7 +671,7 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
       }
     }
     step = "density plot";
-    if (plan.plot && write_output) write_run_plot(plan, fitted, models, staging, threads, log);
+    if (plan.plot && write_output) write_run_plot(plan, fitted, models, staging, run, log);
     if (plan.plot && !write_output) log << "density plot: skipped, the run writes no output directory\n";
     step = "writing results";
     results["status"] = "complete";

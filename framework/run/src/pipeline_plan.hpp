@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kef/config.hpp"
+#include "kef/context.hpp"
 #include "kef/data_shape.hpp"
 #include "kef/dataset.hpp"
 #include "kef/density_plot.hpp"
@@ -20,6 +21,9 @@
 #include "kef/registry.hpp"
 
 namespace kef::pipeline_detail {
+
+// How errors name RunOptions::threads (the command line's --threads).
+inline constexpr const char* kThreadsKey = "--threads";
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
@@ -92,7 +96,7 @@ std::string format_metric(double v);
 // [tune] (tune.cpp): the plan of the grid search, checked before any fit; the search itself, which
 // writes the chosen values into plan.root and the winner's fit into its ModelPlan; the summary table.
 TunePlan build_tune(const Plan& plan, Config t);
-Json run_tuning(Plan& plan, int threads, Progress& progress, std::ostream& log);
+Json run_tuning(Plan& plan, const Context& run, std::ostream& log);
 std::string tuning_table(const Json& tuning);
 
 }  // namespace kef::pipeline_detail

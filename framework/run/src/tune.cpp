@@ -146,7 +146,8 @@ TunePlan build_tune(const Plan& plan, Config t) {
 // and scored by the tuning evaluator with one stream shared by all candidates (so their scores differ
 // only by the candidates). The best candidate's values are written into the pipeline and its fit
 // becomes the model's. A candidate whose fit or score fails numerically is recorded and skipped.
-Json run_tuning(Plan& plan, int threads, Progress& progress, std::ostream& log) {
+Json run_tuning(Plan& plan, const Context& run, std::ostream& log) {
+  Progress& progress = run.progress();
   TunePlan& tune = *plan.tune;
   Json candidates = Json::array();
   std::optional<std::size_t> best;
@@ -163,12 +164,11 @@ Json run_tuning(Plan& plan, int threads, Progress& progress, std::ostream& log) 
       label += (label.empty() ? "" : ", ") + tune.grid[k].first + " = " + format_metric(values[k]);
     }
     ModelPlan cp = build_model(plan, candidate_model_table(plan, tune, values), tune.model);
-    RandomStream rng(plan.seed, "model." + tune.model + ".fit");
+    Context context = run.child("model." + tune.model + ".fit",
+                                "tune model " + tune.model + " [" + std::to_string(i + 1) + "/" +
+                                    std::to_string(tune.candidates.size()) + "]");
     FitReport report;
-    const auto candidate_progress =
-        make_prefixed_progress(progress, "tune model " + tune.model + " [" + std::to_string(i + 1) + "/" +
-                                             std::to_string(tune.candidates.size()) + "]: ");
-    FitInput in{plan.data.train, plan.data.validation, rng, *candidate_progress, threads, report, plan.data.roles};
+    FitInput in{plan.data.train, plan.data.validation, context, report, plan.data.roles};
     try {
       auto t0 = std::chrono::steady_clock::now();
       ModelPtr model = cp.estimator->fit(in);
@@ -176,8 +176,8 @@ Json run_tuning(Plan& plan, int threads, Progress& progress, std::ostream& log) 
       if (!model || model->dim() != plan.data.dim())
         throw Error("tune: the estimator of model " + tune.model +
                     " returned no model of the data's dimension");
-      RandomStream eval_rng(plan.seed, "tune." + tune.model);
-      EvalInput ein{*model, tune.model, plan.data, eval_rng, *candidate_progress, threads, nullptr, ""};
+      Context eval_context = run.child("tune." + tune.model, "tune " + tune.model);
+      EvalInput ein{*model, tune.model, plan.data, eval_context, nullptr, ""};
       const EvaluationResult r = tune.evaluator->evaluate(ein);
       std::optional<double> score;
       for (const auto& [metric, value] : r.metrics)

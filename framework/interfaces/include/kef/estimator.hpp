@@ -12,11 +12,10 @@
 #include "kef/clonable.hpp"
 #include "kef/column_roles.hpp"
 #include "kef/component_info.hpp"
+#include "kef/context.hpp"
 #include "kef/data_shape.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
-#include "kef/progress.hpp"
-#include "kef/random.hpp"
 
 namespace kef {
 
@@ -56,12 +55,13 @@ struct FitReport {
   std::vector<std::string> notes;
 };
 
+// context: the fit's own child of the run's context (stream RandomStream(seed, "model.NAME.fit"),
+// progress labelled with the model); its rng(), progress() and threads() are what kef 0.2 passed as
+// `rng`, `progress` and `threads`. Pass it on to the building blocks the fit calls.
 struct FitInput {
   const Matrix& train;
   const Matrix& validation;  // may have 0 rows
-  RandomStream& rng;
-  Progress& progress;
-  int threads = 1;
+  Context& context;
   FitReport& report;
   // Which columns of train/validation are targets y ([data] targets); empty: unconditional data.
   // A conditional estimator fits p(y | x) on roles.inputs_of(train) and roles.targets_of(train).

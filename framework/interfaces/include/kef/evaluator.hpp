@@ -6,21 +6,21 @@
 #include <vector>
 
 #include "kef/clonable.hpp"
+#include "kef/context.hpp"
 #include "kef/data_shape.hpp"
 #include "kef/dataset.hpp"
 #include "kef/model.hpp"
-#include "kef/progress.hpp"
-#include "kef/random.hpp"
 
 namespace kef {
 
+// context: the evaluation's own child of the run's context (stream RandomStream(seed,
+// "evaluate[i].NAME"), progress labelled with the evaluator and the model); its rng(), progress() and
+// threads() are what kef 0.2 passed as `rng`, `progress` and `threads`.
 struct EvalInput {
   const Model& model;
   const std::string& model_name;
   const Dataset& data;
-  RandomStream& rng;
-  Progress& progress;
-  int threads = 1;
+  Context& context;
   const Model* other = nullptr;  // second model of comparative evaluators
   std::string other_name;
 };

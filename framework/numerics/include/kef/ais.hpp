@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/context.hpp"
 #include "kef/importance_sampling.hpp"
 #include "kef/model.hpp"
 #include "kef/progress.hpp"
@@ -34,7 +35,6 @@ struct AisOptions {
   Index pilot_particles = 32;
   double target_acceptance = 0.65;
   Index particles_per_batch = 32;  // HMC chains advanced together in one model call
-  int threads = 1;
   Progress* progress = nullptr;
   std::string task = "ais";
 };
@@ -63,14 +63,15 @@ struct AisResult {
 void validate(const AisOptions& options);
 
 AisPilot ais_pilot(const Model& model, const Proposal& proposal, const RandomStream& stream,
-                   const AisOptions& options);
+                   const AisOptions& options, const Context& context);
 
 // Forward AIS from q; the particles are drawn from q with stream.derive("init").
 AisResult ais_forward(const Model& model, const Proposal& proposal, const AisPilot& pilot,
-                      const RandomStream& stream, const AisOptions& options);
+                      const RandomStream& stream, const AisOptions& options, const Context& context);
 
 // Reverse AIS from exact samples of the model (one particle per row of `exact`).
 AisResult ais_reverse(const Model& model, const Proposal& proposal, const AisPilot& pilot,
-                      const Matrix& exact, const RandomStream& stream, const AisOptions& options);
+                      const Matrix& exact, const RandomStream& stream, const AisOptions& options,
+                      const Context& context);
 
 }  // namespace kef

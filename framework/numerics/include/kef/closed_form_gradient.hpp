@@ -9,11 +9,12 @@
 // Threads: both batches are split into row blocks of about 25 rows whose boundaries depend only on the
 // batch sizes; the stacks, their contributions to G, U, b, the loss and ∂J/∂α, and each block's
 // backward pass run in parallel over blocks, and the partial results are added in block order, so the
-// results are bitwise identical for any `threads` (tested for 1, 2 and 3).
+// results are bitwise identical for any thread count (tested for 1, 2 and 3).
 #include <cstddef>
 #include <memory>
 
 #include "kef/base_measure.hpp"
+#include "kef/context.hpp"
 #include "kef/kernel.hpp"
 #include "kef/types.hpp"
 
@@ -33,12 +34,12 @@ struct ClosedFormGradient {
 ClosedFormGradient closed_form_validation_gradient(const Kernel& kernel, const BaseMeasure& base,
                                                    const Matrix& train, const Matrix& validation,
                                                    const Matrix& Z, double lambda_alpha, double lambda_c,
-                                                   int threads = 1);
+                                                   const Context& context);
 
 // The loss alone (for line searches, early stopping and tests).
 double closed_form_validation_loss(const Kernel& kernel, const BaseMeasure& base, const Matrix& train,
                                    const Matrix& validation, const Matrix& Z, double lambda_alpha,
-                                   double lambda_c, int threads = 1);
+                                   double lambda_c, const Context& context);
 
 // Stage 2 of DKEF: the kernel and the inducing points are frozen, only log λ_α, log λ_C (and, if
 // `base_learns`, q0's parameters) change. The construction computes the derivative stacks once and
@@ -57,7 +58,7 @@ double closed_form_validation_loss(const Kernel& kernel, const BaseMeasure& base
 //
 // Equal to closed_form_validation_gradient's loss and λ/q0 gradients up to rounding (the expanded
 // quadratic form adds O(ε·(αᵀB1vᵀB1v α + |q1v|²)/Nv) to the loss); the same fixed row blocks and
-// block-order reductions make results bitwise identical for any `threads`.
+// block-order reductions make results bitwise identical for any thread count.
 struct FrozenKernelGradient {
   double loss = 0;
   Vector alpha;
@@ -71,8 +72,8 @@ class FrozenKernelMetaProblem {
  public:
   static constexpr std::size_t kDefaultStackBudgetBytes = std::size_t{512} << 20;
 
-  FrozenKernelMetaProblem(const Kernel& kernel, const BaseMeasure& base, const Matrix& train, const Matrix& validation,
-                          const Matrix& Z, bool base_learns, int threads = 1,
+  FrozenKernelMetaProblem(const Kernel& kernel, const BaseMeasure& base, const Matrix& train,
+                          const Matrix& validation, const Matrix& Z, bool base_learns, const Context& context,
                           std::size_t stack_budget_bytes = kDefaultStackBudgetBytes);
   ~FrozenKernelMetaProblem();
   FrozenKernelMetaProblem(const FrozenKernelMetaProblem&) = delete;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/context.hpp"
 #include "kef/model.hpp"
 #include "kef/progress.hpp"
 #include "kef/random.hpp"
@@ -53,7 +54,6 @@ struct HmcOptions {
   // Starting points (any number of rows, D columns): chain c starts at a row picked at random
   // (distinct rows while there are enough).
   Matrix init_points;
-  int threads = 0;                   // 0: default_threads()
   Progress* progress = nullptr;      // optional; updated at most from one thread at a time
   std::string progress_task = "hmc";
   // Who is sampling what, for error messages: e.g. "model dkef-gn (evaluator mmd)" or
@@ -98,14 +98,14 @@ void validate(const HmcOptions& options, Index dim = -1);
 // at a chain's starting point. During a trajectory, a non-finite value or a kef::NumericalError from
 // the model is a divergence of that chain (counted in the diagnostics), never fatal: the batch is
 // re-evaluated row by row so that only the rows that fail are affected.
-Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& options,
+Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& options, const Context& context,
                HmcDiagnostics* diagnostics = nullptr);
 
 // n samples from `model`: its exact sampler when can_sample(), HMC otherwise (with
 // options.samples = ceil(n / chains) when 0; the first n interleaved rows are returned).
 // `diagnostics`, when given, is reset and filled only when HMC ran.
-Matrix draw_samples(const Model& model, Index n, RandomStream& rng, const HmcOptions& options = {},
-                    HmcDiagnostics* diagnostics = nullptr);
+Matrix draw_samples(const Model& model, Index n, RandomStream& rng, const HmcOptions& options,
+                    const Context& context, HmcDiagnostics* diagnostics = nullptr);
 
 // Convergence statistics on draws[c] (iterations x D, one matrix per chain, equal lengths): split
 // chains, then Geyer's initial monotone sequence ESS and split-R̂ per coordinate.

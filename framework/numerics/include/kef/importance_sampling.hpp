@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kef/base_measure.hpp"
+#include "kef/context.hpp"
 #include "kef/model.hpp"
 #include "kef/parallel.hpp"
 #include "kef/progress.hpp"
@@ -75,7 +76,6 @@ struct ShiftedMoments {
 struct ChunkPlan {
   Index total = 0;       // proposals wanted
   Index chunk_size = 4096;
-  int threads = 1;
   double max_seconds = 0.0;  // 0: no time budget
   Progress* progress = nullptr;
   std::string task;      // progress label
@@ -93,11 +93,11 @@ struct StreamReport {
 // one wave's summaries, however large the budget.
 template <class Summary, class Summarize, class Reduce>
 StreamReport stream_chunks(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan,
-                           Summarize&& summarize, Reduce&& reduce) {
+                           const Context& context, Summarize&& summarize, Reduce&& reduce) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const Index n_chunks = (plan.total + plan.chunk_size - 1) / plan.chunk_size;
-  const Index wave = 16 * static_cast<Index>(std::max(plan.threads, 1));
+  const Index wave = 16 * static_cast<Index>(context.threads());
   const bool timed = plan.max_seconds > 0.0;
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(timed ? plan.max_seconds : 0.0));
@@ -111,7 +111,7 @@ StreamReport stream_chunks(const ProposalSource& source, const RandomStream& str
     summaries.assign(static_cast<std::size_t>(wn), Summary{});
     done.assign(static_cast<std::size_t>(wn), 0);
     mins.assign(static_cast<std::size_t>(wn), std::numeric_limits<double>::infinity());
-    parallel_for(wn, plan.threads, [&](Index j) {
+    parallel_for(wn, context.threads(), [&](Index j) {
       const Index chunk = w0 + j;
       // Chunk 0 always runs, so a time-limited estimate is never empty.
       if (timed && chunk > 0 && (expired.load(std::memory_order_relaxed) || Clock::now() >= deadline)) {
@@ -150,14 +150,15 @@ struct MomentsRun {
   ShiftedMoments moments;
   StreamReport report;
 };
-MomentsRun sample_moments(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan);
+MomentsRun sample_moments(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan,
+                          const Context& context);
 
 // All log ratios of a stream (for the percentile of the bias bound).
 Vector sample_log_ratios(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan,
-                         StreamReport* report = nullptr);
+                         const Context& context, StreamReport* report = nullptr);
 
 // How many proposals have log r <= threshold (for ρ of the bias bound).
 Index count_at_most(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan,
-                    double threshold, StreamReport* report = nullptr);
+                    const Context& context, double threshold, StreamReport* report = nullptr);
 
 }  // namespace kef

@@ -5,6 +5,7 @@
 // thread count.
 #include <vector>
 
+#include "kef/context.hpp"
 #include "kef/random.hpp"
 #include "kef/types.hpp"
 
@@ -14,7 +15,6 @@ struct KMeansOptions {
   Index clusters = 2;
   int restarts = 10;
   int max_iterations = 300;
-  int threads = 1;
 };
 
 struct KMeansResult {
@@ -33,7 +33,8 @@ struct KMeansResult {
 // uniformly chosen row when every distance is 0, i.e. fewer distinct rows than clusters). A cluster
 // left empty by an update takes the row farthest from its centre (the lowest such index), so a
 // converged result leaves a cluster empty only when X has fewer distinct rows than clusters.
-KMeansResult kmeans(const Matrix& X, const KMeansOptions& options, const RandomStream& rng);
+KMeansResult kmeans(const Matrix& X, const KMeansOptions& options, const RandomStream& rng,
+                    const Context& context);
 
 // Index of the nearest centre of each row of X (ties: the lower index).
 std::vector<Index> nearest_centre(const Matrix& X, const Matrix& centres);

@@ -11,6 +11,7 @@
 // inducing points: one GEMM and one SYRK on N x M matrices. U has no such collapse (its coordinate
 // terms do not factor) and stays a rank-(N·D) update.
 #include "kef/base_measure.hpp"
+#include "kef/context.hpp"
 #include "kef/kernel.hpp"
 #include "kef/progress.hpp"
 #include "kef/types.hpp"
@@ -29,7 +30,6 @@ struct LiteSystem {
 struct LiteAccumulateOptions {
   bool need_U = true;
   Index chunk_rows = 0;  // 0: chosen from D and M (about 4 MB of stacks per chunk)
-  int threads = 1;
   Progress* progress = nullptr;
   // For radial kernels (radial_profile.hpp) G and b are formed from N x M matrices in O(N·M·(M + D))
   // instead of O(N·D·M²); false forces the general stack path, the fast path's brute-force twin.
@@ -44,7 +44,8 @@ void add_lite_stack_terms(const KernelStacks& st, const Eigen::Ref<const Vector>
                           Matrix& G, Matrix* U, Vector& b, Vector& bc);
 
 LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
-                                  const Matrix& Z, const LiteAccumulateOptions& options);
+                                  const Matrix& Z, const LiteAccumulateOptions& options,
+                                  const Context& context);
 
 struct LiteSolution {
   Vector alpha;

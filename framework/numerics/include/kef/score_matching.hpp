@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kef/context.hpp"
 #include "kef/model.hpp"
 #include "kef/types.hpp"
 
@@ -13,10 +14,10 @@ namespace kef {
 double score_matching_objective(const Matrix& score, const Matrix& laplacian, std::string_view where);
 
 // Evaluates a model on X in chunks (threads over chunks, fixed order). rows: optional mask.
-double score_matching_loss(const Model& model, const Matrix& X, int threads,
+double score_matching_loss(const Model& model, const Matrix& X, const Context& context,
                            const std::vector<bool>* rows = nullptr);
 // ½ mean ‖∇log p~ − ∇log p0‖² over the rows of X (mask optional).
-double fisher_divergence(const Model& model, const Model& truth, const Matrix& X, int threads,
+double fisher_divergence(const Model& model, const Model& truth, const Matrix& X, const Context& context,
                          const std::vector<bool>* rows = nullptr);
 
 }  // namespace kef

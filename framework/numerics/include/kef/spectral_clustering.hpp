@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/context.hpp"
 #include "kef/random.hpp"
 #include "kef/types.hpp"
 
@@ -45,7 +46,6 @@ struct SpectralClusteringOptions {
   // Restarts of the implicitly restarted Lanczos solver (>= 1; kef::Error otherwise). Should it not
   // converge within them, the dense solver takes over (eigensolver_fell_back() says so).
   int lanczos_max_iterations = kLanczosMaxIterations;
-  int threads = 1;
 };
 
 // The top-k eigenpairs (largest algebraic eigenvalues, in decreasing order) of a symmetric matrix,
@@ -67,7 +67,7 @@ class SpectralClustering {
   // median heuristic; NumericalError when the K-th eigenvalue is not positive, i.e. the affinity
   // does not have K directions, e.g. σ far larger than the data).
   static SpectralClustering fit(const Matrix& X, const SpectralClusteringOptions& options,
-                                const RandomStream& rng);
+                                const RandomStream& rng, const Context& context);
 
   Index clusters() const { return centres_.rows(); }
   double bandwidth() const { return bandwidth_; }
@@ -81,8 +81,8 @@ class SpectralClustering {
 
   // Unit-length Nyström embedding (N x K) and nearest-centre labels of any rows (the same for any
   // thread count).
-  Matrix embed(const Matrix& X, int threads = 1) const;
-  std::vector<Index> assign(const Matrix& X, int threads = 1) const;
+  Matrix embed(const Matrix& X, const Context& context) const;
+  std::vector<Index> assign(const Matrix& X, const Context& context) const;
 
  private:
   Matrix landmarks_;

@@ -31,7 +31,7 @@ void scatter(const Matrix& block, Index N, Index channels, Index i0, Index nb, M
 }  // namespace
 
 void forward_blocked(const Network& net, const Matrix& X, int order, Matrix& out, BlockedTape* tape,
-                     int threads, Index block_rows) {
+                     const Context& context, Index block_rows) {
   require_row_independent(net);
   if (block_rows < 1)
     throw Error("network: block_rows must be positive (got " + std::to_string(block_rows) + ")");
@@ -47,7 +47,7 @@ void forward_blocked(const Network& net, const Matrix& X, int order, Matrix& out
     tape->block_rows = block_rows;
     tape->blocks.assign(static_cast<std::size_t>(blocks), Network::Tape{});
   }
-  parallel_for(blocks, threads, [&](Index b) {
+  parallel_for(blocks, context.threads(), [&](Index b) {
     const Index i0 = b * block_rows, nb = std::min(block_rows, N - i0);
     Matrix ob;
     net.forward(X.middleRows(i0, nb), order, ob, tape ? &tape->blocks[static_cast<std::size_t>(b)] : nullptr);
@@ -56,7 +56,7 @@ void forward_blocked(const Network& net, const Matrix& X, int order, Matrix& out
 }
 
 void backward_blocked(const Network& net, const Matrix& X, const BlockedTape& tape, const Matrix& adjoint,
-                      Vector* grad_params, Matrix* grad_X, int threads) {
+                      Vector* grad_params, Matrix* grad_X, const Context& context) {
   require_row_independent(net);
   const Index N = X.rows(), D = net.input_dim(), C = 1 + D * tape.order, B = tape.block_rows;
   const Index blocks = static_cast<Index>(tape.blocks.size());
@@ -69,7 +69,7 @@ void backward_blocked(const Network& net, const Matrix& X, const BlockedTape& ta
   if (grad_X && (grad_X->rows() != N || grad_X->cols() != D)) grad_X->setZero(N, D);
   std::vector<Vector> g(static_cast<std::size_t>(blocks));
   Matrix Xbar = Matrix::Zero(N, D);
-  parallel_for(blocks, threads, [&](Index b) {
+  parallel_for(blocks, context.threads(), [&](Index b) {
     const Index i0 = b * B, nb = std::min(B, N - i0);
     Matrix xb;
     net.backward(X.middleRows(i0, nb), tape.blocks[static_cast<std::size_t>(b)],

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kef/context.hpp"
 #include "kef/model.hpp"
 #include "kef/types.hpp"
 
@@ -34,7 +35,6 @@ struct DensityPlotOptions {
   Index max_points = 1000;             // overlay at most this many training points (evenly spaced rows)
   std::optional<PlotExtent> extent;    // default: data_extent(train and test)
   double floor = -9.0;                 // clip of log p~ − max (DKEF Fig. 2)
-  int threads = 0;                     // 0: default_threads(); the figure does not depend on it
   int min_panel_pixels = 300;          // 2-D panels are grid·k pixels wide, k = ceil(this / grid)
   std::string footnote;                // one line under the figure (e.g. metrics_legend)
 };
@@ -63,7 +63,7 @@ struct LogDensityGrid {
   double max = 0;  // the subtracted maximum of log p~ over the grid
 };
 LogDensityGrid log_density_grid(const Model& model, const std::string& name, const PlotExtent& extent,
-                                Index cells, double floor, int threads = 0);
+                                Index cells, double floor, const Context& context);
 
 // A 1-D density normalised on [xmin, xmax] by the trapezoid rule, at `points` equally spaced points
 // (the ends included). Same error rules as log_density_grid.
@@ -71,7 +71,7 @@ struct DensityCurve {
   Vector x, density;
 };
 DensityCurve normalized_density_curve(const Model& model, const std::string& name, double xmin, double xmax,
-                                      Index points, int threads = 0);
+                                      Index points, const Context& context);
 
 // The default plotted region: per coordinate the 0.1% to 99.9% quantiles of the points, padded by 15%
 // of that span on each side; for 2-D data the shorter side is widened so both spans are equal (square
@@ -83,7 +83,8 @@ PlotExtent data_extent(const Matrix& points);
 // font API; when no font is available the figure is written without text and a note says so.
 DensityPlotResult write_density_plot(const std::filesystem::path& file, const std::vector<PlotModel>& models,
                                      const std::optional<PlotModel>& truth, const Matrix& train,
-                                     const Matrix& test, const DensityPlotOptions& options = {});
+                                     const Matrix& test, const Context& context,
+                                     const DensityPlotOptions& options = {});
 
 bool density_plot_supported(Index dim);  // 1-D or 2-D
 

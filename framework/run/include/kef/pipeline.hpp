@@ -17,7 +17,7 @@ namespace kef {
 struct RunOptions {
   std::vector<std::string> overrides;        // "a.b.c=value"
   std::optional<std::string> output_dir;     // replaces [output] dir
-  int threads = 0;                            // 0: default_threads()
+  int threads = 0;                            // 0: default_threads(); < 0: ConfigError naming --threads
   bool quiet = false;
 };
 
@@ -79,7 +79,7 @@ struct SavedEvalOptions {
   std::string evaluator;                 // evaluator type
   std::vector<std::string> settings;     // "key=value" for the evaluator
   std::uint64_t seed = 0;
-  int threads = 0;
+  int threads = 0;                       // as RunOptions::threads
   bool quiet = false;
 };
 // The evaluator runs in the model's coordinates on the data mapped there; log-likelihoods come back in

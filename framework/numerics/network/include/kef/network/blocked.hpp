@@ -7,6 +7,7 @@
 //
 // Batch norm in training mode couples all samples of a batch through its statistics; a network with
 // batch norm must be in evaluation mode here (Error otherwise), or run by Network::forward.
+#include "kef/context.hpp"
 #include "kef/network/network.hpp"
 
 namespace kef::network {
@@ -20,9 +21,9 @@ struct BlockedTape {
 
 // As Network::forward (same stacked layout of out) over blocks of block_rows samples.
 void forward_blocked(const Network& net, const Matrix& X, int order, Matrix& out, BlockedTape* tape,
-                     int threads, Index block_rows = 256);
+                     const Context& context, Index block_rows = 256);
 // As Network::backward, with the tape of forward_blocked on the same X (gradients accumulated).
 void backward_blocked(const Network& net, const Matrix& X, const BlockedTape& tape, const Matrix& adjoint,
-                      Vector* grad_params, Matrix* grad_X, int threads);
+                      Vector* grad_params, Matrix* grad_X, const Context& context);
 
 }  // namespace kef::network
