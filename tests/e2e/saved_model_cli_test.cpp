@@ -79,8 +79,8 @@ TEST(RunOutput, ProgressLinesNameTheModelAndTheEvaluator) {
   const SharedRun& run = shared_run();
   ASSERT_EQ(run.result.status, 0) << run.result.output;
   // The lite system's progress during the fit, and the KSD evaluator's own lines.
-  EXPECT_TRUE(contains(run.result.output, "[kef] model lite: lite system")) << run.result.output;
-  EXPECT_TRUE(contains(run.result.output, "[kef] model lite, evaluate[0] (ksd): ksd")) << run.result.output;
+  EXPECT_TRUE(contains(run.result.output, "[kef] model lite / lite system")) << run.result.output;
+  EXPECT_TRUE(contains(run.result.output, "[kef] model lite, evaluate[0] (ksd) / ksd")) << run.result.output;
 }
 
 TEST(RunOutput, ResultsRecordSecondsPerEvaluationPerModel) {

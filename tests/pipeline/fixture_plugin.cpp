@@ -141,7 +141,7 @@ class LinearGaussian final : public kef::Model, public kef::ConditionalModel {
   double log_norm_ = 0;
 };
 
-class LinearGaussianEstimator final : public kef::Estimator {
+class LinearGaussianEstimator final : public kef::Clonable<LinearGaussianEstimator, kef::Estimator> {
  public:
   kef::ModelPtr fit(const kef::FitInput& in) override {
     if (!in.roles.conditional())

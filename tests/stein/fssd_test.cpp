@@ -329,9 +329,8 @@ TEST(RelativeFssd, SummaryFollowsTheOutcomeAtItsLevel) {
   GaussianModel truth(D, 0.0, 1.0), perturbed(D, 1.0, 1.0);
   auto e = test_util::make_evaluator("type = \"relative_fssd\"\nJ = 10", D);
   auto summary = [&](const Model& p, const std::string& p_name, const Model& q, const std::string& q_name) {
-    RandomStream stream(1, "evaluate");
-    auto progress = make_silent_progress();
-    EvalInput in{p, p_name, data, stream, *progress, 1, &q, q_name};
+    Context context = Context(1, 1).child("evaluate");
+    EvalInput in{p, p_name, data, context, &q, q_name};
     return e->evaluate(in).summary;
   };
   const std::string same = summary(truth, "truth", truth, "copy");

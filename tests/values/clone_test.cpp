@@ -161,10 +161,10 @@ struct Fitter {
   }
   static ModelPtr fit(Estimator& e, const Matrix& train, const Matrix& validation, std::uint64_t seed,
                       FitReport* out = nullptr) {
-    RandomStream rng(seed, "fit");
-    auto progress = make_silent_progress();
+    // A root child named by its full path: the stream RandomStream(seed, "fit").
+    Context context = Context(seed, 1).child("fit");
     FitReport report;
-    ModelPtr model = e.fit(FitInput{train, validation, rng, *progress, 1, report});
+    ModelPtr model = e.fit(FitInput{train, validation, context, report});
     if (out) *out = report;
     return model;
   }
