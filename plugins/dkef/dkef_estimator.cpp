@@ -10,6 +10,7 @@
 #include "kef/clone_shared.hpp"
 #include "kef/closed_form_gradient.hpp"
 #include "kef/error.hpp"
+#include "kef/inducing_points.hpp"
 #include "kef/linalg.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/lite_system.hpp"
@@ -103,7 +104,8 @@ DkefEstimator::DkefEstimator(const Config& cfg, const EstimatorParts& parts, Ind
   train_groups_ = opt.train.value_or(kGroups);
   for (const auto& g : train_groups_)
     if (std::find(kGroups.begin(), kGroups.end(), g) == kGroups.end())
-      cfg.fail("train", "unknown parameter group \"" + g + "\" (expected kernel, points, lambda, base_measure)");
+      cfg.fail("train",
+               "unknown parameter group \"" + g + "\" (expected kernel, points, lambda, base_measure)");
   // A group asked to learn whose gradient the kernel cannot give would silently stay at its start
   // (kef 0.2 then trained only λ): refuse it, naming what to do instead.
   if (kernel_) {
@@ -126,9 +128,7 @@ DkefEstimator::DkefEstimator(const Config& cfg, const EstimatorParts& parts, Ind
                    base_->config().boolean("learn");
   }
   if (train_rows >= 0) {
-    if (inducing_ > train_rows)
-      cfg.fail("inducing_points", std::to_string(inducing_) + " inducing points but only " + std::to_string(train_rows) +
-                                      " training rows");
+    check_inducing_count(inducing_, train_rows, sites_);
     if (batch_fit_ + batch_loss_ > train_rows)
       cfg.fail("batch_fit", "batch_fit + batch_loss = " + std::to_string(batch_fit_ + batch_loss_) +
                                 " exceeds the " + std::to_string(train_rows) + " rows of the fit split");
@@ -175,9 +175,6 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
     throw ConfigError(sites_.where("type") +
                       ": dkef early-stops on a validation split; set "
                       "`split = { validation = ... }` in [data]");
-  if (inducing_ > N)
-    sites_.fail("inducing_points", std::to_string(inducing_) + " inducing points but only " +
-                                       std::to_string(N) + " training rows");
   if (batch_fit_ + batch_loss_ > N)
     sites_.fail("batch_fit",
                 "batch_fit + batch_loss exceeds the " + std::to_string(N) + " rows of the fit split");
@@ -192,8 +189,7 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
   s.theta = Vector::Zero(s.n_kernel + s.n_points + 2 + s.n_base);
   s.theta.head(s.n_kernel) = kernel_->parameters();
   {
-    RandomStream pick = in.context.rng().derive("inducing_points");
-    const Matrix Z = random_rows(X, inducing_, pick);
+    const Matrix Z = draw_inducing_points(X, inducing_, in.context.rng(), sites_);
     s.theta.segment(s.off_points(), s.n_points) = Eigen::Map<const Vector>(Z.data(), Z.size());
   }
   s.theta.segment(s.off_lambda(), 2).setConstant(init_log_lambda_);
@@ -238,8 +234,9 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
     grad.tail(s.n_base) = g.base;
     for (Index i = 0; i < grad.size(); ++i)
       if (!std::isfinite(grad[i]))
-        throw NumericalError("dkef step " + std::to_string(step) + ": the gradient of parameter group " + group_of(i) +
-                             " is not finite (entry " + std::to_string(i) + "); try a smaller learning_rate");
+        throw NumericalError("dkef step " + std::to_string(step) + ": the gradient of parameter group " +
+                             group_of(i) + " is not finite (entry " + std::to_string(i) +
+                             "); try a smaller learning_rate");
     return Vector(grad.cwiseProduct(mask));
   };
 
@@ -257,7 +254,8 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
     for (std::size_t i = idx.size() - 1; i > 0; --i)
       std::swap(idx[i], idx[static_cast<std::size_t>(batches.uniform_int(i + 1))]);
     Matrix Dt = gather_rows(X, idx, 0, static_cast<std::size_t>(batch_fit_));
-    Matrix Dv = gather_rows(X, idx, static_cast<std::size_t>(batch_fit_), static_cast<std::size_t>(batch_loss_));
+    Matrix Dv =
+        gather_rows(X, idx, static_cast<std::size_t>(batch_fit_), static_cast<std::size_t>(batch_loss_));
     if (noise_std_ > 0) {
       Dt += noise_std_ * batches.normal_matrix(Dt.rows(), D);
       Dv += noise_std_ * batches.normal_matrix(Dv.rows(), D);
@@ -279,8 +277,8 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
       }
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::ostringstream msg;
-      msg << "step " << step << " loss " << g.loss << " best validation " << best << " (" << step / std::max(secs, 1e-9)
-          << " steps/s)";
+      msg << "step " << step << " loss " << g.loss << " best validation " << best << " ("
+          << step / std::max(secs, 1e-9) << " steps/s)";
       in.context.progress().update("dkef stage 1",
                                    static_cast<double>(step) / static_cast<double>(max_steps_), msg.str());
       if (step - best_step >= patience_) break;
@@ -317,9 +315,9 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
       grad.tail(s.n_base) = g.base;
       for (Index i = s.off_lambda(); i < grad.size(); ++i)
         if (!std::isfinite(grad[i]))
-          throw NumericalError("dkef stage-2 step " + std::to_string(k) + ": the gradient of parameter group " +
-                               group_of(i) + " is not finite (entry " + std::to_string(i) +
-                               "); try a smaller learning_rate");
+          throw NumericalError("dkef stage-2 step " + std::to_string(k) +
+                               ": the gradient of parameter group " + group_of(i) + " is not finite (entry " +
+                               std::to_string(i) + "); try a smaller learning_rate");
       apply(adam2.step(s.theta, Vector(grad.cwiseProduct(mask2))));
       in.context.progress().update("dkef stage 2",
                                    static_cast<double>(k) / static_cast<double>(stage2_steps_), "");

@@ -5,6 +5,7 @@
 #include "kef/clone_shared.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
+#include "kef/inducing_points.hpp"
 #include "kef/linalg.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/lite_system.hpp"
@@ -57,12 +58,7 @@ Estimator* LiteEstimator::clone_raw() const {
 
 Matrix LiteEstimator::choose_inducing_points(const Matrix& train, RandomStream& rng) const {
   if (opt_.inducing_points) {
-    const Index m = *opt_.inducing_points;
-    if (m > train.rows())
-      sites_.fail("inducing_points", std::to_string(m) + " inducing points but only " +
-                                         std::to_string(train.rows()) + " training rows");
-    RandomStream pick = rng.derive("inducing_points");
-    return random_rows(train, m, pick);
+    return draw_inducing_points(train, *opt_.inducing_points, rng, sites_);
   }
   const std::filesystem::path& p = *opt_.inducing_points_file;
   if (!std::filesystem::exists(p)) sites_.fail("inducing_points_file", "no such file " + p.string());
@@ -72,6 +68,10 @@ Matrix LiteEstimator::choose_inducing_points(const Matrix& train, RandomStream& 
                                             " columns, the data has " + std::to_string(train.cols()));
   if (Z.rows() == 0) sites_.fail("inducing_points_file", p.string() + " has no rows");
   return Z;
+}
+
+void LiteEstimator::check(const DataShape& data) const {
+  if (opt_.inducing_points) check_inducing_count(*opt_.inducing_points, data.train_rows, sites_);
 }
 
 std::optional<FacetSet> LiteEstimator::facets() const {

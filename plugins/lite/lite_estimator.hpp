@@ -25,6 +25,8 @@ class LiteEstimator final : public Estimator {
  public:
   LiteEstimator(const Config& cfg, const EstimatorParts& parts);
   ModelPtr fit(const FitInput& input) override;
+  // More inducing points than training rows fails in `kef validate`, before any fit.
+  void check(const DataShape& data) const override;
   // A lite model is f + log q0 with the configured q0 and no exact sampler or normaliser.
   std::optional<FacetSet> facets() const override;
 

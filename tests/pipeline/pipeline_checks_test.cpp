@@ -12,9 +12,9 @@ namespace kef {
 namespace {
 
 namespace fs = std::filesystem;
+using test::kef_cmd;
 using test::read_json;
 using test::write_file;
-using test::kef_cmd;
 using Result = test::CommandResult;
 using Json = nlohmann::json;
 
@@ -79,6 +79,24 @@ TEST(PipelineChecks, RunRefusesBeforeTheFirstFit) {
   EXPECT_NE(r.output.find("evaluate[1].J"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("fitted in"), std::string::npos) << "no model may be fitted: " << r.output;
   EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+// 800 training rows: lite with 801 inducing points fails in validate (kef 0.3.0 found it only in the
+// fit), naming the key, and 800 is accepted; the same shared check guards dkef.
+TEST(PipelineChecks, LiteRefusesMoreInducingPointsThanTrainingRowsInValidate) {
+  fs::path dir = test::temp_dir("checks-inducing");
+  std::string text = two_models("");
+  const std::string from = "inducing_points = 40\n[model.kernel]\ntype = \"gaussian\"\nsigma = 1.0";
+  ASSERT_NE(text.find(from), std::string::npos);
+  std::string bad = text, ok = text;
+  bad.replace(bad.find(from), 20, "inducing_points = 801");
+  ok.replace(ok.find(from), 20, "inducing_points = 800");
+  Result r = kef_cmd("validate " + write_file(dir, "bad.toml", bad).string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("model[1].estimator.inducing_points"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("801 inducing points but only 800 training rows"), std::string::npos) << r.output;
+  Result r2 = kef_cmd("validate " + write_file(dir, "ok.toml", ok).string());
+  EXPECT_EQ(r2.status, 0) << r2.output;
 }
 
 TEST(PipelineChecks, OptimizedFssdChecksTheLocationsPartOfTheSplit) {
