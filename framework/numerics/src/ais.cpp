@@ -206,14 +206,22 @@ AisPilot ais_pilot(const Model& model, const Proposal& q, const RandomStream& st
   return pilot;
 }
 
+namespace {
+// The options checked and the temperature schedule of a run that uses a pilot's step sizes (forward
+// and reverse AIS both need the pilot to match the schedule, temperature for temperature).
+std::vector<double> schedule_after_pilot(const AisOptions& o, const AisPilot& pilot) {
+  validate(o);
+  if (static_cast<Index>(pilot.step_sizes.size()) != o.temperatures + 1)
+    throw Error("annealed importance sampling: the pilot was run for another number of temperatures");
+  return sigmoid_schedule(o.temperatures);
+}
+}  // namespace
+
 AisResult ais_forward(const Model& model, const Proposal& q, const AisPilot& pilot,
                       const RandomStream& stream, const AisOptions& o, const Context& ctx) {
-  validate(o);
   const auto start = std::chrono::steady_clock::now();
   const Index T = o.temperatures;
-  const std::vector<double> beta = sigmoid_schedule(T);
-  if (static_cast<Index>(pilot.step_sizes.size()) != T + 1)
-    throw Error("annealed importance sampling: the pilot was run for another number of temperatures");
+  const std::vector<double> beta = schedule_after_pilot(o, pilot);
   RandomStream init = stream.derive("init");
   Matrix X = q.sample(o.particles, init);
   Vector log_w = Vector::Zero(o.particles);
@@ -236,12 +244,9 @@ AisResult ais_forward(const Model& model, const Proposal& q, const AisPilot& pil
 
 AisResult ais_reverse(const Model& model, const Proposal& q, const AisPilot& pilot, const Matrix& exact,
                       const RandomStream& stream, const AisOptions& o, const Context& ctx) {
-  validate(o);
   const auto start = std::chrono::steady_clock::now();
   const Index T = o.temperatures;
-  const std::vector<double> beta = sigmoid_schedule(T);
-  if (static_cast<Index>(pilot.step_sizes.size()) != T + 1)
-    throw Error("annealed importance sampling: the pilot was run for another number of temperatures");
+  const std::vector<double> beta = schedule_after_pilot(o, pilot);
   if (exact.rows() < 2 || exact.cols() != model.dim())
     throw Error("reverse annealed importance sampling: needs at least 2 exact samples of dimension " +
                 std::to_string(model.dim()));

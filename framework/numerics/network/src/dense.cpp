@@ -45,16 +45,22 @@ void Dense::initialize(double* theta, RandomStream& rng) const {
   if (bias_) Eigen::Map<Vector>(theta + out_ * in_, out_).setZero();
 }
 
+// The weights the layer applies: W itself, or W ∘ mask for a masked layer (written into `masked`, which
+// the returned map then views; masked entries stay in θ but never act).
+Eigen::Map<const Matrix> Dense::weights(const double* theta, Matrix& masked) const {
+  const Eigen::Map<const Matrix> raw(theta, out_, in_);
+  if (!mask_.size()) return raw;
+  masked = raw.cwiseProduct(mask_);
+  return Eigen::Map<const Matrix>(masked.data(), out_, in_);
+}
+
 // On a seeded input the derivative channels of P are constants: ∂_d P = W_{:,d} on every row, and the
 // second derivatives are 0 (no GEMM over them).
 void Dense::forward(const double* theta, const Pass& pass, bool seeded, Matrix& h, LayerTape* tape) const {
   const Index N = pass.n, D = pass.dim;
   const int order = pass.order;
-  const Eigen::Map<const Matrix> raw(theta, out_, in_);
   Matrix masked;
-  if (mask_.size()) masked = raw.cwiseProduct(mask_);
-  const Eigen::Ref<const Matrix> W =
-      mask_.size() ? Eigen::Ref<const Matrix>(masked) : Eigen::Ref<const Matrix>(raw);
+  const Eigen::Map<const Matrix> W = weights(theta, masked);
   Matrix pre(pass.rows(), out_);
   if (seeded) {
     pre.topRows(N).noalias() = pass.X * W.transpose();
@@ -73,11 +79,8 @@ void Dense::backward(const double* theta, const Pass& pass, const LayerTape& tap
                      double* grad, Matrix* grad_X) const {
   const Index N = pass.n, D = pass.dim;
   const int order = pass.order;
-  const Eigen::Map<const Matrix> raw(theta, out_, in_);
   Matrix masked;
-  if (mask_.size()) masked = raw.cwiseProduct(mask_);
-  const Eigen::Ref<const Matrix> W =
-      mask_.size() ? Eigen::Ref<const Matrix>(masked) : Eigen::Ref<const Matrix>(raw);
+  const Eigen::Map<const Matrix> W = weights(theta, masked);
   Eigen::Map<Matrix> gW(grad, out_, in_);
   const auto P0 = adjoint.topRows(N);
   if (bias_) Eigen::Map<Vector>(grad + out_ * in_, out_) += P0.colwise().sum().transpose();

@@ -45,6 +45,8 @@ class Dense : public Layer {
   Dense(Index in, Index out, std::optional<WeightInit> init, bool bias, Matrix mask);
 
  private:
+  Eigen::Map<const Matrix> weights(const double* theta, Matrix& masked) const;
+
   Index in_, out_;
   WeightInit init_;
   bool bias_;
