@@ -1,9 +1,13 @@
 // The MLP of deep kernels: forward-mode input derivatives and the reverse-mode gradients for every
 // weight and for the input, all against central differences.
+#include "kef/mlp.hpp"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "kef/error.hpp"
-#include "kef/mlp.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -52,8 +56,10 @@ TEST(Mlp, InputDerivativesMatchCentralDifferences) {
       Matrix fdJ = (p.features - m.features) / (2 * h);
       Matrix fdS = (p.J[static_cast<std::size_t>(d)] - m.J[static_cast<std::size_t>(d)]) / (2 * h);
       // Truncation O(h²) ~ 1e-10, rounding ~ 1e-16/h ~ 1e-11.
-      EXPECT_LT((st.J[static_cast<std::size_t>(d)] - fdJ).cwiseAbs().maxCoeff(), 1e-8) << "L=" << L << " d=" << d;
-      EXPECT_LT((st.S[static_cast<std::size_t>(d)] - fdS).cwiseAbs().maxCoeff(), 1e-8) << "L=" << L << " d=" << d;
+      EXPECT_LT((st.J[static_cast<std::size_t>(d)] - fdJ).cwiseAbs().maxCoeff(), 1e-8)
+          << "L=" << L << " d=" << d;
+      EXPECT_LT((st.S[static_cast<std::size_t>(d)] - fdS).cwiseAbs().maxCoeff(), 1e-8)
+          << "L=" << L << " d=" << d;
     }
   }
 }
@@ -63,8 +69,10 @@ double contract(const Mlp& net, const Matrix& X, int order, const FeatureStacks&
   FeatureStacks st;
   net.forward(X, order, st);
   double v = (adj.features.array() * st.features.array()).sum();
-  for (std::size_t d = 0; d < adj.J.size() && order >= 1; ++d) v += (adj.J[d].array() * st.J[d].array()).sum();
-  for (std::size_t d = 0; d < adj.S.size() && order >= 2; ++d) v += (adj.S[d].array() * st.S[d].array()).sum();
+  for (std::size_t d = 0; d < adj.J.size() && order >= 1; ++d)
+    v += (adj.J[d].array() * st.J[d].array()).sum();
+  for (std::size_t d = 0; d < adj.S.size() && order >= 2; ++d)
+    v += (adj.S[d].array() * st.S[d].array()).sum();
   return v;
 }
 
@@ -93,7 +101,9 @@ TEST(Mlp, BackwardMatchesCentralDifferencesForWeightsAndInputs) {
           << "L=" << L << " order=" << order;
       Eigen::Map<const Vector> x0(X.data(), X.size());
       Vector fdx = test::numerical_gradient(
-          [&](const Vector& xv) { return contract(net, Eigen::Map<const Matrix>(xv.data(), 4, 2), order, adj); },
+          [&](const Vector& xv) {
+            return contract(net, Eigen::Map<const Matrix>(xv.data(), 4, 2), order, adj);
+          },
           Vector(x0));
       Eigen::Map<const Vector> gxv(gx.data(), gx.size());
       EXPECT_LT((gxv - fdx).cwiseAbs().maxCoeff(), 1e-7 * std::max(1.0, fdx.cwiseAbs().maxCoeff()))
@@ -119,8 +129,11 @@ TEST(Mlp, SoftplusTurnsIntoTheIdentityAboveThirtyWithoutOverflow) {
 }
 
 // The order-0 pass without a tape activates in place (its own loop); it must give exactly the values
-// of the taped pass and of the derivative passes, which share the softplus formula.
-TEST(Mlp, ValueOnlyPassEqualsTheTapedAndDerivativePassesBitwise) {
+// of the taped pass (the same products), and those of the derivative pass to a few ulps: that pass
+// multiplies a matrix of 1 + 2D stacked channels, a differently shaped product that the compiler and
+// Eigen may block or contract into FMAs differently (bitwise under g++ -O3, 8.9e-16 apart under
+// clang -O1 in the sanitizer build), as in NetworkLayers.ValueOnlyPassEqualsTheTapedPass....
+TEST(Mlp, ValueOnlyPassEqualsTheTapedPassBitwiseAndTheDerivativePassToAFewUlps) {
   const Mlp net = make_net(4, 7, 3, 41);
   RandomStream rng(42, "x");
   const Matrix X = 3.0 * rng.normal_matrix(301, 4);
@@ -130,7 +143,8 @@ TEST(Mlp, ValueOnlyPassEqualsTheTapedAndDerivativePassesBitwise) {
   net.forward_stacked(X, 0, taped, &tape);
   net.forward_stacked(X, 2, stacked, nullptr);
   EXPECT_EQ((fast - taped).cwiseAbs().maxCoeff(), 0.0);
-  EXPECT_EQ((fast - stacked.topRows(X.rows())).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_LE((fast - stacked.topRows(X.rows())).cwiseAbs().maxCoeff(),
+            8 * std::numeric_limits<double>::epsilon() * std::max(1.0, fast.cwiseAbs().maxCoeff()));
 }
 
 // s(t) = log(1 + e^t) against std::log1p/std::exp over the whole range, both passes. Budget
