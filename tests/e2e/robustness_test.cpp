@@ -13,13 +13,10 @@ namespace kef {
 namespace {
 
 namespace fs = std::filesystem;
+using test::contains;
 using test::kef_cmd;
 using test::write_file;
 using Result = test::CommandResult;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 const char* kPipeline = R"(schema_version = 1
 seed = 3
@@ -106,8 +103,8 @@ TEST(Robustness, AFailedWriteToStandardOutputIsAnError) {
   fs::path dir = test::temp_dir("robust-stdout");
   fs::path cfg = write_file(dir, "p.toml", kPipeline);
   std::string output;
-  int status =
-      test::run_command("{ " + test::kef_executable() + " validate " + cfg.string() + " > /dev/full; }", &output);
+  int status = test::run_command(
+      "{ " + test::kef_executable() + " validate " + cfg.string() + " > /dev/full; }", &output);
   EXPECT_EQ(status, 2) << output;
   EXPECT_TRUE(contains(output, "cannot write to standard output")) << output;
 }
@@ -166,9 +163,9 @@ TEST(Robustness, CommandLineCountsAndSeedsAreChecked) {
     EXPECT_TRUE(contains(r.output, "expected an integer from")) << args << "\n" << r.output;
     EXPECT_FALSE(fs::exists(out));
   }
-  Result ok =
-      kef_cmd("sample " + model.string() + " -n 5 --quiet --allow-poor-mixing --out " + out +
-              " --seed 18446744073709551615");  // 5 draws are too few for the mixing check, not the point here
+  Result ok = kef_cmd(
+      "sample " + model.string() + " -n 5 --quiet --allow-poor-mixing --out " + out +
+      " --seed 18446744073709551615");  // 5 draws are too few for the mixing check, not the point here
   EXPECT_EQ(ok.status, 0) << ok.output;
 }
 

@@ -12,12 +12,9 @@ namespace kef {
 namespace {
 
 namespace fs = std::filesystem;
+using test::contains;
 using test::kef_cmd;
 using Result = test::CommandResult;
-
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
 
 // The mixing warning (from "mix poorly" to the end), or "" when there is none.
 std::string warning_of(const std::string& output) {

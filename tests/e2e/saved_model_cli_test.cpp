@@ -17,14 +17,11 @@ namespace kef {
 namespace {
 
 namespace fs = std::filesystem;
+using test::contains;
 using test::kef_cmd;
 using test::read_json;
 using test::write_file;
 using Result = test::CommandResult;
-
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
 
 const char* kPipeline = R"(schema_version = 1
 seed = 4

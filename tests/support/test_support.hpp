@@ -1,8 +1,9 @@
 #pragma once
 // Helpers shared by the test suites.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <functional>
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -11,6 +12,11 @@
 #include "kef/types.hpp"
 
 namespace kef::test {
+
+// Whether `text` (a command's output, a message) contains `part`.
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // A registry with every plugin of the build tree loaded (once per test program).
 Registry& plugin_registry();
