@@ -1,4 +1,4 @@
-// The kef command: run, validate, plugins, score, eval, sample, montage.
+// The kef command: run, validate, plugins, score, eval, sample, montage, lineplot.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +24,7 @@
 #include "kef/parallel.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/plugin_permissions.hpp"
+#include "kef/line_plot.hpp"
 #include "kef/png_montage.hpp"
 #include "kef/progress.hpp"
 #include "kef/registry.hpp"
@@ -354,6 +355,23 @@ int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const s
   return 0;
 }
 
+// `kef lineplot LABEL=FILE.csv ... --out FIG.png`: the series are read and checked before the figure is
+// drawn, and the PNG appears only when complete.
+int cmd_lineplot(const std::vector<std::string>& specs, const std::string& out, const kef::LinePlotOptions& options) {
+  std::vector<kef::LineSeries> series;
+  for (const auto& spec : specs) {
+    // The last '=' splits: labels may contain one ("θ = 1/2"), file names rarely do.
+    const auto eq = spec.rfind('=');
+    if (eq == std::string::npos || eq + 1 == spec.size())
+      throw kef::ConfigError("lineplot: series `" + spec + "`: expected LABEL=FILE.csv");
+    series.push_back(kef::read_line_series(spec.substr(eq + 1), spec.substr(0, eq)));
+  }
+  kef::LinePlotResult r = kef::write_line_plot(out, series, options);
+  for (const auto& n : r.notes) std::cerr << "[kef] note: " << n << "\n";
+  std::cerr << "[kef] wrote " << r.width << " x " << r.height << " pixels to " << out << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -449,6 +467,27 @@ int main(int argc, char** argv) {
   montage->add_option("--columns", montage_columns, "images per row (default 1: stacked vertically)")
       ->check(integer_in(1, 10000));
 
+  std::vector<std::string> lineplot_series;
+  std::string lineplot_out;
+  kef::LinePlotOptions lineplot_options;
+  auto* lineplot = app.add_subcommand(
+      "lineplot", "Draw series from CSV files (columns x, y, optional lower and upper) as a line plot");
+  lineplot
+      ->add_option("series", lineplot_series,
+                   "LABEL=FILE.csv, one per series, drawn in this order (a band where lower/upper exist)")
+      ->required();
+  lineplot->add_option("--out", lineplot_out, "output PNG")->required();
+  lineplot->add_flag("--log-x", lineplot_options.log_x, "logarithmic x axis (every x must be > 0)");
+  lineplot->add_flag("--log-y", lineplot_options.log_y, "logarithmic y axis (every y, lower, upper > 0)");
+  lineplot->add_option("--title", lineplot_options.title, "title above the plot");
+  lineplot->add_option("--x-label", lineplot_options.x_label, "x axis label (default: x)");
+  lineplot->add_option("--y-label", lineplot_options.y_label, "y axis label (default: y)");
+  lineplot->add_option("--footnote", lineplot_options.footnote, "text below the figure");
+  lineplot->add_option("--width", lineplot_options.width, "plotting area width in pixels (default 560)")
+      ->check(integer_in(100, 4000));
+  lineplot->add_option("--height", lineplot_options.height, "plotting area height in pixels (default 360)")
+      ->check(integer_in(100, 4000));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -479,6 +518,7 @@ int main(int argc, char** argv) {
     if (sample->parsed()) check_output_file("--out", sample_out);
     if (eval->parsed() && !eval_out.empty()) check_output_file("--out", eval_out);
     if (montage->parsed()) check_output_file("--out", montage_out);
+    if (lineplot->parsed()) check_output_file("--out", lineplot_out);
     if (run->parsed()) {
       kef::RunOptions opts;
       opts.overrides = overrides;
@@ -507,6 +547,7 @@ int main(int argc, char** argv) {
       std::cerr << "[kef] wrote " << m.width << " x " << m.height << " pixels to " << montage_out << "\n";
       return finish(0);
     }
+    if (lineplot->parsed()) return finish(cmd_lineplot(lineplot_series, lineplot_out, lineplot_options));
     if (eval->parsed()) {
       eval_opts.threads = threads;
       return finish(cmd_eval(registry, eval_opts, eval_out, plugin_paths));

@@ -30,9 +30,6 @@ using namespace detail;  // the drawing toolkit of plot_canvas.hpp
 constexpr unsigned kViridis[11] = {0x440154, 0x482475, 0x414487, 0x355f8d, 0x2a788e, 0x21918c,
                                    0x22a884, 0x44bf70, 0x7ad151, 0xbddf26, 0xfde725};
 
-// Okabe–Ito colours (distinguishable with colour-vision deficiencies) for the 1-D curves.
-constexpr unsigned kCurveColours[] = {0x0072b2, 0xd55e00, 0x009e73, 0xcc79a7, 0xe69f00, 0x56b4e9, 0xf0e442};
-
 struct MetricLabel {
   std::string_view metric, label, meaning;
   bool truth;
@@ -120,25 +117,10 @@ double checked_max(const Vector& values, const std::string& name, PointOf point_
 }
 
 
-constexpr double kTitleSize = 14, kCaptionSize = 12, kTickSize = 11, kFootSize = 11;
 
 // The footnote is a list of items joined by " · ", wrapped between items.
-std::vector<std::string> footnote_lines(const Text& measure, const std::string& footnote, double max_width) {
-  if (footnote.empty() || !measure.ok()) return {};
-  const std::string sep = " \xc2\xb7 ";
-  std::vector<std::string> items;
-  for (std::size_t pos = 0;;) {
-    const auto next = footnote.find(sep, pos);
-    items.push_back(footnote.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
-    if (next == std::string::npos) break;
-    pos = next + sep.size();
-  }
-  return measure.wrap(items, sep, kFootSize, max_width, 6);
-}
 
 constexpr double kCaptionLine = 16;
-const Rgb kInk = {0.13, 0.13, 0.13};
-const Rgb kGrey = {0.35, 0.35, 0.35};
 
 void check_options(const DensityPlotOptions& o) {
   if (o.grid < 2 || o.grid > 4000)

@@ -1,7 +1,8 @@
 #pragma once
 // The drawing toolkit of kef's figures (internal to libkef): colours, axis ticks, cairo ownership,
 // text through cairo's toy API, and a checked white canvas that writes itself as a PNG. The density
-// figures (density_plot.cpp) and `kef montage` (png_montage.cpp) draw with it.
+// figures (density_plot.cpp), the line plots (line_plot.cpp) and `kef montage` (png_montage.cpp) draw
+// with it.
 #include <cairo.h>
 
 #include <algorithm>
@@ -27,6 +28,13 @@ struct Rgb {
 inline Rgb rgb_hex(unsigned hex) {
   return {((hex >> 16) & 0xff) / 255.0, ((hex >> 8) & 0xff) / 255.0, (hex & 0xff) / 255.0};
 }
+
+// Okabe–Ito colours (distinguishable with colour-vision deficiencies) for curves and series.
+constexpr unsigned kCurveColours[] = {0x0072b2, 0xd55e00, 0x009e73, 0xcc79a7, 0xe69f00, 0x56b4e9, 0xf0e442};
+// Text sizes (points) and the two text colours every figure uses.
+constexpr double kTitleSize = 14, kCaptionSize = 12, kTickSize = 11, kFootSize = 11;
+inline constexpr Rgb kInk = {0.13, 0.13, 0.13};
+inline constexpr Rgb kGrey = {0.35, 0.35, 0.35};
 
 inline std::string replace_minus(std::string s) {
   std::string out;
@@ -181,14 +189,30 @@ class Text {
   bool builtin_ = false;
 };
 
+// A footnote (items separated by " · ") wrapped to max_width, at most six lines; none without a font.
+inline std::vector<std::string> footnote_lines(const Text& measure, const std::string& footnote,
+                                               double max_width) {
+  if (footnote.empty() || !measure.ok()) return {};
+  const std::string sep = " \xc2\xb7 ";
+  std::vector<std::string> items;
+  for (std::size_t pos = 0;;) {
+    const auto next = footnote.find(sep, pos);
+    items.push_back(footnote.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+    if (next == std::string::npos) break;
+    pos = next + sep.size();
+  }
+  return measure.wrap(items, sep, kFootSize, max_width, 6);
+}
+
 // The note a figure carries when its text could not be drawn as intended.
-inline void font_notes(const Text& text, const Text& measure, std::vector<std::string>& notes) {
+inline void font_notes(const Text& text, const Text& measure, std::vector<std::string>& notes,
+                       const std::string& figure = "density plot") {
   if (!text.ok() || !measure.ok())
-    notes.push_back("density plot: no usable font (install fonts-dejavu-core); the figure has no text");
+    notes.push_back(figure + ": no usable font (install fonts-dejavu-core); the figure has no text");
   else if (text.builtin_font())
-    notes.push_back(
-        "density plot: no system font found; text drawn in cairo's built-in font, ASCII only "
-        "(install fonts-dejavu-core)");
+    notes.push_back(figure +
+                    ": no system font found; text drawn in cairo's built-in font, ASCII only "
+                    "(install fonts-dejavu-core)");
 }
 
 inline void set_colour(cairo_t* cr, Rgb c, double alpha = 1.0) {
