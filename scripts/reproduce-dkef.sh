@@ -2,7 +2,7 @@
 # Reproduces the synthetic study of DKEF (Wenliang et al., ICML 2019) §4.1 / Figure 2 and its
 # Figure 1 with the configs in configs/paper/dkef/, then collects one table and the figures.
 #
-#   scripts/reproduce-dkef.sh [--quick] [--out DIR] [--threads N] [KEF]
+#   scripts/reproduce-dkef.sh [--quick] [--out DIR] [--threads N] [--seeds S,S,...] [KEF]
 #
 #   KEF          the kef executable (default: build/bin/kef of this repository)
 #   --out DIR    where the runs go (default: runs/dkef-reproduction, relative to the current directory)
@@ -10,6 +10,10 @@
 #                stops after a few steps, small importance-sampling budgets; the numbers mean nothing,
 #                the pipeline, the table and the figures are exercised
 #   --threads N  passed to kef run (results do not depend on it)
+#   --seeds LIST also run every config with each of these seeds (`--set seed=S`: the data draw and
+#                the fits change) into DIR/seed-S/, and write DIR/table-seeds.md: per model and data
+#                set, mean ± sd over the configs' own seed and LIST of the Fisher divergence and the
+#                log-likelihood
 #
 # Writes DIR/<name>/ (one kef run each: funnel banana ring square cosine mog mor mor_mixture figure1,
 # each with results.json, log.txt, models/ and density.png), DIR/table.md (rows = models, columns =
@@ -19,7 +23,7 @@
 # as soon as a run fails.
 set -euo pipefail
 
-usage() { sed -n '5,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "reproduce-dkef: $*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,12 +31,20 @@ kef="$repo/build/bin/kef"
 out="runs/dkef-reproduction"
 quick=0
 threads=()
+seeds=()
 kef_given=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --out) [ $# -ge 2 ] || usage; out="$2"; shift ;;
     --threads) [ $# -ge 2 ] || usage; threads=(--threads "$2"); shift ;;
+    --seeds)
+      [ $# -ge 2 ] || usage
+      IFS=, read -r -a seeds <<< "$2"
+      for s in "${seeds[@]}"; do
+        [[ "$s" =~ ^[0-9]+$ ]] || { echo "reproduce-dkef: --seeds: '$s' is not a seed (expected integers, e.g. 1,2,3)" >&2; exit 2; }
+      done
+      shift ;;
     -h|--help) usage ;;
     -*) echo "reproduce-dkef: unknown option $1" >&2; usage ;;
     *) [ "$kef_given" -eq 0 ] || usage; kef="$1"; kef_given=1 ;;
@@ -52,7 +64,8 @@ out=$(cd "$out" && pwd)
 logs="$out/logs"
 mkdir -p "$logs"
 # A failed run must not leave an older table or figure looking current.
-rm -f "$out/table.md" "$out/table.md.tmp" "$out/figure2.png" "$out/figure1.png"
+rm -f "$out/table.md" "$out/table.md.tmp" "$out/table-seeds.md" "$out/table-seeds.md.tmp" "$out/figure2.png" \
+  "$out/figure1.png"
 : > "$out/timings.tsv"
 
 # --quick: --set overrides for every model of a config, read from the config itself (kef's --set
@@ -118,11 +131,21 @@ run() {
   printf '%s\t%d.%d\n' "$name" $((ms / 1000)) $((ms % 1000 / 100)) >> "$out/timings.tsv"
 }
 
-for d in "${datasets[@]}"; do
-  run "$d" "$configs/synthetic.toml" --set "data.type=synthetic/$d"
+# run_all PREFIX [--set K=V]...: every run of the reproduction, into $out/PREFIX<name>.
+run_all() {
+  local prefix="$1"
+  shift
+  for d in "${datasets[@]}"; do
+    run "$prefix$d" "$configs/synthetic.toml" --set "data.type=synthetic/$d" "$@"
+  done
+  run "${prefix}mor_mixture" "$configs/mor_mixture.toml" "$@"
+  run "${prefix}figure1" "$configs/figure1.toml" "$@"
+}
+run_all ""
+for s in "${seeds[@]}"; do
+  mkdir -p "$out/seed-$s" "$logs/seed-$s"
+  run_all "seed-$s/" --set "seed=$s"
 done
-run mor_mixture "$configs/mor_mixture.toml"
-run figure1 "$configs/figure1.toml"
 
 # The table, from the results.json files.
 "$python" - "$out" "$quick" > "$out/table.md.tmp" <<'PY'
@@ -229,6 +252,68 @@ print("\n".join(doc))
 PY
 mv "$out/table.md.tmp" "$out/table.md"
 
+# The spread over seeds: the configs' own seed (DIR/<name>) and each of --seeds (DIR/seed-S/<name>).
+if [ "${#seeds[@]}" -gt 0 ]; then
+  "$python" - "$out" "$quick" "${seeds[@]}" > "$out/table-seeds.md.tmp" <<'PY'
+import json, math, os, statistics, sys
+
+out, quick, seeds = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
+columns = [("funnel", "Funnel"), ("banana", "Banana"), ("ring", "Ring"), ("square", "Square"),
+           ("cosine", "Cosine"), ("mog", "MoG"), ("mor", "MoR"), ("mor_mixture", "MoR, 3 clusters"),
+           ("figure1", "Figure 1 (1-D)")]
+dirs = [out] + [os.path.join(out, f"seed-{s}") for s in seeds]
+
+def load(d, name):
+    with open(os.path.join(d, name, "results.json")) as f:
+        return json.load(f)
+
+def spread(values):
+    # The sd to two significant digits, the mean to the same decimal place.
+    xs = [x for x in values if x is not None and math.isfinite(x)]
+    if len(xs) < len(values):
+        return "n/a"
+    mean = statistics.fmean(xs)
+    sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
+    if sd == 0:
+        return f"{mean:.3g} ± 0"
+    decimals = max(0, 1 - math.floor(math.log10(sd)))
+    return f"{mean:.{decimals}f} ± {sd:.{decimals}f}"
+
+runs = {n: [load(d, n) for d in dirs] for n, _ in columns}
+own_seed = runs["funnel"][0]["seed"]
+models = []
+for n, _ in columns:
+    for m in runs[n][0]["models"]:
+        if m not in models:
+            models.append(m)
+lines = ["# DKEF §4.1 reproduction over seeds (kef)", ""]
+if quick:
+    lines += ["**Quick mode (smoke test): a few training steps only; these numbers are not results.**", ""]
+lines += [f"Fisher divergence from the truth / log-likelihood (quadrature), mean ± sd over {len(dirs)} seeds "
+          f"({', '.join(str(s) for s in [own_seed] + seeds)}); each seed draws its own data and fits. "
+          "Lower / higher is better.", "",
+          "| model | " + " | ".join(h for _, h in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+for m in models:
+    cells = []
+    for n, _ in columns:
+        rs = [r["models"].get(m) for r in runs[n]]
+        if any(r is None for r in rs):
+            cells.append("—")
+            continue
+        fd = spread([r["metrics"].get("fisher_divergence") for r in rs])
+        ll = spread([r["metrics"].get("log_likelihood") for r in rs])
+        cells.append(f"{fd} / {ll}")
+    lines.append(f"| {m} | " + " | ".join(cells) + " |")
+truth = []
+for n, _ in columns:
+    truth.append("0 / " + spread([next(iter(r["models"].values()))["metrics"].get("true_log_likelihood")
+                                  for r in runs[n]]))
+lines.append("| truth | " + " | ".join(truth) + " |")
+print("\n".join(lines))
+PY
+  mv "$out/table-seeds.md.tmp" "$out/table-seeds.md"
+fi
+
 # The figures.
 pngs=()
 for d in "${datasets[@]}" mor_mixture; do
@@ -238,4 +323,8 @@ done
 "$kef" montage --width 1800 --out "$out/figure2.png" "${pngs[@]}" || die "kef montage failed"
 cp "$out/figure1/density.png" "$out/figure1.png"
 
-echo "reproduce-dkef: wrote $out/table.md, $out/figure2.png, $out/figure1.png"
+if [ "${#seeds[@]}" -gt 0 ]; then
+  echo "reproduce-dkef: wrote $out/table.md, $out/table-seeds.md, $out/figure2.png, $out/figure1.png"
+else
+  echo "reproduce-dkef: wrote $out/table.md, $out/figure2.png, $out/figure1.png"
+fi

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Usage: reproduce_dkef_test.sh quick|failure KEF REPO OUT
-#   quick:   scripts/reproduce-dkef.sh --quick must succeed and write a table with every model of the
-#            configs as a row and every data set as a column (one bold Fisher divergence per data
-#            set), the truth row, both figures as PNGs, and one results.json per run.
+#   quick:   scripts/reproduce-dkef.sh --quick --seeds 13 must succeed and write a table with every
+#            model of the configs as a row and every data set as a column (one bold Fisher divergence
+#            per data set), the truth row, both figures as PNGs, one results.json per run and seed,
+#            and the spread table: mean ± sd over the two seeds in every cell.
 #   failure: with a kef that fails, the script must stop with a non-zero status, name the failing run
 #            (the first, funnel) and not write a table.
 set -uo pipefail
@@ -12,10 +13,22 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 case "$mode" in
 quick)
-  bash "$script" --quick --threads 2 --out "$out" "$kef" || fail "reproduce-dkef.sh --quick exited with $?"
+  bash "$script" --quick --threads 2 --seeds 13 --out "$out" "$kef" || fail "reproduce-dkef.sh --quick exited with $?"
   for run in funnel banana ring square cosine mog mor mor_mixture figure1; do
     [ -s "$out/$run/results.json" ] || fail "no $out/$run/results.json"
+    [ -s "$out/seed-13/$run/results.json" ] || fail "no $out/seed-13/$run/results.json"
+    grep -q '"seed": 13' "$out/seed-13/$run/results.json" || fail "$out/seed-13/$run did not run with seed 13"
   done
+  spread="$out/table-seeds.md"
+  [ -s "$spread" ] || fail "no $spread"
+  grep -q 'over 2 seeds (12, 13)' "$spread" || fail "$spread does not name its seeds"
+  for row in KEF-G DKEF-G-15 DKEF-G-50 DKEF-L-50 DKEF-L-50-1 DKEF-G-10 truth; do
+    grep -q "^| $row |" "$spread" || fail "row $row missing from $spread"
+  done
+  # Every model cell holds two spreads (Fisher divergence / log-likelihood).
+  cells=$(grep '^| KEF-G |' "$spread" | grep -o ' ± ' | wc -l)
+  [ "$cells" -ge 16 ] || fail "expected mean ± sd in every KEF-G cell of $spread, found $cells spreads"
+  grep -q 'n/a' "$spread" && fail "a metric is missing (n/a) in $spread"
   for png in figure2.png figure1.png; do
     [ "$(head -c 8 "$out/$png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "$out/$png is not a PNG"
   done
