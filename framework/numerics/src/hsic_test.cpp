@@ -46,29 +46,46 @@ double unbiased_hsic(Matrix& K, Matrix& L) {
 
 }  // namespace
 
-double hsic_permuted(const Matrix& Kc, const Matrix& Lc, const std::vector<Index>& perm) {
+namespace {
+
+// HSIC_b for each of `count` pairings perms[0..count) (docs/math.md §8.10). Column j of K̃ is read once for
+// all of them (it stays in L1 while each pairing gathers from its own column of L̃), which saves the
+// K̃ half of the memory traffic. Each pairing's sum has the same order as a pass on its own: by
+// symmetry the strict lower triangle twice plus the diagonal, column by column, with four partial sums
+// so the gathers pipeline.
+void hsic_permuted_batch(const Matrix& Kc, const Matrix& Lc, const std::vector<Index>* perms, Index count,
+                         double* out) {
   const Index n = Kc.rows();
-  // Symmetry: the strict lower triangle twice plus the diagonal, column by column; four partial sums
-  // so the gathers pipeline.
-  double off = 0, diag = 0;
+  std::vector<double> off(static_cast<std::size_t>(count), 0.0), diag(static_cast<std::size_t>(count), 0.0);
   for (Index j = 0; j < n; ++j) {
     const double* k = Kc.col(j).data();
-    const double* l = Lc.col(perm[static_cast<std::size_t>(j)]).data();
-    const Index* p = perm.data();
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    Index i = j + 1;
-    for (; i + 3 < n; i += 4) {
-      s0 += k[i] * l[p[i]];
-      s1 += k[i + 1] * l[p[i + 1]];
-      s2 += k[i + 2] * l[p[i + 2]];
-      s3 += k[i + 3] * l[p[i + 3]];
+    for (Index q = 0; q < count; ++q) {
+      const Index* p = perms[q].data();
+      const double* l = Lc.col(p[j]).data();
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      Index i = j + 1;
+      for (; i + 3 < n; i += 4) {
+        s0 += k[i] * l[p[i]];
+        s1 += k[i + 1] * l[p[i + 1]];
+        s2 += k[i + 2] * l[p[i + 2]];
+        s3 += k[i + 3] * l[p[i + 3]];
+      }
+      for (; i < n; ++i) s0 += k[i] * l[p[i]];
+      off[static_cast<std::size_t>(q)] += (s0 + s1) + (s2 + s3);
+      diag[static_cast<std::size_t>(q)] += k[j] * l[p[j]];
     }
-    for (; i < n; ++i) s0 += k[i] * l[p[i]];
-    off += (s0 + s1) + (s2 + s3);
-    diag += k[j] * l[p[j]];
   }
   const double nn = static_cast<double>(n);
-  return (diag + 2 * off) / (nn * nn);
+  for (Index q = 0; q < count; ++q)
+    out[q] = (diag[static_cast<std::size_t>(q)] + 2 * off[static_cast<std::size_t>(q)]) / (nn * nn);
+}
+
+}  // namespace
+
+double hsic_permuted(const Matrix& Kc, const Matrix& Lc, const std::vector<Index>& perm) {
+  double out = 0;
+  hsic_permuted_batch(Kc, Lc, &perm, 1, &out);
+  return out;
 }
 
 HsicTest hsic_test(const Kernel& kernel_x, const Kernel& kernel_y, const Matrix& X, const Matrix& Y,
@@ -95,17 +112,17 @@ HsicTest hsic_test(const Kernel& kernel_x, const Kernel& kernel_y, const Matrix&
   const Index blocks = (permutations + kHsicPermutationBlock - 1) / kHsicPermutationBlock;
   parallel_for(blocks, context.threads(), [&](Index b) {
     RandomStream block_rng = rng.derive(static_cast<std::uint64_t>(b));
-    std::vector<Index> perm = identity;
-    const Index end = std::min(permutations, (b + 1) * kHsicPermutationBlock);
-    for (Index q = b * kHsicPermutationBlock; q < end; ++q) {
+    const Index first = b * kHsicPermutationBlock,
+                count = std::min(permutations - first, kHsicPermutationBlock);
+    std::vector<std::vector<Index>> perms(static_cast<std::size_t>(count), identity);
+    for (auto& perm : perms) {
       // Fisher–Yates from the identity: each permutation is uniform and independent of the others.
-      std::iota(perm.begin(), perm.end(), Index{0});
       for (Index i = n - 1; i > 0; --i) {
         const auto j = static_cast<Index>(block_rng.uniform_int(static_cast<std::uint64_t>(i + 1)));
         std::swap(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(j)]);
       }
-      out.permuted[q] = hsic_permuted(Kc, Lc, perm);
     }
+    hsic_permuted_batch(Kc, Lc, perms.data(), count, out.permuted.data() + first);
   });
   if (permutations > 0)
     out.p_value = static_cast<double>(1 + (out.permuted.array() >= out.hsic).count()) /
