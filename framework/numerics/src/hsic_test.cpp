@@ -48,20 +48,28 @@ double unbiased_hsic(Matrix& K, Matrix& L) {
 
 namespace {
 
-// HSIC_b for each of `count` pairings perms[0..count) (docs/math.md §8.10). Column j of K̃ is read once for
-// all of them (it stays in L1 while each pairing gathers from its own column of L̃), which saves the
-// K̃ half of the memory traffic. Each pairing's sum has the same order as a pass on its own: by
-// symmetry the strict lower triangle twice plus the diagonal, column by column, with four partial sums
-// so the gathers pipeline.
+// HSIC_b for each of `count` pairings perms[0..count) (docs/math.md §8.10), as
+// Σ_a Σ_i K̃_{i, π⁻¹(a)} L̃_{π(i), a}: the outer loop runs over the columns a of L̃, each read once for
+// all the pairings (it stays in L1 while they gather from it), and each pairing streams the column
+// j = π⁻¹(a) of K̃ sequentially, which the prefetcher follows; the other order (columns of K̃ outer,
+// gathers from a different column of L̃ per pairing) waits on memory for every gather. By symmetry
+// only i > j is summed, twice, plus the diagonal; four partial sums let the gathers pipeline.
 void hsic_permuted_batch(const Matrix& Kc, const Matrix& Lc, const std::vector<Index>* perms, Index count,
                          double* out) {
   const Index n = Kc.rows();
   std::vector<double> off(static_cast<std::size_t>(count), 0.0), diag(static_cast<std::size_t>(count), 0.0);
-  for (Index j = 0; j < n; ++j) {
-    const double* k = Kc.col(j).data();
+  std::vector<std::vector<Index>> inverse(static_cast<std::size_t>(count),
+                                          std::vector<Index>(static_cast<std::size_t>(n)));
+  for (Index q = 0; q < count; ++q)
+    for (Index i = 0; i < n; ++i)
+      inverse[static_cast<std::size_t>(q)][static_cast<std::size_t>(perms[q][static_cast<std::size_t>(i)])] =
+          i;
+  for (Index a = 0; a < n; ++a) {
+    const double* l = Lc.col(a).data();
     for (Index q = 0; q < count; ++q) {
       const Index* p = perms[q].data();
-      const double* l = Lc.col(p[j]).data();
+      const Index j = inverse[static_cast<std::size_t>(q)][static_cast<std::size_t>(a)];
+      const double* k = Kc.col(j).data();
       double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
       Index i = j + 1;
       for (; i + 3 < n; i += 4) {
@@ -72,7 +80,7 @@ void hsic_permuted_batch(const Matrix& Kc, const Matrix& Lc, const std::vector<I
       }
       for (; i < n; ++i) s0 += k[i] * l[p[i]];
       off[static_cast<std::size_t>(q)] += (s0 + s1) + (s2 + s3);
-      diag[static_cast<std::size_t>(q)] += k[j] * l[p[j]];
+      diag[static_cast<std::size_t>(q)] += k[j] * l[a];
     }
   }
   const double nn = static_cast<double>(n);
