@@ -130,5 +130,34 @@ TEST(KefTestCli, BadInputExitsTwoNamingTheArgument) {
   expect_bad("test", {"subcommand"});
 }
 
+TEST(KefTestCli, ValidateRefusesKernelTestEvaluatorsThatCannotRun) {
+  // Checked before any fit: an empty split for mmd_two_sample, data without targets for
+  // hsic_independence; each error names the evaluator's key.
+  const fs::path dir = test::temp_dir("kernel-test-validate");
+  auto pipeline = [&](const std::string& evaluate) {
+    return test::write_file(dir, "p.toml",
+                            "schema_version = 1\nseed = 3\n[data]\ntype = \"synthetic/banana\"\nn = 400\n"
+                            "split = { test = 100, validation = 0 }\n[[model]]\nname = \"m\"\n"
+                            "[model.estimator]\ntype = \"lite\"\ninducing_points = 20\n"
+                            "[model.kernel]\ntype = \"gaussian\"\nsigma = 1.5\n"
+                            "[model.base_measure]\ntype = \"gaussian\"\nstd = 4.0\n[[evaluate]]\n" +
+                                evaluate);
+  };
+  const auto ok = kef_cmd("validate " + pipeline("type = \"mmd_two_sample\"\n").string());
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  const auto empty =
+      kef_cmd("validate " + pipeline("type = \"mmd_two_sample\"\nsplit = \"validation\"\n").string());
+  EXPECT_EQ(empty.status, 2) << empty.output;
+  EXPECT_TRUE(contains(empty.output, "evaluate[0].split")) << empty.output;
+  const auto no_targets = kef_cmd("validate " + pipeline("type = \"hsic_independence\"\n").string());
+  EXPECT_EQ(no_targets.status, 2) << no_targets.output;
+  EXPECT_TRUE(contains(no_targets.output, "evaluate[0].of")) << no_targets.output;
+  const auto both =
+      kef_cmd("validate " +
+              pipeline("type = \"mmd_two_sample\"\nbandwidth = 1.0\nbandwidth_rule = \"median\"\n").string());
+  EXPECT_EQ(both.status, 2) << both.output;
+  EXPECT_TRUE(contains(both.output, "evaluate[0].bandwidth_rule")) << both.output;
+}
+
 }  // namespace
 }  // namespace kef
