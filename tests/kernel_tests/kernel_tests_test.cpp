@@ -250,6 +250,10 @@ TEST(MmdTest, BadInputIsADataError) {
   EXPECT_TRUE(test::contains(
       test::message_of<DataError>([&] { mmd_test(*k, X, Matrix::Random(1, 2), 10, prng, Context(1, 1)); }),
       "at least 2"));
+  // Labellings that would not fit in memory: refused before allocating, naming the permutations.
+  EXPECT_TRUE(test::contains(
+      test::message_of<ConfigError>([&] { mmd_test(*k, X, X, Index{1} << 28, prng, Context(1, 1)); }),
+      "permutations"));
 }
 
 TEST(HsicTest, StatisticsEqualBruteForce) {

@@ -13,6 +13,7 @@ namespace {
 
 // Entries of one Gram block (8 MB): large enough for efficient products, small for any N.
 constexpr Index kBlockEntries = Index{1} << 20;
+constexpr double kMaxLabellingEntries = double(Index{1} << 28);
 
 // Per-block partial sums; for labelling p (column p of A, 1 = "first sample"):
 // aKa[p] = Σ_i a_i (K a)_i, aK1[p] = Σ_i a_i (K 1)_i, adiag[p] = Σ_i a_i K_ii. For the Gamma
@@ -36,6 +37,12 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
   if (Y.cols() != D)
     throw DataError("mmd: samples of dimension " + std::to_string(D) + " and " + std::to_string(Y.cols()));
   if (permutations < 0) throw Error("mmd: negative number of permutations");
+  // The labellings are an N x (P + 1) matrix (the price of one Gram pass for all of them): refuse what
+  // would not fit rather than fail in the allocator.
+  if (static_cast<double>(N) * static_cast<double>(permutations + 1) > kMaxLabellingEntries)
+    throw ConfigError("mmd: " + std::to_string(permutations) + " permutations of " + std::to_string(N) +
+                      " pooled rows need " + std::to_string(N) + " x " + std::to_string(permutations + 1) +
+                      " labellings in memory, more than 2^28 entries (2 GB); use fewer permutations");
   Matrix Z(N, D);
   Z.topRows(n) = X;
   Z.bottomRows(m) = Y;
