@@ -514,7 +514,8 @@ int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_
   std::cout << (two_sample ? "two-sample test (MMD): " : "independence test (HSIC): ") << X.rows() << " x "
             << X.cols() << " (" << f.x_file << ") " << (two_sample ? "vs " : "with ") << Y.rows() << " x "
             << Y.cols() << " (" << f.y_file << ")\n";
-  for (const auto& item : j["statistic"].items()) std::cout << "  " << item.key() << " = " << num(item.value()) << "\n";
+  for (const auto& item : j["statistic"].items())
+    std::cout << "  " << item.key() << " = " << num(item.value()) << "\n";
   std::cout << "  p-value (permutation, " << P << ") = " << num(j["p_value"]["permutation"]) << "\n";
   std::cout << "  p-value (Gamma approximation) = " << num(j["p_value"]["gamma"]) << "\n";
   if (two_sample) {
