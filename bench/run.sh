@@ -106,3 +106,22 @@ if $py -c "import numpy" 2>/dev/null; then
 else
   echo "NumPy not available (needs /usr/bin/python3 with numpy)"
 fi
+
+echo "== Kernel tests (kef/mmd_test.hpp, kef/hsic_test.hpp): n=2000 per sample D=2, 1000 permutations, Gamma approximation"
+OPENBLAS_NUM_THREADS=1 "$build/bin/bench_kernel_tests" 2000 2 1000 "$work/kt" 3 | tee "$work/kt.txt"
+if $py -c "import numpy, scipy" 2>/dev/null; then
+  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+    $py "$here/kernel_tests_numpy.py" "$work/kt/X.npy" "$work/kt/Y.npy" "$(val sigma "$work/kt.txt")" 1000 1 |
+    tee "$work/kt_np.txt"
+  for t in mmd hsic; do
+    awk -v a="$(val numpy_${t}_seconds "$work/kt_np.txt")" -v b="$(val ${t}_seconds "$work/kt.txt")" -v t=$t \
+      'BEGIN{printf "%s permutation test: ratio numpy/kef = %.2fx (target >= 10x)\n", t, a/b}'
+  done
+  # MMD: the null is one product K·A, which NumPy also does in OpenBLAS; the bound is that product at the
+  # machine's DGEMM peak.
+  awk -v f="$(val mmd_product_flops "$work/kt.txt")" -v g="$(val gemm_gflops "$work/kt.txt")" \
+      -v k="$(val mmd_seconds "$work/kt.txt")" \
+    'BEGIN{ideal=f/(g*1e9); printf "mmd: K·A %.3g flops at the DGEMM peak %.0f GFLOP/s = %.3f s; kef %.3f s = %.2fx of it (target <= 1.5)\n", f, g, ideal, k, k/ideal}'
+else
+  echo "NumPy/SciPy not available (needs /usr/bin/python3 with numpy and scipy)"
+fi

@@ -1,4 +1,4 @@
-// The kef command: run, validate, plugins, score, eval, sample, montage, lineplot.
+// The kef command: run, validate, plugins, score, eval, sample, montage, lineplot, test.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,9 +16,12 @@
 #include <sstream>
 
 #include "kef/allocator.hpp"
+#include "kef/bandwidth_rule.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/hmc.hpp"
+#include "kef/hsic_test.hpp"
+#include "kef/mmd_test.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
 #include "kef/parallel.hpp"
@@ -372,6 +375,178 @@ int cmd_lineplot(const std::vector<std::string>& specs, const std::string& out, 
   return 0;
 }
 
+// `kef test two-sample X Y` and `kef test independence X Y`: kernel tests on two data files
+// (kef/mmd_test.hpp, kef/hsic_test.hpp; docs/math.md §8.9, §8.10).
+struct KernelTestFlags {
+  std::string x_file, y_file;
+  std::string bandwidth = "median", bandwidth_y;
+  long long permutations = 1000;
+  std::uint64_t seed = 0;
+  bool json = false;
+  std::vector<std::string> plugin_paths;
+};
+
+struct KernelTestCommand {
+  CLI::App* test = nullptr;
+  CLI::App* two_sample = nullptr;
+  CLI::App* independence = nullptr;
+};
+
+KernelTestCommand add_kernel_test_command(CLI::App& app, KernelTestFlags& f, int& threads) {
+  KernelTestCommand c;
+  c.test = app.add_subcommand("test", "Kernel tests on data files: two-sample (MMD), independence (HSIC)");
+  c.test->require_subcommand(1);
+  c.two_sample = c.test->add_subcommand(
+      "two-sample",
+      "Do the rows of X and Y come from the same distribution? MMD² with permutation and Gamma p-values");
+  c.independence = c.test->add_subcommand(
+      "independence",
+      "Are the paired rows x_i of X and y_i of Y independent? HSIC with permutation and Gamma p-values");
+  for (CLI::App* sub : {c.two_sample, c.independence}) {
+    sub->add_option("X", f.x_file, "first sample (.npy, or .csv with a header row)")->required();
+    sub->add_option("Y", f.y_file, "second sample (.npy or .csv)")->required();
+    sub->add_option("--permutations", f.permutations, "permutations for the permutation p-value (0: none)")
+        ->check(integer_in(0, 100000000));
+    sub->add_option("--seed", f.seed, "seed of the permutations (default 0)")->check(seed_value());
+    sub->add_option("--threads", threads, "worker threads (results do not depend on it)")
+        ->check(integer_in(1, kMaxThreads));
+    sub->add_flag("--json", f.json, "print one JSON object instead of text");
+    sub->add_option("--path", f.plugin_paths, "extra plugin directory (searched first)");
+  }
+  c.two_sample->add_option(
+      "--kernel-bandwidth", f.bandwidth,
+      "Gaussian σ: `median` (median distance of the pooled sample) or a positive number");
+  c.independence->add_option(
+      "--kernel-bandwidth", f.bandwidth,
+      "Gaussian σ on X (and on Y unless --kernel-bandwidth-y): `median` or a positive number");
+  c.independence->add_option("--kernel-bandwidth-y", f.bandwidth_y,
+                             "Gaussian σ on Y: `median` or a positive number");
+  return c;
+}
+
+kef::Matrix read_test_sample(const std::string& argument, const std::string& file) {
+  kef::Matrix M;
+  try {
+    M = kef::read_table(file).values;
+  } catch (const kef::DataError& e) {
+    throw kef::DataError(argument + ": " + e.what());  // which of the two files
+  }
+  if (M.rows() == 0 || M.cols() == 0)
+    throw kef::DataError(argument + " (" + file + "): no data (" + std::to_string(M.rows()) + " x " +
+                         std::to_string(M.cols()) + ")");
+  for (kef::Index j = 0; j < M.cols(); ++j)
+    for (kef::Index i = 0; i < M.rows(); ++i)
+      if (!std::isfinite(M(i, j)))
+        throw kef::DataError(argument + " (" + file + "): row " + std::to_string(i + 1) + ", column " +
+                             std::to_string(j + 1) + " is not a finite number");
+  return M;
+}
+
+kef::KernelPtr cli_gaussian_kernel(kef::Registry& registry, double sigma) {
+  char text[96];
+  std::snprintf(text, sizeof text, "type = \"gaussian\"\nsigma = %.17g", sigma);
+  return registry.make_kernel(kef::Config::parse_string(text, "kef test"), {});
+}
+
+// NaN (no permutations) as JSON null, not as a number JSON cannot hold.
+nlohmann::ordered_json json_number(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+}
+
+std::string bandwidth_rule_name(const kef::BandwidthRule& r) {
+  return r.kind == kef::BandwidthRule::Kind::Median ? "median" : "given";
+}
+
+int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_sample, int threads) {
+  // Arguments first, before any file is read.
+  const kef::BandwidthRule rule = kef::parse_bandwidth_rule(f.bandwidth, "--kernel-bandwidth");
+  const kef::BandwidthRule rule_y =
+      f.bandwidth_y.empty() ? rule : kef::parse_bandwidth_rule(f.bandwidth_y, "--kernel-bandwidth-y");
+  const kef::Matrix X = read_test_sample("X", f.x_file), Y = read_test_sample("Y", f.y_file);
+  const kef::Index P = static_cast<kef::Index>(f.permutations);
+  kef::Context context(f.seed, threads, nullptr, "--threads");
+  const kef::RandomStream rng = context.rng().derive(two_sample ? "two-sample" : "independence");
+  nlohmann::ordered_json j;
+  j["test"] = two_sample ? "two-sample" : "independence";
+  j["x"] = {{"file", f.x_file}, {"rows", X.rows()}, {"columns", X.cols()}};
+  j["y"] = {{"file", f.y_file}, {"rows", Y.rows()}, {"columns", Y.cols()}};
+  j["permutations"] = P;
+  j["seed"] = f.seed;
+  if (two_sample) {
+    if (X.cols() != Y.cols())
+      throw kef::DataError("Y (" + f.y_file + "): " + std::to_string(Y.cols()) + " columns, but X (" +
+                           f.x_file + ") has " + std::to_string(X.cols()) +
+                           "; a two-sample test needs samples of the same "
+                           "dimension");
+    if (X.rows() < 2 || Y.rows() < 2)
+      throw kef::DataError((X.rows() < 2 ? "X (" + f.x_file : "Y (" + f.y_file) +
+                           "): a two-sample test needs at least 2 rows in each sample");
+    load_default_plugins(registry, f.plugin_paths);
+    const kef::ChosenBandwidth bw = kef::choose_bandwidth(rule, X, Y, "--kernel-bandwidth", context);
+    const kef::KernelPtr k = cli_gaussian_kernel(registry, bw.sigma);
+    kef::RandomStream perm_rng = rng.derive("permutations");
+    const kef::MmdTest t = kef::mmd_test(*k, X, Y, P, perm_rng, context);
+    j["statistic"] = {{"mmd2_unbiased", t.mmd2}, {"mmd2_biased", t.mmd2_biased}};
+    j["p_value"] = {{"permutation", json_number(t.p_value)},
+                    {"permutation_biased", json_number(t.p_value_biased)},
+                    {"gamma", t.gamma_p_value}};
+    j["gamma"] = {{"shape", t.gamma.shape},
+                  {"scale", t.gamma.scale},
+                  {"null_mean", t.gamma.mean},
+                  {"null_variance", t.gamma.variance}};
+    j["bandwidth"] = {{"sigma", bw.sigma}, {"rule", bandwidth_rule_name(rule)}, {"how", bw.how}};
+  } else {
+    if (X.rows() != Y.rows())
+      throw kef::DataError("Y (" + f.y_file + "): " + std::to_string(Y.rows()) + " rows, but X (" + f.x_file +
+                           ") has " + std::to_string(X.rows()) + "; an independence test needs paired rows");
+    if (X.rows() < 4)
+      throw kef::DataError("X (" + f.x_file + "): " + std::to_string(X.rows()) +
+                           " rows; an independence test needs at least 4 pairs");
+    load_default_plugins(registry, f.plugin_paths);
+    const kef::ChosenBandwidth bx = kef::choose_bandwidth(rule, X, "--kernel-bandwidth", context);
+    const kef::ChosenBandwidth by = kef::choose_bandwidth(
+        rule_y, Y, f.bandwidth_y.empty() ? "--kernel-bandwidth" : "--kernel-bandwidth-y", context);
+    const kef::KernelPtr kx = cli_gaussian_kernel(registry, bx.sigma),
+                         ky = cli_gaussian_kernel(registry, by.sigma);
+    const kef::HsicTest t = kef::hsic_test(*kx, *ky, X, Y, P, rng.derive("permutations"), context);
+    j["statistic"] = {{"hsic_biased", t.hsic}, {"hsic_unbiased", t.hsic_unbiased}};
+    j["p_value"] = {{"permutation", json_number(t.p_value)}, {"gamma", t.gamma_p_value}};
+    j["gamma"] = {{"shape", t.gamma.shape},
+                  {"scale", t.gamma.scale},
+                  {"null_mean", t.gamma.mean},
+                  {"null_variance", t.gamma.variance}};
+    j["bandwidth"] = {{"x", {{"sigma", bx.sigma}, {"rule", bandwidth_rule_name(rule)}, {"how", bx.how}}},
+                      {"y", {{"sigma", by.sigma}, {"rule", bandwidth_rule_name(rule_y)}, {"how", by.how}}}};
+  }
+  if (f.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  auto num = [](const nlohmann::ordered_json& v) {
+    if (v.is_null()) return std::string("n/a (--permutations 0)");
+    std::ostringstream os;
+    os.precision(6);
+    os << v.get<double>();
+    return os.str();
+  };
+  std::cout << (two_sample ? "two-sample test (MMD): " : "independence test (HSIC): ") << X.rows() << " x "
+            << X.cols() << " (" << f.x_file << ") " << (two_sample ? "vs " : "with ") << Y.rows() << " x "
+            << Y.cols() << " (" << f.y_file << ")\n";
+  for (const auto& item : j["statistic"].items())
+    std::cout << "  " << item.key() << " = " << num(item.value()) << "\n";
+  std::cout << "  p-value (permutation, " << P << ") = " << num(j["p_value"]["permutation"]) << "\n";
+  std::cout << "  p-value (Gamma approximation) = " << num(j["p_value"]["gamma"]) << "\n";
+  if (two_sample) {
+    std::cout << "  bandwidth = " << num(j["bandwidth"]["sigma"]) << " ("
+              << j["bandwidth"]["how"].get<std::string>() << ")\n";
+  } else {
+    for (const char* v : {"x", "y"})
+      std::cout << "  bandwidth " << v << " = " << num(j["bandwidth"][v]["sigma"]) << " ("
+                << j["bandwidth"][v]["how"].get<std::string>() << ")\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -487,6 +662,8 @@ int main(int argc, char** argv) {
       ->check(integer_in(100, 4000));
   lineplot->add_option("--height", lineplot_options.height, "plotting area height in pixels (default 360)")
       ->check(integer_in(100, 4000));
+  KernelTestFlags kernel_test_flags;
+  const KernelTestCommand kernel_test = add_kernel_test_command(app, kernel_test_flags, threads);
 
   try {
     app.parse(argc, argv);
@@ -548,6 +725,8 @@ int main(int argc, char** argv) {
       return finish(0);
     }
     if (lineplot->parsed()) return finish(cmd_lineplot(lineplot_series, lineplot_out, lineplot_options));
+    if (kernel_test.test->parsed())
+      return finish(cmd_kernel_test(registry, kernel_test_flags, kernel_test.two_sample->parsed(), threads));
     if (eval->parsed()) {
       eval_opts.threads = threads;
       return finish(cmd_eval(registry, eval_opts, eval_out, plugin_paths));

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "kef/bandwidth_rule.hpp"
 #include "kef/base_measure.hpp"
 #include "kef/error.hpp"
 #include "kef/evaluation_rows.hpp"
@@ -12,15 +13,6 @@
 
 namespace kef::mmd {
 namespace {
-
-// Rows spread evenly over X: a deterministic subsample that, unlike a prefix, is not just the first
-// (autocorrelated) draws of the chains.
-Matrix spread_rows(const Matrix& X, Index k) {
-  k = std::min(k, X.rows());
-  Matrix out(k, X.cols());
-  for (Index i = 0; i < k; ++i) out.row(i) = X.row(i * X.rows() / k);
-  return out;
-}
 
 std::string fmt(double v) {
   char buf[32];
@@ -140,33 +132,27 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   const Matrix X = draw_samples(in.model, n, sample_rng, o, in.context, &diag);
   check_finite(X, "mmd: samples of model " + in.model_name);
 
-  double sigma = 0;
+  BandwidthRule rule;
   if (opt_.bandwidth) {
-    sigma = *opt_.bandwidth;
-  } else {
-    // Median heuristic on the pooled sample, up to 500 rows of each side.
-    const Matrix Xs = spread_rows(X, 500), Ys = spread_rows(Y, 500);
-    Matrix pooled(Xs.rows() + Ys.rows(), X.cols());
-    pooled << Xs, Ys;
-    sigma = median_pairwise_distance(pooled, pooled.rows());
-    if (!(sigma > 0) || !std::isfinite(sigma))
-      throw NumericalError("mmd: median-heuristic bandwidth is " + fmt(sigma) +
-                           " (the pooled sample has repeated points); set `bandwidth`");
+    rule.kind = BandwidthRule::Kind::Given;
+    rule.value = *opt_.bandwidth;
   }
+  // Median heuristic on the pooled sample, up to 500 rows of each side.
+  const double sigma = choose_bandwidth(rule, X, Y, "mmd", in.context, 500).sigma;
   char text[96];
   std::snprintf(text, sizeof text, "type = \"gaussian\"\nsigma = %.17g", sigma);
   const KernelPtr kernel = registry_->make_kernel(Config::parse_string(text, "mmd"), {});
 
   RandomStream perm_rng = in.context.rng().derive("permutations");
-  const MmdTest t = mmd_test(*kernel, X, Y, permutations_, perm_rng, in.context);
+  const MmdTest t = mmd_test(*kernel, X, Y, permutations_, perm_rng, in.context, 0, false);
 
   EvaluationResult r;
   r.metrics.emplace_back("mmd2", t.mmd2);
   if (permutations_ > 0) r.metrics.emplace_back("mmd_pvalue", t.p_value);
   r.metrics.emplace_back("mmd_bandwidth", sigma);
   std::ostringstream summary;
-  summary << "mmd: mmd2 = " << fmt(t.mmd2) << (permutations_ > 0 ? ", p = " + fmt(t.p_value) : "") << " (" << n
-          << " model samples vs " << Y.rows() << " " << split_ << " rows, sigma = " << fmt(sigma) << ")";
+  summary << "mmd: mmd2 = " << fmt(t.mmd2) << (permutations_ > 0 ? ", p = " + fmt(t.p_value) : "") << " ("
+          << n << " model samples vs " << Y.rows() << " " << split_ << " rows, sigma = " << fmt(sigma) << ")";
   if (!diag.ran) {
     r.notes.push_back("model samples from the model's exact sampler");
   } else {
@@ -184,7 +170,8 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
       r.notes.push_back(std::to_string(diag.total_divergences()) +
                         " HMC divergences after warm-up: the samples may miss regions of the model");
     if (std::isfinite(diag.max_r_hat()) && diag.max_r_hat() > 1.05)
-      r.notes.push_back("HMC split-R^ " + fmt(diag.max_r_hat()) + " > 1.05: chains disagree; raise hmc_warmup");
+      r.notes.push_back("HMC split-R^ " + fmt(diag.max_r_hat()) +
+                        " > 1.05: chains disagree; raise hmc_warmup");
   }
   r.summary = summary.str();
   return r;

@@ -1,36 +1,48 @@
-#include "mmd_statistic.hpp"
+#include "kef/mmd_test.hpp"
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "kef/error.hpp"
 #include "kef/parallel.hpp"
 
-namespace kef::mmd {
+namespace kef {
 namespace {
 
 // Entries of one Gram block (8 MB): large enough for efficient products, small for any N.
 constexpr Index kBlockEntries = Index{1} << 20;
+constexpr double kMaxLabellingEntries = double(Index{1} << 28);
 
 // Per-block partial sums; for labelling p (column p of A, 1 = "first sample"):
-// aKa[p] = Σ_i a_i (K a)_i, aK1[p] = Σ_i a_i (K 1)_i, adiag[p] = Σ_i a_i K_ii.
+// aKa[p] = Σ_i a_i (K a)_i, aK1[p] = Σ_i a_i (K 1)_i, adiag[p] = Σ_i a_i K_ii. For the Gamma
+// approximation: squares = Σ_ij K_ij² over the block's rows (row sums and the diagonal go to
+// per-row vectors, written by the block that owns the row).
 struct Partial {
   Vector aKa, aK1, adiag;
-  double oneK1 = 0, trace = 0;
+  double oneK1 = 0, trace = 0, squares = 0;
 };
+
+Index count_at_least(const Vector& v, double x) { return (v.array() >= x).count(); }
 
 }  // namespace
 
 MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations,
-                 RandomStream& rng, const Context& context, Index block_rows) {
+                 RandomStream& rng, const Context& context, Index block_rows, bool with_gamma) {
   const Index n = X.rows(), m = Y.rows(), N = n + m, D = X.cols();
   if (n < 2 || m < 2)
-    throw Error("mmd: needs at least 2 rows in each sample, got " + std::to_string(n) + " and " +
-                std::to_string(m));
+    throw DataError("mmd: needs at least 2 rows in each sample, got " + std::to_string(n) + " and " +
+                    std::to_string(m));
   if (Y.cols() != D)
     throw DataError("mmd: samples of dimension " + std::to_string(D) + " and " + std::to_string(Y.cols()));
   if (permutations < 0) throw Error("mmd: negative number of permutations");
+  // The labellings are an N x (P + 1) matrix (the price of one Gram pass for all of them): refuse what
+  // would not fit rather than fail in the allocator.
+  if (static_cast<double>(N) * static_cast<double>(permutations + 1) > kMaxLabellingEntries)
+    throw ConfigError("mmd: " + std::to_string(permutations) + " permutations of " + std::to_string(N) +
+                      " pooled rows need " + std::to_string(N) + " x " + std::to_string(permutations + 1) +
+                      " labellings in memory, more than 2^28 entries (2 GB); use fewer permutations");
   Matrix Z(N, D);
   Z.topRows(n) = X;
   Z.bottomRows(m) = Y;
@@ -53,6 +65,7 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
 
   const Index rows = block_rows > 0 ? block_rows : std::clamp<Index>(kBlockEntries / N, 16, 512);
   const Index blocks = (N + rows - 1) / rows;
+  Vector row_sums(N), diagonal(N);
   // One partial per Gram block (max_groups = blocks), folded in block order.
   const Partial total = ordered_reduce(
       blocks, context.threads(), [] { return Partial(); },
@@ -73,6 +86,9 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
         part.adiag = Ab.transpose() * diag;
         part.oneK1 = k1.sum();
         part.trace = diag.sum();
+        if (with_gamma) part.squares = Kb.squaredNorm();
+        row_sums.segment(r0, len) = k1;
+        diagonal.segment(r0, len) = diag;
       },
       [](Partial& into, const Partial& part) {
         into.aKa += part.aKa;
@@ -80,28 +96,48 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
         into.adiag += part.adiag;
         into.oneK1 += part.oneK1;
         into.trace += part.trace;
+        into.squares += part.squares;
       },
       blocks);
   const Vector& aKa = total.aKa;
   const Vector& aK1 = total.aK1;
   const Vector& adiag = total.adiag;
   const double oneK1 = total.oneK1, trace = total.trace;
-  const double nn = static_cast<double>(n), mm = static_cast<double>(m);
-  Vector stat(L);
+  const double nn = static_cast<double>(n), mm = static_cast<double>(m), NN = static_cast<double>(N);
+  Vector stat(L), biased(L);
   for (Index p = 0; p < L; ++p) {
     const double sxx = aKa[p] - adiag[p];
     const double sxy = aK1[p] - aKa[p];                                     // aᵀK(1 − a)
     const double syy = (oneK1 - 2 * aK1[p] + aKa[p]) - (trace - adiag[p]);  // (1 − a)ᵀK(1 − a) off-diagonal
     stat[p] = sxx / (nn * (nn - 1)) + syy / (mm * (mm - 1)) - 2 * sxy / (nn * mm);
+    // docs/math.md §8.9: the V-statistic keeps the diagonal terms.
+    biased[p] = aKa[p] / (nn * nn) + (oneK1 - 2 * aK1[p] + aKa[p]) / (mm * mm) - 2 * sxy / (nn * mm);
   }
   MmdTest out;
   out.mmd2 = stat[0];
+  out.mmd2_biased = biased[0];
   out.permuted = stat.tail(permutations);
+  out.permuted_biased = biased.tail(permutations);
   if (permutations > 0) {
-    const auto exceed = (out.permuted.array() >= out.mmd2).count();
-    out.p_value = static_cast<double>(1 + exceed) / static_cast<double>(1 + permutations);
+    const double denom = static_cast<double>(1 + permutations);
+    out.p_value = static_cast<double>(1 + count_at_least(out.permuted, out.mmd2)) / denom;
+    out.p_value_biased =
+        static_cast<double>(1 + count_at_least(out.permuted_biased, out.mmd2_biased)) / denom;
+  }
+  if (with_gamma) {
+    // docs/math.md §8.9: MMD²_b = c²·aᵀK̃a with K̃ = HKH the doubly centred pooled Gram matrix and
+    // c = N/(nm). Mean: the exact permutation mean. Variance: the asymptotic 2(1/n + 1/m)² E k̃(z, z')²,
+    // with E k̃² the mean of the off-diagonal squares of K̃ (‖K̃‖²_F = ‖K‖²_F − 2‖K1‖²/N + (1ᵀK1)²/N²).
+    const double mean_diag = trace / NN, mean_off = (oneK1 - trace) / (NN * (NN - 1));
+    const double scale = 1 / nn + 1 / mm;
+    const double mean = scale * (mean_diag - mean_off);
+    const double frob = total.squares - 2 * row_sums.squaredNorm() / NN + oneK1 * oneK1 / (NN * NN);
+    const Vector centred_diag = diagonal.array() - 2 * row_sums.array() / NN + oneK1 / (NN * NN);
+    const double off_squares = std::max(0.0, frob - centred_diag.squaredNorm()) / (NN * (NN - 1));
+    out.gamma = match_gamma(mean, 2 * scale * scale * off_squares, "mmd: Gamma approximation");
+    out.gamma_p_value = out.gamma.p_value(out.mmd2_biased);
   }
   return out;
 }
 
-}  // namespace kef::mmd
+}  // namespace kef

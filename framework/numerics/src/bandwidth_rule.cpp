@@ -1,0 +1,77 @@
+#include "kef/bandwidth_rule.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "kef/error.hpp"
+#include "kef/linalg.hpp"
+
+namespace kef {
+namespace {
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+double median_sigma(const Matrix& rows, std::string_view where) {
+  const double sigma = median_pairwise_distance(rows, rows.rows());
+  if (!(sigma > 0) || !std::isfinite(sigma))
+    throw NumericalError(std::string(where) + ": median-heuristic bandwidth is " + fmt(sigma) +
+                         " (the sample has repeated points); give a bandwidth");
+  return sigma;
+}
+
+}  // namespace
+
+BandwidthRule parse_bandwidth_rule(std::string_view text, std::string_view where) {
+  BandwidthRule rule;
+  if (text == "median") return rule;
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || p != end || !std::isfinite(v))
+    throw ConfigError(std::string(where) + ": expected `median` or a positive number, got `" +
+                      std::string(text) + "`");
+  if (!(v > 0))
+    throw ConfigError(std::string(where) + ": the bandwidth must be positive, got " + std::string(text));
+  rule.kind = BandwidthRule::Kind::Given;
+  rule.value = v;
+  return rule;
+}
+
+Matrix spread_rows(const Matrix& X, Index k) {
+  k = std::min(k, X.rows());
+  Matrix out(k, X.cols());
+  for (Index i = 0; i < k; ++i) out.row(i) = X.row(i * X.rows() / k);
+  return out;
+}
+
+ChosenBandwidth choose_bandwidth(const BandwidthRule& rule, const Matrix& X, std::string_view where,
+                                 [[maybe_unused]] const Context& context, Index median_rows) {
+  if (rule.kind == BandwidthRule::Kind::Given) return {rule.value, "given"};
+  const Matrix rows = spread_rows(X, median_rows);
+  return {median_sigma(rows, where),
+          "median heuristic on " + std::to_string(rows.rows()) + " of " + std::to_string(X.rows()) + " rows"};
+}
+
+ChosenBandwidth choose_bandwidth(const BandwidthRule& rule, const Matrix& X, const Matrix& Y,
+                                 std::string_view where, [[maybe_unused]] const Context& context,
+                                 Index median_rows_each) {
+  if (X.cols() != Y.cols())
+    throw DataError(std::string(where) + ": samples of dimension " + std::to_string(X.cols()) + " and " +
+                    std::to_string(Y.cols()) + "; a two-sample test needs the same columns in both");
+  if (rule.kind == BandwidthRule::Kind::Given) return {rule.value, "given"};
+  const Matrix Xs = spread_rows(X, median_rows_each), Ys = spread_rows(Y, median_rows_each);
+  Matrix pooled(Xs.rows() + Ys.rows(), X.cols());
+  pooled << Xs, Ys;
+  return {median_sigma(pooled, where), "median heuristic on the pooled sample (" + std::to_string(Xs.rows()) +
+                                           " + " + std::to_string(Ys.rows()) + " of " +
+                                           std::to_string(X.rows()) + " + " + std::to_string(Y.rows()) +
+                                           " rows)"};
+}
+
+}  // namespace kef

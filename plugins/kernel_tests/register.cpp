@@ -1,0 +1,36 @@
+#include "kef/sdk/plugin.hpp"
+#include "kernel_test_evaluators.hpp"
+
+namespace {
+
+void register_kernel_tests(kef::PluginRegistrar& r) {
+  {
+    kef::ComponentInfo info;
+    info.type = "mmd_two_sample";
+    info.summary =
+        "Kernel two-sample test of model samples against a held-out split: MMD² (unbiased and biased), "
+        "permutation and Gamma-approximation p-values";
+    info.reference = "Gretton et al. 2009, 2012; docs/math.md §8.7, §8.9";
+    info.keys = kef::kernel_tests::mmd_two_sample_options().keys();
+    r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
+      return std::make_unique<kef::kernel_tests::MmdTwoSampleEvaluator>(cfg, ctx);
+    });
+  }
+  {
+    kef::ComponentInfo info;
+    info.type = "hsic_independence";
+    info.summary =
+        "Kernel independence test (HSIC) of the inputs x and targets y of a split or of model samples, "
+        "permutation and Gamma-approximation p-values";
+    info.reference = "Gretton et al. 2008; Song et al. 2012; docs/math.md §8.10";
+    info.keys = kef::kernel_tests::hsic_options().keys();
+    r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
+      return std::make_unique<kef::kernel_tests::HsicIndependenceEvaluator>(cfg, ctx);
+    });
+  }
+}
+
+}  // namespace
+
+KEF_PLUGIN("kernel_tests", "0.1.0", "Kernel two-sample (MMD) and independence (HSIC) tests",
+           register_kernel_tests)
