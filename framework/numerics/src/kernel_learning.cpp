@@ -43,9 +43,8 @@ struct RowSums {
   double k2 = 0.0, k2d = 0.0, logdet = 0.0, dlogdet = 0.0;
   bool singular = false;
   // workspace: U and W are m x D (column a holds u_la = x_ia − z_la, resp. e_l² u_la, contiguous in l)
-  Vector d, e, w2, q;
+  Vector d, e, w2, q, kv;
   Matrix U, W, M;
-  Eigen::LLT<Matrix> llt;
 };
 
 }  // namespace
@@ -89,10 +88,10 @@ double BklPseudolikelihood::value(double a, double b, Vector* gradient, const Co
         r.e.resize(m);
         r.w2.resize(m);
         r.q.resize(m);
+        r.kv.resize(m);
         r.U.resize(m, D);
         r.W.resize(m, D);
         r.M.setZero(D, D);
-        r.llt = Eigen::LLT<Matrix>(D);
         return r;
       },
       [&](Index i, RowSums& r) {
@@ -104,14 +103,14 @@ double BklPseudolikelihood::value(double a, double b, Vector* gradient, const Co
         r.e = (r.d.array() - ci) * (-half_inv_l2);
         exp_array(r.e.data(), r.e.data(), m);
         const double si = std::exp(-ci * half_inv_l2);
-        for (Index l = 0; l < m; ++l) {
-          const double k = r.e[l] * si, k2 = k * k;
-          r.k[l] += k;
-          r.k2 += k2;
-          if (grad) {
-            r.kd[l] += k * r.d[l];
-            r.k2d += k2 * r.d[l];
-          }
+        // Whole-vector sums: a scalar loop accumulating into r's members is serialised through memory.
+        r.kv = r.e * si;
+        r.k += r.kv;
+        r.k2 += r.kv.squaredNorm();
+        if (grad) {
+          r.kv.array() *= r.d.array();  // k_il d_il
+          r.kd += r.kv;
+          r.k2d += (r.kv.array() * r.e.array()).sum() * si;
         }
         // M~_i = Σ_l e_l² u_l u_lᵀ, u_l = x_i − z_l (its log det shifted by −D c_i/ℓ²): D(D+1)/2 dot
         // products of length m over contiguous columns (Eigen's GEMM costs more at 5 x 100 x 5).
@@ -128,20 +127,33 @@ double BklPseudolikelihood::value(double a, double b, Vector* gradient, const Co
         }
         for (Index a2 = 0; a2 < D; ++a2)
           for (Index b2 = 0; b2 <= a2; ++b2) r.M(a2, b2) = r.W.col(a2).dot(r.U.col(b2));
-        r.llt.compute(r.M);  // reads the lower triangle
-        if (r.llt.info() != Eigen::Success) {
-          r.singular = true;
-          return;
-        }
-        const Matrix& Lf = r.llt.matrixLLT();
-        double logdet = 0.0;
+        // Cholesky of the D x D lower triangle in place (Eigen's dynamic-size LLT costs more than the
+        // factorisation itself at this size); one log of the product of the pivots unless it leaves
+        // the normal range.
+        Matrix& Lf = r.M;
+        double prod = 1.0;
         for (Index j = 0; j < D; ++j) {
-          const double djj = Lf(j, j);
-          if (!(djj > 0.0) || !std::isfinite(djj)) {
+          double sjj = Lf(j, j);
+          for (Index k = 0; k < j; ++k) sjj -= Lf(j, k) * Lf(j, k);
+          if (!(sjj > 0.0) || !std::isfinite(sjj)) {
             r.singular = true;
             return;
           }
-          logdet += 2.0 * std::log(djj);
+          const double ljj = std::sqrt(sjj), inv = 1.0 / ljj;
+          Lf(j, j) = ljj;
+          prod *= ljj;
+          for (Index i2 = j + 1; i2 < D; ++i2) {
+            double sij = Lf(i2, j);
+            for (Index k = 0; k < j; ++k) sij -= Lf(i2, k) * Lf(j, k);
+            Lf(i2, j) = sij * inv;
+          }
+        }
+        double logdet;
+        if (std::isnormal(prod)) {
+          logdet = 2.0 * std::log(prod);
+        } else {
+          logdet = 0.0;
+          for (Index j = 0; j < D; ++j) logdet += 2.0 * std::log(Lf(j, j));
         }
         r.logdet += logdet - D * ci * inv_l2;
         if (grad) {
@@ -151,7 +163,7 @@ double BklPseudolikelihood::value(double a, double b, Vector* gradient, const Co
           for (Index a2 = 0; a2 < D; ++a2) {
             auto v = r.U.col(a2);
             for (Index b2 = 0; b2 < a2; ++b2) v -= Lf(a2, b2) * r.U.col(b2);
-            v /= Lf(a2, a2);
+            v *= 1.0 / Lf(a2, a2);
             r.q.array() += v.array().square();
           }
           r.dlogdet += (r.w2.array() * r.d.array() * r.q.array()).sum() * inv_l2;
