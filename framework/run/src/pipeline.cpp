@@ -161,9 +161,9 @@ std::string pipeline_detail::format_metric(double v) {
 namespace {
 
 // `sigma = "bkl"` in a Gaussian kernel table: the length scale chosen by Bayesian kernel learning
-// (kef/kernel_learning.hpp, docs/math.md §9) on the training split (its first 10000 rows plus 100
-// landmarks drawn from the same rows by the stream of the key's dotted path, so validate and run choose
-// the same value), τ² fixed at 1, flat prior on log ℓ; written into the table as a number, recorded with
+// (kef/kernel_learning.hpp, docs/math.md §9) on the training split's first 10100 rows (100 of them drawn
+// as landmarks by the stream of the key's dotted path, so validate and run choose the same value, and
+// held out; the rest as data), τ² fixed at 1, flat prior on log ℓ; written into the table as a number, recorded with
 // its provenance and the profile of log L in ℓ. An optimum on a bound is refused (ConfigError at the key).
 void apply_bayesian_kernel_learning(Config& kcfg, const Dataset& data, std::uint64_t seed, ModelPlan& mp) {
   const std::string type = kcfg.has("type") ? kcfg.string("type") : std::string();
