@@ -125,3 +125,18 @@ if $py -c "import numpy, scipy" 2>/dev/null; then
 else
   echo "NumPy/SciPy not available (needs /usr/bin/python3 with numpy and scipy)"
 fi
+
+echo "== Bayesian kernel learning (docs/math.md §9): marginal pseudolikelihood n=10000 D=5 m=100, value and value+gradient (medians of 20 calls), then the tau^2 = 1 mode"
+OPENBLAS_NUM_THREADS=1 "$build/bin/bench_bkl" 10000 5 100 "$work/bkl" --threads 2 --evals 20 | tee "$work/bkl.txt"
+if [ -f "$anchors/bkl_numpy.py" ] && $py -c "import numpy, scipy" 2>/dev/null; then
+  # The anchor on the same rows and landmarks (its BLAS at 2 threads, as kef).
+  OPENBLAS_NUM_THREADS=2 $py "$anchors/bkl_numpy.py" --data "$work/bkl/X.npy" --landmarks "$work/bkl/Z.npy" \
+    --evals 20 --tau2 1.0 | tee "$work/bkl_np.txt"
+  for t in seconds_per_eval seconds_per_eval_grad; do
+    awk -v a="$(val $t "$work/bkl_np.txt")" -v b="$(val $t "$work/bkl.txt")" -v t=$t \
+      'BEGIN{printf "bkl %s: ratio numpy/kef = %.1fx (target >= 10x)\n", t, a/b}'
+  done
+  echo "bkl tau^2 = 1 optimum: kef $(val fixed_tau2_opt_lengthscale "$work/bkl.txt"), anchor $(val fixed_tau2_opt_lengthscale "$work/bkl_np.txt")"
+else
+  echo "NumPy anchor not available (needs /usr/bin/python3 with numpy and scipy, and ../shared/anchors/bkl_numpy.py)"
+fi

@@ -19,6 +19,7 @@
 #include "kef/data_units_model.hpp"
 #include "kef/density_plot.hpp"
 #include "kef/error.hpp"
+#include "kef/kernel_learning.hpp"
 #include "kef/linalg.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/output_dir.hpp"
@@ -159,9 +160,60 @@ std::string pipeline_detail::format_metric(double v) {
 
 namespace {
 
+// `sigma = "bkl"` in a Gaussian kernel table: the length scale chosen by Bayesian kernel learning
+// (kef/kernel_learning.hpp, docs/math.md §9) on the training split's first 10100 rows (100 of them drawn
+// as landmarks by the stream of the key's dotted path, so validate and run choose the same value, and
+// held out; the rest as data), τ² fixed at 1, flat prior on log ℓ; written into the table as a number, recorded with
+// its provenance and the profile of log L in ℓ. An optimum on a bound is refused (ConfigError at the key).
+void apply_bayesian_kernel_learning(Config& kcfg, const Dataset& data, std::uint64_t seed, ModelPlan& mp) {
+  const std::string type = kcfg.has("type") ? kcfg.string("type") : std::string();
+  if (type != "gaussian")
+    kcfg.fail("sigma",
+              "\"bkl\" (Bayesian kernel learning) chooses the length scale of kernel type \"gaussian\" "
+              "(its prior covariance and input derivatives are in closed form, docs/math.md §9); kernel "
+              "type \"" +
+                  type + "\" has none: use a number or \"median\"");
+  constexpr Index kLandmarks = 100, kRows = 10000 + kLandmarks;
+  const Index rows = std::min(kRows, data.train.rows());
+  BklOptions o;
+  o.landmarks = kLandmarks;
+  o.context = "sigma = \"bkl\"";
+  BklResult r;
+  try {
+    const Context root(seed, 0);
+    r = bkl_bandwidth(data.train.topRows(rows), o, root.child(kcfg.dotted("sigma")));
+  } catch (const ConfigError& e) {
+    kcfg.fail("sigma", e.what());
+  } catch (const DataError& e) {
+    kcfg.fail("sigma", std::string(e.what()) + " (on the first " + std::to_string(rows) + " training rows)");
+  }
+  Json details = {{"tau2", r.tau2},
+                  {"tau2_rule",
+                   "fixed at 1 (the paper's first experiment fixes tau^2; jointly over (l, tau^2) the "
+                   "pseudolikelihood has no interior optimum)"},
+                  {"prior", "flat on log l over [lower, upper]; prior covariance amplitude fixed at 1"},
+                  {"method", r.method},
+                  {"lower", r.lower},
+                  {"upper", r.upper},
+                  {"landmarks", r.landmarks},
+                  {"rows", r.rows},
+                  {"log_likelihood", r.log_likelihood},
+                  {"median_lengthscale", r.median_lengthscale},
+                  {"median_log_likelihood", r.median_log_likelihood},
+                  {"iterations", r.iterations},
+                  {"evaluations", r.evaluations}};
+  Json profile = {{"lengthscale", r.profile.lengthscale}, {"log_likelihood", Json::array()}};
+  // −inf (ℓ too small for the landmarks) as null: JSON has no infinities.
+  for (double v : r.profile.log_likelihood)
+    profile["log_likelihood"].push_back(std::isfinite(v) ? Json(v) : Json(nullptr));
+  details["profile"] = profile;
+  mp.choices.push_back({kcfg.dotted("sigma"), r.sigma, r.provenance, details});
+  kcfg.set("sigma", r.sigma);
+}
+
 // `sigma = "median"` in a kernel table: the median pairwise distance of the training split (its first
 // 1000 rows, after the shuffle), written into the table as the number the kernel is built with.
-void apply_median_heuristic(Config& kcfg, const Dataset& data, ModelPlan& mp) {
+void apply_median_heuristic(Config& kcfg, const Dataset& data, std::uint64_t seed, ModelPlan& mp) {
   if (!kcfg.has("sigma")) return;
   std::string text;
   try {
@@ -169,8 +221,12 @@ void apply_median_heuristic(Config& kcfg, const Dataset& data, ModelPlan& mp) {
   } catch (const ConfigError&) {
     return;  // a number (or a list): the kernel checks it
   }
+  if (text == "bkl") return apply_bayesian_kernel_learning(kcfg, data, seed, mp);
   if (text != "median")
-    kcfg.fail("sigma", "expected a number or \"median\" (the median heuristic), got \"" + text + "\"");
+    kcfg.fail("sigma",
+              "expected a number or \"median\" (the median heuristic) or \"bkl\" (Bayesian kernel "
+              "learning), got \"" +
+                  text + "\"");
   constexpr Index kRows = 1000;
   if (data.train.rows() < 2) kcfg.fail("sigma", "the median heuristic needs at least 2 training rows");
   const double sigma = median_pairwise_distance(data.train, kRows);
@@ -221,7 +277,7 @@ ModelPlan pipeline_detail::build_model(const Plan& plan, Config m, const std::st
   BuildContext ctx{D, plan.registry.get(), &init_rng, plan.data.train.rows()};
   if (m.has("kernel")) {
     Config kcfg = m.table("kernel");  // a view of the pipeline's table: the chosen σ is written into it
-    apply_median_heuristic(kcfg, plan.data, mp);
+    apply_median_heuristic(kcfg, plan.data, plan.seed, mp);
   }
   mp.parts = plan.registry->make_parts(info, m, ctx);
   if (auto q0 = mp.parts.get<BaseMeasure>("base_measure")) q0->check_dimension(D);
@@ -610,6 +666,7 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
       Json entry = {{"fit", fit}, {"metrics", Json::object()}, {"description", model->describe()}};
       for (const auto& c : mp.choices) {
         entry["chosen"][c.key] = {{"value", c.value}, {"rule", c.rule}};
+        if (!c.details.is_null()) entry["chosen"][c.key]["bkl"] = c.details;
         log << "model " << mp.name << ": " << c.key << " = " << format_metric(c.value) << " (" << c.rule
             << ")\n";
       }

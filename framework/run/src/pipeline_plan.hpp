@@ -41,6 +41,7 @@ struct ModelPlan {
     std::string key;
     double value;
     std::string rule;
+    Json details = nullptr;  // sigma = "bkl": τ², prior, method, the profile of log L in ℓ
   };
   std::vector<Choice> choices;
   // The tuned model's fit, kept from the search (the same config and stream as a refit).

@@ -1,0 +1,469 @@
+#include "kef/kernel_learning.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <sstream>
+
+#include "kef/error.hpp"
+#include "kef/lbfgs.hpp"
+#include "kef/linalg.hpp"
+#include "kef/model.hpp"
+#include "kef/parallel.hpp"
+#include "kef/random.hpp"
+#include "kef/vector_exp.hpp"
+
+namespace kef {
+namespace {
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os.precision(6);
+  os << v;
+  return os.str();
+}
+
+// Bad input, not a numerical failure: DataError (exit 2) naming the first non-finite cell.
+void require_finite(const Matrix& A, const std::string& where) {
+  if (A.allFinite()) return;
+  for (Index i = 0; i < A.rows(); ++i)
+    for (Index j = 0; j < A.cols(); ++j)
+      if (!std::isfinite(A(i, j)))
+        throw DataError(where + ": non-finite value " + fmt(A(i, j)) + " at row " + std::to_string(i) +
+                        ", column " + std::to_string(j) + " (expected finite numbers)");
+}
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// Per row group sums of the O(n m D²) part (docs/math.md §9): Σ_i k_il, Σ_i k_il d_il, Σ k², Σ k² d,
+// Σ_i log det M_i and Σ_i ∂(½ log det M_i)/∂log ℓ; `singular` when some M_i has no Cholesky factor.
+struct RowSums {
+  Vector k, kd;
+  double k2 = 0.0, k2d = 0.0, logdet = 0.0, dlogdet = 0.0;
+  bool singular = false;
+  // workspace: U and W are m x D (column a holds u_la = x_ia − z_la, resp. e_l² u_la, contiguous in l)
+  Vector d, e, w2, q, kv;
+  Matrix U, W, M;
+};
+
+}  // namespace
+
+BklPseudolikelihood::BklPseudolikelihood(const Matrix& X, const Matrix& Z, const std::string& where)
+    : n_(X.rows()), m_(Z.rows()), d_(X.cols()) {
+  if (X.rows() < 1 || X.cols() < 1) throw DataError(where + ": no data rows");
+  if (Z.cols() != X.cols())
+    throw DataError(where + ": landmarks have " + std::to_string(Z.cols()) + " columns, the data " +
+                    std::to_string(X.cols()));
+  if (Z.rows() < X.cols())
+    throw DataError(
+        where + ": " + std::to_string(Z.rows()) + " landmarks for " + std::to_string(X.cols()) +
+        " dimensions (expected at least D; the Jacobian term needs an m x D Jacobian of full rank)");
+  require_finite(X, where + ": data");
+  require_finite(Z, where + ": landmarks");
+  Xt_ = X.transpose();
+  Z_ = Z;
+  Dzx_ = squared_distances(Z, X);
+  Dzz_ = squared_distances(Z, Z);
+  Dzz_.diagonal().setZero();
+  c_ = Dzx_.colwise().minCoeff().transpose();
+}
+
+double BklPseudolikelihood::value(double a, double b, Vector* gradient, const Context& context) const {
+  const Index n = n_, m = m_, D = d_;
+  const double l2 = std::exp(2.0 * a), t = std::exp(b);
+  const double half_inv_l2 = 0.5 / l2, inv_l2 = 1.0 / l2;
+  const bool grad = gradient != nullptr;
+  if (grad) gradient->setConstant(2, std::numeric_limits<double>::quiet_NaN());
+  if (!std::isfinite(l2) || !std::isfinite(t) || !(l2 > 0.0) || !(t > 0.0)) return kNegInf;
+
+  // Rows in 16 fixed groups (never a function of the thread count), summed in group order.
+  RowSums s = ordered_reduce(
+      n, context.threads(),
+      [&] {
+        RowSums r;
+        r.k = Vector::Zero(m);
+        if (grad) r.kd = Vector::Zero(m);
+        r.d.resize(m);
+        r.e.resize(m);
+        r.w2.resize(m);
+        r.q.resize(m);
+        r.kv.resize(m);
+        r.U.resize(m, D);
+        r.W.resize(m, D);
+        r.M.setZero(D, D);
+        return r;
+      },
+      [&](Index i, RowSums& r) {
+        if (r.singular) return;
+        const double ci = c_[i];
+        // e_l = exp(−(d_il − c_i)/(2ℓ²)): k_il = e_l·exp(−c_i/(2ℓ²)) and the Jacobian weight
+        // exp(−(d_il − c_i)/ℓ²) = e_l², one exponential per entry.
+        r.d = Dzx_.col(i);
+        r.e = (r.d.array() - ci) * (-half_inv_l2);
+        exp_array(r.e.data(), r.e.data(), m);
+        const double si = std::exp(-ci * half_inv_l2);
+        // Whole-vector sums: a scalar loop accumulating into r's members is serialised through memory.
+        r.kv = r.e * si;
+        r.k += r.kv;
+        r.k2 += r.kv.squaredNorm();
+        if (grad) {
+          r.kv.array() *= r.d.array();  // k_il d_il
+          r.kd += r.kv;
+          r.k2d += (r.kv.array() * r.e.array()).sum() * si;
+        }
+        // M~_i = Σ_l e_l² u_l u_lᵀ, u_l = x_i − z_l (its log det shifted by −D c_i/ℓ²): D(D+1)/2 dot
+        // products of length m over contiguous columns (Eigen's GEMM costs more at 5 x 100 x 5).
+        r.w2 = r.e.array().square();
+        for (Index a2 = 0; a2 < D; ++a2) {
+          const double xa = Xt_(a2, i);
+          const double* z = Z_.col(a2).data();
+          double* u = r.U.col(a2).data();
+          double* wu = r.W.col(a2).data();
+          for (Index l = 0; l < m; ++l) {
+            u[l] = xa - z[l];
+            wu[l] = r.w2[l] * u[l];
+          }
+        }
+        for (Index a2 = 0; a2 < D; ++a2)
+          for (Index b2 = 0; b2 <= a2; ++b2) r.M(a2, b2) = r.W.col(a2).dot(r.U.col(b2));
+        // Cholesky of the D x D lower triangle in place (Eigen's dynamic-size LLT costs more than the
+        // factorisation itself at this size); one log of the product of the pivots unless it leaves
+        // the normal range.
+        Matrix& Lf = r.M;
+        double prod = 1.0;
+        for (Index j = 0; j < D; ++j) {
+          double sjj = Lf(j, j);
+          for (Index k = 0; k < j; ++k) sjj -= Lf(j, k) * Lf(j, k);
+          if (!(sjj > 0.0) || !std::isfinite(sjj)) {
+            r.singular = true;
+            return;
+          }
+          const double ljj = std::sqrt(sjj), inv = 1.0 / ljj;
+          Lf(j, j) = ljj;
+          prod *= ljj;
+          for (Index i2 = j + 1; i2 < D; ++i2) {
+            double sij = Lf(i2, j);
+            for (Index k = 0; k < j; ++k) sij -= Lf(i2, k) * Lf(j, k);
+            Lf(i2, j) = sij * inv;
+          }
+        }
+        double logdet;
+        if (std::isnormal(prod)) {
+          logdet = 2.0 * std::log(prod);
+        } else {
+          logdet = 0.0;
+          for (Index j = 0; j < D; ++j) logdet += 2.0 * std::log(Lf(j, j));
+        }
+        r.logdet += logdet - D * ci * inv_l2;
+        if (grad) {
+          // ∂(½ log det M_i)/∂log ℓ = Σ_l w_il (d_il/ℓ²) u_lᵀ M_i⁻¹ u_l (shift-invariant), with
+          // ‖L⁻¹u_l‖² by forward substitution over whole columns (in place in U).
+          r.q.setZero();
+          for (Index a2 = 0; a2 < D; ++a2) {
+            auto v = r.U.col(a2);
+            for (Index b2 = 0; b2 < a2; ++b2) v -= Lf(a2, b2) * r.U.col(b2);
+            v *= 1.0 / Lf(a2, a2);
+            r.q.array() += v.array().square();
+          }
+          r.dlogdet += (r.w2.array() * r.d.array() * r.q.array()).sum() * inv_l2;
+        }
+      },
+      [&](RowSums& acc, RowSums& part) {
+        acc.singular = acc.singular || part.singular;
+        acc.k += part.k;
+        if (grad) acc.kd += part.kd;
+        acc.k2 += part.k2;
+        acc.k2d += part.k2d;
+        acc.logdet += part.logdet;
+        acc.dlogdet += part.dlogdet;
+      },
+      16);
+  if (s.singular) return kNegInf;
+
+  // The m x m part, A = n R + τ² I: by Cholesky (m³/3 flops), or, when rounding has left R with
+  // eigenvalues slightly below 0 and τ² is too small to cover them, through R's eigendecomposition with
+  // those eigenvalues set to 0 (as the paper's code), so A is positive definite for every τ² > 0.
+  const double nn = static_cast<double>(n);
+  Matrix R = Dzz_ * (-0.25 * inv_l2);
+  exp_array(R.data(), R.data(), R.size());
+  const Vector mu = s.k / nn;
+  Matrix Ainv;  // only for the gradient
+  Vector w;     // A⁻¹ μ̄
+  double logdetA = 0.0;
+  {
+    Matrix A = nn * R;
+    A.diagonal().array() += t;
+    Eigen::LLT<Matrix> llt(A);
+    bool ok = llt.info() == Eigen::Success;
+    if (ok) {
+      const Vector dg = llt.matrixLLT().diagonal();
+      ok = (dg.array() > 0.0).all() && dg.allFinite();
+      if (ok) {
+        logdetA = 2.0 * dg.array().log().sum();
+        w = llt.solve(mu);
+        if (grad) Ainv = llt.solve(Matrix::Identity(m, m));
+      }
+    }
+    if (!ok) {
+      Eigen::SelfAdjointEigenSolver<Matrix> eig(R);
+      if (eig.info() != Eigen::Success) throw NumericalError("bkl: eigendecomposition of R_zz failed");
+      const Vector e = (nn * eig.eigenvalues().cwiseMax(0.0)).array() + t;
+      logdetA = e.array().log().sum();
+      const Matrix& Q = eig.eigenvectors();
+      w = Q * ((Q.transpose() * mu).array() / e.array()).matrix();
+      if (grad) Ainv = Q * e.cwiseInverse().asDiagonal() * Q.transpose();
+    }
+  }
+  const double S = s.k2 - nn * mu.squaredNorm();
+  const double md = static_cast<double>(m), Dd = static_cast<double>(D);
+  const double val = -0.5 * (logdetA + md * (nn - 1.0) * b + md * nn * std::log(2.0 * std::numbers::pi) +
+                             nn * mu.dot(w) + S / t) +
+                     0.5 * s.logdet - 2.0 * Dd * nn * a;
+  if (!grad) return val;
+
+  // ∂/∂log τ²: t·tr(A⁻¹) + m(n − 1) − n t‖w‖² − S/t inside the bracket.
+  const double gb = -0.5 * (t * Ainv.trace() + md * (nn - 1.0) - nn * t * w.squaredNorm() - S / t);
+  // ∂/∂log ℓ: ∂R = R ⊙ D_zz/(2ℓ²), ∂k = k d/ℓ², ∂μ̄ = mean of ∂k; ∂ log det A = n tr(A⁻¹ ∂R),
+  // ∂(n μ̄ᵀA⁻¹μ̄) = 2n wᵀ∂μ̄ − n² wᵀ∂R w, ∂S = 2⟨k, ∂k⟩ − 2n μ̄ᵀ∂μ̄.
+  const Matrix dR = R.cwiseProduct(Dzz_) * (0.5 * inv_l2);
+  const Vector dmu = s.kd * (inv_l2 / nn);
+  const double ga = -0.5 * (nn * Ainv.cwiseProduct(dR).sum() + 2.0 * nn * w.dot(dmu) -
+                            nn * nn * w.dot(dR * w) + (2.0 * s.k2d * inv_l2 - 2.0 * nn * mu.dot(dmu)) / t) +
+                    s.dlogdet - 2.0 * Dd * nn;
+  (*gradient)[0] = ga;
+  (*gradient)[1] = gb;
+  return val;
+}
+
+namespace {
+
+// The posterior of log ℓ (flat prior on [lo, hi], τ² fixed) as a one-dimensional Model for kef's HMC:
+// log p~ = log L inside the box, NaN outside (HMC counts the step as a divergence and rejects it).
+class LogLengthscalePosterior final : public Model {
+ public:
+  LogLengthscalePosterior(const BklPseudolikelihood& L, double log_tau2, double lo, double hi,
+                          const Context& ctx)
+      : L_(L), b_(log_tau2), lo_(lo), hi_(hi), ctx_(ctx) {}
+  Index dim() const override { return 1; }
+  std::string type_name() const override { return "bkl/log_lengthscale_posterior"; }
+  FacetSet facets() const override { return {Facet::LogDensity, Facet::Score}; }
+  Vector log_unnormalized(const Matrix& X) const override {
+    Vector out(X.rows());
+    for (Index i = 0; i < X.rows(); ++i) out[i] = eval(X(i, 0), nullptr);
+    return out;
+  }
+  Matrix score(const Matrix& X) const override {
+    Matrix out(X.rows(), 1);
+    Vector g(2);
+    for (Index i = 0; i < X.rows(); ++i) {
+      eval(X(i, 0), &g);
+      out(i, 0) = g[0];
+    }
+    return out;
+  }
+  std::string describe() const override { return "posterior of log lengthscale (Bayesian kernel learning)"; }
+
+ private:
+  double eval(double a, Vector* g) const {
+    if (!(a >= lo_ && a <= hi_)) {
+      if (g) g->setConstant(2, std::numeric_limits<double>::quiet_NaN());
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    const double v = L_.value(a, b_, g, ctx_);
+    return std::isfinite(v) ? v : std::numeric_limits<double>::quiet_NaN();
+  }
+  const BklPseudolikelihood& L_;
+  double b_, lo_, hi_;
+  const Context& ctx_;
+};
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto i = static_cast<std::size_t>(std::floor(pos));
+  const double f = pos - static_cast<double>(i);
+  return i + 1 < v.size() ? v[i] * (1.0 - f) + v[i + 1] * f : v[i];
+}
+
+}  // namespace
+
+BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& context) {
+  const std::string& c = o.context;
+  const Index D = X.cols();
+  if (X.rows() < 1 || D < 1) throw DataError(c + ": no data rows");
+  require_finite(X, c + ": data");
+  if (!(o.tau2 > 0.0) || !std::isfinite(o.tau2))
+    throw ConfigError(c + ": tau2 must be a positive number (the fixed noise variance τ²), got " +
+                      fmt(o.tau2));
+  if (o.profile_points < 5)
+    throw ConfigError(c + ": profile_points must be >= 5, got " + std::to_string(o.profile_points));
+  if (o.lower < 0.0 || o.upper < 0.0 || !std::isfinite(o.lower) || !std::isfinite(o.upper) ||
+      (o.lower > 0.0 && o.upper > 0.0 && !(o.lower < o.upper)))
+    throw ConfigError(c +
+                      ": lower and upper (the box of ℓ) must be positive with lower < upper, or 0 for "
+                      "automatic; got lower = " +
+                      fmt(o.lower) + ", upper = " + fmt(o.upper));
+
+  // Landmarks: given, or m rows drawn by the context's stream and held out of the data.
+  Matrix data, Z;
+  if (o.landmark_points.size() > 0) {
+    if (o.landmark_points.cols() != D)
+      throw ConfigError(c + ": landmark_points have " + std::to_string(o.landmark_points.cols()) +
+                        " columns, the data " + std::to_string(D));
+    if (o.landmark_points.rows() < D)
+      throw ConfigError(c + ": landmarks = " + std::to_string(o.landmark_points.rows()) +
+                        " given points for D = " + std::to_string(D) + " (expected at least D)");
+    Z = o.landmark_points;
+    data = X;
+  } else {
+    if (o.landmarks < D)
+      throw ConfigError(c + ": landmarks must be at least D = " + std::to_string(D) + ", got " +
+                        std::to_string(o.landmarks) +
+                        " (the Jacobian term needs an m x D Jacobian of full rank)");
+    if (X.rows() <= o.landmarks)
+      throw DataError(c + ": " + std::to_string(X.rows()) +
+                      " rows for landmarks = " + std::to_string(o.landmarks) +
+                      " (expected more rows than landmarks: the landmarks are held out of the data); lower "
+                      "`landmarks` or give more rows");
+    Context lc = context.child("landmarks");
+    const std::vector<Index> pick = sample_without_replacement(X.rows(), o.landmarks, lc.rng());
+    std::vector<Index> rest;
+    rest.reserve(static_cast<std::size_t>(X.rows() - o.landmarks));
+    std::size_t j = 0;
+    for (Index i = 0; i < X.rows(); ++i) {
+      if (j < pick.size() && pick[j] == i)
+        ++j;
+      else
+        rest.push_back(i);
+    }
+    Z = gather_rows(X, pick);
+    data = gather_rows(X, rest);
+  }
+  const BklPseudolikelihood L(data, Z, c);
+  const double b = std::log(o.tau2);
+  Index evaluations = 0;
+  auto logL = [&](double a, Vector* g) {
+    ++evaluations;
+    return L.value(a, b, g, context);
+  };
+
+  BklResult r;
+  r.tau2 = o.tau2;
+  r.rows = L.rows();
+  r.landmarks = L.landmarks();
+  r.median_lengthscale = data.rows() >= 2 ? median_pairwise_distance(data, 1000) : 0.0;
+  const double lmed = r.median_lengthscale;
+  if ((o.lower == 0.0 || o.upper == 0.0) && !(lmed > 0.0))
+    throw DataError(c + ": the data rows' median pairwise distance is " + fmt(lmed) +
+                    " (repeated rows), so the automatic bounds of ℓ are undefined; give lower and upper");
+  r.upper = o.upper > 0.0 ? o.upper : 1e2 * lmed;
+  if (o.lower > 0.0) {
+    r.lower = o.lower;
+  } else {
+    r.lower = 1e-3 * lmed;
+    while (r.lower < r.upper && !std::isfinite(logL(std::log(r.lower), nullptr))) r.lower *= 1.25;
+    if (!(r.lower < r.upper))
+      throw DataError(c + ": the pseudolikelihood is not finite for any ℓ below the upper bound " +
+                      fmt(r.upper) + " (the landmarks' offsets from some row span fewer than D directions)");
+  }
+  if (!(r.lower < r.upper))
+    throw ConfigError(c + ": lower = " + fmt(r.lower) + " is not below upper = " + fmt(r.upper));
+  const double alo = std::log(r.lower), ahi = std::log(r.upper);
+
+  // The profile in ℓ (τ² fixed), which is also the mode finder's multistart: the objective is
+  // multimodal (the paper's figure), so L-BFGS starts from the best grid point, bracketed by its
+  // neighbours.
+  const Index P = o.profile_points;
+  Index best = -1;
+  for (Index k = 0; k < P; ++k) {
+    const double a = alo + (ahi - alo) * static_cast<double>(k) / static_cast<double>(P - 1);
+    const double v = logL(a, nullptr);
+    r.profile.lengthscale.push_back(std::exp(a));
+    r.profile.log_likelihood.push_back(std::isfinite(v) ? v : kNegInf);
+    if (std::isfinite(v) && (best < 0 || v > r.profile.log_likelihood[static_cast<std::size_t>(best)]))
+      best = k;
+  }
+  if (lmed > 0.0) r.median_log_likelihood = logL(std::log(lmed), nullptr);
+  if (best < 0)
+    throw DataError(c + ": the pseudolikelihood is not finite anywhere on ℓ in [" + fmt(r.lower) + ", " +
+                    fmt(r.upper) + "]; widen the bounds");
+  const std::string where_tau =
+      " (τ² fixed at " + fmt(o.tau2) + ", ℓ in [" + fmt(r.lower) + ", " + fmt(r.upper) + "])";
+  auto refuse = [&](bool upper, double at) {
+    throw DataError(c + ": the pseudolikelihood's maximum over ℓ is on the " + (upper ? "upper" : "lower") +
+                    " bound ℓ = " + fmt(at) + where_tau +
+                    ": no interior optimum, so no length scale is chosen; set tau2 to another value, widen "
+                    "`lower`/`upper`, or give the bandwidth as a number (the profile of log L in ℓ shows the "
+                    "shape)");
+  };
+  if (best == 0) refuse(false, r.lower);
+  if (best == P - 1) refuse(true, r.upper);
+
+  LbfgsOptions lo;
+  lo.context = c + " (mode of log ℓ)";
+  lo.lower = Vector::Constant(1, std::log(r.profile.lengthscale[static_cast<std::size_t>(best - 1)]));
+  lo.upper = Vector::Constant(1, std::log(r.profile.lengthscale[static_cast<std::size_t>(best + 1)]));
+  const LbfgsResult opt = minimize_lbfgs(
+      [&](const Vector& x, Vector* g) {
+        Vector g2(2);
+        const double v = logL(x[0], g ? &g2 : nullptr);
+        if (g) (*g)[0] = -g2[0];
+        return -v;
+      },
+      Vector::Constant(1, std::log(r.profile.lengthscale[static_cast<std::size_t>(best)])), lo);
+  r.mode = std::exp(opt.x[0]);
+  r.log_likelihood = -opt.value;
+  r.iterations = opt.iterations;
+  // The bracket's ends are the outer bounds only next to the box's edge.
+  if (opt.at_lower[0] && best - 1 == 0) refuse(false, r.lower);
+  if (opt.at_upper[0] && best + 1 == P - 1) refuse(true, r.upper);
+  r.sigma = r.mode;
+  r.method = "mode";
+
+  std::ostringstream how;
+  how << "Bayesian kernel learning (Flaxman et al. 2016; docs/math.md §9): ";
+  if (o.method == BklMethod::Hmc) {
+    HmcOptions h = o.hmc;
+    h.init = HmcInit::Points;
+    const double step = (ahi - alo) / static_cast<double>(P - 1);
+    h.init_points.resize(4, 1);
+    for (Index k = 0; k < 4; ++k)
+      h.init_points(k, 0) = std::clamp(opt.x[0] + step * (static_cast<double>(k) - 1.5) / 3.0, alo, ahi);
+    h.context = c + " (HMC over log ℓ)";
+    h.progress = &context.progress();
+    h.progress_task = "bkl hmc";
+    LogLengthscalePosterior post(L, b, alo, ahi, context);
+    Context hc = context.child("hmc");
+    HmcDiagnostics diag;
+    const Matrix draws = run_hmc(post, hc.rng(), h, context, &diag);
+    r.draws = draws.col(0);
+    std::vector<double> ell(static_cast<std::size_t>(r.draws.size()));
+    for (Index i = 0; i < r.draws.size(); ++i) ell[static_cast<std::size_t>(i)] = std::exp(r.draws[i]);
+    const Vector ev = Eigen::Map<const Vector>(ell.data(), static_cast<Index>(ell.size()));
+    r.posterior_mean = ev.mean();
+    r.posterior_sd =
+        std::sqrt((ev.array() - r.posterior_mean).square().sum() / std::max<double>(1.0, ev.size() - 1.0));
+    r.posterior_q05 = quantile(ell, 0.05);
+    r.posterior_q95 = quantile(ell, 0.95);
+    r.sigma = quantile(ell, 0.5);
+    r.log_likelihood = L.value(std::log(r.sigma), b, nullptr, context);
+    r.hmc_summary = diag.summary();
+    r.method = "hmc";
+    how << "posterior median of ℓ by HMC over log ℓ (" << h.chains << " chains x " << h.samples
+        << " draws after " << h.warmup << " warm-up; mode " << fmt(r.mode) << ", 90% interval ["
+        << fmt(r.posterior_q05) << ", " << fmt(r.posterior_q95) << "])";
+  } else {
+    how << "posterior mode of log ℓ by L-BFGS (Ceres) from the best of " << P << " profile points";
+  }
+  r.evaluations = evaluations;
+  how << "; flat prior on log ℓ over [" << fmt(r.lower) << ", " << fmt(r.upper) << "], τ² fixed at "
+      << fmt(o.tau2) << ", prior covariance exp(−‖x−x'‖²/(4ℓ²)) of amplitude 1; " << r.landmarks
+      << " landmarks " << (o.landmark_points.size() > 0 ? "given" : "drawn from the rows and held out")
+      << ", " << r.rows << " data rows; log L = " << fmt(r.log_likelihood)
+      << " (median heuristic ℓ = " << fmt(lmed) << ": log L = " << fmt(r.median_log_likelihood) << ")";
+  r.provenance = how.str();
+  return r;
+}
+
+}  // namespace kef
