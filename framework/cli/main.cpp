@@ -415,12 +415,12 @@ KernelTestCommand add_kernel_test_command(CLI::App& app, KernelTestFlags& f, int
   }
   c.two_sample->add_option(
       "--kernel-bandwidth", f.bandwidth,
-      "Gaussian σ: `median` (median distance of the pooled sample) or a positive number");
+      "Gaussian σ: `median` (median distance of the pooled sample), `bkl` (Bayesian kernel learning on the pooled sample) or a positive number");
   c.independence->add_option(
       "--kernel-bandwidth", f.bandwidth,
-      "Gaussian σ on X (and on Y unless --kernel-bandwidth-y): `median` or a positive number");
+      "Gaussian σ on X (and on Y unless --kernel-bandwidth-y): `median`, `bkl` or a positive number");
   c.independence->add_option("--kernel-bandwidth-y", f.bandwidth_y,
-                             "Gaussian σ on Y: `median` or a positive number");
+                             "Gaussian σ on Y: `median`, `bkl` or a positive number");
   return c;
 }
 
@@ -454,7 +454,12 @@ nlohmann::ordered_json json_number(double v) {
 }
 
 std::string bandwidth_rule_name(const kef::BandwidthRule& r) {
-  return r.kind == kef::BandwidthRule::Kind::Median ? "median" : "given";
+  switch (r.kind) {
+    case kef::BandwidthRule::Kind::Median: return "median";
+    case kef::BandwidthRule::Kind::Bkl: return "bkl";
+    case kef::BandwidthRule::Kind::Given: break;
+  }
+  return "given";
 }
 
 int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_sample, int threads) {

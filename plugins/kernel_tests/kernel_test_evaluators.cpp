@@ -87,7 +87,7 @@ const OptionsSpec<MmdTwoSampleOptions>& mmd_two_sample_options() {
     s.string("bandwidth_rule", &O::bandwidth_rule,
              "how σ is chosen when `bandwidth` is absent: the median pairwise distance of the pooled sample")
         .optional()
-        .one_of({"median"});
+        .one_of({"median", "bkl"});
     s.integer("permutations", &O::permutations, "random relabellings for the permutation p-value (0: none)",
               200)
         .non_negative();
@@ -126,7 +126,7 @@ const OptionsSpec<HsicOptions>& hsic_options() {
     s.string("bandwidth_rule", &O::bandwidth_rule,
              "how σ_x and σ_y are chosen when not given: the median pairwise distance of each block")
         .optional()
-        .one_of({"median"});
+        .one_of({"median", "bkl"});
     s.integer("permutations", &O::permutations, "random pairings for the permutation p-value (0: none)", 200)
         .non_negative();
     s.integer("hmc_warmup", &O::hmc_warmup, "of = \"model\", models without an exact sampler: HMC warm-up",

@@ -91,6 +91,23 @@ TEST(KefTestCli, TwoSamplePrintsStatisticPValuesAndBandwidth) {
   EXPECT_TRUE(none["p_value"]["gamma"].is_number());
 }
 
+TEST(KefTestCli, BklBandwidthIsLearnedAndReported) {
+  // Two 300-row samples whose pooled BKL profile has an interior mode: the chosen σ and its
+  // provenance are printed, and the run depends on --seed (the landmarks), not on --threads. (An
+  // optimum on a bound is refused: BklBandwidth.RefusesAnOptimumOnABound.)
+  const fs::path dir = test::temp_dir("kernel-test-cli-bkl");
+  RandomStream rng(1, "bkl cli");
+  write_npy(dir / "x.npy", rng.normal_matrix(300, 2));
+  write_npy(dir / "y.npy", Matrix(1.3 * rng.normal_matrix(300, 2)));
+  const std::string args = "test two-sample " + (dir / "x.npy").string() + " " + (dir / "y.npy").string() +
+                           " --kernel-bandwidth bkl --permutations 50 --json --seed 2";
+  const nlohmann::json a = parse(kef_cmd(args + " --threads 1")), b = parse(kef_cmd(args + " --threads 2"));
+  EXPECT_EQ(a["bandwidth"]["rule"], "bkl");
+  EXPECT_TRUE(contains(a["bandwidth"]["how"].get<std::string>(), "Bayesian kernel learning")) << a.dump();
+  EXPECT_EQ(a["bandwidth"], b["bandwidth"]);
+  EXPECT_EQ(a["statistic"], b["statistic"]);
+}
+
 TEST(KefTestCli, IndependencePrintsBothBandwidths) {
   const Files& f = files();
   const nlohmann::json j = parse(kef_cmd("test independence " + f.x.string() + " " + f.x.string() +

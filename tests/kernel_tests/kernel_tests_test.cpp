@@ -13,6 +13,7 @@
 #include "kef/error.hpp"
 #include "kef/gamma_null.hpp"
 #include "kef/hsic_test.hpp"
+#include "kef/kernel_learning.hpp"
 #include "kef/linalg.hpp"
 #include "kef/mmd_test.hpp"
 #include "test_support.hpp"
@@ -405,6 +406,32 @@ TEST(BandwidthRule, ParsesMedianAndPositiveValuesAndNamesTheOptionOtherwise) {
                                                 Context(1, 1));
                              }),
                              "--kernel-bandwidth"));
+}
+
+TEST(BandwidthRule, BklIsBayesianKernelLearningWithItsLandmarkRuleOnThePooledSample) {
+  EXPECT_EQ(parse_bandwidth_rule("bkl", "--kernel-bandwidth").kind, BandwidthRule::Kind::Bkl);
+  EXPECT_EQ(bkl_landmarks(50, 2), 5);        // n / 10
+  EXPECT_EQ(bkl_landmarks(20, 4), 5);        // at least D + 1
+  EXPECT_EQ(bkl_landmarks(100000, 3), 100);  // at most 100
+  // The rule is bkl_bandwidth with those options, on the pooled rows for two samples: same σ, and
+  // its provenance.
+  RandomStream rng(31, "bkl rule");
+  const Matrix X = rng.normal_matrix(150, 2), Y = 1.5 * rng.normal_matrix(150, 2);
+  Matrix pooled(300, 2);
+  pooled << X, Y;
+  BklOptions o;
+  o.landmarks = bkl_landmarks(300, 2);
+  o.context = "t";
+  const BklResult direct = bkl_bandwidth(pooled, o, Context(4, 1));
+  const ChosenBandwidth c =
+      choose_bandwidth(BandwidthRule{BandwidthRule::Kind::Bkl, 0}, X, Y, "t", Context(4, 2));
+  EXPECT_EQ(c.sigma, direct.sigma);
+  EXPECT_TRUE(test::contains(c.how, "Bayesian kernel learning")) << c.how;
+  EXPECT_TRUE(test::contains(c.how, "pooled")) << c.how;
+  const ChosenBandwidth one =
+      choose_bandwidth(BandwidthRule{BandwidthRule::Kind::Bkl, 0}, X, "t", Context(4, 1));
+  o.landmarks = bkl_landmarks(150, 2);
+  EXPECT_EQ(one.sigma, bkl_bandwidth(X, o, Context(4, 1)).sigma);
 }
 
 }  // namespace

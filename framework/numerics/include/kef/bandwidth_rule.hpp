@@ -1,7 +1,6 @@
 #pragma once
-// How a kernel test chooses its Gaussian bandwidth σ: the median heuristic or a given value. One
-// type for the evaluators and `kef test`, so a new rule (Bayesian kernel learning, issue #13) is one
-// more Kind, one more spelling in parse_bandwidth_rule and one more case in choose_bandwidth.
+// How a kernel test chooses its Gaussian bandwidth σ: the median heuristic, Bayesian kernel learning
+// (kef/kernel_learning.hpp) or a given value. One type for the evaluators and `kef test`.
 #include <string>
 #include <string_view>
 
@@ -11,12 +10,12 @@
 namespace kef {
 
 struct BandwidthRule {
-  enum class Kind { Median, Given };
+  enum class Kind { Median, Bkl, Given };
   Kind kind = Kind::Median;
   double value = 0;  // σ for Kind::Given (> 0)
 };
 
-// "median", or a positive number. ConfigError naming `where` (the option or key) otherwise.
+// "median", "bkl", or a positive number. ConfigError naming `where` (the option or key) otherwise.
 BandwidthRule parse_bandwidth_rule(std::string_view text, std::string_view where);
 
 struct ChosenBandwidth {
@@ -26,16 +25,20 @@ struct ChosenBandwidth {
 
 // σ by `rule` for the rows of X. The median heuristic uses at most median_rows rows spread evenly over
 // X (see spread_rows) and refuses a zero or non-finite median (repeated points) with a NumericalError
-// naming `where`. `context` is for rules that learn σ (threads, their random stream); the median
-// heuristic does not use it.
+// naming `where`. BKL uses every row, min(100, max(D + 1, n / 10)) of them drawn as landmarks from
+// `context`'s random stream, τ² = 1 and the posterior mode (bkl_landmarks gives the count); its
+// errors name `where`.
 ChosenBandwidth choose_bandwidth(const BandwidthRule& rule, const Matrix& X, std::string_view where,
                                  const Context& context, Index median_rows = 1000);
 
 // σ for two samples, pooled: the median heuristic on up to median_rows_each rows of each (spread
-// evenly), the rule the mmd evaluator has used since 0.2.
+// evenly), the rule the mmd evaluator has used since 0.2; BKL on all rows of both.
 ChosenBandwidth choose_bandwidth(const BandwidthRule& rule, const Matrix& X, const Matrix& Y,
                                  std::string_view where, const Context& context,
                                  Index median_rows_each = 500);
+
+// The number of landmarks BKL draws for a sample of n rows in D dimensions.
+Index bkl_landmarks(Index n, Index dim);
 
 // k rows spread evenly over X (row i·rows/k): a deterministic subsample that, unlike a prefix, is
 // not just the first (autocorrelated) draws of a chain.
