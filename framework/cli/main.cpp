@@ -21,13 +21,14 @@
 #include "kef/error.hpp"
 #include "kef/hmc.hpp"
 #include "kef/hsic_test.hpp"
+#include "kef/kernel_causal_discovery.hpp"
+#include "kef/line_plot.hpp"
 #include "kef/mmd_test.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
 #include "kef/parallel.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/plugin_permissions.hpp"
-#include "kef/line_plot.hpp"
 #include "kef/png_montage.hpp"
 #include "kef/progress.hpp"
 #include "kef/registry.hpp"
@@ -360,7 +361,8 @@ int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const s
 
 // `kef lineplot LABEL=FILE.csv ... --out FIG.png`: the series are read and checked before the figure is
 // drawn, and the PNG appears only when complete.
-int cmd_lineplot(const std::vector<std::string>& specs, const std::string& out, const kef::LinePlotOptions& options) {
+int cmd_lineplot(const std::vector<std::string>& specs, const std::string& out,
+                 const kef::LinePlotOptions& options) {
   std::vector<kef::LineSeries> series;
   for (const auto& spec : specs) {
     // The last '=' splits: labels may contain one ("θ = 1/2"), file names rarely do.
@@ -390,9 +392,20 @@ struct KernelTestCommand {
   CLI::App* test = nullptr;
   CLI::App* two_sample = nullptr;
   CLI::App* independence = nullptr;
+  CLI::App* causal = nullptr;
 };
 
-KernelTestCommand add_kernel_test_command(CLI::App& app, KernelTestFlags& f, int& threads) {
+// `kef test causal DATA`: the PC algorithm with HSIC tests on GP-regression residuals.
+struct CausalFlags {
+  std::string data, truth, bandwidth = "median";
+  double alpha = 0.05;
+  long long permutations = 200, max_given = -1;
+  std::uint64_t seed = 0;
+  bool json = false;
+  std::vector<std::string> plugin_paths;
+};
+
+KernelTestCommand add_kernel_test_command(CLI::App& app, KernelTestFlags& f, CausalFlags& cf, int& threads) {
   KernelTestCommand c;
   c.test = app.add_subcommand("test", "Kernel tests on data files: two-sample (MMD), independence (HSIC)");
   c.test->require_subcommand(1);
@@ -413,14 +426,38 @@ KernelTestCommand add_kernel_test_command(CLI::App& app, KernelTestFlags& f, int
     sub->add_flag("--json", f.json, "print one JSON object instead of text");
     sub->add_option("--path", f.plugin_paths, "extra plugin directory (searched first)");
   }
-  c.two_sample->add_option(
-      "--kernel-bandwidth", f.bandwidth,
-      "Gaussian σ: `median` (median distance of the pooled sample), `bkl` (Bayesian kernel learning on the pooled sample) or a positive number");
+  c.two_sample->add_option("--kernel-bandwidth", f.bandwidth,
+                           "Gaussian σ: `median` (median distance of the pooled sample), `bkl` (Bayesian "
+                           "kernel learning on the pooled sample) or a positive number");
   c.independence->add_option(
       "--kernel-bandwidth", f.bandwidth,
       "Gaussian σ on X (and on Y unless --kernel-bandwidth-y): `median`, `bkl` or a positive number");
   c.independence->add_option("--kernel-bandwidth-y", f.bandwidth_y,
                              "Gaussian σ on Y: `median`, `bkl` or a positive number");
+  c.causal = c.test->add_subcommand(
+      "causal",
+      "Causal structure of the columns of DATA: PC with HSIC tests on GP-regression residuals (a CPDAG)");
+  c.causal->add_option("DATA", cf.data, "data (.npy, or .csv with a header row naming the variables)")
+      ->required();
+  c.causal->add_option("--alpha", cf.alpha, "level of each independence test (default 0.05)")
+      ->check(CLI::Range(1e-12, 1.0 - 1e-12));
+  c.causal->add_option("--kernel-bandwidth", cf.bandwidth,
+                       "Gaussian σ of every variable and residual: `median`, `bkl` or a positive number");
+  c.causal
+      ->add_option("--permutations", cf.permutations, "HSIC permutations per test (0: Gamma approximation)")
+      ->check(integer_in(0, 1000000));
+  c.causal->add_option("--max-given", cf.max_given, "largest conditioning set (default: no limit)")
+      ->check(integer_in(0, 1000));
+  c.causal->add_option(
+      "--truth", cf.truth,
+      "the true DAG as a .csv adjacency matrix (header = the variables; 1 at row i, column j for i -> j): "
+      "also prints the structural Hamming distance to its CPDAG");
+  c.causal->add_option("--seed", cf.seed, "seed of the permutations and landmarks (default 0)")
+      ->check(seed_value());
+  c.causal->add_option("--threads", threads, "worker threads (results do not depend on it)")
+      ->check(integer_in(1, kMaxThreads));
+  c.causal->add_flag("--json", cf.json, "print one JSON object instead of text");
+  c.causal->add_option("--path", cf.plugin_paths, "extra plugin directory (searched first)");
   return c;
 }
 
@@ -455,9 +492,12 @@ nlohmann::ordered_json json_number(double v) {
 
 std::string bandwidth_rule_name(const kef::BandwidthRule& r) {
   switch (r.kind) {
-    case kef::BandwidthRule::Kind::Median: return "median";
-    case kef::BandwidthRule::Kind::Bkl: return "bkl";
-    case kef::BandwidthRule::Kind::Given: break;
+    case kef::BandwidthRule::Kind::Median:
+      return "median";
+    case kef::BandwidthRule::Kind::Bkl:
+      return "bkl";
+    case kef::BandwidthRule::Kind::Given:
+      break;
   }
   return "given";
 }
@@ -549,6 +589,81 @@ int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_
       std::cout << "  bandwidth " << v << " = " << num(j["bandwidth"][v]["sigma"]) << " ("
                 << j["bandwidth"][v]["how"].get<std::string>() << ")\n";
   }
+  return 0;
+}
+
+int cmd_causal(kef::Registry& registry, const CausalFlags& f, int threads) {
+  kef::CausalDiscoveryOptions o;
+  o.bandwidth = kef::parse_bandwidth_rule(f.bandwidth, "--kernel-bandwidth");
+  o.alpha = f.alpha;
+  o.permutations = static_cast<kef::Index>(f.permutations);
+  o.max_given = static_cast<kef::Index>(f.max_given);
+  o.where = "--kernel-bandwidth";
+  const kef::TableData table = kef::read_table(f.data);
+  const kef::Index p = table.values.cols();
+  kef::PartialGraph truth;
+  if (!f.truth.empty()) {
+    const kef::TableData t = kef::read_table(f.truth);
+    if (t.values.rows() != p || t.values.cols() != p)
+      throw kef::DataError("--truth " + f.truth + ": a " + std::to_string(t.values.rows()) + " x " +
+                           std::to_string(t.values.cols()) + " matrix (expected " + std::to_string(p) +
+                           " x " + std::to_string(p) + ", one row and column per variable of " + f.data +
+                           ")");
+    kef::PartialGraph dag(p);
+    for (kef::Index i = 0; i < p; ++i)
+      for (kef::Index j = 0; j < p; ++j) {
+        const double v = t.values(i, j);
+        if (v != 0 && v != 1)
+          throw kef::DataError("--truth " + f.truth + ": row " + std::to_string(i + 1) + ", column " +
+                               std::to_string(j + 1) + " is " + std::to_string(v) + " (expected 0 or 1)");
+        if (v == 1) {
+          if (i == j || t.values(j, i) == 1)
+            throw kef::DataError("--truth " + f.truth + ": variables " + std::to_string(i + 1) + " and " +
+                                 std::to_string(j + 1) +
+                                 " point at each other or themselves (expected a DAG)");
+          dag.add_directed(i, j);
+        }
+      }
+    try {
+      truth = kef::cpdag_of_dag(dag);
+    } catch (const kef::ConfigError& e) {
+      throw kef::DataError("--truth " + f.truth + ": " + e.what());
+    }
+  }
+  load_default_plugins(registry, f.plugin_paths);
+  kef::Context context(f.seed, threads, nullptr, "--threads");
+  const auto gaussian = [&](double sigma) { return cli_gaussian_kernel(registry, sigma); };
+  const kef::CausalDiscoveryResult r =
+      kef::discover_causal_structure(table.values, o, gaussian, context.child("causal"));
+  nlohmann::ordered_json j;
+  j["test"] = "causal";
+  j["data"] = {{"file", f.data}, {"rows", table.values.rows()}, {"variables", table.columns}};
+  j["alpha"] = f.alpha;
+  j["bandwidth_rule"] = f.bandwidth;
+  j["permutations"] = f.permutations;
+  j["seed"] = f.seed;
+  j["cpdag"] = r.pc.cpdag.to_string(table.columns);
+  j["skeleton"] = r.pc.skeleton.to_string(table.columns);
+  j["tests"] = r.pc.tests;
+  j["regressions"] = r.regressions;
+  j["orientation_conflicts"] = r.pc.conflicts;
+  if (!f.truth.empty()) {
+    j["truth_cpdag"] = truth.to_string(table.columns);
+    j["structural_hamming_distance"] = kef::structural_hamming_distance(r.pc.cpdag, truth);
+  }
+  if (f.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "causal structure (PC, HSIC on GP-regression residuals, alpha " << f.alpha << ", bandwidth "
+            << f.bandwidth << "): " << table.values.rows() << " rows of " << p << " variables (" << f.data
+            << ")\n"
+            << "  CPDAG: " << j["cpdag"].get<std::string>() << "\n"
+            << "  tests: " << r.pc.tests << ", regressions: " << r.regressions << "\n";
+  if (!f.truth.empty())
+    std::cout << "  truth's CPDAG: " << j["truth_cpdag"].get<std::string>() << "\n"
+              << "  structural Hamming distance: " << j["structural_hamming_distance"].get<kef::Index>()
+              << "\n";
   return 0;
 }
 
@@ -668,7 +783,9 @@ int main(int argc, char** argv) {
   lineplot->add_option("--height", lineplot_options.height, "plotting area height in pixels (default 360)")
       ->check(integer_in(100, 4000));
   KernelTestFlags kernel_test_flags;
-  const KernelTestCommand kernel_test = add_kernel_test_command(app, kernel_test_flags, threads);
+  CausalFlags causal_flags;
+  const KernelTestCommand kernel_test =
+      add_kernel_test_command(app, kernel_test_flags, causal_flags, threads);
 
   try {
     app.parse(argc, argv);
@@ -730,6 +847,7 @@ int main(int argc, char** argv) {
       return finish(0);
     }
     if (lineplot->parsed()) return finish(cmd_lineplot(lineplot_series, lineplot_out, lineplot_options));
+    if (kernel_test.causal->parsed()) return finish(cmd_causal(registry, causal_flags, threads));
     if (kernel_test.test->parsed())
       return finish(cmd_kernel_test(registry, kernel_test_flags, kernel_test.two_sample->parsed(), threads));
     if (eval->parsed()) {

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "kef/error.hpp"
 #include "kef/random.hpp"
@@ -63,6 +66,45 @@ TEST(KernelCausalDiscovery, BadInput) {
   EXPECT_TRUE(test::contains(
       test::message_of<DataError>([&] { discover_causal_structure(X, o, gaussian, Context(1, 1)); }),
       "non-finite"));
+}
+
+}  // namespace
+}  // namespace kef
+
+namespace kef {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `kef test causal`: the CPDAG and the Hamming distance to the truth's, as JSON; bad truths exit 2.
+TEST(KefTestCausal, PrintsTheCpdagAndTheDistanceToTheTruth) {
+  const fs::path dir = test::temp_dir("kef-test-causal");
+  const Matrix X = collider_scm(300, 1);
+  std::string csv = "a,b,c,d\n";
+  char buf[128];
+  for (Index i = 0; i < X.rows(); ++i) {
+    std::snprintf(buf, sizeof buf, "%.17g,%.17g,%.17g,%.17g\n", X(i, 0), X(i, 1), X(i, 2), X(i, 3));
+    csv += buf;
+  }
+  const fs::path data = test::write_file(dir, "scm.csv", csv);
+  const fs::path truth = test::write_file(dir, "truth.csv", "a,b,c,d\n0,1,0,0\n0,0,0,1\n0,0,0,1\n0,0,0,0\n");
+  const auto r = test::kef_cmd("test causal " + data.string() + " --truth " + truth.string() +
+                               " --permutations 100 --json --seed 3");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j["truth_cpdag"], "a - b; b -> d; c -> d");
+  EXPECT_EQ(j["cpdag"], j["truth_cpdag"]);
+  EXPECT_EQ(j["structural_hamming_distance"].get<Index>(), 0);
+  EXPECT_GT(j["tests"].get<Index>(), 0);
+  const fs::path cyclic =
+      test::write_file(dir, "cyclic.csv", "a,b,c,d\n0,1,0,0\n1,0,0,0\n0,0,0,1\n0,0,0,0\n");
+  const auto bad = test::kef_cmd("test causal " + data.string() + " --truth " + cyclic.string());
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_TRUE(test::contains(bad.output, "--truth")) << bad.output;
+  const fs::path small = test::write_file(dir, "small.csv", "a,b\n0,1\n1,0\n");
+  const auto wrong = test::kef_cmd("test causal " + data.string() + " --truth " + small.string());
+  EXPECT_EQ(wrong.status, 2) << wrong.output;
+  EXPECT_TRUE(test::contains(wrong.output, "expected 4 x 4")) << wrong.output;
 }
 
 }  // namespace
