@@ -161,6 +161,25 @@ TEST(Kahmc, PoorSurrogateStillTargetsTheRightDistribution) {
   expect_moments(rp, t);
 }
 
+// A length scale far below the history's spacing and almost no ridge: some refits cannot be solved
+// (G is numerically singular). The run goes on with the previous surrogate and says so; it used to
+// end with "matrix is not positive definite" (and earlier still, before the basis was the distinct
+// history rows, already at the first fit).
+TEST(Kahmc, ARefitThatCannotBeSolvedKeepsThePreviousSurrogate) {
+  const GaussianTarget t = correlated_gaussian();
+  KahmcOptions o = small_options();
+  o.bandwidth = 0.02;
+  o.lambda_ratio = 1e-8;
+  o.samples = 300;
+  const KahmcResult r = run(t, o);
+  Index failed = 0;
+  for (Index f : r.failed_refits) failed += f;
+  EXPECT_GT(failed, 0) << r.summary();
+  EXPECT_TRUE(test::contains(r.summary(), "failed refits (the previous surrogate was kept)")) << r.summary();
+  EXPECT_TRUE(r.samples.allFinite());
+  for (const auto& refits : r.refits) EXPECT_EQ(refits.front(), 1);  // the first fit succeeded
+}
+
 TEST(Kahmc, AdaptationScheduleEveryIterationUntilStop) {
   const GaussianTarget t = correlated_gaussian();
   KahmcOptions o = small_options();
@@ -524,6 +543,9 @@ TEST(KahmcCli, BadInputExitsTwoNamingTheFlag) {
   r = test::kef_cmd("sample --sampler kahmc --target synthetic/banana --burn-in 5 -n 10" + out);
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(test::contains(r.output, "--burn-in")) << r.output;
+  r = test::kef_cmd("sample --sampler kahmc --target synthetic/banana --adaptation-decay 0 -n 10" + out);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(test::contains(r.output, "--adaptation-decay")) << r.output;
   r = test::kef_cmd("sample --sampler kahmc -n 10" + out);
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(test::contains(r.output, "--target")) << r.output;
