@@ -24,7 +24,9 @@
 #include "kef/kernel_causal_discovery.hpp"
 #include "kef/line_plot.hpp"
 #include "kef/mmd_test.hpp"
+#include "kef/kahmc.hpp"
 #include "kef/model_archive.hpp"
+#include "kef/model_target.hpp"
 #include "kef/npy.hpp"
 #include "kef/parallel.hpp"
 #include "kef/pipeline.hpp"
@@ -32,6 +34,7 @@
 #include "kef/png_montage.hpp"
 #include "kef/progress.hpp"
 #include "kef/registry.hpp"
+#include "kef/target.hpp"
 
 namespace fs = std::filesystem;
 
@@ -215,6 +218,11 @@ struct SamplerFlags {
   bool allow_poor_mixing = false;
   double max_r_hat = 1.05;
   double min_ess_fraction = 0.1;
+  // Gradient-free samplers on a target (kef/kahmc.hpp): --sampler kahmc|rwm with --target.
+  std::string sampler = "hmc";
+  std::string target;
+  std::vector<std::string> target_settings;
+  kef::KahmcOptions kahmc;
 };
 
 void add_sampler_flags(CLI::App* sample, SamplerFlags& f) {
@@ -240,9 +248,178 @@ void add_sampler_flags(CLI::App* sample, SamplerFlags& f) {
       ->add_option("--min-ess-fraction", f.min_ess_fraction,
                    "mixing check: smallest acceptable min ESS, as a fraction of -n")
       ->capture_default_str();
+  sample
+      ->add_option("--sampler", f.sampler,
+                   "hmc (a saved model's score), kahmc (kernel adaptive HMC: log density only) or rwm "
+                   "(random-walk Metropolis); kahmc and rwm sample a --target")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"hmc", "kahmc", "rwm"}));
+  sample->add_option("--target", f.target,
+                     "kahmc/rwm: a registered target type (synthetic/banana, ...; `kef plugins`) or a saved "
+                     "model directory, used through its log density only");
+  sample->add_option("--target-set", f.target_settings, "a key of the --target type: key=value");
+  sample
+      ->add_option("--burn-in", f.kahmc.burn_in, "kahmc/rwm: random-walk iterations per chain before warm-up")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxSamples));
+  sample
+      ->add_option("--adaptation-decay", f.kahmc.adaptation_decay,
+                   "kahmc: δ of the surrogate refit probability k^-δ at HMC iteration k")
+      ->capture_default_str();
+  sample
+      ->add_option("--adaptation-stop", f.kahmc.adaptation_stop,
+                   "kahmc: no surrogate refit after this HMC iteration (0: no limit)")
+      ->capture_default_str()
+      ->check(integer_in(0, kMaxSamples));
+  sample
+      ->add_option("--history-points", f.kahmc.history_points,
+                   "kahmc: history rows the surrogate is fitted on (a uniform subsample)")
+      ->capture_default_str()
+      ->check(integer_in(10, 100000));
 }
 
 constexpr int kExitPoorMixing = 3;
+
+// The mixing check of `kef sample` (exit status 3 unless --allow-poor-mixing). Poor mixing is
+// reported even with --quiet: the samples may not represent the model.
+int mixing_status(double r_hat, double ess, long n, const std::string& out, const std::string& model_dir,
+                  const std::string& chains_name, const std::string& what, const SamplerFlags& flags) {
+  const double ess_needed = flags.min_ess_fraction * static_cast<double>(n);
+  auto num = [](double v) {
+    std::ostringstream os;
+    os.precision(6);
+    os << v;
+    return os.str();
+  };
+  std::vector<std::string> problems;
+  if (!(r_hat <= flags.max_r_hat))
+    problems.push_back(std::isnan(r_hat)
+                           ? "split-R^ could not be computed (fewer than 8 draws per chain, or a "
+                             "coordinate that never moved)"
+                           : "max split-R^ " + num(r_hat) + " > " + num(flags.max_r_hat));
+  if (!(ess >= ess_needed))
+    problems.push_back(std::isnan(ess) ? "the ESS could not be computed"
+                                       : "min ESS " + num(ess) + " < " + num(flags.min_ess_fraction) + " x " +
+                                             std::to_string(n) + " samples");
+  if (problems.empty()) return 0;
+  std::cerr << "[kef] warning: the " << chains_name << " chains for " << model_dir << " mix poorly:";
+  for (std::size_t i = 0; i < problems.size(); ++i) std::cerr << (i ? "; " : " ") << problems[i];
+  std::cerr << ". The samples in " << out << " may not represent the " << what
+            << ". Raise --warmup, --leapfrog-steps or "
+            << "-n, or pass --allow-poor-mixing to accept them"
+            << (flags.allow_poor_mixing ? " (given: exit status 0)" : " (exit status 3)") << "\n";
+  return flags.allow_poor_mixing ? 0 : kExitPoorMixing;
+}
+
+// `kef sample --sampler kahmc|rwm`: a target used through its log density only (kef/kahmc.hpp). The
+// target is a registered type (`--target synthetic/banana --target-set dim=4`) or a saved model
+// directory (`--target DIR`, or DIR as the positional argument), sampled in the coordinates it was
+// fitted in and written in data units as the hmc sampler does.
+int cmd_sample_target(kef::Registry& registry, const std::string& model_dir, long n, const std::string& out,
+                      std::uint64_t seed, int threads, bool quiet, const SamplerFlags& flags,
+                      const std::vector<std::string>& plugin_paths) {
+  if (!flags.target.empty() && !model_dir.empty())
+    throw kef::ConfigError("--target " + flags.target + ": give the target once (--target or MODEL_DIR " +
+                           model_dir + ", not both)");
+  if (!flags.target_settings.empty() && flags.target.empty())
+    throw kef::ConfigError("--target-set: needs --target (a registered target type)");
+  const std::string spec = flags.target.empty() ? model_dir : flags.target;
+  const std::string flag = flags.target.empty() ? "MODEL_DIR" : "--target";
+  if (spec.empty())
+    throw kef::ConfigError(
+        "--target: --sampler " + flags.sampler +
+        " needs a target (a registered type such as synthetic/banana, or a saved model directory)");
+  fs::path out_path(out);
+  if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
+    throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() +
+                           " does not exist");
+  load_default_plugins(registry, plugin_paths);
+
+  kef::TargetPtr target;
+  kef::DataTransform transform;
+  bool from_model = false;
+  kef::RandomStream target_rng(seed, "sample.target");  // a target's structure (rotation, centres)
+  if (fs::is_directory(spec)) {
+    if (!flags.target_settings.empty())
+      throw kef::ConfigError("--target-set: " + spec +
+                             " is a saved model directory, which has no keys to set");
+    const kef::SavedModel saved = kef::load_saved_model(spec, registry);
+    kef::require_unconditional(saved, spec, "kef sample");
+    target = std::make_shared<kef::ModelTarget>(saved.model, "model " + spec);
+    transform = saved.transform;
+    from_model = true;
+  } else {
+    if (!registry.find(kef::Target::kInterface, spec)) {
+      std::string known;
+      for (const kef::ComponentInfo& info : registry.components(kef::Target::kInterface))
+        known += (known.empty() ? "" : ", ") + info.type;
+      throw kef::ConfigError(
+          flag + " " + spec + ": neither a saved model directory nor a registered target type " +
+          "(expected one of: " + (known.empty() ? "none loaded" : known) + "; see `kef plugins`)");
+    }
+    kef::Config cfg = kef::Config::parse_string("type = \"" + spec + "\"\n", "--target");
+    for (const std::string& setting : flags.target_settings) {
+      const auto eq = setting.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw kef::ConfigError("--target-set " + setting + ": expected KEY=VALUE");
+      cfg.set_from_text(setting.substr(0, eq), setting.substr(eq + 1));
+    }
+    target = registry.make<kef::Target>(cfg, kef::BuildContext{-1, &registry, &target_rng});
+  }
+
+  kef::KahmcOptions o = flags.kahmc;
+  o.method = flags.sampler == "rwm" ? kef::KahmcMethod::RandomWalk : kef::KahmcMethod::Kahmc;
+  o.chains = flags.hmc.chains;
+  o.warmup = flags.hmc.warmup;
+  o.leapfrog_steps = flags.hmc.leapfrog_steps;
+  o.step_size = flags.hmc.step_size;
+  o.thinning = flags.hmc.thinning;
+  o.samples = n / o.chains + (n % o.chains != 0 ? 1 : 0);
+  o.context = (from_model ? "model " : "target ") + spec + " (kef sample --sampler " + flags.sampler + ")";
+  // The options the command line sets, checked here so that a message names the flag.
+  try {
+    kef::validate(o, target->dim());
+  } catch (const kef::ConfigError& e) {
+    static const std::vector<std::pair<std::string, std::string>> names = {
+        {"chains", "--chains"},
+        {"burn_in", "--burn-in"},
+        {"warmup", "--warmup"},
+        {"samples", "-n"},
+        {"thinning", "--thinning"},
+        {"adaptation_decay", "--adaptation-decay"},
+        {"adaptation_stop", "--adaptation-stop"},
+        {"history_points", "--history-points"},
+        {"leapfrog_steps", "--leapfrog-steps"},
+        {"step_size", "--step-size"}};
+    std::string message = e.what();
+    for (const auto& [option, name] : names) {
+      const std::string quoted = "KAHMC option `" + option + "`";
+      if (message.rfind(quoted, 0) == 0) message = name + message.substr(quoted.size());
+    }
+    throw kef::ConfigError(message);
+  }
+  // The surrogate's Gaussian kernel (plugin `gaussian`), one per length scale the sampler asks for.
+  kef::KernelFamily kernels = [&registry](double sigma) {
+    kef::Config k = kef::Config::parse_string("type = \"gaussian\"\n", "kef sample (surrogate kernel)");
+    k.set("sigma", sigma);
+    return registry.make_kernel(k, kef::BuildContext{});
+  };
+  auto shown = quiet ? kef::make_silent_progress() : kef::make_stderr_progress();
+  auto progress =
+      kef::make_prefixed_progress(*shown, flags.sampler + " on " + fs::path(spec).filename().string() + ": ");
+  o.progress = progress.get();
+  // The same root as the hmc sampler: the sampler draws from RandomStream(seed, "sample").
+  kef::Context context = kef::Context(seed, threads, progress.get(), "--threads").child("sample");
+  const kef::KahmcResult r = kef::run_kahmc(*target, kernels, context.rng(), o, context);
+  kef::Matrix X = r.samples.topRows(n);
+  if (from_model) X = transform.to_data(X);
+  kef::write_npy(out_path, X);
+  if (!quiet) std::cerr << "[kef] " << target->describe() << ": " << r.summary() << "\n";
+  std::cerr << "[kef] wrote " << X.rows() << " x " << X.cols() << " samples to " << out
+            << (from_model && !transform.identity() ? " (data units)" : "") << "\n";
+  return mixing_status(r.max_r_hat(), r.min_ess(), n, out, spec,
+                       flags.sampler == "rwm" ? "random-walk" : "KAHMC", "target", flags);
+}
 
 int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, const std::string& out,
                std::uint64_t seed, int threads, bool quiet, const SamplerFlags& flags,
@@ -253,6 +430,16 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
   if (!(flags.min_ess_fraction >= 0.0 && flags.min_ess_fraction <= 1.0))
     throw kef::ConfigError("--min-ess-fraction " + std::to_string(flags.min_ess_fraction) +
                            ": expected a number in [0, 1]");
+  if (flags.sampler != "hmc")
+    return cmd_sample_target(registry, model_dir, n, out, seed, threads, quiet, flags, plugin_paths);
+  if (!flags.target.empty())
+    throw kef::ConfigError(
+        "--target " + flags.target +
+        ": the hmc sampler needs a model's score; sample a target with --sampler kahmc or rwm");
+  if (!flags.target_settings.empty())
+    throw kef::ConfigError("--target-set: needs --target with --sampler kahmc or rwm");
+  if (model_dir.empty())
+    throw kef::ConfigError("kef sample: give MODEL_DIR (hmc), or --sampler kahmc|rwm with --target");
   fs::path out_path(out);
   if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
     throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() +
@@ -283,33 +470,7 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
   std::cerr << "[kef] wrote " << X.rows() << " x " << X.cols() << " samples to " << out
             << (saved.transform.identity() ? "" : " (data units)") << "\n";
   if (!diag.ran) return 0;
-  // Poor mixing is reported even with --quiet: the samples may not represent the model.
-  const double r_hat = diag.max_r_hat(), ess = diag.min_ess();
-  const double ess_needed = flags.min_ess_fraction * static_cast<double>(n);
-  auto num = [](double v) {
-    std::ostringstream os;
-    os.precision(6);
-    os << v;
-    return os.str();
-  };
-  std::vector<std::string> problems;
-  if (!(r_hat <= flags.max_r_hat))
-    problems.push_back(std::isnan(r_hat)
-                           ? "split-R^ could not be computed (fewer than 8 draws per chain, or a "
-                             "coordinate that never moved)"
-                           : "max split-R^ " + num(r_hat) + " > " + num(flags.max_r_hat));
-  if (!(ess >= ess_needed))
-    problems.push_back(std::isnan(ess) ? "the ESS could not be computed"
-                                       : "min ESS " + num(ess) + " < " + num(flags.min_ess_fraction) + " x " +
-                                             std::to_string(n) + " samples");
-  if (problems.empty()) return 0;
-  std::cerr << "[kef] warning: the HMC chains for " << model_dir << " mix poorly:";
-  for (std::size_t i = 0; i < problems.size(); ++i) std::cerr << (i ? "; " : " ") << problems[i];
-  std::cerr << ". The samples in " << out
-            << " may not represent the model. Raise --warmup, --leapfrog-steps or "
-            << "-n, or pass --allow-poor-mixing to accept them"
-            << (flags.allow_poor_mixing ? " (given: exit status 0)" : " (exit status 3)") << "\n";
-  return flags.allow_poor_mixing ? 0 : kExitPoorMixing;
+  return mixing_status(diag.max_r_hat(), diag.min_ess(), n, out, model_dir, "HMC", "model", flags);
 }
 
 int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const std::string& out,
@@ -734,9 +895,10 @@ int main(int argc, char** argv) {
   std::string sample_dir, sample_out;
   long sample_n = 0;
   std::uint64_t sample_seed = 0;
-  auto* sample =
-      app.add_subcommand("sample", "Draw samples from a saved model (its exact sampler, else HMC)");
-  sample->add_option("model_dir", sample_dir, "saved model directory")->required();
+  auto* sample = app.add_subcommand("sample",
+                                    "Draw samples from a saved model (its exact sampler, else HMC), or from "
+                                    "a target with --sampler kahmc|rwm");
+  sample->add_option("model_dir", sample_dir, "saved model directory (or give a target with --target)");
   sample->add_option("-n", sample_n, "number of samples")->required()->check(integer_in(1, kMaxSamples));
   sample->add_option("--out", sample_out, "output .npy (n x D)")->required();
   sample->add_option("--seed", sample_seed, "seed (default 0)")->check(seed_value());

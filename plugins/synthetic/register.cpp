@@ -11,8 +11,10 @@
 #include "densities.hpp"
 #include "kef/config.hpp"
 #include "kef/data_source.hpp"
+#include "kef/model_target.hpp"
 #include "kef/registry.hpp"
 #include "kef/sdk/plugin.hpp"
+#include "kef/target.hpp"
 #include "truth_model.hpp"
 
 namespace kef::synthetic {
@@ -366,7 +368,45 @@ std::vector<SourceDefinition> definitions() {
           mixture_1d()};
 }
 
+// The same truths as sampler targets (kef/target.hpp): their log density only, which is what a
+// gradient-free sampler may use (kef sample --sampler kahmc --target synthetic/banana). The keys are
+// the source's without `n`; `rotate` defaults to false here, so a target is the textbook density
+// unless asked otherwise (the rotation is drawn from the BuildContext's stream).
+void register_target(PluginRegistrar& registrar, const SourceDefinition& def) {
+  ComponentInfo info = def.info;
+  info.summary += " (as a sampler target: log density only)";
+  KeyList keys;
+  for (const KeySpec& key : def.info.keys) {
+    if (key.name == "n") continue;
+    keys.push_back(key.name == "rotate" ? rotate_key(false) : key);
+  }
+  info.keys = keys;
+  const std::string type = def.info.type;
+  auto prepare = def.prepare;
+  registrar.add<Target>(
+      std::move(info),
+      [type, keys, prepare](const Config& cfg, const BuildContext& ctx) -> std::unique_ptr<Target> {
+        Builder build = prepare(cfg);
+        RandomStream fallback(0, "target");
+        RandomStream& rng = ctx.rng ? *ctx.rng : fallback;
+        RandomStream structure = rng.derive("structure");
+        DensityPtr density = build(structure);
+        std::optional<Matrix> rotation;
+        const bool has_rotate =
+            std::any_of(keys.begin(), keys.end(), [](const KeySpec& k) { return k.name == "rotate"; });
+        if (has_rotate && cfg.boolean("rotate")) {
+          RandomStream rotation_stream = rng.derive("rotation");
+          rotation = random_orthogonal(density->dim(), rotation_stream);
+        }
+        auto truth = std::make_shared<TruthModel>(density, rotation, type);
+        const std::string parameters = parameters_text(cfg, keys);
+        return std::make_unique<ModelTarget>(truth,
+                                             type + (parameters.empty() ? "" : " (" + parameters + ")"));
+      });
+}
+
 void register_components(PluginRegistrar& registrar) {
+  for (const SourceDefinition& def : definitions()) register_target(registrar, def);
   for (SourceDefinition& def : definitions()) {
     const std::string type = def.info.type;
     const KeyList keys = def.info.keys;

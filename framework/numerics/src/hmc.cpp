@@ -198,32 +198,23 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
       alive[static_cast<std::size_t>(r)] = 1;
       error[static_cast<std::size_t>(r)].clear();
     }
+    Matrix inv_mass(n, D);
+    for (Index r = 0; r < n; ++r) inv_mass.row(r) = chains[r].inv_mass.transpose();
     X1 = X;
     P1 = P;
     S1 = S;
-    for (Index l = 0; l < o.leapfrog_steps; ++l) {
-      for (Index r = 0; r < n; ++r) {
-        if (!alive[static_cast<std::size_t>(r)]) continue;
-        P1.row(r) += 0.5 * eps[r] * S1.row(r);
-        X1.row(r).array() += eps[r] * chains[r].inv_mass.transpose().array() * P1.row(r).array();
-      }
-      S1 = guarded_score(model, X1, score_errors);
-      if (S1.rows() != n || S1.cols() != D)
-        throw Error("HMC on " + who(model, o) + ": the model returned a score of the wrong shape");
-      for (Index r = 0; r < n; ++r) {
-        auto a = static_cast<std::size_t>(r);
-        if (!alive[a]) continue;
-        if (!row_finite(X1, r) || !row_finite(S1, r)) {
+    leapfrog(
+        [&](const Matrix& Y) {
+          Matrix G = guarded_score(model, Y, score_errors);
+          if (G.rows() != n || G.cols() != D)
+            throw Error("HMC on " + who(model, o) + ": the model returned a score of the wrong shape");
+          return G;
+        },
+        X, eps, inv_mass, o.leapfrog_steps, X1, P1, S1, alive,
+        [&](Index r) {
+          const auto a = static_cast<std::size_t>(r);
           if (!score_errors[a].empty()) error[a] = score_errors[a];
-          // The trajectory left the region where the model is finite: a divergence. Park the row at
-          // its (finite) start so later batch evaluations stay well defined.
-          alive[a] = 0;
-          X1.row(r) = X.row(r);
-          continue;
-        }
-        P1.row(r) += 0.5 * eps[r] * S1.row(r);
-      }
-    }
+        });
     const Vector logp1 = guarded_log_p(model, X1, logp_errors);
     if (logp1.size() != n)
       throw Error("HMC on " + who(model, o) + ": the model returned log p~ of the wrong size");
@@ -359,6 +350,33 @@ double r_hat_of(const std::vector<Vector>& ch) {
 }
 
 }  // namespace
+
+void leapfrog(const std::function<Matrix(const Matrix&)>& score, const Matrix& X0, const Vector& eps,
+              const Matrix& inv_mass, Index steps, Matrix& X1, Matrix& P1, Matrix& S1,
+              std::vector<char>& alive, const std::function<void(Index)>& on_divergence) {
+  const Index n = X0.rows();
+  for (Index l = 0; l < steps; ++l) {
+    for (Index r = 0; r < n; ++r) {
+      if (!alive[static_cast<std::size_t>(r)]) continue;
+      P1.row(r) += 0.5 * eps[r] * S1.row(r);
+      X1.row(r).array() += eps[r] * inv_mass.row(r).array() * P1.row(r).array();
+    }
+    S1 = score(X1);
+    for (Index r = 0; r < n; ++r) {
+      auto a = static_cast<std::size_t>(r);
+      if (!alive[a]) continue;
+      if (!row_finite(X1, r) || !row_finite(S1, r)) {
+        if (on_divergence) on_divergence(r);
+        // The trajectory left the region where the score is finite: a divergence. Park the row at
+        // its (finite) start so later batch evaluations stay well defined.
+        alive[a] = 0;
+        X1.row(r) = X0.row(r);
+        continue;
+      }
+      P1.row(r) += 0.5 * eps[r] * S1.row(r);
+    }
+  }
+}
 
 Vector effective_sample_size(const std::vector<Matrix>& draws) {
   Index half = 0;

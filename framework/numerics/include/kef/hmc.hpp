@@ -17,6 +17,7 @@
 // Output order: samples are interleaved, row s·chains + c holds kept draw s of chain c; so the first
 // k·chains rows hold the first k draws of every chain, and a prefix is balanced across chains.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,17 @@ Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& options,
 // `diagnostics`, when given, is reset and filled only when HMC ran.
 Matrix draw_samples(const Model& model, Index n, RandomStream& rng, const HmcOptions& options,
                     const Context& context, HmcDiagnostics* diagnostics = nullptr);
+
+// The leapfrog integrator (docs/math.md §10) that run_hmc uses, for samplers that bring their own
+// score (kernel adaptive HMC, kef/kahmc.hpp, integrates with a surrogate's score). Moves each row r
+// of a batch `steps` steps with step size eps[r] and diagonal inverse mass inv_mass.row(r): on entry
+// X1 = X0 are the positions, P1 the momenta and S1 the score at X1; on return the end of each
+// trajectory. score(Y) gives the score at the rows of Y (N x D). Rows with alive[r] == 0 do not move.
+// A row whose position or score becomes non-finite is a divergence: on_divergence(r) is called (right
+// after that step's score call), alive[r] is set to 0 and the row is parked at X0.row(r).
+void leapfrog(const std::function<Matrix(const Matrix&)>& score, const Matrix& X0, const Vector& eps,
+              const Matrix& inv_mass, Index steps, Matrix& X1, Matrix& P1, Matrix& S1,
+              std::vector<char>& alive, const std::function<void(Index)>& on_divergence = {});
 
 // Convergence statistics on draws[c] (iterations x D, one matrix per chain, equal lengths): split
 // chains, then Geyer's initial monotone sequence ESS and split-R̂ per coordinate.
