@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -201,13 +202,18 @@ DerivativeSolution solve_derivative_system(const DerivativeSystem& system,
   if (options.solver == DerivativeSolver::cholesky) {
     Eigen::LLT<Matrix> llt(A);
     const double rcond = llt.info() == Eigen::Success ? llt.rcond() : 0.0;
-    const double floor = static_cast<double>(M) * std::numeric_limits<double>::epsilon();
-    if (!(rcond > floor))
+    // Without a ridge, a factorisation that succeeds on a numerically singular matrix (duplicate atoms)
+    // is refused too: its reciprocal condition estimate sits at rounding level. A ridge the caller set
+    // is trusted; only a failed factorisation is refused then.
+    const double floor = options.ridge > 0 ? 0.0 : std::numeric_limits<double>::epsilon();
+    if (!(rcond > floor)) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%.3g, at most %.3g", rcond, floor);
       throw NumericalError(
           "derivative basis solve: the system (1/n)BᵀB + λG is singular to working precision "
           "(reciprocal condition " +
-          std::to_string(rcond) + ", below " + std::to_string(floor) +
-          "); set a ridge or use the pseudo-inverse");
+          std::string(buf) + "); set a ridge or use the pseudo-inverse");
+    }
     sol.beta = -llt.solve(system.h);
     sol.rank = M;
     sol.condition = 1.0 / rcond;

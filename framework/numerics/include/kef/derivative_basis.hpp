@@ -71,8 +71,9 @@ DerivativeSystem accumulate_derivative_system(const Kernel& kernel, const BaseMe
                                               const Context& context);
 
 // The solve. Cholesky (the default) factorises A = (1/n)BᵀB + λG + ridge·mean(diag A)·I and refuses a
-// matrix that is not positive definite or whose reciprocal condition estimate is below size·ε: a
-// NumericalError saying to set a ridge or use the pseudo-inverse. The pseudo-inverse takes the
+// matrix that is not positive definite or, without a ridge, whose reciprocal condition estimate is at
+// most ε (rounding level: duplicate atoms): a NumericalError saying to set a ridge or use the
+// pseudo-inverse. The pseudo-inverse takes the
 // symmetric eigendecomposition of A (plus the same ridge) and drops the eigenvalues at or below
 // cutoff·(largest eigenvalue): β is the minimum-norm solution on the kept eigenspace.
 enum class DerivativeSolver { cholesky, pseudo_inverse };
