@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "kef/context.hpp"
 #include "kef/derivative_basis.hpp"
@@ -53,6 +54,13 @@ std::string points_file(const Matrix& Z, const std::string& tag) {
 
 double rel(const Matrix& a, const Matrix& b) { return (a - b).norm() / b.norm(); }
 
+// Measured values recorded in the test XML (--gtest_output=xml), in scientific notation.
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3e", v);
+  return buf;
+}
+
 // What a saved model holds: the basis points, the orders and one coefficient per atom.
 struct Saved {
   DerivativeBasis basis;
@@ -87,6 +95,7 @@ TEST(NystromFit, MatchesTheNumPyAnchorValueByValue) {
     m->score_and_laplacian(test_rows, score, lap);
     const Matrix f = m->log_ratio_to_base(test_rows);
     const std::string n = c.name;
+    RecordProperty(n + "_score_rel", sci(rel(score, read_npy(kFixtures / (n + "_score.npy")))));
     EXPECT_LT(rel(score, read_npy(kFixtures / (n + "_score.npy"))), 1e-8) << n;
     EXPECT_LT(rel(lap, read_npy(kFixtures / (n + "_laplacian.npy"))), 1e-8) << n;
     EXPECT_LT(rel(f, read_npy(kFixtures / (n + "_f.npy"))), 1e-8) << n;
@@ -122,6 +131,8 @@ TEST(NystromFit, AllPointsOnTheSecondOrderBasisEqualsFull) {
       fit(e.train, "type = \"nystrom\"\norders = [1, 2]\nridge = 1e-14\n" + points_file(e.train, "eq12"), 7,
           2, s, &report);
   EXPECT_GT(report.values.at("condition"), 1e10) << "the 2nD basis is expected to be ill-conditioned";
+  RecordProperty("score_rel", sci(rel(ny->score(e.held_out), full->score(e.held_out))));
+  RecordProperty("condition", sci(report.values.at("condition")));
   EXPECT_LT(rel(ny->score(e.held_out), full->score(e.held_out)), 1e-6);
   // log p~ up to a constant: compare after removing the mean.
   Vector a = full->log_unnormalized(e.held_out), b = ny->log_unnormalized(e.held_out);
@@ -141,6 +152,8 @@ TEST(NystromFit, FirstDerivativesAloneDifferByThePartOfXiOutsideTheirSpan) {
   ModelPtr full = fit(e.train, "type = \"full\"\n", 7, 2, s);
   ModelPtr ny1 = fit(e.train, "type = \"nystrom\"\n" + points_file(e.train, "eq1"), 7, 2, s);
   const Matrix s_full = full->score(e.train), s_ny = ny1->score(e.train);
+  RecordProperty("train_score_rel", sci(rel(s_ny, s_full)));
+  RecordProperty("held_out_score_rel", sci(rel(ny1->score(e.held_out), full->score(e.held_out))));
   EXPECT_LT(rel(s_ny, s_full), 1e-6);                                     // (a)
   EXPECT_GT(rel(ny1->score(e.held_out), full->score(e.held_out)), 1e-2);  // (b)
 
@@ -161,6 +174,8 @@ TEST(NystromFit, FirstDerivativesAloneDifferByThePartOfXiOutsideTheirSpan) {
   const double obj_ny = score_matching_loss(*ny1, e.train, ctx) + 0.5 * e.lambda * norm2_ny;
   EXPECT_GT(obj_ny, obj_full);  // (c)
   EXPECT_GT(norm2_diff, 0.0);
+  RecordProperty("objective_gap", sci(obj_ny - obj_full));
+  RecordProperty("half_lambda_norm2_diff", sci(0.5 * e.lambda * norm2_diff));
   EXPECT_NEAR(obj_ny - obj_full, 0.5 * e.lambda * norm2_diff, 1e-6 * std::abs(obj_ny - obj_full));
 }
 
