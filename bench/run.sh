@@ -140,3 +140,28 @@ if [ -f "$anchors/bkl_numpy.py" ] && $py -c "import numpy, scipy" 2>/dev/null; t
 else
   echo "NumPy anchor not available (needs /usr/bin/python3 with numpy and scipy, and ../shared/anchors/bkl_numpy.py)"
 fi
+
+N=10000 D=5 m=200
+echo "== Nyström fit N=$N D=$D m=$m (orders [1]: M = m·D = $((m * D))), sigma 2, std 3, lambda 1e-3 (kef, best of 3)"
+"$build/bin/bench_nystrom" fit $N $D $m "$work/ny" | tee "$work/ny.txt"
+ny_s=$(val fit_seconds "$work/ny.txt")
+if [ -f "$anchors/nystrom_numpy.py" ] && $py -c "import scipy" 2>/dev/null; then
+  best=""
+  for rep in 1 2 3; do
+    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+      $py "$anchors/nystrom_numpy.py" "$work/ny/train.npy" --basis-idx "$work/ny/idx.npy" --sigma 2 --std 3 \
+      --lam 1e-3 > "$work/ny_np.txt"
+    s=$(val fit_seconds "$work/ny_np.txt")
+    if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a<b)}'; then best=$s; fi
+  done
+  echo "numpy_fit_seconds $best"
+  awk -v a="$best" -v b="$ny_s" 'BEGIN{printf "nystrom: ratio numpy/kef = %.2fx (target >= 10x)\n", a/b}'
+else
+  echo "Nyström anchor not available (needs /usr/bin/python3 with numpy and scipy, and ../shared/anchors)"
+fi
+awk -v f="$(val bound_flops "$work/ny.txt")" -v s="$(val syrk_flops "$work/ny.txt")" -v g="$gemm" -v t="$ny_s" \
+  'BEGIN{printf "nystrom: n·M² multiply-adds at DGEMM rate = %.4f s, kef / that bound = %.2f; the (n·D) x M syrk kef does = %.4f s, kef / it = %.2f\n", f/(g*1e9), t/(f/(g*1e9)), s/(g*1e9), t/(s/(g*1e9))}'
+echo "== Nyström peak memory N=1000000 D=5 m=100"
+"$build/bin/bench_nystrom" memory 1000000 5 100 | tee "$work/nymem.txt"
+awk -v d="$(val data_mb "$work/nymem.txt")" -v p="$(val peak_rss_mb "$work/nymem.txt")" \
+  'BEGIN{printf "nystrom peak RSS - data = %.1f MB\n", p-d}'

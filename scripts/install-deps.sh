@@ -18,6 +18,7 @@ packages=(
   libopenblas-dev        # dsyrk for the lite system (faster than Eigen's rank update)
   libopenblas0-pthread   # the OpenBLAS kef links and the NumPy anchors use
   python3-numpy          # anchors and the .npy round-trip test
+  python3-scipy          # the Nyström anchor (Cholesky and pinvh) the nystrom tests run
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer, ASan and UBSan (the main build uses g++)
 )
 # `--bench` (from `make bench`): also the baselines the benchmarks run against.

@@ -1,6 +1,7 @@
 #include "gaussian_kernel.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
@@ -21,6 +22,7 @@ KernelCapabilities GaussianKernel::capabilities() const {
   c.differentiable_parameters = true;
   c.inducing_point_gradients = true;
   c.cross_derivatives = true;
+  c.cross_second_derivatives = true;
   c.bounded_unit = true;
   return c;
 }
@@ -83,6 +85,32 @@ void GaussianKernel::cross_derivatives(const Matrix& X, const Matrix& Y, KernelC
       // ∂²_{x_i}∂_{y_j} k = (u_i² u_j/σ⁶ − u_j/σ⁴ − 2 δ_ij u_i/σ⁴) k
       out.d2xdy.block(i * N, j * M, N, M) =
           (ui.square() * uj * inv_s6 - uj * inv_s4 - 2.0 * delta * ui * inv_s4) * k;
+    }
+  }
+}
+
+void GaussianKernel::cross_second_derivatives(const Matrix& X, const Matrix& Y, Matrix& d2xd2y) const {
+  check_dims(X, Y);
+  const Index N = X.rows(), M = Y.rows(), D = X.cols();
+  const double s = 1.0 / (sigma() * sigma());
+  const Eigen::ArrayXXd k = exp_of(squared_distances(X, Y) * (-0.5 * s)).array();
+  // k factorises over coordinates: for i ≠ j the two second derivatives act on different factors,
+  // (s²u_i² − s)(s²u_j² − s) k; for i = j the fourth derivative of exp(−s u²/2) is s²(s²u⁴ − 6su² + 3).
+  std::vector<Eigen::ArrayXXd> q(static_cast<std::size_t>(D));
+  std::vector<Eigen::ArrayXXd> usq(static_cast<std::size_t>(D));
+  for (Index d = 0; d < D; ++d) {
+    auto& u2 = usq[static_cast<std::size_t>(d)];
+    u2 = (X.col(d).replicate(1, M).rowwise() - Y.col(d).transpose()).array().square();
+    q[static_cast<std::size_t>(d)] = (s * s * u2 - s) * k;
+  }
+  d2xd2y.resize(N * D, M * D);
+  for (Index i = 0; i < D; ++i) {
+    const auto& u2 = usq[static_cast<std::size_t>(i)];
+    for (Index j = 0; j < D; ++j) {
+      if (i == j)
+        d2xd2y.block(i * N, j * M, N, M) = s * s * (s * s * u2.square() - 6.0 * s * u2 + 3.0) * k;
+      else
+        d2xd2y.block(i * N, j * M, N, M) = (s * s * u2 - s) * q[static_cast<std::size_t>(j)];
     }
   }
 }

@@ -14,6 +14,7 @@ class GaussianKernel final : public Clonable<GaussianKernel, Kernel>, public Rad
   Matrix gram(const Matrix& X, const Matrix& Y) const override;
   void derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const override;
   void cross_derivatives(const Matrix& X, const Matrix& Y, KernelCrossStacks& out) const override;
+  void cross_second_derivatives(const Matrix& X, const Matrix& Y, Matrix& d2xd2y) const override;
   void backward(const Matrix& X, const Matrix& Y, const KernelStacks& adjoint, Vector* grad_params,
                 Matrix* grad_Y) const override;
 

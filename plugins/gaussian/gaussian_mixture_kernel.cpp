@@ -38,6 +38,7 @@ KernelCapabilities GaussianMixtureKernel::capabilities() const {
   c.differentiable_parameters = true;
   c.inducing_point_gradients = true;
   c.cross_derivatives = true;
+  c.cross_second_derivatives = true;
   c.bounded_unit = true;  // a convex combination of kernels with values in [0, 1]
   return c;
 }
@@ -121,6 +122,17 @@ void GaussianMixtureKernel::cross_derivatives(const Matrix& X, const Matrix& Y,
     parts_[static_cast<std::size_t>(r)].cross_derivatives(X, Y, part);
     out.dxdy += rho[r] * part.dxdy;
     out.d2xdy += rho[r] * part.d2xdy;
+  }
+}
+
+void GaussianMixtureKernel::cross_second_derivatives(const Matrix& X, const Matrix& Y, Matrix& d2xd2y) const {
+  const Vector rho = weights();
+  parts_[0].cross_second_derivatives(X, Y, d2xd2y);
+  d2xd2y *= rho[0];
+  Matrix part;
+  for (Index r = 1; r < components(); ++r) {
+    parts_[static_cast<std::size_t>(r)].cross_second_derivatives(X, Y, part);
+    d2xd2y += rho[r] * part;
   }
 }
 

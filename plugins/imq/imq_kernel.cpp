@@ -3,6 +3,8 @@
 //   ∂²_{x_d} k           = 2β p1 + 4β(β−1) p2 δ_d²
 //   ∂_{x_i}∂_{y_j} k     = −4β(β−1) p2 δ_i δ_j − 2β p1 δ_ij
 //   ∂²_{x_i}∂_{y_j} k    = −8β(β−1)(β−2) p3 δ_i² δ_j − 4β(β−1) p2 δ_j − 8β(β−1) p2 δ_ij δ_i
+//   ∂²_{x_i}∂²_{y_j} k   = 4φ₂ + 8φ₃ (δ_i² + δ_j²) + 16φ₄ δ_i² δ_j² + δ_ij (32φ₃ δ_i² + 8φ₂)
+// with φ_r = β(β−1)···(β−r+1) p_r the r-th derivative of φ(r) = (c² + r)^β.
 #include "imq_kernel.hpp"
 
 #include <string>
@@ -27,6 +29,7 @@ Eigen::ArrayXXd difference(const Matrix& X, const Matrix& Y, Index d) {
 KernelCapabilities ImqKernel::capabilities() const {
   KernelCapabilities c;
   c.cross_derivatives = true;
+  c.cross_second_derivatives = true;
   c.bounded_unit = bounded_;  // 0 < k ≤ c^(2β), which is ≤ 1 exactly when c ≥ 1
   return c;
 }
@@ -93,6 +96,29 @@ void ImqKernel::cross_derivatives(const Matrix& X, const Matrix& Y, KernelCrossS
       const double kron = i == j ? 1.0 : 0.0;
       out.dxdy.block(i * N, j * M, N, M) = -b4 * p2 * di * dj - kron * b2 * p1;
       out.d2xdy.block(i * N, j * M, N, M) = -b8 * p3 * di.square() * dj - b4 * p2 * dj - kron * 2.0 * b4 * p2 * di;
+    }
+  }
+}
+
+void ImqKernel::cross_second_derivatives(const Matrix& X, const Matrix& Y, Matrix& d2xd2y) const {
+  check_dims(X, Y);
+  const Index N = X.rows(), M = Y.rows(), D = X.cols();
+  const Eigen::ArrayXXd u = base(X, Y).array();
+  const double b = beta_;
+  const Eigen::ArrayXXd p2 = u.pow(b) / u.square();
+  const Eigen::ArrayXXd phi2 = b * (b - 1.0) * p2;
+  const Eigen::ArrayXXd phi3 = (b - 2.0) * phi2 / u;
+  const Eigen::ArrayXXd phi4 = (b - 3.0) * phi3 / u;
+  std::vector<Eigen::ArrayXXd> dsq(static_cast<std::size_t>(D));
+  for (Index d = 0; d < D; ++d) dsq[static_cast<std::size_t>(d)] = difference(X, Y, d).square();
+  d2xd2y.resize(N * D, M * D);
+  for (Index i = 0; i < D; ++i) {
+    const auto& si = dsq[static_cast<std::size_t>(i)];
+    for (Index j = 0; j < D; ++j) {
+      const auto& sj = dsq[static_cast<std::size_t>(j)];
+      auto block = d2xd2y.block(i * N, j * M, N, M).array();
+      block = 4.0 * phi2 + 8.0 * phi3 * (si + sj) + 16.0 * phi4 * si * sj;
+      if (i == j) block += 32.0 * phi3 * si + 8.0 * phi2;
     }
   }
 }

@@ -13,6 +13,7 @@ class ImqKernel final : public Clonable<ImqKernel, Kernel>, public RadialProfile
   Matrix gram(const Matrix& X, const Matrix& Y) const override;
   void derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const override;
   void cross_derivatives(const Matrix& X, const Matrix& Y, KernelCrossStacks& out) const override;
+  void cross_second_derivatives(const Matrix& X, const Matrix& Y, Matrix& d2xd2y) const override;
 
   // φ(r) = (c² + r)^β.
   const RadialProfile* radial_profile() const override { return this; }

@@ -101,6 +101,8 @@ TEST(GaussianMixtureKernel, InputDerivativesMatchCentralDifferences) {
         << d;
   }
   EXPECT_LT(test::cross_derivative_error(*k, p.X, p.Y, 1e-5), 1e-7);
+  EXPECT_TRUE(k->capabilities().cross_second_derivatives);
+  EXPECT_LT(test::cross_second_derivative_error(*k, p.X, p.Y, 1e-5), 1e-7);
 }
 
 TEST(GaussianMixtureKernel, RadialProfileMatchesTheGramAndItsDerivatives) {

@@ -80,6 +80,17 @@ TEST(ImqKernel, CrossDerivativesMatchCentralDifferencesInY) {
   }
 }
 
+// ∂²_x∂²_y k (four derivatives of (c² + r)^β) and ∂_x∂²_y k (d2xdy with X and Y swapped).
+TEST(ImqKernel, SecondCrossDerivativesMatchCentralDifferencesInY) {
+  for (auto [c, beta] : {std::pair{1.0, -0.5}, std::pair{1.2, -1.0}, std::pair{0.8, -2.5}}) {
+    auto k = make_imq(c, beta);
+    EXPECT_TRUE(k->capabilities().cross_second_derivatives);
+    auto p = random_points(4, 3, 3, 3);
+    EXPECT_LT(test::cross_second_derivative_error(*k, p.X, p.Y, kStep), kTol)
+        << "c = " << c << ", beta = " << beta;
+  }
+}
+
 TEST(ImqKernel, RejectsNonNegativeBetaAndBadInputs) {
   try {
     make_imq(1.0, 0.0);

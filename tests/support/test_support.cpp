@@ -155,6 +155,30 @@ double cross_derivative_error(const Kernel& kernel, const Matrix& X, const Matri
   return std::max((cs.dxdy - out.dxdy).cwiseAbs().maxCoeff(), (cs.d2xdy - out.d2xdy).cwiseAbs().maxCoeff());
 }
 
+double cross_second_derivative_error(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h) {
+  const Index N = X.rows(), M = Y.rows(), D = Y.cols();
+  Matrix d2xd2y;
+  kernel.cross_second_derivatives(X, Y, d2xd2y);
+  KernelCrossStacks swapped;
+  kernel.cross_derivatives(Y, X, swapped);
+  const Matrix dxd2y = swapped.d2xdy.transpose();
+  for (const Matrix* m : std::initializer_list<const Matrix*>{&d2xd2y, &dxd2y})
+    if (m->rows() != N * D || m->cols() != M * D) return std::numeric_limits<double>::infinity();
+  Matrix fd22(N * D, M * D), fd12(N * D, M * D);
+  for (Index j = 0; j < D; ++j) {
+    Matrix Yp = Y, Ym = Y;
+    Yp.col(j).array() += h;
+    Ym.col(j).array() -= h;
+    KernelCrossStacks sp, sm;
+    kernel.cross_derivatives(X, Yp, sp);
+    kernel.cross_derivatives(X, Ym, sm);
+    // ∂_{y_j} of column block j, which already holds one ∂_{y_j}.
+    fd22.middleCols(j * M, M) = (sp.d2xdy.middleCols(j * M, M) - sm.d2xdy.middleCols(j * M, M)) / (2 * h);
+    fd12.middleCols(j * M, M) = (sp.dxdy.middleCols(j * M, M) - sm.dxdy.middleCols(j * M, M)) / (2 * h);
+  }
+  return std::max((d2xd2y - fd22).cwiseAbs().maxCoeff(), (dxd2y - fd12).cwiseAbs().maxCoeff());
+}
+
 MetaProblem make_meta_problem(const std::string& kernel_toml, const std::string& base_toml, Index dim,
                               Index train_rows, Index validation_rows, Index inducing_points,
                               std::uint64_t seed, const std::string& tag) {

@@ -86,6 +86,12 @@ Matrix stack_adjoint_loss_gradient_y(const Kernel& kernel, const Matrix& X, cons
 // not have the documented (N·D) x (M·D) shape.
 double cross_derivative_error(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h);
 
+// The largest deviation from central differences (step h) in y_j of cross_derivatives(X, Y) of
+// (a) Kernel::cross_second_derivatives(X, Y) (∂²_{x_i}∂²_{y_j} k, from the d2xdy stacks) and (b) the
+// transpose of cross_derivatives(Y, X).d2xdy (∂_{x_i}∂²_{y_j} k, from the dxdy stacks), the symmetry the
+// Nyström basis relies on; +inf on a wrong shape.
+double cross_second_derivative_error(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h);
+
 // A small DKEF meta-learning problem (docs/math.md §5) for the closed-form gradient suites: the kernel of
 // `kernel_toml` with its parameters moved off their initial values by 0.1·N(0, 1) (so no test sits at
 // a symmetric starting point), the base measure of `base_toml`, and standard normal training rows,

@@ -72,6 +72,21 @@ TEST(GaussianKernel, CrossDerivativesMatchCentralDifferencesInY) {
   EXPECT_LT(test::cross_derivative_error(*k, p.X, p.Y, kStep), kTol);
 }
 
+// ∂²_x∂²_y k and ∂_x∂²_y k (d2xdy with X and Y swapped) for the Nyström second-derivative basis, at a
+// narrow and a wide length scale; and the fourth-order stack is symmetric under swapping X and Y.
+TEST(GaussianKernel, SecondCrossDerivativesMatchCentralDifferencesInY) {
+  for (double sigma : {0.7, 1.6}) {
+    auto k = make_gaussian(sigma);
+    EXPECT_TRUE(k->capabilities().cross_second_derivatives);
+    auto p = random_points(4, 3, 3, 3);
+    EXPECT_LT(test::cross_second_derivative_error(*k, p.X, p.Y, kStep), kTol) << "sigma " << sigma;
+    Matrix xy, yx;
+    k->cross_second_derivatives(p.X, p.Y, xy);
+    k->cross_second_derivatives(p.Y, p.X, yx);
+    EXPECT_LT((xy - yx.transpose()).cwiseAbs().maxCoeff(), 1e-13);
+  }
+}
+
 // A scalar loss L = Σ Ā ⊙ stacks; backward() must give dL/dlogσ and dL/dY.
 TEST(GaussianKernel, BackwardMatchesCentralDifferences) {
   auto k = make_gaussian(0.7);

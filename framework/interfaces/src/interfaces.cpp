@@ -25,6 +25,10 @@ void Kernel::cross_derivatives(const Matrix&, const Matrix&, KernelCrossStacks&)
   throw Error("kernel " + type_name() + " does not provide mixed derivatives in both arguments");
 }
 
+void Kernel::cross_second_derivatives(const Matrix&, const Matrix&, Matrix&) const {
+  throw Error("kernel " + type_name() + " does not provide the mixed derivatives ∂²_x ∂²_y k");
+}
+
 void Kernel::backward(const Matrix&, const Matrix&, const KernelStacks&, Vector*, Matrix*) const {
   throw Error("kernel " + type_name() + " is not differentiable in its parameters");
 }

@@ -23,6 +23,8 @@ struct KernelStacks {
 // Mixed derivatives in both arguments (full and Nyström estimators, KSD):
 // dxdy[(i*N + n), (j*M + m)] = ∂_{x_i} ∂_{y_j} k(x_n, y_m)
 // d2xdy[(i*N + n), (j*M + m)] = ∂²_{x_i} ∂_{y_j} k(x_n, y_m)
+// ∂_{x_i} ∂²_{y_j} k(x, y) is d2xdy of (Y, X) transposed (k is symmetric), so no stack holds it; the
+// fourth-order ∂²_{x_i} ∂²_{y_j} k comes from cross_second_derivatives (docs/math.md §6).
 struct KernelCrossStacks {
   Matrix dxdy;
   Matrix d2xdy;
@@ -32,6 +34,7 @@ struct KernelCapabilities {
   bool differentiable_parameters = false;  // backward() gives parameter gradients
   bool inducing_point_gradients = false;   // backward() gives gradients for Y
   bool cross_derivatives = false;          // cross_derivatives() is implemented
+  bool cross_second_derivatives = false;   // cross_second_derivatives() is implemented
   bool bounded_unit = false;               // 0 <= k <= 1 everywhere (used by the IS bias bound)
 };
 
@@ -55,6 +58,11 @@ class Kernel : public Component {
   virtual void derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const = 0;
 
   virtual void cross_derivatives(const Matrix& X, const Matrix& Y, KernelCrossStacks& out) const;
+
+  // d2xd2y[(i*N + n), (j*M + m)] = ∂²_{x_i} ∂²_{y_j} k(x_n, y_m): the inner products of second-derivative
+  // features ⟨∂²_i k(x, ·), ∂²_j k(y, ·)⟩ (docs/math.md §6). A separate call from cross_derivatives so
+  // that callers needing only dxdy and d2xdy (KSD, first-order Nyström) never pay for it.
+  virtual void cross_second_derivatives(const Matrix& X, const Matrix& Y, Matrix& d2xd2y) const;
 
   // Reverse mode: given adjoints of the stacks of derivatives(X, Y, order) (empty matrices mean zero
   // adjoint), accumulate into grad_params (size parameter_count()) and grad_Y (M x D), either of
