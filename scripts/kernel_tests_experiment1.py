@@ -14,8 +14,8 @@ mixture, so the permutation null is wider than the observed statistic's: the tes
 rejection rate at ε = 1 is the test's size, 0.05 up to Monte Carlo error. For each ε, --reps data sets (seeded from
 --seed, ε and the repetition), each tested with --permutations permutations (p-value by permutation and by
 the Gamma approximation); printed: the rejection rate at α = 0.05 with its Monte Carlo standard error
-√(r(1 − r)/reps), and the type II error 1 − rate for ε ≠ 1. BKL bandwidths (issue #13) go in --bandwidth
-once `kef test` accepts `bkl`.
+√(r(1 − r)/reps), and the type II error 1 − rate for ε ≠ 1. --bandwidth bkl chooses σ by Bayesian kernel
+learning on the pooled sample (kef test's rule), the paper's comparison.
 """
 import argparse
 import json
