@@ -7,6 +7,7 @@
 #include "kef/error.hpp"
 #include "kef/importance_sampling.hpp"
 #include "kef/spectral_clustering.hpp"
+#include "kef/number_text.hpp"
 #include "mixture_model.hpp"
 
 namespace kef::cluster_mixture {
@@ -14,13 +15,6 @@ namespace kef::cluster_mixture {
 namespace {
 
 constexpr Index kNormalizerChunk = 4096;  // proposals per chunk; chunk i draws from its own stream
-
-std::string fmt(double v) {
-  std::ostringstream os;
-  os.precision(6);
-  os << v;
-  return os.str();
-}
 
 Matrix take_rows(const Matrix& X, const std::vector<Index>& rows) {
   Matrix out(static_cast<Index>(rows.size()), X.cols());
@@ -253,7 +247,7 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     in.report.values[prefix + ".log_normalizer"] = log_z[k];
     in.report.values[prefix + ".log_normalizer_stderr"] = log_z_se[k];
     in.report.notes.push_back(prefix + ": " + std::to_string(Xk.rows()) + " training rows, weight " +
-                              fmt(weights[k]) + ", log Ẑ = " + fmt(log_z[k]) + " ± " + fmt(log_z_se[k]) +
+                              number_text(weights[k]) + ", log Ẑ = " + number_text(log_z[k]) + " ± " + number_text(log_z_se[k]) +
                               " from " + std::to_string(run.report.used) + " proposals");
     components.push_back(std::move(model));
   }

@@ -7,19 +7,13 @@
 
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
+#include "kef/number_text.hpp"
 
 namespace kef::cluster_mixture {
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::string fmt(double v) {
-  std::ostringstream os;
-  os.precision(6);
-  os << v;
-  return os.str();
-}
 
 // Row-wise logsumexp of T (N x K); −inf for rows whose terms are all −inf.
 Vector row_logsumexp(const Matrix& T) {
@@ -127,7 +121,7 @@ MixtureModel::MixtureModel(std::vector<ModelPtr> components, Vector weights, Vec
   for (Index k = 0; k < K; ++k) {
     if (!(weights_[k] > 0) || !std::isfinite(weights_[k]) || !std::isfinite(log_z_[k]))
       throw NumericalError("cluster_mixture: component " + std::to_string(k) + " has weight " +
-                           fmt(weights_[k]) + " and log normaliser " + fmt(log_z_[k]));
+                           number_text(weights_[k]) + " and log normaliser " + number_text(log_z_[k]));
     if (components_[static_cast<std::size_t>(k)]->dim() != components_.front()->dim())
       throw Error("cluster_mixture: components of different dimensions");
   }
@@ -153,7 +147,7 @@ Matrix MixtureModel::log_terms(const Matrix& X) const {
     for (Index i = 0; i < X.rows(); ++i)
       if (std::isnan(lp[i]) || lp[i] == kInf)
         throw NumericalError("cluster_mixture: component " + std::to_string(k) +
-                             " has log p~ = " + fmt(lp[i]) + " at row " + std::to_string(i));
+                             " has log p~ = " + number_text(lp[i]) + " at row " + std::to_string(i));
     T.col(k) = lp.array() + offsets_[k];
   }
   return T;
@@ -224,16 +218,16 @@ std::optional<double> MixtureModel::log_ratio_lower_bound() const {
 std::string MixtureModel::describe() const {
   std::ostringstream os;
   os << "cluster_mixture of " << components() << " components (DKEF section 3.1): spectral clustering";
-  if (info_.bandwidth > 0) os << " with affinity bandwidth " << fmt(info_.bandwidth);
+  if (info_.bandwidth > 0) os << " with affinity bandwidth " << number_text(info_.bandwidth);
   os << "; each component normalised by importance sampling from its base measure";
   if (info_.normalizer_samples > 0) os << " (" << info_.normalizer_samples << " proposals)";
   for (Index k = 0; k < components(); ++k) {
-    os << "; component " << k << ": weight " << fmt(weights_[k]);
+    os << "; component " << k << ": weight " << number_text(weights_[k]);
     if (static_cast<Index>(info_.counts.size()) == components())
       os << " (" << info_.counts[static_cast<std::size_t>(k)] << " rows)";
-    os << ", log Ẑ = " << fmt(log_z_[k]);
+    os << ", log Ẑ = " << number_text(log_z_[k]);
     if (info_.log_normalizer_stderr.size() == components())
-      os << " ± " << fmt(info_.log_normalizer_stderr[k]);
+      os << " ± " << number_text(info_.log_normalizer_stderr[k]);
     os << ", " << components_[static_cast<std::size_t>(k)]->describe();
   }
   return os.str();

@@ -11,15 +11,10 @@
 #include "kef/hsic_test.hpp"
 #include "kef/linalg.hpp"
 #include "kef/mmd_test.hpp"
+#include "kef/number_text.hpp"
 
 namespace kef::kernel_tests {
 namespace {
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
 
 // The bandwidth keys: `bandwidth` (σ given) or `bandwidth_rule` (default "median"), not both.
 BandwidthRule rule_from(const std::optional<double>& given, const std::optional<std::string>& rule,
@@ -63,7 +58,7 @@ Matrix model_samples(const EvalInput& in, Index n, std::int64_t warmup, std::int
   } else {
     notes.push_back("model samples by " + diag.summary());
     if (!(diag.min_ess() >= 0.5 * static_cast<double>(n)))
-      notes.push_back("HMC min ESS " + fmt(diag.min_ess()) + " is below half of the " + std::to_string(n) +
+      notes.push_back("HMC min ESS " + number_text(diag.min_ess(), 4) + " is below half of the " + std::to_string(n) +
                       " samples: p-values (which assume independent samples) may be too small; raise "
                       "hmc_thinning, or use evaluator `mmd` whose HMC keys are all exposed");
   }
@@ -174,10 +169,10 @@ EvaluationResult MmdTwoSampleEvaluator::evaluate(const EvalInput& in) {
   r.metrics.emplace_back("mmd_bandwidth", bw.sigma);
   r.notes.push_back("bandwidth: " + bw.how);
   std::ostringstream summary;
-  summary << "mmd_two_sample: mmd2_u = " << fmt(t.mmd2) << ", mmd2_b = " << fmt(t.mmd2_biased)
-          << (opt_.permutations > 0 ? ", p(permutation) = " + fmt(t.p_value) : "")
-          << ", p(Gamma) = " << fmt(t.gamma_p_value) << " (" << n << " model samples vs " << Y.rows() << " "
-          << opt_.split << " rows, sigma = " << fmt(bw.sigma) << ")";
+  summary << "mmd_two_sample: mmd2_u = " << number_text(t.mmd2, 4) << ", mmd2_b = " << number_text(t.mmd2_biased, 4)
+          << (opt_.permutations > 0 ? ", p(permutation) = " + number_text(t.p_value, 4) : "")
+          << ", p(Gamma) = " << number_text(t.gamma_p_value, 4) << " (" << n << " model samples vs " << Y.rows() << " "
+          << opt_.split << " rows, sigma = " << number_text(bw.sigma, 4) << ")";
   r.summary = summary.str();
   return r;
 }
@@ -258,10 +253,10 @@ EvaluationResult HsicIndependenceEvaluator::evaluate(const EvalInput& in) {
   r.metrics.emplace_back("hsic_bandwidth_y", by.sigma);
   r.notes.push_back("bandwidth x: " + bx.how + "; y: " + by.how);
   std::ostringstream summary;
-  summary << "hsic_independence: hsic = " << fmt(t.hsic)
-          << (opt_.permutations > 0 ? ", p(permutation) = " + fmt(t.p_value) : "")
-          << ", p(Gamma) = " << fmt(t.gamma_p_value) << " (" << what << ", " << X.cols() << " input and "
-          << Y.cols() << " target columns, sigma_x = " << fmt(bx.sigma) << ", sigma_y = " << fmt(by.sigma)
+  summary << "hsic_independence: hsic = " << number_text(t.hsic, 4)
+          << (opt_.permutations > 0 ? ", p(permutation) = " + number_text(t.p_value, 4) : "")
+          << ", p(Gamma) = " << number_text(t.gamma_p_value, 4) << " (" << what << ", " << X.cols() << " input and "
+          << Y.cols() << " target columns, sigma_x = " << number_text(bx.sigma, 4) << ", sigma_y = " << number_text(by.sigma, 4)
           << ")";
   r.summary = summary.str();
   return r;

@@ -13,6 +13,7 @@
 #include "kef/lite_model.hpp"
 #include "kef/parallel.hpp"
 #include "kef/student_t_proposal.hpp"
+#include "kef/number_text.hpp"
 
 namespace kef::likelihood {
 
@@ -27,18 +28,11 @@ constexpr Index kMaxQuadratureDim = 2;
 constexpr Index kBandDivisor = 32;  // the boundary band is the outer 1/32 of the box on each side
 const char* const kQuadratureKeys[] = {"grid", "extent", "pad_range", "pad_std", "boundary_tolerance"};
 
-std::string fmt(double v) {
-  std::ostringstream os;
-  os.precision(6);
-  os << v;
-  return os.str();
-}
-
 std::string box_text(const Box& box) {
   std::string s;
   for (Index d = 0; d < box.dim(); ++d)
-    s += (d ? " x [" : "[") + fmt(box.lo[static_cast<std::size_t>(d)]) + ", " +
-         fmt(box.hi[static_cast<std::size_t>(d)]) + "]";
+    s += (d ? " x [" : "[") + number_text(box.lo[static_cast<std::size_t>(d)]) + ", " +
+         number_text(box.hi[static_cast<std::size_t>(d)]) + "]";
   return s;
 }
 
@@ -54,7 +48,7 @@ Vector log_unnormalized_rows(const Model& model, const Matrix& X, const Context&
   for (Index i = 0; i < n; ++i)
     if (!std::isfinite(out[i]))
       throw NumericalError("log_likelihood: log p~ of model " + model_name + " is not finite (" +
-                           fmt(out[i]) + ") at " + split + " row " + std::to_string(i));
+                           number_text(out[i]) + ") at " + split + " row " + std::to_string(i));
   return out;
 }
 
@@ -235,9 +229,9 @@ LikelihoodEvaluator::LikelihoodEvaluator(const Config& cfg, Index dim)
     cfg.fail("check", "quadrature has its own error estimate; use check = \"none\" (or \"auto\")");
   // Proposition 1 needs P(r <= s) < 1/2.
   if (!(bound_percentile_ < 0.5))
-    cfg.fail("bound_percentile", "must be below 0.5 (got " + fmt(bound_percentile_) + ")");
+    cfg.fail("bound_percentile", "must be below 0.5 (got " + number_text(bound_percentile_) + ")");
   if (!(bound_confidence_ < 1.0))
-    cfg.fail("bound_confidence", "must be below 1 (got " + fmt(bound_confidence_) + ")");
+    cfg.fail("bound_confidence", "must be below 1 (got " + number_text(bound_confidence_) + ")");
   if (method_ != "quadrature") {
     for (const char* key : kQuadratureKeys)
       if (cfg.has(key))
@@ -252,7 +246,7 @@ LikelihoodEvaluator::LikelihoodEvaluator(const Config& cfg, Index dim)
     cfg.fail(cfg.has("pad_range") && !std::isfinite(pad_range_) ? "pad_range" : "pad_std", "must be finite");
   if (!(boundary_tolerance_ < 1.0))
     cfg.fail("boundary_tolerance",
-             "must be below 1 (a fraction of the mass; got " + fmt(boundary_tolerance_) + ")");
+             "must be below 1 (a fraction of the mass; got " + number_text(boundary_tolerance_) + ")");
   if (cfg.has("extent")) {
     extent_ = cfg.numbers("extent");
     if (extent_.size() % 2 != 0 || extent_.empty())
@@ -261,7 +255,7 @@ LikelihoodEvaluator::LikelihoodEvaluator(const Config& cfg, Index dim)
     for (std::size_t i = 0; i < extent_.size(); i += 2)
       if (!(std::isfinite(extent_[i]) && std::isfinite(extent_[i + 1]) && extent_[i] < extent_[i + 1]))
         cfg.fail("extent", "dimension " + std::to_string(i / 2) + ": needs finite min < max (got [" +
-                               fmt(extent_[i]) + ", " + fmt(extent_[i + 1]) + "])");
+                               number_text(extent_[i]) + ", " + number_text(extent_[i + 1]) + "])");
   }
   if (dim > 0) check_quadrature_dimension(dim);
 }
@@ -335,10 +329,10 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
                  {"bias_bound", 0.0},
                  {"proposals", 0.0},
                  {"reliable", 1.0}};
-    r.notes.push_back("model " + in.model_name + " knows its normaliser exactly: log Z = " + fmt(*exact) +
+    r.notes.push_back("model " + in.model_name + " knows its normaliser exactly: log Z = " + number_text(*exact) +
                       ", no sampling (stderr and bias bound 0; proposals_per_second omitted)");
     r.notes.push_back("reliable: true (exact normaliser)");
-    r.summary = task + ": exact log Z = " + fmt(*exact) + "; reliable";
+    r.summary = task + ": exact log Z = " + number_text(*exact) + "; reliable";
     return r;
   }
   if (quadrature) {
@@ -393,24 +387,24 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
   ri.bdmc_upper = run.bdmc_upper;
 
   std::ostringstream os;
-  os << task << ": log Ẑ = " << fmt(log_z) << " ± " << fmt(ri.main.stderr_log_z) << " (" << method_ << ", "
-     << ri.main.draws << (method_ == "ais" ? " particles" : " proposals") << ", ESS " << fmt(ri.main.ess)
+  os << task << ": log Ẑ = " << number_text(log_z) << " ± " << number_text(ri.main.stderr_log_z) << " (" << method_ << ", "
+     << ri.main.draws << (method_ == "ais" ? " particles" : " proposals") << ", ESS " << number_text(ri.main.ess)
      << ")";
   if (ri.check) {
     if (ri.check->failed)
       os << "; check " << check << " failed";
     else
-      os << "; check " << check << ": " << fmt(ri.check->log_z) << " ± " << fmt(ri.check->stderr_log_z)
-         << " (ESS " << fmt(ri.check->ess) << ")";
+      os << "; check " << check << ": " << number_text(ri.check->log_z) << " ± " << number_text(ri.check->stderr_log_z)
+         << " (ESS " << number_text(ri.check->ess) << ")";
   }
   if (bound)
-    os << "; bias bound " << fmt(bound->value) << " = variance term " << fmt(bound->variance_term)
-       << " + exponential term " << fmt(bound->exponential_term) << " (log t = " << fmt(bound->log_t)
-       << ", log Z = " << fmt(bound->log_z) << ")";
+    os << "; bias bound " << number_text(bound->value) << " = variance term " << number_text(bound->variance_term)
+       << " + exponential term " << number_text(bound->exponential_term) << " (log t = " << number_text(bound->log_t)
+       << ", log Z = " << number_text(bound->log_z) << ")";
   if (run.bdmc_lower && run.bdmc_upper)
-    os << "; bidirectional AIS bounds [" << fmt(*run.bdmc_lower) << ", " << fmt(*run.bdmc_upper) << "]";
+    os << "; bidirectional AIS bounds [" << number_text(*run.bdmc_lower) << ", " << number_text(*run.bdmc_upper) << "]";
   r.summary = os.str();
-  in.context.progress().done(task, "log Ẑ = " + fmt(log_z) + " (" + method_ + ")");
+  in.context.progress().done(task, "log Ẑ = " + number_text(log_z) + " (" + method_ + ")");
   conclude(in, ri, r);
   return r;
 }
@@ -464,7 +458,7 @@ NormalizerEstimate LikelihoodEvaluator::estimate_importance(bool is_main, const 
   run.min_log_ratio = mr.report.min_log_ratio;
   const Index used = mr.report.used;
   if (mr.report.stopped_early)
-    out.notes.push_back("time budget max_seconds = " + fmt(max_seconds_) + " reached: Ẑ uses " +
+    out.notes.push_back("time budget max_seconds = " + number_text(max_seconds_) + " reached: Ẑ uses " +
                         std::to_string(used) + " of " + std::to_string(samples_) + " proposals (the first " +
                         std::to_string(used / chunk_size_ + (used % chunk_size_ ? 1 : 0)) +
                         " whole chunks; samples = " + std::to_string(used) +
@@ -479,9 +473,9 @@ NormalizerEstimate LikelihoodEvaluator::estimate_importance(bool is_main, const 
   // handful of proposals, typically far too small: say so rather than print a confident number.
   if (e.ess < min_effective_samples_)
     out.notes.push_back(
-        "warning: log Ẑ of model " + in.model_name + " rests on an effective sample size of " + fmt(e.ess) +
+        "warning: log Ẑ of model " + in.model_name + " rests on an effective sample size of " + number_text(e.ess) +
         " of " + std::to_string(used) +
-        " proposals (below min_effective_samples = " + fmt(min_effective_samples_) +
+        " proposals (below min_effective_samples = " + number_text(min_effective_samples_) +
         "): the base measure rarely proposes where the model puts its mass, so log Ẑ is unreliable "
         "(usually too small, making log_likelihood too high); use more samples or a wider base measure");
   if (is_main) {
@@ -516,8 +510,8 @@ NormalizerEstimate LikelihoodEvaluator::estimate_defensive(bool is_main, const E
   e.ess = mr.moments.effective_sample_size();
   e.draws = mr.report.used;
   out.notes.push_back(std::string(is_main ? "log Ẑ" : "check") + " by importance sampling from the " +
-                      mixture.describe() + ": " + fmt(e.log_z) + " ± " + fmt(e.stderr_log_z) + " from " +
-                      std::to_string(e.draws) + " proposals, effective sample size " + fmt(e.ess) +
+                      mixture.describe() + ": " + number_text(e.log_z) + " ± " + number_text(e.stderr_log_z) + " from " +
+                      std::to_string(e.draws) + " proposals, effective sample size " + number_text(e.ess) +
                       (mr.report.stopped_early ? " (stopped by max_seconds)" : ""));
   if (is_main) {
     out.metrics.emplace_back("proposals", static_cast<double>(e.draws));
@@ -541,7 +535,7 @@ NormalizerEstimate LikelihoodEvaluator::estimate_ais(const EvalInput& in, const 
   const AisResult fwd = ais_forward(in.model, *start, pilot, in.context.rng().derive("ais"), o, in.context);
   if (!fwd.moments.has_mass())
     throw NumericalError("log_likelihood: every AIS weight of model " + in.model_name + " is 0");
-  in.context.progress().done(o.task, "log Ẑ = " + fmt(fwd.log_z) + " ± " + fmt(fwd.log_z_stderr));
+  in.context.progress().done(o.task, "log Ẑ = " + number_text(fwd.log_z) + " ± " + number_text(fwd.log_z_stderr));
   NormalizerEstimate e;
   e.method = "ais";
   e.log_z = fwd.log_z;
@@ -552,15 +546,15 @@ NormalizerEstimate LikelihoodEvaluator::estimate_ais(const EvalInput& in, const 
   out.metrics.emplace_back("ais_divergences", static_cast<double>(fwd.divergences));
   // Step sizes exist for the intermediate temperatures 1..T−1 only.
   const auto first = pilot.step_sizes.begin() + 1, last = pilot.step_sizes.end() - 1;
-  const std::string steps = first < last ? "step sizes " + fmt(*std::min_element(first, last)) + " to " +
-                                               fmt(*std::max_element(first, last))
+  const std::string steps = first < last ? "step sizes " + number_text(*std::min_element(first, last)) + " to " +
+                                               number_text(*std::max_element(first, last))
                                          : std::string("no intermediate temperature");
   std::string note = "AIS from the " + start->describe() + " over " + std::to_string(o.temperatures) +
                      " temperatures, " + std::to_string(o.particles) + " particles, " +
                      std::to_string(o.leapfrog_steps) + " leapfrog steps (pilot acceptance " +
-                     fmt(pilot.mean_acceptance) + ", " + steps + "): log Ẑ = " + fmt(e.log_z) + " ± " +
-                     fmt(e.stderr_log_z) + ", ESS " + fmt(e.ess) + ", " + std::to_string(fwd.divergences) +
-                     " divergent transitions, " + fmt(fwd.seconds) + " s";
+                     number_text(pilot.mean_acceptance) + ", " + steps + "): log Ẑ = " + number_text(e.log_z) + " ± " +
+                     number_text(e.stderr_log_z) + ", ESS " + number_text(e.ess) + ", " + std::to_string(fwd.divergences) +
+                     " divergent transitions, " + number_text(fwd.seconds) + " s";
   if (bidirectional_ && in.model.can_sample()) {
     // Reverse AIS from exact samples: E w_rev = 1/Z, so −log mean w_rev is a stochastic upper bound,
     // the forward estimate a stochastic lower bound; together they bracket log Z.
@@ -573,7 +567,7 @@ NormalizerEstimate LikelihoodEvaluator::estimate_ais(const EvalInput& in, const 
     out.metrics.emplace_back("log_normalizer_lower", fwd.log_z);
     out.metrics.emplace_back("log_normalizer_upper", rev.log_z);
     note += "; reverse AIS from " + std::to_string(o.particles) + " exact samples: upper bound " +
-            fmt(rev.log_z) + " ± " + fmt(rev.log_z_stderr);
+            number_text(rev.log_z) + " ± " + number_text(rev.log_z_stderr);
   }
   out.notes.push_back(note);
   return e;
@@ -584,7 +578,7 @@ void LikelihoodEvaluator::conclude(const EvalInput& in, const ReliabilityInputs&
   const Reliability verdict = assess(ri);
   out.metrics.emplace_back("reliable", verdict.reliable ? 1.0 : 0.0);
   if (verdict.reliable) {
-    out.notes.push_back("reliable: true (within tolerance = " + fmt(tolerance_) +
+    out.notes.push_back("reliable: true (within tolerance = " + number_text(tolerance_) +
                         " nats by every available check)");
     out.summary += "; reliable";
     return;
@@ -636,7 +630,7 @@ std::optional<BoundResult> LikelihoodEvaluator::estimate_bound(const EvalInput& 
       std::min({min_log_ratio, rep_s.min_log_ratio, rep_rho.min_log_ratio, var.report.min_log_ratio});
   if (seen_min < *log_a - 1e-9 * std::max(1.0, std::abs(*log_a))) {
     out.notes.push_back("bias_bound not available: model " + in.model_name +
-                        " claims log r >= " + fmt(*log_a) + ", but a proposal has log r = " + fmt(seen_min));
+                        " claims log r >= " + number_text(*log_a) + ", but a proposal has log r = " + number_text(seen_min));
     return std::nullopt;
   }
 
@@ -652,13 +646,13 @@ std::optional<BoundResult> LikelihoodEvaluator::estimate_bound(const EvalInput& 
     return std::nullopt;
   }
   out.notes.push_back(
-      "bias bound (DKEF Proposition 1) for model " + in.model_name + ": log a = " + fmt(*log_a) +
-      ", log s = " + fmt(log_s) + " (quantile " + fmt(bound_percentile_) + " of " + std::to_string(n1) +
-      "), ρ = " + fmt(rho) + " (" + std::to_string(below) + " of " + std::to_string(bound_rho_samples_) +
-      " at most s), log Z = " + fmt(b.log_z) +
-      " and Var[r]/Z² = " + fmt(var.moments.shifted_variance() / (var.moments.mean * var.moments.mean)) +
-      " from " + std::to_string(bound_variance_samples_) + "; variance term " + fmt(b.variance_term) +
-      ", exponential term " + fmt(b.exponential_term));
+      "bias bound (DKEF Proposition 1) for model " + in.model_name + ": log a = " + number_text(*log_a) +
+      ", log s = " + number_text(log_s) + " (quantile " + number_text(bound_percentile_) + " of " + std::to_string(n1) +
+      "), ρ = " + number_text(rho) + " (" + std::to_string(below) + " of " + std::to_string(bound_rho_samples_) +
+      " at most s), log Z = " + number_text(b.log_z) +
+      " and Var[r]/Z² = " + number_text(var.moments.shifted_variance() / (var.moments.mean * var.moments.mean)) +
+      " from " + std::to_string(bound_variance_samples_) + "; variance term " + number_text(b.variance_term) +
+      ", exponential term " + number_text(b.exponential_term));
   return b;
 }
 
@@ -740,20 +734,20 @@ void LikelihoodEvaluator::evaluate_quadrature(const EvalInput& in, double mean_l
                         ": p~ is exactly 0 on the boundary band (the outer 1/32 of the box)");
   out.metrics.emplace_back("grid_points", static_cast<double>(fine.cells));
   out.notes.push_back("quadrature for model " + in.model_name + ": midpoint rule on " + std::to_string(n) +
-                      (D == 2 ? "² " : " ") + "cells over " + box_text(box) + ", log Ẑ = " + fmt(log_z) +
-                      ", grid/2 gives " + fmt(coarse.log_integral));
+                      (D == 2 ? "² " : " ") + "cells over " + box_text(box) + ", log Ẑ = " + number_text(log_z) +
+                      ", grid/2 gives " + number_text(coarse.log_integral));
   if (log_fraction > std::log(boundary_tolerance_))
     out.notes.push_back(
         "warning: the boundary band (the outer 1/32 of the box on each side) holds a fraction " +
-        fmt(std::exp(log_fraction)) + " of model " + in.model_name + "'s mass on " + box_text(box) +
-        " (above boundary_tolerance = " + fmt(boundary_tolerance_) +
+        number_text(std::exp(log_fraction)) + " of model " + in.model_name + "'s mass on " + box_text(box) +
+        " (above boundary_tolerance = " + number_text(boundary_tolerance_) +
         "): mass may lie outside the box, making log Ẑ too small; widen it with `extent` (or "
         "pad_range / pad_std)");
   std::ostringstream os;
-  os << task << ": quadrature log Ẑ = " << fmt(log_z) << " (error estimate " << fmt(error) << ", "
-     << fine.cells << " + " << coarse.cells << " cells in " << fmt(seconds) << " s)";
+  os << task << ": quadrature log Ẑ = " << number_text(log_z) << " (error estimate " << number_text(error) << ", "
+     << fine.cells << " + " << coarse.cells << " cells in " << number_text(seconds) << " s)";
   out.summary = os.str();
-  in.context.progress().done(task, "log Ẑ = " + fmt(log_z) + " by quadrature");
+  in.context.progress().done(task, "log Ẑ = " + number_text(log_z) + " by quadrature");
 }
 
 }  // namespace kef::likelihood

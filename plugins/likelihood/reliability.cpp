@@ -1,4 +1,5 @@
 #include "reliability.hpp"
+#include "kef/number_text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,13 +7,6 @@
 
 namespace kef::likelihood {
 namespace {
-
-std::string fmt(double v) {
-  std::ostringstream os;
-  os.precision(4);
-  os << v;
-  return os.str();
-}
 
 double ess_threshold(const NormalizerEstimate& e, double min_ess) {
   return e.method == "ais" ? std::min(min_ess, 0.25 * static_cast<double>(e.draws)) : min_ess;
@@ -27,17 +21,17 @@ void judge_alone(const NormalizerEstimate& e, const std::string& label, const Re
   }
   if (e.method == "quadrature") {
     if (!(e.stderr_log_z <= 0.5 * in.tolerance))
-      reasons.push_back("the quadrature error estimate " + fmt(e.stderr_log_z) +
-                        " exceeds tolerance/2 = " + fmt(0.5 * in.tolerance) + " (raise grid)");
+      reasons.push_back("the quadrature error estimate " + number_text(e.stderr_log_z, 4) +
+                        " exceeds tolerance/2 = " + number_text(0.5 * in.tolerance, 4) + " (raise grid)");
     return;
   }
   if (!(e.stderr_log_z <= 0.5 * in.tolerance))
-    reasons.push_back(label + " (" + e.method + ") has a standard error of " + fmt(e.stderr_log_z) +
-                      " nats, above tolerance/2 = " + fmt(0.5 * in.tolerance));
+    reasons.push_back(label + " (" + e.method + ") has a standard error of " + number_text(e.stderr_log_z, 4) +
+                      " nats, above tolerance/2 = " + number_text(0.5 * in.tolerance, 4));
   const double need = ess_threshold(e, in.min_effective_samples);
   if (e.ess >= 0.0 && !(e.ess >= need))
-    reasons.push_back(label + " (" + e.method + ") rests on an effective sample size of " + fmt(e.ess) +
-                      " of " + std::to_string(e.draws) + " (below " + fmt(need) + ")");
+    reasons.push_back(label + " (" + e.method + ") rests on an effective sample size of " + number_text(e.ess, 4) +
+                      " of " + std::to_string(e.draws) + " (below " + number_text(need, 4) + ")");
 }
 
 }  // namespace
@@ -60,27 +54,27 @@ Reliability assess(const ReliabilityInputs& in) {
     if (!in.main.failed && !in.check->failed) {
       const double gap = std::abs(in.main.log_z - in.check->log_z);
       if (!(gap <= in.tolerance))
-        out.reasons.push_back("the " + in.main.method + " estimate log Ẑ = " + fmt(in.main.log_z) +
-                              " and the " + in.check->method + " check " + fmt(in.check->log_z) +
-                              " disagree by " + fmt(gap) + " nats (tolerance " + fmt(in.tolerance) + ")");
+        out.reasons.push_back("the " + in.main.method + " estimate log Ẑ = " + number_text(in.main.log_z, 4) +
+                              " and the " + in.check->method + " check " + number_text(in.check->log_z, 4) +
+                              " disagree by " + number_text(gap, 4) + " nats (tolerance " + number_text(in.tolerance, 4) + ")");
     }
   }
   if (in.bias_bound && !(*in.bias_bound <= in.tolerance))
-    out.reasons.push_back("the bias bound " + fmt(*in.bias_bound) + " exceeds the tolerance " +
-                          fmt(in.tolerance));
+    out.reasons.push_back("the bias bound " + number_text(*in.bias_bound, 4) + " exceeds the tolerance " +
+                          number_text(in.tolerance, 4));
   if (in.bound_sample_log_z && !in.main.failed &&
       !(std::abs(*in.bound_sample_log_z - in.main.log_z) <= in.tolerance))
-    out.reasons.push_back("the bias bound's own sample gives log Z = " + fmt(*in.bound_sample_log_z) + ", " +
-                          fmt(std::abs(*in.bound_sample_log_z - in.main.log_z)) + " nats from log Ẑ");
+    out.reasons.push_back("the bias bound's own sample gives log Z = " + number_text(*in.bound_sample_log_z, 4) + ", " +
+                          number_text(std::abs(*in.bound_sample_log_z - in.main.log_z), 4) + " nats from log Ẑ");
   if (in.bdmc_lower && in.bdmc_upper) {
     const double lo = *in.bdmc_lower, hi = *in.bdmc_upper;
     if (!(hi - lo <= in.tolerance))
-      out.reasons.push_back("the bidirectional AIS bounds [" + fmt(lo) + ", " + fmt(hi) + "] are " +
-                            fmt(hi - lo) + " nats apart (tolerance " + fmt(in.tolerance) + ")");
+      out.reasons.push_back("the bidirectional AIS bounds [" + number_text(lo, 4) + ", " + number_text(hi, 4) + "] are " +
+                            number_text(hi - lo, 4) + " nats apart (tolerance " + number_text(in.tolerance, 4) + ")");
     const double slack = 2.0 * in.main.stderr_log_z + in.tolerance;
     if (!in.main.failed && (in.main.log_z < lo - slack || in.main.log_z > hi + slack))
-      out.reasons.push_back("log Ẑ = " + fmt(in.main.log_z) + " lies outside the bidirectional AIS bounds [" +
-                            fmt(lo) + ", " + fmt(hi) + "]");
+      out.reasons.push_back("log Ẑ = " + number_text(in.main.log_z, 4) + " lies outside the bidirectional AIS bounds [" +
+                            number_text(lo, 4) + ", " + number_text(hi, 4) + "]");
   }
   out.reliable = out.reasons.empty();
   return out;

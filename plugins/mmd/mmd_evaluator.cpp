@@ -9,19 +9,10 @@
 #include "kef/error.hpp"
 #include "kef/evaluation_rows.hpp"
 #include "kef/linalg.hpp"
+#include "kef/number_text.hpp"
 #include "mmd_statistic.hpp"
 
 namespace kef::mmd {
-namespace {
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-
-}  // namespace
-
 const OptionsSpec<MmdOptions>& mmd_options() {
   using O = MmdOptions;
   static const OptionsSpec<O> spec = [] {
@@ -151,8 +142,8 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   if (permutations_ > 0) r.metrics.emplace_back("mmd_pvalue", t.p_value);
   r.metrics.emplace_back("mmd_bandwidth", sigma);
   std::ostringstream summary;
-  summary << "mmd: mmd2 = " << fmt(t.mmd2) << (permutations_ > 0 ? ", p = " + fmt(t.p_value) : "") << " ("
-          << n << " model samples vs " << Y.rows() << " " << split_ << " rows, sigma = " << fmt(sigma) << ")";
+  summary << "mmd: mmd2 = " << number_text(t.mmd2, 4) << (permutations_ > 0 ? ", p = " + number_text(t.p_value, 4) : "") << " ("
+          << n << " model samples vs " << Y.rows() << " " << split_ << " rows, sigma = " << number_text(sigma, 4) << ")";
   if (!diag.ran) {
     r.notes.push_back("model samples from the model's exact sampler");
   } else {
@@ -163,14 +154,14 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
     r.notes.push_back("model samples by " + diag.summary());
     // The permutation null assumes independent draws; autocorrelated ones make p-values too small.
     if (!(diag.min_ess() >= 0.5 * static_cast<double>(n)))
-      r.notes.push_back("HMC min ESS " + fmt(diag.min_ess()) + " is below half of the " + std::to_string(n) +
+      r.notes.push_back("HMC min ESS " + number_text(diag.min_ess(), 4) + " is below half of the " + std::to_string(n) +
                         " samples: the p-value (which assumes independent samples) may be too small; raise "
                         "hmc_thinning or hmc_leapfrog_steps");
     if (diag.total_divergences() > 0)
       r.notes.push_back(std::to_string(diag.total_divergences()) +
                         " HMC divergences after warm-up: the samples may miss regions of the model");
     if (std::isfinite(diag.max_r_hat()) && diag.max_r_hat() > 1.05)
-      r.notes.push_back("HMC split-R^ " + fmt(diag.max_r_hat()) +
+      r.notes.push_back("HMC split-R^ " + number_text(diag.max_r_hat(), 4) +
                         " > 1.05: chains disagree; raise hmc_warmup");
   }
   r.summary = summary.str();

@@ -1,4 +1,5 @@
 // Funnel, banana, square and cosine, the extra-coordinates wrapper and small numerical helpers.
+#include "kef/number_text.hpp"
 // Mixtures, rings and two moons live in mixtures.cpp.
 #include "densities.hpp"
 
@@ -14,12 +15,6 @@ namespace {
 
 constexpr double kLogTwoPi = 1.8378770664093454836;  // log(2π)
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::string number_text(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
 
 // x0 ~ N(0, s²); x_{1:} ~ N(0, v I), v = min(exp(-x0), v_max). The clip makes log p non-smooth at
 // x0 = -log v_max; we put that point on the clipped side (v = v_max, derivative of v is zero) and

@@ -1,4 +1,5 @@
 // Gaussian mixtures (mog, grid, gaussian, mixture_1d), rings (ring, mor, rings) and two moons.
+#include "kef/number_text.hpp"
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -60,12 +61,6 @@ void radial_derivatives(double y0, double y1, double l1, double l2, Vector& grad
     for (int b = 0; b < 2; ++b)
       (*hessian)(a, b) = (l2 - tangential) * u[a] * u[b] + (a == b ? tangential : 0.0);
   }
-}
-
-std::string number_text(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
 }
 
 Index pick_component(const std::vector<double>& cumulative, RandomStream& rng) {

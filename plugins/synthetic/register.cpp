@@ -15,6 +15,7 @@
 #include "kef/registry.hpp"
 #include "kef/sdk/plugin.hpp"
 #include "kef/target.hpp"
+#include "kef/number_text.hpp"
 #include "truth_model.hpp"
 
 namespace kef::synthetic {
@@ -62,12 +63,6 @@ class SyntheticSource final : public Clonable<SyntheticSource, DataSource> {
   Builder build_;
   std::string parameters_;
 };
-
-std::string number_text(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
 
 // "dim = 2, radius = 5, noise = 0.2": every declared key but n, for the provenance text.
 std::string parameters_text(const Config& cfg, const KeyList& keys) {

@@ -16,6 +16,7 @@
 #include "kef/lite_system.hpp"
 #include "kef/parallel.hpp"
 #include "kef/score_matching.hpp"
+#include "kef/number_text.hpp"
 
 namespace kef {
 namespace {
@@ -48,13 +49,6 @@ std::string num(double v) {
   return os.str();
 }
 
-std::string point_text(const Matrix& X, Index r) {
-  std::ostringstream os;
-  os << "(";
-  for (Index d = 0; d < X.cols(); ++d) os << (d ? ", " : "") << X(r, d);
-  os << ")";
-  return os.str();
-}
 
 std::string who(const Target& target, const KahmcOptions& o) {
   if (!o.context.empty()) return o.context;
@@ -236,7 +230,7 @@ double target_at(const Target& target, const Matrix& x, const KahmcOptions& o, I
     throw Error(who(target, o) + ": log_density returned " + std::to_string(lp.size()) + " values for 1 row");
   if (std::isnan(lp[0]))
     throw NumericalError(who(target, o) + ": chain " + std::to_string(chain) +
-                         ": the log density is NaN at " + point_text(x, 0) +
+                         ": the log density is NaN at " + row_text(x, 0) +
                          " (a target returns a number or -inf, never NaN)");
   return lp[0];
 }
@@ -425,7 +419,7 @@ KahmcResult run_kahmc(const Target& target, const KernelFamily& kernels, RandomS
   for (Index c = 0; c < o.chains; ++c)
     if (!std::isfinite(lp0[c]))
       throw DataError(who(target, o) + ": the log density is " + num(lp0[c]) + " at the starting point " +
-                      point_text(X0, c) + " of chain " + std::to_string(c) +
+                      row_text(X0, c) + " of chain " + std::to_string(c) +
                       " (expected a finite value); start inside the target's support (init_points, --init)");
 
   std::mutex kernel_mutex, progress_mutex;

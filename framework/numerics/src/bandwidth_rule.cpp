@@ -8,20 +8,15 @@
 #include "kef/error.hpp"
 #include "kef/kernel_learning.hpp"
 #include "kef/linalg.hpp"
+#include "kef/number_text.hpp"
 
 namespace kef {
 namespace {
 
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-
 double median_sigma(const Matrix& rows, std::string_view where) {
   const double sigma = median_pairwise_distance(rows, rows.rows());
   if (!(sigma > 0) || !std::isfinite(sigma))
-    throw NumericalError(std::string(where) + ": median-heuristic bandwidth is " + fmt(sigma) +
+    throw NumericalError(std::string(where) + ": median-heuristic bandwidth is " + number_text(sigma, 4) +
                          " (the sample has repeated points); give a bandwidth");
   return sigma;
 }

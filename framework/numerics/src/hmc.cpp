@@ -12,6 +12,7 @@
 #include "kef/base_measure.hpp"
 #include "kef/error.hpp"
 #include "kef/parallel.hpp"
+#include "kef/number_text.hpp"
 
 namespace kef {
 namespace {
@@ -57,13 +58,6 @@ struct Chain {
   throw ConfigError("HMC option `" + name + "`: expected " + expected + ", got " + got);
 }
 
-std::string point_text(const Matrix& X, Index r) {
-  std::ostringstream os;
-  os << "(";
-  for (Index d = 0; d < X.cols(); ++d) os << (d ? ", " : "") << X(r, d);
-  os << ")";
-  return os.str();
-}
 
 bool row_finite(const Matrix& M, Index r) { return M.row(r).array().isFinite().all(); }
 
@@ -170,12 +164,12 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
     const std::string& error = logp_errors[a].empty() ? score_errors[a] : logp_errors[a];
     if (!error.empty())
       throw NumericalError("HMC on " + who(model, o) + ": chain " + std::to_string(chains[r].id) +
-                           ": the model fails at its starting point " + point_text(X, r) + ": " + error +
+                           ": the model fails at its starting point " + row_text(X, r) + ": " + error +
                            "; start from points where the model is finite");
     if (!std::isfinite(logp[r]) || !row_finite(S, r))
       throw NumericalError("HMC on " + who(model, o) + ": chain " + std::to_string(chains[r].id) + ": " +
                            (std::isfinite(logp[r]) ? "the score" : "log p~") +
-                           " is not finite at its starting point " + point_text(X, r) +
+                           " is not finite at its starting point " + row_text(X, r) +
                            "; start from points where the model is finite");
   }
   // Step size only in the first 15%, mass in 15%–50%, then step size alone again. (Stan's last

@@ -5,16 +5,10 @@
 
 #include "kef/error.hpp"
 #include "kef/vector_exp.hpp"
+#include "kef/number_text.hpp"
 
 namespace kef {
 namespace {
-
-std::string fmt(double v) {
-  std::ostringstream os;
-  os.precision(6);
-  os << v;
-  return os.str();
-}
 
 // exp(−‖x − y‖² / (2 s²)) for all row pairs.
 Matrix gaussian_gram(const Matrix& X, const Matrix& Y, double s) {
@@ -27,9 +21,9 @@ BayesianKernelEmbedding::BayesianKernelEmbedding(const Matrix& X, double lengths
                                                  const std::string& where)
     : X_(X), ell_(lengthscale), tau2_(tau2), where_(where) {
   if (!(lengthscale > 0.0) || !std::isfinite(lengthscale))
-    throw ConfigError(where + ": lengthscale must be a positive number, got " + fmt(lengthscale));
+    throw ConfigError(where + ": lengthscale must be a positive number, got " + number_text(lengthscale));
   if (!(tau2 > 0.0) || !std::isfinite(tau2))
-    throw ConfigError(where + ": tau2 must be a positive number, got " + fmt(tau2));
+    throw ConfigError(where + ": tau2 must be a positive number, got " + number_text(tau2));
   if (X.rows() < 1 || X.cols() < 1) throw DataError(where + ": no data rows");
   check_finite(X, where + ": data");
   const double n = static_cast<double>(X.rows());

@@ -13,16 +13,10 @@
 #include "kef/parallel.hpp"
 #include "kef/random.hpp"
 #include "kef/vector_exp.hpp"
+#include "kef/number_text.hpp"
 
 namespace kef {
 namespace {
-
-std::string fmt(double v) {
-  std::ostringstream os;
-  os.precision(6);
-  os << v;
-  return os.str();
-}
 
 // Bad input, not a numerical failure: DataError (exit 2) naming the first non-finite cell.
 void require_finite(const Matrix& A, const std::string& where) {
@@ -30,7 +24,7 @@ void require_finite(const Matrix& A, const std::string& where) {
   for (Index i = 0; i < A.rows(); ++i)
     for (Index j = 0; j < A.cols(); ++j)
       if (!std::isfinite(A(i, j)))
-        throw DataError(where + ": non-finite value " + fmt(A(i, j)) + " at row " + std::to_string(i) +
+        throw DataError(where + ": non-finite value " + number_text(A(i, j)) + " at row " + std::to_string(i) +
                         ", column " + std::to_string(j) + " (expected finite numbers)");
 }
 
@@ -295,7 +289,7 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
   require_finite(X, c + ": data");
   if (!(o.tau2 > 0.0) || !std::isfinite(o.tau2))
     throw ConfigError(c + ": tau2 must be a positive number (the fixed noise variance τ²), got " +
-                      fmt(o.tau2));
+                      number_text(o.tau2));
   if (o.profile_points < 5)
     throw ConfigError(c + ": profile_points must be >= 5, got " + std::to_string(o.profile_points));
   if (o.lower < 0.0 || o.upper < 0.0 || !std::isfinite(o.lower) || !std::isfinite(o.upper) ||
@@ -303,7 +297,7 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
     throw ConfigError(c +
                       ": lower and upper (the box of ℓ) must be positive with lower < upper, or 0 for "
                       "automatic; got lower = " +
-                      fmt(o.lower) + ", upper = " + fmt(o.upper));
+                      number_text(o.lower) + ", upper = " + number_text(o.upper));
 
   // Landmarks: given, or m rows drawn by the context's stream and held out of the data.
   Matrix data, Z;
@@ -355,7 +349,7 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
   r.median_lengthscale = data.rows() >= 2 ? median_pairwise_distance(data, 1000) : 0.0;
   const double lmed = r.median_lengthscale;
   if ((o.lower == 0.0 || o.upper == 0.0) && !(lmed > 0.0))
-    throw DataError(c + ": the data rows' median pairwise distance is " + fmt(lmed) +
+    throw DataError(c + ": the data rows' median pairwise distance is " + number_text(lmed) +
                     " (repeated rows), so the automatic bounds of ℓ are undefined; give lower and upper");
   r.upper = o.upper > 0.0 ? o.upper : 1e2 * lmed;
   if (o.lower > 0.0) {
@@ -365,10 +359,10 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
     while (r.lower < r.upper && !std::isfinite(logL(std::log(r.lower), nullptr))) r.lower *= 1.25;
     if (!(r.lower < r.upper))
       throw DataError(c + ": the pseudolikelihood is not finite for any ℓ below the upper bound " +
-                      fmt(r.upper) + " (the landmarks' offsets from some row span fewer than D directions)");
+                      number_text(r.upper) + " (the landmarks' offsets from some row span fewer than D directions)");
   }
   if (!(r.lower < r.upper))
-    throw ConfigError(c + ": lower = " + fmt(r.lower) + " is not below upper = " + fmt(r.upper));
+    throw ConfigError(c + ": lower = " + number_text(r.lower) + " is not below upper = " + number_text(r.upper));
   const double alo = std::log(r.lower), ahi = std::log(r.upper);
 
   // The profile in ℓ (τ² fixed), which is also the mode finder's multistart: the objective is
@@ -386,13 +380,13 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
   }
   if (lmed > 0.0) r.median_log_likelihood = logL(std::log(lmed), nullptr);
   if (best < 0)
-    throw DataError(c + ": the pseudolikelihood is not finite anywhere on ℓ in [" + fmt(r.lower) + ", " +
-                    fmt(r.upper) + "]; widen the bounds");
+    throw DataError(c + ": the pseudolikelihood is not finite anywhere on ℓ in [" + number_text(r.lower) + ", " +
+                    number_text(r.upper) + "]; widen the bounds");
   const std::string where_tau =
-      " (τ² fixed at " + fmt(o.tau2) + ", ℓ in [" + fmt(r.lower) + ", " + fmt(r.upper) + "])";
+      " (τ² fixed at " + number_text(o.tau2) + ", ℓ in [" + number_text(r.lower) + ", " + number_text(r.upper) + "])";
   auto refuse = [&](bool upper, double at) {
     throw DataError(c + ": the pseudolikelihood's maximum over ℓ is on the " + (upper ? "upper" : "lower") +
-                    " bound ℓ = " + fmt(at) + where_tau +
+                    " bound ℓ = " + number_text(at) + where_tau +
                     ": no interior optimum, so no length scale is chosen; set tau2 to another value, widen "
                     "`lower`/`upper`, or give the bandwidth as a number (the profile of log L in ℓ shows the "
                     "shape)");
@@ -451,17 +445,17 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
     r.hmc_summary = diag.summary();
     r.method = "hmc";
     how << "posterior median of ℓ by HMC over log ℓ (" << h.chains << " chains x " << h.samples
-        << " draws after " << h.warmup << " warm-up; mode " << fmt(r.mode) << ", 90% interval ["
-        << fmt(r.posterior_q05) << ", " << fmt(r.posterior_q95) << "])";
+        << " draws after " << h.warmup << " warm-up; mode " << number_text(r.mode) << ", 90% interval ["
+        << number_text(r.posterior_q05) << ", " << number_text(r.posterior_q95) << "])";
   } else {
     how << "posterior mode of log ℓ by L-BFGS (Ceres) from the best of " << P << " profile points";
   }
   r.evaluations = evaluations;
-  how << "; flat prior on log ℓ over [" << fmt(r.lower) << ", " << fmt(r.upper) << "], τ² fixed at "
-      << fmt(o.tau2) << ", prior covariance exp(−‖x−x'‖²/(4ℓ²)) of amplitude 1; " << r.landmarks
+  how << "; flat prior on log ℓ over [" << number_text(r.lower) << ", " << number_text(r.upper) << "], τ² fixed at "
+      << number_text(o.tau2) << ", prior covariance exp(−‖x−x'‖²/(4ℓ²)) of amplitude 1; " << r.landmarks
       << " landmarks " << (o.landmark_points.size() > 0 ? "given" : "drawn from the rows and held out")
-      << ", " << r.rows << " data rows; log L = " << fmt(r.log_likelihood)
-      << " (median heuristic ℓ = " << fmt(lmed) << ": log L = " << fmt(r.median_log_likelihood) << ")";
+      << ", " << r.rows << " data rows; log L = " << number_text(r.log_likelihood)
+      << " (median heuristic ℓ = " << number_text(lmed) << ": log L = " << number_text(r.median_log_likelihood) << ")";
   r.provenance = how.str();
   return r;
 }

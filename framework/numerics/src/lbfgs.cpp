@@ -9,16 +9,10 @@
 #include <sstream>
 
 #include "kef/error.hpp"
+#include "kef/number_text.hpp"
 
 namespace kef {
 namespace {
-
-std::string fmt(double v) {
-  std::ostringstream os;
-  os.precision(6);
-  os << v;
-  return os.str();
-}
 
 bool inside(const Vector& x, const LbfgsOptions& o) {
   if (o.lower.size() == 0) return true;
@@ -67,7 +61,7 @@ void check_options(const LbfgsOptions& o, Index n) {
   const std::string& c = o.context;
   auto positive = [&](double v, const char* name) {
     if (!(v > 0.0) || !std::isfinite(v))
-      throw ConfigError(c + ": L-BFGS option " + name + " must be a positive number, got " + fmt(v));
+      throw ConfigError(c + ": L-BFGS option " + name + " must be a positive number, got " + number_text(v));
   };
   if (n < 1) throw ConfigError(c + ": L-BFGS needs at least one parameter, got 0");
   if (o.max_iterations < 1)
@@ -85,8 +79,8 @@ void check_options(const LbfgsOptions& o, Index n) {
                       std::to_string(o.upper.size()) + " for " + std::to_string(n) + " parameters");
   for (Index i = 0; i < n; ++i)
     if (std::isnan(o.lower[i]) || std::isnan(o.upper[i]) || !(o.lower[i] < o.upper[i]))
-      throw ConfigError(c + ": L-BFGS bounds of parameter " + std::to_string(i) + " are [" + fmt(o.lower[i]) +
-                        ", " + fmt(o.upper[i]) + "] (expected lower < upper)");
+      throw ConfigError(c + ": L-BFGS bounds of parameter " + std::to_string(i) + " are [" + number_text(o.lower[i]) +
+                        ", " + number_text(o.upper[i]) + "] (expected lower < upper)");
 }
 
 }  // namespace
@@ -102,7 +96,7 @@ LbfgsResult minimize_lbfgs(const LbfgsObjective& f, const Vector& x0, const Lbfg
     const double v0 = f(x0, &g);
     if (!std::isfinite(v0) || !g.allFinite())
       throw NumericalError(c + ": the objective or its gradient is not finite at the start (value " +
-                           fmt(v0) + ")");
+                           number_text(v0) + ")");
   }
 
   ceres::GradientProblemSolver::Options so;
