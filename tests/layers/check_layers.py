@@ -3,7 +3,8 @@
 
 The layers, lowest first, are the KEF_LAYERS list of framework/CMakeLists.txt: a file in
 framework/<layer>/ may include headers of its own layer and of the layers before it, and standard or
-third-party headers; framework/cli may include any layer. A header is found by its file name in the
+third-party headers; framework/cli (the kef command, above every layer, with its own private
+headers) may include any layer. A header is found by its file name in the
 layers' include/kef and src folders; a name that two layers both define is an error too, since the
 build could not tell them apart.
 
@@ -46,8 +47,15 @@ def main():
                     if key in header_layer and header_layer[key] != layer:
                         problems.append(f'{rel}: header `{key}` is defined in both {header_layer[key]} and {layer}')
                     header_layer[key] = layer
+    rank['cli'] = len(layers)
     for dirpath, _, names in os.walk(os.path.join(framework, 'cli')):
-        files.extend(('cli', os.path.join(dirpath, n)) for n in names)
+        for name in sorted(names):
+            files.append(('cli', os.path.join(dirpath, name)))
+            if name.endswith(('.hpp', '.h')):
+                if name in header_layer:
+                    problems.append(f'framework/cli/{name}: header `{name}` is defined in both '
+                                    f'{header_layer[name]} and cli')
+                header_layer[name] = 'cli'
     checked = 0
     for layer, path in files:
         if not path.endswith(('.hpp', '.h', '.cpp')):

@@ -1,0 +1,46 @@
+#pragma once
+// `kef test`: kernel two-sample and independence tests on data files, and causal structure discovery
+// (the PC algorithm with HSIC tests on GP-regression residuals). Internal to the kef command.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kef/registry.hpp"
+
+namespace kef_cli {
+
+// `kef test two-sample X Y` and `kef test independence X Y`: kernel tests on two data files
+// (kef/mmd_test.hpp, kef/hsic_test.hpp; docs/math.md §8.9, §8.10).
+struct KernelTestFlags {
+  std::string x_file, y_file;
+  std::string bandwidth = "median", bandwidth_y;
+  long long permutations = 1000;
+  std::uint64_t seed = 0;
+  bool json = false;
+  std::vector<std::string> plugin_paths;
+};
+
+struct KernelTestCommand {
+  CLI::App* test = nullptr;
+  CLI::App* two_sample = nullptr;
+  CLI::App* independence = nullptr;
+  CLI::App* causal = nullptr;
+};
+
+// `kef test causal DATA`: the PC algorithm with HSIC tests on GP-regression residuals.
+struct CausalFlags {
+  std::string data, truth, bandwidth = "median";
+  double alpha = 0.05;
+  long long permutations = 200, max_given = -1;
+  std::uint64_t seed = 0;
+  bool json = false;
+  std::vector<std::string> plugin_paths;
+};
+
+// Declares `kef test` and its subcommands two-sample, independence and causal.
+KernelTestCommand add_kernel_test_command(CLI::App& app, KernelTestFlags& f, CausalFlags& cf, int& threads);
+int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_sample, int threads);
+int cmd_causal(kef::Registry& registry, const CausalFlags& f, int threads);
+
+}  // namespace kef_cli
