@@ -15,6 +15,15 @@ echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d
 echo "== DGEMM peak: the faster of OpenBLAS and Eigen, one 1024^3 product per thread (ratios below are against it)"
 "$build/bin/bench_lite" gemm | tee "$work/gemm.txt"
 gemm=$(val gemm_gflops "$work/gemm.txt")
+# OpenBLAS 0.3.21 falls back to its Prescott (SSE3) kernels on x86 models it does not recognise; kef then
+# computes its products with Eigen (kef/linalg.hpp) while NumPy keeps the slow kernels. Where that happens,
+# the NumPy anchors also run with OPENBLAS_CORETYPE set to the kernels the CPU supports, and both ratios
+# are printed: against NumPy as installed, and against NumPy with OpenBLAS fixed.
+fixed_core=""
+if grep -q "products: Eigen (OpenBLAS chose" "$work/gemm.txt"; then
+  if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo; then fixed_core=SkylakeX; else fixed_core=Haswell; fi
+  echo "OpenBLAS fell back to generic kernels on this CPU; NumPy anchors are also timed with OPENBLAS_CORETYPE=$fixed_core"
+fi
 
 N=20000 D=10 M=300
 echo "== lite fit N=$N D=$D M=$M (kef, best of 3)"
@@ -33,6 +42,12 @@ if [ -f "$anchors/lite_numpy.py" ] && $py -c "import numpy" 2>/dev/null; then
   done
   echo "numpy_fit_seconds $best"
   awk -v a="$best" -v b="$kef_s" 'BEGIN{printf "ratio numpy/kef = %.2fx (target >= 6x)\n", a/b}'
+  if [ -n "$fixed_core" ]; then
+    OPENBLAS_CORETYPE=$fixed_core LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+      $py "$anchors/lite_numpy.py" "$work/train.npy" "$work/inducing.npy" 2.0 3.0 1e-3 1e-3 > "$work/np_fixed.txt"
+    awk -v a="$(val fit_seconds "$work/np_fixed.txt")" -v b="$kef_s" -v c="$fixed_core" \
+      'BEGIN{printf "numpy with OPENBLAS_CORETYPE=%s: %.3f s; ratio numpy/kef = %.2fx\n", c, a, a/b}'
+  fi
 else
   echo "NumPy anchor not available (needs /usr/bin/python3 with numpy and ../shared/anchors)"
 fi
@@ -156,6 +171,17 @@ if [ -f "$anchors/nystrom_numpy.py" ] && $py -c "import scipy" 2>/dev/null; then
   done
   echo "numpy_fit_seconds $best"
   awk -v a="$best" -v b="$ny_s" 'BEGIN{printf "nystrom: ratio numpy/kef = %.2fx (target >= 10x)\n", a/b}'
+  if [ -n "$fixed_core" ]; then
+    OPENBLAS_CORETYPE=$fixed_core LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+      $py "$anchors/nystrom_numpy.py" "$work/ny/train.npy" --basis-idx "$work/ny/idx.npy" --sigma 2 --std 3 \
+      --lam 1e-3 > "$work/ny_np_fixed.txt"
+    awk -v a="$(val fit_seconds "$work/ny_np_fixed.txt")" -v b="$ny_s" -v c="$fixed_core" \
+      'BEGIN{printf "nystrom: numpy with OPENBLAS_CORETYPE=%s: %.3f s; ratio numpy/kef = %.2fx\n", c, a, a/b}'
+  fi
+  # 10x needs kef below a tenth of NumPy's time; the (n·D) x M rank-k update alone at the DGEMM peak is a
+  # floor no implementation of this basis passes.
+  awk -v a="$best" -v s="$(val syrk_flops "$work/ny.txt")" -v g="$gemm" \
+    'BEGIN{printf "nystrom: 10x NumPy needs %.3f s; the rank-k update alone at the DGEMM peak takes %.3f s\n", a/10, s/(g*1e9)}'
 else
   echo "Nyström anchor not available (needs /usr/bin/python3 with numpy and scipy, and ../shared/anchors)"
 fi
@@ -165,3 +191,28 @@ echo "== Nyström peak memory N=1000000 D=5 m=100"
 "$build/bin/bench_nystrom" memory 1000000 5 100 | tee "$work/nymem.txt"
 awk -v d="$(val data_mb "$work/nymem.txt")" -v p="$(val peak_rss_mb "$work/nymem.txt")" \
   'BEGIN{printf "nystrom peak RSS - data = %.1f MB\n", p-d}'
+
+echo "== Nyström fit scaling, D=5 (kef best of 3): time against n at m=100, and against m at n=10000; exponents by least squares on log-log"
+scale_dir="${KEF_BENCH_OUT:-$work}/nystrom-scaling"
+mkdir -p "$scale_dir"
+echo "x,y" > "$scale_dir/time_vs_n.csv"
+for n in 1250 2500 5000 10000 20000 40000; do
+  "$build/bin/bench_nystrom" fit $n 5 100 "$work/nys" > "$work/nys.txt"
+  echo "$n,$(val fit_seconds "$work/nys.txt")" | tee -a "$scale_dir/time_vs_n.csv"
+done
+echo "x,y" > "$scale_dir/time_vs_m.csv"
+for m in 25 50 100 200 400; do
+  "$build/bin/bench_nystrom" fit 10000 5 $m "$work/nys" > "$work/nys.txt"
+  echo "$m,$(val fit_seconds "$work/nys.txt")" | tee -a "$scale_dir/time_vs_m.csv"
+done
+slope() {  # least-squares slope of log y on log x over the rows of a CSV x,y whose x >= $2
+  awk -F, -v lo="$2" 'NR > 1 && $1 >= lo { x = log($1); y = log($2); n++; sx += x; sy += y; sxx += x*x; sxy += x*y }
+    END { printf "%.2f", (n*sxy - sx*sy) / (n*sxx - sx*sx) }' "$1"
+}
+echo "nystrom time ~ n^$(slope "$scale_dir/time_vs_n.csv" 0) (theory: 1, the n·D x M rank-k update and the n·m·D² kernel derivatives)"
+echo "nystrom time ~ m^$(slope "$scale_dir/time_vs_m.csv" 0) over m = 25..400, m^$(slope "$scale_dir/time_vs_m.csv" 100) over m = 100..400 (theory: 2 while n·D·M² dominates, 3 once the M³ solve does, M = m·D)"
+"$build/bin/kef" lineplot "n (m = 100)=$scale_dir/time_vs_n.csv" --out "$scale_dir/time_vs_n.png" --log-x --log-y \
+  --title "Nystrom fit time against n (D = 5, m = 100)" --x-label n --y-label "seconds" >/dev/null &&
+  "$build/bin/kef" lineplot "m (n = 10000)=$scale_dir/time_vs_m.csv" --out "$scale_dir/time_vs_m.png" --log-x --log-y \
+    --title "Nystrom fit time against m (D = 5, n = 10000)" --x-label m --y-label "seconds" >/dev/null &&
+  echo "figures: $scale_dir/time_vs_n.png, $scale_dir/time_vs_m.png"

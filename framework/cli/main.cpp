@@ -25,6 +25,7 @@
 #include "kef/kahmc.hpp"
 #include "kef/kernel_causal_discovery.hpp"
 #include "kef/line_plot.hpp"
+#include "kef/linalg.hpp"
 #include "kef/mmd_test.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/model_target.hpp"
@@ -615,6 +616,7 @@ int main(int argc, char** argv) {
   kef::Registry registry;
   try {
     if (threads > 0) kef::set_default_threads(threads);
+    (void)kef::product_backend();  // a bad KEF_BLAS fails here, before any work
     if (score->parsed()) check_output_file("--out", out);
     if (sample->parsed()) check_output_file("--out", sample_out);
     if (eval->parsed() && !eval_out.empty()) check_output_file("--out", eval_out);

@@ -56,9 +56,11 @@ TEST(KefSample, PoorMixingWarnsOnStderrAndExitsThreeUnlessAllowed) {
   const Result allowed = kef_cmd(stuck + "--allow-poor-mixing --out " + (dir / "c.npy").string());
   EXPECT_EQ(allowed.status, 0) << allowed.output;
   EXPECT_TRUE(contains(allowed.output, "mix poorly")) << allowed.output;
-  // A stated ESS fraction: with a well-mixing run, demanding ESS >= n fails on the ESS alone.
+  // A stated ESS fraction: with a well-mixing run, demanding ESS >= n fails on the ESS alone. The good
+  // run keeps 250 draws per chain: with 50, split-R̂ of a well-mixing chain still lands above 1.05 for
+  // some seeds and rounding (1.068 once the products moved from OpenBLAS to Eigen).
   const Result good =
-      kef_cmd("sample " + model.string() + " -n 200 --seed 4 --out " + (dir / "d.npy").string());
+      kef_cmd("sample " + model.string() + " -n 1000 --seed 4 --out " + (dir / "d.npy").string());
   EXPECT_EQ(good.status, 0) << good.output;
   EXPECT_FALSE(contains(good.output, "mix poorly")) << good.output;
   EXPECT_TRUE(contains(good.output, "[kef] HMC: 4 chains")) << good.output;

@@ -1,7 +1,8 @@
+#include "kef/linalg.hpp"
+
 #include <gtest/gtest.h>
 
 #include "kef/error.hpp"
-#include "kef/linalg.hpp"
 #include "kef/random.hpp"
 
 namespace kef {
@@ -79,6 +80,41 @@ TEST(SquaredDistances, AccurateFarFromTheOrigin) {
       }
   }
   EXPECT_EQ(squared_distances(Matrix(0, 2), Matrix::Ones(3, 2)).rows(), 0);
+}
+
+// Both backends of the two hot products against the plain triple loop, on shapes that are not multiples
+// of any block size, accumulating into a nonzero C (the products add, they do not overwrite).
+TEST(Products, BothBackendsMatchTheDefinition) {
+  RandomStream rng(3, "products");
+  const Matrix A = rng.normal_matrix(203, 37), B = rng.normal_matrix(203, 11);
+  const Matrix C0 = rng.normal_matrix(37, 37), E0 = rng.normal_matrix(37, 11);
+  Matrix gram_ref = C0, cross_ref = E0;
+  for (Index i = 0; i < 37; ++i) {
+    for (Index j = 0; j < 37; ++j)
+      for (Index r = 0; r < 203; ++r) gram_ref(i, j) += A(r, i) * A(r, j);
+    for (Index j = 0; j < 11; ++j)
+      for (Index r = 0; r < 203; ++r) cross_ref(i, j) += A(r, i) * B(r, j);
+  }
+  for (ProductBackend b : {ProductBackend::OpenBlas, ProductBackend::Eigen}) {
+    Matrix C = C0, E = E0;
+    add_gram_lower(A, C, b);
+    add_cross_product(A, B, E, b);
+    for (Index j = 0; j < 37; ++j)
+      for (Index i = 0; i < 37; ++i) {
+        if (i >= j)
+          EXPECT_NEAR(C(i, j), gram_ref(i, j), 1e-12 * 203) << i << "," << j;
+        else
+          EXPECT_EQ(C(i, j), C0(i, j)) << "upper triangle must be left alone: " << i << "," << j;
+      }
+    EXPECT_LT((E - cross_ref).cwiseAbs().maxCoeff(), 1e-12 * 203);
+  }
+  EXPECT_FALSE(product_backend_description().empty());
+}
+
+TEST(Products, ShapeMismatchIsAnError) {
+  Matrix C = Matrix::Zero(3, 3), E = Matrix::Zero(3, 2);
+  EXPECT_THROW(add_gram_lower(Matrix::Zero(5, 4), C), Error);
+  EXPECT_THROW(add_cross_product(Matrix::Zero(5, 3), Matrix::Zero(4, 2), E), Error);
 }
 
 }  // namespace

@@ -1,9 +1,16 @@
+// GCC 12 warns inside its own avx512fintrin.h (`__m512d __Y = __Y;`, a deliberate undefined value)
+// when Eigen's AVX-512 transposition kernels, used by the Eigen product backend below, are inlined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "kef/linalg.hpp"
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -88,13 +95,101 @@ double median_pairwise_distance(const Matrix& X, Index max_rows) {
   return med;
 }
 
-void add_gram_lower(const Matrix& A, Matrix& C) {
+namespace {
+
+// OpenBLAS's x86-64 kernel sets without AVX: on a CPU with AVX2 and FMA, one of these means OpenBLAS
+// did not recognise the CPU and fell back.
+bool pre_avx_core(const std::string& core) {
+  static const char* const kOld[] = {"Katmai",  "Coppermine",    "Northwood", "Prescott",   "Banias",
+                                     "Atom",    "Core2",         "Penryn",    "Dunnington", "Nehalem",
+                                     "Opteron", "Opteron(SSE3)", "Barcelona", "Nano",       "Bobcat"};
+  for (const char* c : kOld)
+    if (core == c) return true;
+  return false;
+}
+
+bool cpu_has_avx2_fma() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+struct BackendChoice {
+  ProductBackend backend = ProductBackend::OpenBlas;
+  std::string description;
+  std::string error;  // a bad KEF_BLAS, reported on first use
+};
+
+BackendChoice choose_backend() {
+  BackendChoice c;
+  const char* core_text = openblas_get_corename();
+  const std::string core = core_text ? core_text : "unknown";
+  const char* env = std::getenv("KEF_BLAS");
+  if (env && *env) {
+    const std::string v(env);
+    if (v == "openblas") {
+      c.description = "OpenBLAS (" + core + " kernels; KEF_BLAS=openblas)";
+    } else if (v == "eigen") {
+      c.backend = ProductBackend::Eigen;
+      c.description = "Eigen (KEF_BLAS=eigen)";
+    } else {
+      c.error = "KEF_BLAS: expected openblas or eigen, got '" + v + "' (unset it to let kef choose)";
+    }
+    return c;
+  }
+  if (pre_avx_core(core) && cpu_has_avx2_fma()) {
+    c.backend = ProductBackend::Eigen;
+    c.description = "Eigen (OpenBLAS chose its " + core +
+                    " kernels on a CPU with AVX2/FMA; OPENBLAS_CORETYPE=Haswell or SkylakeX fixes OpenBLAS)";
+  } else {
+    c.description = "OpenBLAS (" + core + " kernels)";
+  }
+  return c;
+}
+
+const BackendChoice& backend_choice() {
+  static const BackendChoice choice = choose_backend();
+  if (!choice.error.empty()) throw ConfigError(choice.error);
+  return choice;
+}
+
+}  // namespace
+
+ProductBackend product_backend() { return backend_choice().backend; }
+
+std::string product_backend_description() { return backend_choice().description; }
+
+void add_gram_lower(const Matrix& A, Matrix& C) { add_gram_lower(A, C, product_backend()); }
+
+void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C) {
+  add_cross_product(A, B, C, product_backend());
+}
+
+void add_gram_lower(const Matrix& A, Matrix& C, ProductBackend backend) {
+  if (C.rows() != C.cols() || A.cols() != C.rows())
+    throw Error("add_gram_lower: A is " + std::to_string(A.rows()) + " x " + std::to_string(A.cols()) +
+                ", C " + std::to_string(C.rows()) + " x " + std::to_string(C.cols()));
+  if (backend == ProductBackend::Eigen) {
+    C.selfadjointView<Eigen::Lower>().rankUpdate(A.transpose());
+    return;
+  }
   cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, static_cast<blasint>(C.rows()),
               static_cast<blasint>(A.rows()), 1.0, A.data(), static_cast<blasint>(A.rows()), 1.0, C.data(),
               static_cast<blasint>(C.rows()));
 }
 
-void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C) {
+void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C, ProductBackend backend) {
+  if (A.rows() != B.rows() || C.rows() != A.cols() || C.cols() != B.cols())
+    throw Error("add_cross_product: A is " + std::to_string(A.rows()) + " x " + std::to_string(A.cols()) +
+                ", B " + std::to_string(B.rows()) + " x " + std::to_string(B.cols()) + ", C " +
+                std::to_string(C.rows()) + " x " + std::to_string(C.cols()));
+  if (backend == ProductBackend::Eigen) {
+    C.noalias() += A.transpose() * B;
+    return;
+  }
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(C.rows()),
               static_cast<blasint>(C.cols()), static_cast<blasint>(A.rows()), 1.0, A.data(),
               static_cast<blasint>(A.rows()), B.data(), static_cast<blasint>(B.rows()), 1.0, C.data(),

@@ -1,5 +1,6 @@
 #pragma once
 // Dense linear-algebra building blocks shared by every estimator and evaluator.
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,11 +29,27 @@ class SpdFactor {
 
 double logsumexp(const Vector& v);
 
-// C (lower triangle) += AᵀA, and C += AᵀB in full: OpenBLAS dsyrk / dgemm on the calling thread only
-// (kef parallelises over fixed row blocks itself, so BLAS must never split work across threads).
-// These are the hot loops of every score-matching system (lite, DKEF stage 2, clustered mixtures).
+// C (lower triangle) += AᵀA, and C += AᵀB in full, on the calling thread only (kef parallelises over
+// fixed row blocks itself, so BLAS must never split work across threads). These are the hot loops of
+// every score-matching system (lite, Nyström, DKEF stage 2, clustered mixtures) and of the MMD null.
 void add_gram_lower(const Matrix& A, Matrix& C);
 void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C);
+
+// Who computes the two products above. OpenBLAS (dsyrk / dgemm), unless the kernels OpenBLAS chose
+// when it loaded predate AVX on a CPU that has AVX2 and FMA: OpenBLAS 0.3.21 (Debian bookworm) falls
+// back to its Prescott kernels on x86 models it does not recognise (measured on a KVM Xeon with
+// AVX-512: dsyrk 12 GFLOP/s per core against 60 with OPENBLAS_CORETYPE=SkylakeX), and Eigen's product
+// compiled for the machine's ISA (35) is then the faster. KEF_BLAS=openblas|eigen in the environment
+// overrides the choice; any other value is a ConfigError on first use. The choice is made once per
+// process and never depends on the thread count.
+enum class ProductBackend { OpenBlas, Eigen };
+ProductBackend product_backend();
+// One line for logs and benchmarks, e.g. "OpenBLAS (SkylakeX kernels)" or "Eigen (OpenBLAS chose its
+// Prescott kernels on a CPU with AVX2/FMA)".
+std::string product_backend_description();
+// The products with an explicit backend (the tests compare the two).
+void add_gram_lower(const Matrix& A, Matrix& C, ProductBackend backend);
+void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C, ProductBackend backend);
 
 // ‖x_n − y_m‖² for all rows (N x M), by ‖x‖² + ‖y‖² − 2xᵀy (one GEMM) after centring both on Y's
 // mean, clamped at 0 against rounding.
