@@ -24,8 +24,8 @@
 #include "kef/hsic_test.hpp"
 #include "kef/kahmc.hpp"
 #include "kef/kernel_causal_discovery.hpp"
-#include "kef/line_plot.hpp"
 #include "kef/linalg.hpp"
+#include "kef/line_plot.hpp"
 #include "kef/mmd_test.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/model_target.hpp"
@@ -154,6 +154,7 @@ struct SamplerFlags {
   std::string target;
   std::vector<std::string> target_settings;
   kef::KahmcOptions kahmc;
+  std::string surrogate = "lite";
 };
 
 void add_sampler_flags(CLI::App* sample, SamplerFlags& f) {
@@ -207,6 +208,18 @@ void add_sampler_flags(CLI::App* sample, SamplerFlags& f) {
                    "kahmc: history rows the surrogate is fitted on (a uniform subsample)")
       ->capture_default_str()
       ->check(integer_in(10, 100000));
+  sample
+      ->add_option("--surrogate", f.surrogate,
+                   "kahmc: the surrogate's basis, lite (k(z, .) at the history rows) or nystrom (the "
+                   "first-derivative basis at --nystrom-points rows)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"lite", "nystrom"}));
+  sample
+      ->add_option(
+          "--nystrom-points", f.kahmc.nystrom_points,
+          "kahmc --surrogate nystrom: basis points (0: ceil(sqrt(n) log n) of the n distinct history rows)")
+      ->capture_default_str()
+      ->check(integer_in(0, 100000));
 }
 
 constexpr int kExitPoorMixing = 3;
@@ -300,6 +313,7 @@ int cmd_sample_target(kef::Registry& registry, const std::string& model_dir, lon
 
   kef::KahmcOptions o = flags.kahmc;
   o.method = flags.sampler == "rwm" ? kef::KahmcMethod::RandomWalk : kef::KahmcMethod::Kahmc;
+  o.surrogate = flags.surrogate == "nystrom" ? kef::KahmcSurrogate::Nystrom : kef::KahmcSurrogate::Lite;
   o.chains = flags.hmc.chains;
   o.warmup = flags.hmc.warmup;
   o.leapfrog_steps = flags.hmc.leapfrog_steps;
@@ -320,6 +334,7 @@ int cmd_sample_target(kef::Registry& registry, const std::string& model_dir, lon
         {"adaptation_decay", "--adaptation-decay"},
         {"adaptation_stop", "--adaptation-stop"},
         {"history_points", "--history-points"},
+        {"nystrom_points", "--nystrom-points"},
         {"leapfrog_steps", "--leapfrog-steps"},
         {"step_size", "--step-size"}};
     std::string message = e.what();

@@ -11,7 +11,7 @@
 #include "kef/inducing_points.hpp"
 #include "kef/linalg.hpp"
 #include "kef/random.hpp"
-#include "nystrom_model.hpp"
+#include "kef/nystrom_model.hpp"
 
 namespace kef::nystrom {
 

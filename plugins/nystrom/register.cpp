@@ -1,6 +1,6 @@
 #include "kef/sdk/plugin.hpp"
 #include "nystrom_estimator.hpp"
-#include "nystrom_model.hpp"
+#include "kef/nystrom_model.hpp"
 
 namespace {
 
@@ -35,7 +35,7 @@ void register_nystrom(kef::PluginRegistrar& r) {
   kef::ComponentInfo model;
   model.type = "nystrom";
   model.summary = "Saved full or Nyström model: kernel, base measure, points.npy, coefficients.npy";
-  r.add_model_loader(model, &kef::nystrom::NystromModel::load);
+  r.add_model_loader(model, &kef::NystromModel::load);
 }
 
 }  // namespace

@@ -131,6 +131,32 @@ TEST(Kahmc, GaussianTargetMomentsWithinMonteCarloError) {
   }
 }
 
+// The Nyström surrogate (the first-derivative basis at ⌈√n log n⌉ history rows): the same moments
+// within Monte Carlo error, its HMC moves accepted often, and bitwise independent of the thread count.
+TEST(Kahmc, NystromSurrogateTargetsTheGaussianIndependentlyOfThreads) {
+  const GaussianTarget t = correlated_gaussian();
+  KahmcOptions o = small_options();
+  o.surrogate = KahmcSurrogate::Nystrom;
+  const KahmcResult r = run(t, o);
+  expect_moments(r, t);
+  EXPECT_GT(r.mean_acceptance(), 0.5) << r.summary();
+  EXPECT_EQ(r.total_refits(), [&] {
+    Index n = 0;
+    for (const auto& f : r.refits) n += static_cast<Index>(f.size());
+    return n;
+  }());
+  o.chains = 2;
+  o.samples = 100;
+  const KahmcResult a = run(t, o, 9, 1), b = run(t, o, 9, 3);
+  EXPECT_TRUE(a.samples == b.samples);
+  // A different basis from lite's: different draws from the same seed.
+  o.surrogate = KahmcSurrogate::Lite;
+  EXPECT_FALSE(run(t, o, 9, 1).samples == a.samples);
+  o.surrogate = KahmcSurrogate::Nystrom;
+  o.nystrom_points = 12;
+  EXPECT_FALSE(run(t, o, 9, 1).samples == a.samples);
+}
+
 TEST(Kahmc, RandomWalkMetropolisTargetsTheGaussianAndTunesTowards0234) {
   const GaussianTarget t = correlated_gaussian();
   KahmcOptions o = small_options();
@@ -438,6 +464,12 @@ TEST(KahmcErrors, InvalidOptionsAreConfigErrors) {
   o.burn_in = 5;
   EXPECT_TRUE(test::contains(test::message_of<ConfigError>([&] { run(t, o); }), "burn_in"));
   o = small_options();
+  o.nystrom_points = 20;  // only with the Nyström surrogate
+  EXPECT_TRUE(test::contains(test::message_of<ConfigError>([&] { run(t, o); }), "nystrom_points"));
+  o.surrogate = KahmcSurrogate::Nystrom;
+  o.nystrom_points = -1;
+  EXPECT_TRUE(test::contains(test::message_of<ConfigError>([&] { run(t, o); }), "nystrom_points"));
+  o = small_options();
   Context ctx(1, 1);
   EXPECT_TRUE(
       test::contains(test::message_of<ConfigError>([&] { run_kahmc(t, KernelFamily(), ctx.rng(), o, ctx); }),
@@ -555,6 +587,12 @@ TEST(KahmcCli, BadInputExitsTwoNamingTheFlag) {
   r = test::kef_cmd("sample --sampler kahmc --target synthetic/banana --target-set dim -n 10" + out);
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(test::contains(r.output, "KEY=VALUE")) << r.output;
+  r = test::kef_cmd("sample --sampler kahmc --target synthetic/banana --nystrom-points 30 -n 10" + out);
+  EXPECT_EQ(r.status, 2) << r.output;  // --nystrom-points without --surrogate nystrom
+  EXPECT_TRUE(test::contains(r.output, "--nystrom-points")) << r.output;
+  r = test::kef_cmd("sample --sampler kahmc --target synthetic/banana --surrogate random -n 10" + out);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(test::contains(r.output, "--surrogate")) << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "x.npy"));
 }
 

@@ -10,13 +10,16 @@
 
 #include "kef/base_measure.hpp"
 #include "kef/clonable.hpp"
+#include "kef/derivative_basis.hpp"
 #include "kef/error.hpp"
 #include "kef/hmc.hpp"
+#include "kef/linalg.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/lite_system.hpp"
+#include "kef/number_text.hpp"
+#include "kef/nystrom_model.hpp"
 #include "kef/parallel.hpp"
 #include "kef/score_matching.hpp"
-#include "kef/number_text.hpp"
 
 namespace kef {
 namespace {
@@ -49,15 +52,14 @@ std::string num(double v) {
   return os.str();
 }
 
-
 std::string who(const Target& target, const KahmcOptions& o) {
   if (!o.context.empty()) return o.context;
   return target.type_name().empty() ? std::string("target") : "target " + target.type_name();
 }
 
-// The lite surrogate of one chain and what its fit chose.
+// The surrogate of one chain (a lite or Nyström model: only its score is used) and what its fit chose.
 struct Surrogate {
-  std::shared_ptr<const LiteModel> model;
+  std::shared_ptr<const Model> model;
   Vector inv_mass;  // diagonal inverse mass: the subsample's per-coordinate variance, regularised
 };
 
@@ -94,6 +96,34 @@ class SurrogateFitter {
     const double lambda = std::max(ratio * sys.G.trace() / static_cast<double>(Z.rows()), 1e-300);
     const LiteSolution sol = solve_lite_system(sys, Matrix(), lambda, 0.0, 0.0);
     return std::make_shared<const LiteModel>(k, flat_, Z, sol.alpha);
+  }
+
+  // The Nyström surrogate's basis points: nystrom_points (or ⌈√n log n⌉) of the distinct rows Z,
+  // chosen by rng, in row order.
+  Matrix nystrom_points(const Matrix& Z, RandomStream rng) const {
+    const Index n = Z.rows();
+    const Index m =
+        o_.nystrom_points > 0
+            ? std::min(o_.nystrom_points, n)
+            : std::min(n, static_cast<Index>(std::ceil(std::sqrt(double(n)) * std::log(double(n)))));
+    return random_rows(Z, std::max<Index>(m, 1), rng);
+  }
+
+  // The Nyström fit on data X with basis points P (docs/math.md §6, q0 = 1), λ relative to the mean
+  // diagonal of G_YY as for lite, solved by the pseudo-inverse (default cut-off).
+  std::shared_ptr<const Model> solve_nystrom(const KernelPtr& k, const Matrix& X, const Matrix& P,
+                                             double ratio) const {
+    DerivativeBasis basis;
+    basis.points = P;
+    basis.orders = {1};
+    const DerivativeSystem sys = accumulate_derivative_system(*k, *flat_, X, basis, {}, ctx_);
+    DerivativeSolveOptions so;
+    so.lambda = std::max(ratio * sys.G.trace() / static_cast<double>(basis.size()), 1e-300);
+    // The poster's pseudo-inverse: history rows cluster, so nearby basis points make the system
+    // numerically singular for wide kernels, where Cholesky would refuse.
+    so.solver = DerivativeSolver::pseudo_inverse;
+    const DerivativeSolution sol = solve_derivative_system(sys, so);
+    return std::make_shared<const NystromModel>(k, flat_, std::move(basis), sol.beta, "nystrom");
   }
 
   // Held-out score matching over the grid (docs/math.md §12): the σ factor and λ ratio with the
@@ -147,13 +177,16 @@ class SurrogateFitter {
     double best = std::numeric_limits<double>::infinity();
     sigma = sigmas[0];
     ratio = ratios[0];
+    const bool nystrom = o_.surrogate == KahmcSurrogate::Nystrom;
+    const Matrix P = nystrom ? nystrom_points(train, rng.derive("nystrom-points")) : Matrix();
     for (double s : sigmas) {
       const KernelPtr k = kernel(s);
-      const LiteSystem sys = system(*k, train, train);
+      const LiteSystem sys = nystrom ? LiteSystem() : system(*k, train, train);
       for (double q : ratios) {
         double loss = std::numeric_limits<double>::infinity();
         try {
-          loss = score_matching_loss(*solve(k, train, sys, q), test, ctx_);
+          loss = score_matching_loss(nystrom ? *solve_nystrom(k, train, P, q) : *solve(k, train, sys, q),
+                                     test, ctx_);
         } catch (const NumericalError&) {  // an unusable candidate, not a failed run
         }
         if (loss < best) {
@@ -165,11 +198,14 @@ class SurrogateFitter {
     }
   }
 
-  Surrogate fit(const Matrix& S, double sigma, double ratio) const {
+  Surrogate fit(const Matrix& S, double sigma, double ratio, RandomStream rng) const {
     Surrogate out;
     const KernelPtr k = kernel(sigma);
     const Matrix Z = distinct_rows(S);
-    out.model = solve(k, Z, system(*k, S, Z), ratio);
+    if (o_.surrogate == KahmcSurrogate::Nystrom)
+      out.model = solve_nystrom(k, S, nystrom_points(Z, rng), ratio);
+    else
+      out.model = solve(k, Z, system(*k, S, Z), ratio);
     const double n = static_cast<double>(S.rows());
     const Vector mean = S.colwise().mean().transpose();
     const Vector var =
@@ -277,7 +313,7 @@ void run_chain(const Target& target, const SurrogateFitter* fitter, const KahmcO
         for (Index i = 0; i < n; ++i) S.row(i) = history.row(rows[static_cast<std::size_t>(i)]);
         if (st.refits.empty()) fitter->select(S, pick.derive("select"), st.sigma, st.ratio, where);
         try {
-          sur = fitter->fit(S, st.sigma, st.ratio);
+          sur = fitter->fit(S, st.sigma, st.ratio, pick.derive("fit"));
           st.refits.push_back(k);
         } catch (const NumericalError& e) {
           // A later refit that fails (an unsolvable system on an unlucky subsample) keeps the current
@@ -365,6 +401,12 @@ void validate(const KahmcOptions& o, Index dim) {
                "0");
   if (o.history_points < 10)
     bad_option("history_points", "an integer >= 10", std::to_string(o.history_points));
+  if (o.nystrom_points < 0)
+    bad_option("nystrom_points", "an integer >= 0 (0: ceil(sqrt(n) log n))",
+               std::to_string(o.nystrom_points));
+  if (o.nystrom_points > 0 && o.surrogate != KahmcSurrogate::Nystrom)
+    bad_option("nystrom_points", "no value unless the surrogate is nystrom",
+               std::to_string(o.nystrom_points));
   if (!(o.bandwidth >= 0) || !std::isfinite(o.bandwidth))
     bad_option("bandwidth", "a number >= 0 (0: search)", num(o.bandwidth));
   if (!(o.lambda_ratio >= 0) || !std::isfinite(o.lambda_ratio))

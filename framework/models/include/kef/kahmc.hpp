@@ -34,6 +34,8 @@ enum class KahmcMethod {
   RandomWalk,  // random-walk Metropolis throughout (scale tuned towards rwm_target_acceptance)
 };
 
+enum class KahmcSurrogate { Lite, Nystrom };
+
 struct KahmcOptions {
   KahmcMethod method = KahmcMethod::Kahmc;
   Index chains = 4;
@@ -50,6 +52,12 @@ struct KahmcOptions {
   double adaptation_decay = 0.5;
   Index adaptation_stop = 0;   // > 0: no refit after HMC iteration adaptation_stop; 0: no limit
   Index history_points = 200;  // history rows (uniform subsample) the surrogate is fitted on
+  // The surrogate's basis. Lite (KMC lite): k(z, ·) at every distinct subsample row. Nystrom: the
+  // first-derivative basis ∂_i k(z_b, ·) at nystrom_points distinct subsample rows (0: ⌈√n log n⌉ of
+  // the n distinct rows, the poster's θ = 1/2, at most n), a system of nystrom_points·D unknowns
+  // accumulated over all subsample rows (docs/math.md §6, with q0 = 1).
+  KahmcSurrogate surrogate = KahmcSurrogate::Lite;
+  Index nystrom_points = 0;
   // Gaussian-kernel length scale σ and ridge λ (λ = ratio · tr(G)/M): chosen at the first fit by
   // held-out score matching on the history (a held_out_fraction of its subsample), over σ = factor ×
   // the median distance between the subsample's rows and the listed ratios; fixed values skip the

@@ -1,11 +1,11 @@
-#include "nystrom_model.hpp"
+#include "kef/nystrom_model.hpp"
 
 #include <algorithm>
 #include <sstream>
 
 #include "kef/error.hpp"
 
-namespace kef::nystrom {
+namespace kef {
 
 namespace {
 // Evaluation rows per chunk: the features are (rows·D) x (orders·m·D), kept to about 8 MB.
@@ -130,4 +130,4 @@ ModelPtr NystromModel::load(const ModelReader& reader, Registry& registry) {
   return std::make_shared<NystromModel>(kernel, base, std::move(basis), c.col(0), method);
 }
 
-}  // namespace kef::nystrom
+}  // namespace kef

@@ -2,7 +2,9 @@
 // The model of the full and Nyström estimators: f = Σ_c β_c y_c over the derivative basis
 // y_(o, j, b) = ∂^o_j k(z_b, ·) (kef/derivative_basis.hpp, docs/math.md §6), log p~ = f + log q0.
 // Saved as type "nystrom": model.toml (kernel, base measure, orders, the estimator that fitted it),
-// points.npy (m x D) and coefficients.npy (one value per atom, in the basis's order).
+// points.npy (m x D) and coefficients.npy (one value per atom, in the basis's order). In the models
+// layer because kernel adaptive HMC (kef/kahmc.hpp) fits one as its Nyström surrogate; the nystrom
+// plugin registers its loader.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -15,7 +17,7 @@
 #include "kef/model_archive.hpp"
 #include "kef/registry.hpp"
 
-namespace kef::nystrom {
+namespace kef {
 
 class NystromModel final : public Model {
  public:
@@ -59,4 +61,4 @@ class NystromModel final : public Model {
   std::vector<std::pair<std::string, std::int64_t>> fit_counts_;
 };
 
-}  // namespace kef::nystrom
+}  // namespace kef
