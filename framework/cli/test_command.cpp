@@ -442,6 +442,20 @@ int cmd_witness(const WitnessFlags& f, int threads) {
       bw["posterior_q95"] = lw.bkl.posterior_q95;
       bw["hmc"] = lw.bkl.hmc_summary;
     }
+    // The profile of log L in ℓ, with the fields a pipeline records under chosen.KEY.bkl, so that
+    // scripts/bkl_profile_plot.py draws either; −inf (ℓ too small for the landmarks) as null.
+    nlohmann::ordered_json ll = nlohmann::ordered_json::array();
+    for (double v : lw.bkl.profile.log_likelihood) ll.push_back(json_number(v));
+    bw["bkl"] = {{"tau2", lw.bkl.tau2},
+                 {"method", lw.bkl.method},
+                 {"lower", lw.bkl.lower},
+                 {"upper", lw.bkl.upper},
+                 {"landmarks", lw.bkl.landmarks},
+                 {"rows", lw.bkl.rows},
+                 {"log_likelihood", lw.bkl.log_likelihood},
+                 {"median_lengthscale", lw.bkl.median_lengthscale},
+                 {"median_log_likelihood", json_number(lw.bkl.median_log_likelihood)},
+                 {"profile", {{"lengthscale", lw.bkl.profile.lengthscale}, {"log_likelihood", ll}}}};
   } else {
     const kef::ChosenBandwidth c = kef::choose_bandwidth(rule, X, Y, "--kernel-bandwidth", wc);
     w = kef::bayesian_witness(X, Y, G, c.sigma, o, wc);

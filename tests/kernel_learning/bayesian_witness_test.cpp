@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kef/bandwidth_rule.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/kernel_embedding.hpp"
@@ -303,6 +304,27 @@ TEST(KefTestWitness, WritesTheFrameworksNumbersAsCsvAndAFigure) {
   char magic[8] = {};
   in.read(magic, 8);
   EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+  // BKL: the command's choice is bkl_bandwidth's on the pooled rows (the stream of the command's
+  // "witness" child), reported with its profile.
+  const auto k = test::kef_cmd("test witness " + f.x.string() + " " + f.y.string() +
+                               " --grid=-3:3:11 --kernel-bandwidth bkl --json");
+  ASSERT_EQ(k.status, 0) << k.output;
+  const nlohmann::json jb = nlohmann::json::parse(k.output.substr(k.output.find('{')));
+  Matrix pooled(70, 1);
+  pooled << f.X, f.Y;
+  BklOptions bo;
+  bo.landmarks = bkl_landmarks(70, 1);
+  const BklResult want = bkl_bandwidth(pooled, bo, Context(0, 1).child("witness").child("bkl"));
+  EXPECT_EQ(jb["bandwidth"]["sigma"].get<double>(), want.sigma);
+  const nlohmann::json& prof = jb["bandwidth"]["bkl"]["profile"];
+  ASSERT_EQ(prof["lengthscale"].size(), want.profile.lengthscale.size());
+  for (std::size_t i = 0; i < want.profile.lengthscale.size(); ++i) {
+    EXPECT_EQ(prof["lengthscale"][i].get<double>(), want.profile.lengthscale[i]);
+    if (std::isfinite(want.profile.log_likelihood[i]))
+      EXPECT_EQ(prof["log_likelihood"][i].get<double>(), want.profile.log_likelihood[i]);
+    else
+      EXPECT_TRUE(prof["log_likelihood"][i].is_null());
+  }
   // The median heuristic and BKL (mode and integrated over ℓ) run end to end.
   for (const std::string bw : {"median", "bkl", "bkl --integrate-lengthscale"}) {
     const auto b = test::kef_cmd("test witness " + f.x.string() + " " + f.y.string() +
