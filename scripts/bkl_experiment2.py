@@ -139,7 +139,7 @@ def main():
     with open(os.path.join(args.out, "table.md"), "w") as t:
         t.write("Bayesian witness of N(0, 1) against Laplace(0, 1/√2), grid %s, central 80%% band "
                 "(scripts/bkl_experiment2.py, seed %d)\n\n" % (args.grid, args.seed))
-        t.write("| sample | n per distribution | ℓ | data sets | band excludes 0 (fraction of grid) | ℓ | s per run |\n")
+        t.write("| sample | n per distribution | ℓ rule | data sets | band excludes 0 (fraction of grid) | ℓ | s per run |\n")
         t.write("|---|---|---|---|---|---|---|\n")
         for tag, n, rule, k, fm, fs, lm, ls, s in rows:
             rule_text = {"median": "median heuristic", "mode": "BKL mode", "hmc": "BKL, integrated (HMC)"}[rule]
