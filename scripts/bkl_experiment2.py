@@ -22,7 +22,7 @@ cores), with ℓ. The first data set's
 witnesses are drawn as figures: integrated over ℓ, OUT/witness-small.png and OUT/witness-large.png, with
 the densities OUT/densities.png the three side by side in OUT/figure3.png (the paper's figure 3 (a)-(c));
 the same with the median heuristic's ℓ in OUT/figure3-median.png; BKL's profile of log L in ℓ for those
-data sets in OUT/profiles.png (scripts/bkl_profile_plot.py). OUT/table.md holds the table. --quick: 2 repetitions, n = 30 and 150, a 41-point grid (the
+data sets in OUT/profiles.png (scripts/bkl_profile_plot.py). OUT/experiment2-table.md holds the table. --quick: 2 repetitions, n = 30 and 150, a 41-point grid (the
 ctest).
 """
 import argparse
@@ -136,7 +136,7 @@ def main():
              os.path.join(args.out, "witness-large%s.png" % suffix)])
     run([args.kef, "montage", "--columns", "2", "--out", os.path.join(args.out, "profiles.png"),
          os.path.join(args.out, "profile-small.png"), os.path.join(args.out, "profile-large.png")])
-    with open(os.path.join(args.out, "table.md"), "w") as t:
+    with open(os.path.join(args.out, "experiment2-table.md"), "w") as t:
         t.write("Bayesian witness of N(0, 1) against Laplace(0, 1/√2), grid %s, central 80%% band "
                 "(scripts/bkl_experiment2.py, seed %d)\n\n" % (args.grid, args.seed))
         t.write("| sample | n per distribution | ℓ rule | data sets | band excludes 0 (fraction of grid) | ℓ | s per run |\n")
@@ -145,7 +145,7 @@ def main():
             rule_text = {"median": "median heuristic", "mode": "BKL mode", "hmc": "BKL, integrated (HMC)"}[rule]
             pm = lambda m, d: "%.3f ± %.3f" % (m, d) if k > 1 else "%.3f" % m
             t.write("| %s | %d | %s | %d | %s | %s | %.1f |\n" % (tag, n, rule_text, k, pm(fm, fs), pm(lm, ls), s))
-    print("table: %s; figures: %s (%.0f s in all)" % (os.path.join(args.out, "table.md"),
+    print("table: %s; figures: %s (%.0f s in all)" % (os.path.join(args.out, "experiment2-table.md"),
                                                       os.path.join(args.out, "figure3.png"), time.time() - started))
 
 

@@ -20,7 +20,7 @@ standardised after it is generated. Both bandwidth rules see the same data and s
 ± sd over the runs that finished for each rule, the number of runs BKL refused (a pseudolikelihood
 maximum on a bound of ℓ's box stops `kef test causal` with exit 2), the SHD of the empty graph for
 scale, and the mean run time. OUT (default: a temporary directory) keeps the data, the true DAGs and
-table.md. --quick: 1 graph, 1 data set of 120 rows on 4 variables, 50 permutations (the ctest).
+experiment3-table.md. --quick: 1 graph, 1 data set of 120 rows on 4 variables, 50 permutations (the ctest).
 """
 import argparse
 import json
@@ -159,7 +159,7 @@ def main():
             return "-"
         return "%.2f ± %.2f" % (a.mean(), a.std(ddof=1)) if a.size > 1 else "%.2f" % a.mean()
 
-    table = os.path.join(args.out, "table.md")
+    table = os.path.join(args.out, "experiment3-table.md")
     with open(table, "w") as t:
         t.write("PC + HSIC on GP residuals, %d random DAGs x %d data sets, %d variables, n = %d, %d permutations, "
                 "alpha = %g, seed %d (scripts/bkl_experiment3.py)\n\n"

@@ -26,7 +26,7 @@ if [ "$which" = 2 ]; then
         fail "$csv: a row with mean outside [lower, upper]"
     done
     for text in "median heuristic" "BKL mode" "BKL, integrated (HMC)"; do
-      grep -q "^| $tag | [0-9]* | $text | [0-9]* | [0-9.]*" "$out/table.md" || fail "table.md: no row for $tag, $text"
+      grep -q "^| $tag | [0-9]* | $text | [0-9]* | [0-9.]*" "$out/experiment2-table.md" || fail "experiment2-table.md: no row for $tag, $text"
     done
   done
   cat "$out/log.txt"
@@ -34,7 +34,7 @@ else
   "$py" "$repo/scripts/bkl_experiment3.py" --quick --kef "$kef" --out "$out" > "$out/log.txt" 2>&1 ||
     { cat "$out/log.txt"; fail "bkl_experiment3.py --quick exited with an error"; }
   for rule in median bkl; do
-    row=$(grep "^| $rule |" "$out/table.md") || fail "table.md: no row for $rule"
+    row=$(grep "^| $rule |" "$out/experiment3-table.md") || fail "experiment3-table.md: no row for $rule"
     finished=$(awk -F'|' '{ print $3 }' <<< "$row" | awk '{ print $1 }')
     refused=$(awk -F'|' '{ print $4 }' <<< "$row" | tr -d ' ')
     [ "$((finished + refused))" -eq 1 ] || fail "$rule: the run neither finished nor was refused: $row"
