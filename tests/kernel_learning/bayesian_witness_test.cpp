@@ -334,6 +334,37 @@ TEST(KefTestWitness, WritesTheFrameworksNumbersAsCsvAndAFigure) {
   }
 }
 
+// Points from a file, in any dimension: the CSV names the coordinates x1..xD; a figure is 1-D only.
+TEST(KefTestWitness, PointsFromAFileInTwoDimensions) {
+  const CliFiles& f = cli_files();
+  RandomStream rng(6, "witness-2d");
+  const Matrix X = rng.normal_matrix(25, 2), Y = rng.normal_matrix(20, 2), G = rng.normal_matrix(4, 2);
+  write_npy(f.dir / "x2.npy", X);
+  write_npy(f.dir / "y2b.npy", Y);
+  write_npy(f.dir / "g2.npy", G);
+  const fs::path csv = f.dir / "w2.csv";
+  const std::string args = "test witness " + (f.dir / "x2.npy").string() + " " +
+                           (f.dir / "y2b.npy").string() + " --grid " + (f.dir / "g2.npy").string() +
+                           " --kernel-bandwidth 0.9";
+  const auto r = test::kef_cmd(args + " --out " + csv.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const TableData t = read_table(csv);
+  ASSERT_EQ(t.columns, (std::vector<std::string>{"x1", "x2", "mean", "lower", "upper", "sd"}));
+  const WitnessPosterior w = bayesian_witness(X, Y, G, 0.9, WitnessOptions{}, Context(0, 1));
+  for (Index i = 0; i < 4; ++i) {
+    EXPECT_EQ(t.values(i, 0), G(i, 0));
+    EXPECT_EQ(t.values(i, 1), G(i, 1));
+    EXPECT_EQ(t.values(i, 2), w.mean[i]);
+    EXPECT_EQ(t.values(i, 5), w.sd[i]);
+  }
+  const auto p = test::kef_cmd(args + " --plot " + (f.dir / "w2.png").string());
+  EXPECT_EQ(p.status, 2) << p.output;
+  EXPECT_TRUE(test::contains(p.output, "--plot")) << p.output;
+  const auto g = test::kef_cmd(args.substr(0, args.find(" --grid")) + " --grid 0:1:5");
+  EXPECT_EQ(g.status, 2) << g.output;
+  EXPECT_TRUE(test::contains(g.output, "a:b:n is a 1-D grid")) << g.output;
+}
+
 TEST(KefTestWitness, BadInputExitsTwoNamingTheArgument) {
   const CliFiles& f = cli_files();
   const std::string xy = "test witness " + f.x.string() + " " + f.y.string();
