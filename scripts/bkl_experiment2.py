@@ -3,7 +3,7 @@
 function of two distributions with equal means and variances, for a small and a large sample, with
 `kef test witness`.
 
-    bkl_experiment2.py [--kef build/bin/kef] [--small 50] [--large 500] [--reps 10] [--hmc-reps 1] [--seed 0]
+    bkl_experiment2.py [--kef build/bin/kef] [--small 50] [--large 500] [--reps 10] [--hmc-reps 1] [--tau2 1] [--seed 0]
                        [--grid -3:3:121] [--out configs/paper/bkl/results] [--threads 2] [--quick]
 
 P = N(0, 1) and Q = Laplace(0, 1/√2): both have mean 0 and variance 1 (the paper's pair, "a normal and
@@ -13,7 +13,8 @@ each distribution and the witness μ_P − μ_Q is computed on the grid with its
 ℓ from the pooled sample:
   - `median`: the median heuristic (fixed ℓ), for comparison;
   - `mode`: ℓ fixed at BKL's posterior mode;
-  - `hmc`: integrated over ℓ, the mixture over BKL's 800 HMC draws of log ℓ (τ² = 1 in both BKL rules) (4 chains x 200 draws after
+  - `hmc`: integrated over ℓ, the mixture over BKL's 800 HMC draws of log ℓ (τ² = --tau2, default 1, in both BKL rules and in the
+    embeddings' likelihood) (4 chains x 200 draws after
     200 warm-up; the paper: 4 chains x 200 draws of NUTS, with priors on ℓ and τ² where kef fixes τ²).
 Printed: for each size and rule, the fraction of the grid where the band excludes 0, as mean ± sd over
 --reps data sets (seeded from --seed, the size and the repetition; `hmc` on the first --hmc-reps of them
@@ -67,6 +68,7 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--hmc-reps", type=int, default=1)
+    ap.add_argument("--tau2", type=float, default=1.0)
     ap.add_argument("--grid", default="-3:3:121")
     ap.add_argument("--out", default=os.path.join(here, "..", "configs", "paper", "bkl", "results"))
     ap.add_argument("--threads", type=int, default=2)
@@ -93,7 +95,7 @@ def main():
                     np.save(x_path, x)
                     np.save(y_path, y)
                     cmd = [args.kef, "test", "witness", x_path, y_path, "--grid=" + args.grid, "--json",
-                           "--seed", str(rep), "--threads", str(args.threads)] + flags
+                           "--seed", str(rep), "--threads", str(args.threads), "--tau2", repr(args.tau2)] + flags
                     if rep == 0:
                         cmd += ["--out", os.path.join(args.out, "witness-%s-%s.csv" % (tag, rule))]
                         if rule != "mode":
@@ -137,8 +139,8 @@ def main():
     run([args.kef, "montage", "--columns", "2", "--out", os.path.join(args.out, "profiles.png"),
          os.path.join(args.out, "profile-small.png"), os.path.join(args.out, "profile-large.png")])
     with open(os.path.join(args.out, "experiment2-table.md"), "w") as t:
-        t.write("Bayesian witness of N(0, 1) against Laplace(0, 1/√2), grid %s, central 80%% band "
-                "(scripts/bkl_experiment2.py, seed %d)\n\n" % (args.grid, args.seed))
+        t.write("Bayesian witness of N(0, 1) against Laplace(0, 1/√2), grid %s, central 80%% band, "
+                "τ² = %g (scripts/bkl_experiment2.py, seed %d)\n\n" % (args.grid, args.tau2, args.seed))
         t.write("| sample | n per distribution | ℓ rule | data sets | band excludes 0 (fraction of grid) | ℓ | s per run |\n")
         t.write("|---|---|---|---|---|---|---|\n")
         for tag, n, rule, k, fm, fs, lm, ls, s in rows:
