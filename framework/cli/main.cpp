@@ -602,8 +602,9 @@ int main(int argc, char** argv) {
       ->check(integer_in(100, 4000));
   KernelTestFlags kernel_test_flags;
   CausalFlags causal_flags;
-  const KernelTestCommand kernel_test =
-      add_kernel_test_command(app, kernel_test_flags, causal_flags, threads);
+  KernelTestCommand kernel_test = add_kernel_test_command(app, kernel_test_flags, causal_flags, threads);
+  WitnessFlags witness_flags;
+  add_witness_command(kernel_test, witness_flags, threads);
 
   try {
     app.parse(argc, argv);
@@ -667,6 +668,7 @@ int main(int argc, char** argv) {
     }
     if (lineplot->parsed()) return finish(cmd_lineplot(lineplot_series, lineplot_out, lineplot_options));
     if (kernel_test.causal->parsed()) return finish(cmd_causal(registry, causal_flags, threads));
+    if (kernel_test.witness->parsed()) return finish(cmd_witness(witness_flags, threads));
     if (kernel_test.test->parsed())
       return finish(cmd_kernel_test(registry, kernel_test_flags, kernel_test.two_sample->parsed(), threads));
     if (eval->parsed()) {

@@ -26,6 +26,7 @@ struct KernelTestCommand {
   CLI::App* two_sample = nullptr;
   CLI::App* independence = nullptr;
   CLI::App* causal = nullptr;
+  CLI::App* witness = nullptr;
 };
 
 // `kef test causal DATA`: the PC algorithm with HSIC tests on GP-regression residuals.
@@ -38,9 +39,22 @@ struct CausalFlags {
   std::vector<std::string> plugin_paths;
 };
 
+// `kef test witness X Y --grid a:b:n`: the Bayesian witness function, the posterior of μ_P − μ_Q
+// (kef/bayesian_witness.hpp; docs/math.md §9.5), with its central credible band, as CSV and PNG.
+struct WitnessFlags {
+  std::string x_file, y_file, grid, bandwidth = "median", out, plot;
+  bool integrate = false;  // --integrate-lengthscale: the mixture over BKL's HMC draws of ℓ
+  double tau2 = 1.0, level = 0.8;
+  std::uint64_t seed = 0;
+  bool json = false;
+};
+
 // Declares `kef test` and its subcommands two-sample, independence and causal.
 KernelTestCommand add_kernel_test_command(CLI::App& app, KernelTestFlags& f, CausalFlags& cf, int& threads);
 int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_sample, int threads);
 int cmd_causal(kef::Registry& registry, const CausalFlags& f, int threads);
+// Declares `kef test witness` under c.test (after add_kernel_test_command).
+void add_witness_command(KernelTestCommand& c, WitnessFlags& f, int& threads);
+int cmd_witness(const WitnessFlags& f, int threads);
 
 }  // namespace kef_cli
