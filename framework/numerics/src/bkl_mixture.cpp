@@ -450,7 +450,8 @@ BklMixtureResult fit_mixture(const Matrix& data, const Matrix& Z, const BklMixtu
   const Vector th = full(opt.x);
   const Vector rho = log_softmax(th.head(R)).array().exp();
   for (Index r = 0; r < R; ++r) {
-    res.sigma.push_back(std::exp(th[R + r]));
+    // Fixed scales are reported as given, not through exp(log σ).
+    res.sigma.push_back(o.learn_sigma ? std::exp(th[R + r]) : o.sigma[static_cast<std::size_t>(r)]);
     res.weights.push_back(rho[r]);
   }
   res.log_likelihood = -opt.value;
