@@ -46,9 +46,16 @@ KernelTestCommand add_kernel_test_command(CLI::App& app, KernelTestFlags& f, Cau
     sub->add_flag("--json", f.json, "print one JSON object instead of text");
     sub->add_option("--path", f.plugin_paths, "extra plugin directory (searched first)");
   }
-  c.two_sample->add_option("--kernel-bandwidth", f.bandwidth,
-                           "Gaussian σ: `median` (median distance of the pooled sample), `bkl` (Bayesian "
-                           "kernel learning on the pooled sample) or a positive number");
+  c.two_sample->add_option(
+      "--kernel-bandwidth", f.bandwidth,
+      "Gaussian σ: `median` (median distance of the pooled sample), `bkl` (Bayesian "
+      "kernel learning on the pooled sample), a positive number, or `bkl_multiscale` (a "
+      "Gaussian mixture kernel whose scales and weights BKL learns from --kernel-scales)");
+  c.two_sample
+      ->add_option(
+          "--kernel-scales", f.scales,
+          "with --kernel-bandwidth bkl_multiscale: the mixture's starting length scales, e.g. 0.5,2,8")
+      ->delimiter(',');
   c.independence->add_option(
       "--kernel-bandwidth", f.bandwidth,
       "Gaussian σ on X (and on Y unless --kernel-bandwidth-y): `median`, `bkl` or a positive number");
@@ -118,6 +125,8 @@ std::string bandwidth_rule_name(const kef::BandwidthRule& r) {
       return "median";
     case kef::BandwidthRule::Kind::Bkl:
       return "bkl";
+    case kef::BandwidthRule::Kind::BklMultiscale:
+      return "bkl_multiscale";
     case kef::BandwidthRule::Kind::Given:
       break;
   }
@@ -128,7 +137,11 @@ std::string bandwidth_rule_name(const kef::BandwidthRule& r) {
 
 int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_sample, int threads) {
   // Arguments first, before any file is read.
-  const kef::BandwidthRule rule = kef::parse_bandwidth_rule(f.bandwidth, "--kernel-bandwidth");
+  kef::BandwidthRule rule = kef::parse_bandwidth_rule(f.bandwidth, "--kernel-bandwidth", two_sample);
+  if (rule.kind == kef::BandwidthRule::Kind::BklMultiscale)
+    rule = kef::multiscale_rule(f.scales, "--kernel-scales");
+  else if (!f.scales.empty())
+    throw kef::ConfigError("--kernel-scales: applies to --kernel-bandwidth bkl_multiscale only");
   const kef::BandwidthRule rule_y =
       f.bandwidth_y.empty() ? rule : kef::parse_bandwidth_rule(f.bandwidth_y, "--kernel-bandwidth-y");
   const kef::Matrix X = read_test_sample("X", f.x_file), Y = read_test_sample("Y", f.y_file);
@@ -152,7 +165,10 @@ int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_
                            "): a two-sample test needs at least 2 rows in each sample");
     load_default_plugins(registry, f.plugin_paths);
     const kef::ChosenBandwidth bw = kef::choose_bandwidth(rule, X, Y, "--kernel-bandwidth", context);
-    const kef::KernelPtr k = cli_gaussian_kernel(registry, bw.sigma);
+    const kef::KernelPtr k =
+        bw.mixture()
+            ? registry.make_kernel(kef::Config::parse_string(kef::kernel_table(bw), "--kernel-bandwidth"), {})
+            : cli_gaussian_kernel(registry, bw.sigma);
     kef::RandomStream perm_rng = rng.derive("permutations");
     const kef::MmdTest t = kef::mmd_test(*k, X, Y, P, perm_rng, context);
     j["statistic"] = {{"mmd2_unbiased", t.mmd2}, {"mmd2_biased", t.mmd2_biased}};
@@ -164,6 +180,10 @@ int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_
                   {"null_mean", t.gamma.mean},
                   {"null_variance", t.gamma.variance}};
     j["bandwidth"] = {{"sigma", bw.sigma}, {"rule", bandwidth_rule_name(rule)}, {"how", bw.how}};
+    if (bw.mixture()) {
+      j["bandwidth"]["sigmas"] = bw.sigmas;
+      j["bandwidth"]["weights"] = bw.weights;
+    }
   } else {
     if (X.rows() != Y.rows())
       throw kef::DataError("Y (" + f.y_file + "): " + std::to_string(Y.rows()) + " rows, but X (" + f.x_file +

@@ -15,6 +15,7 @@ namespace kef_cli {
 struct KernelTestFlags {
   std::string x_file, y_file;
   std::string bandwidth = "median", bandwidth_y;
+  std::vector<double> scales;  // two-sample, --kernel-bandwidth bkl_multiscale: the starting length scales
   long long permutations = 1000;
   std::uint64_t seed = 0;
   bool json = false;

@@ -16,15 +16,6 @@
 namespace kef::kernel_tests {
 namespace {
 
-// The bandwidth keys: `bandwidth` (σ given) or `bandwidth_rule` (default "median"), not both.
-BandwidthRule rule_from(const std::optional<double>& given, const std::optional<std::string>& rule,
-                        const KeySites& sites, const std::string& given_key) {
-  if (given && rule)
-    sites.fail("bandwidth_rule", "give either `" + given_key + "` (a fixed σ) or `bandwidth_rule`, not both");
-  if (given) return BandwidthRule{BandwidthRule::Kind::Given, *given};  // validated positive by its KeySpec
-  return parse_bandwidth_rule(rule.value_or("median"), sites.where("bandwidth_rule"));
-}
-
 KernelPtr gaussian(Registry& registry, double sigma, const char* who) {
   char text[96];
   std::snprintf(text, sizeof text, "type = \"gaussian\"\nsigma = %.17g", sigma);
@@ -80,9 +71,15 @@ const OptionsSpec<MmdTwoSampleOptions>& mmd_two_sample_options() {
         .optional()
         .positive();
     s.string("bandwidth_rule", &O::bandwidth_rule,
-             "how σ is chosen when `bandwidth` is absent: the median pairwise distance of the pooled sample")
+             "how σ is chosen when `bandwidth` is absent: the median pairwise distance of the pooled sample "
+             "(\"median\"), Bayesian kernel learning (\"bkl\"), or a Gaussian mixture kernel whose length "
+             "scales and weights BKL learns from `bandwidth_scales` (\"bkl_multiscale\")")
         .optional()
-        .one_of({"median", "bkl"});
+        .one_of({"median", "bkl", "bkl_multiscale"});
+    s.numbers("bandwidth_scales", &O::bandwidth_scales,
+              "bandwidth_rule = \"bkl_multiscale\": the mixture's starting length scales (R >= 2, distinct)")
+        .optional()
+        .positive();
     s.integer("permutations", &O::permutations, "random relabellings for the permutation p-value (0: none)",
               200)
         .non_negative();
@@ -139,9 +136,15 @@ const OptionsSpec<HsicOptions>& hsic_options() {
 MmdTwoSampleEvaluator::MmdTwoSampleEvaluator(const Config& cfg, const BuildContext& ctx)
     : opt_(mmd_two_sample_options().read(cfg)), sites_(cfg), registry_(ctx.registry) {
   if (!registry_) throw Error("mmd_two_sample: built without a registry (needed for kernel/gaussian)");
-  rule_ = rule_from(opt_.bandwidth, opt_.bandwidth_rule, sites_, "bandwidth");
-  // Fail before any model is fitted, not after, if the Gaussian kernel is missing.
+  rule_ = bandwidth_rule_from_keys(opt_.bandwidth, opt_.bandwidth_rule, opt_.bandwidth_scales, sites_);
+  // Fail before any model is fitted, not after, if the Gaussian kernel (or the mixture) is missing.
   (void)gaussian(*registry_, 1.0, "mmd_two_sample");
+  if (rule_.kind == BandwidthRule::Kind::BklMultiscale)
+    (void)registry_->make_kernel(
+        Config::parse_string(kernel_table(ChosenBandwidth{1.0, "", rule_.scales,
+                                                          std::vector<double>(rule_.scales.size(), 1.0)}),
+                             "mmd_two_sample"),
+        {});
 }
 
 void MmdTwoSampleEvaluator::check(const DataShape& data) const {
@@ -158,7 +161,8 @@ EvaluationResult MmdTwoSampleEvaluator::evaluate(const EvalInput& in) {
   const Matrix X =
       model_samples(in, n, opt_.hmc_warmup, opt_.hmc_thinning, sites_, "mmd_two_sample", r.notes);
   const ChosenBandwidth bw = choose_bandwidth(rule_, X, Y, "mmd_two_sample", in.context);
-  const KernelPtr kernel = gaussian(*registry_, bw.sigma, "mmd_two_sample");
+  const KernelPtr kernel =
+      registry_->make_kernel(Config::parse_string(kernel_table(bw), "mmd_two_sample"), {});
   RandomStream perm_rng = in.context.rng().derive("permutations");
   const MmdTest t = mmd_test(*kernel, X, Y, opt_.permutations, perm_rng, in.context);
 
@@ -167,12 +171,20 @@ EvaluationResult MmdTwoSampleEvaluator::evaluate(const EvalInput& in) {
   if (opt_.permutations > 0) r.metrics.emplace_back("mmd_pvalue_permutation", t.p_value);
   r.metrics.emplace_back("mmd_pvalue_gamma", t.gamma_p_value);
   r.metrics.emplace_back("mmd_bandwidth", bw.sigma);
+  for (std::size_t c = 0; c < bw.weights.size();
+       ++c) {  // bkl_multiscale: the mixture, component by component
+    r.metrics.emplace_back("mmd_bandwidth_" + std::to_string(c + 1), bw.sigmas[c]);
+    r.metrics.emplace_back("mmd_weight_" + std::to_string(c + 1), bw.weights[c]);
+  }
   r.notes.push_back("bandwidth: " + bw.how);
   std::ostringstream summary;
-  summary << "mmd_two_sample: mmd2_u = " << number_text(t.mmd2, 4) << ", mmd2_b = " << number_text(t.mmd2_biased, 4)
+  summary << "mmd_two_sample: mmd2_u = " << number_text(t.mmd2, 4)
+          << ", mmd2_b = " << number_text(t.mmd2_biased, 4)
           << (opt_.permutations > 0 ? ", p(permutation) = " + number_text(t.p_value, 4) : "")
-          << ", p(Gamma) = " << number_text(t.gamma_p_value, 4) << " (" << n << " model samples vs " << Y.rows() << " "
-          << opt_.split << " rows, sigma = " << number_text(bw.sigma, 4) << ")";
+          << ", p(Gamma) = " << number_text(t.gamma_p_value, 4) << " (" << n << " model samples vs "
+          << Y.rows() << " " << opt_.split << " rows, "
+          << (bw.mixture() ? "multi-scale kernel, largest-weight sigma = " : "sigma = ")
+          << number_text(bw.sigma, 4) << ")";
   r.summary = summary.str();
   return r;
 }
@@ -184,8 +196,8 @@ HsicIndependenceEvaluator::HsicIndependenceEvaluator(const Config& cfg, const Bu
   if (!registry_) throw Error("hsic_independence: built without a registry (needed for kernel/gaussian)");
   if ((opt_.bandwidth_x || opt_.bandwidth_y) && opt_.bandwidth_rule)
     sites_.fail("bandwidth_rule", "give either `bandwidth_x`/`bandwidth_y` or `bandwidth_rule`, not both");
-  rule_x_ = rule_from(opt_.bandwidth_x, opt_.bandwidth_rule, sites_, "bandwidth_x");
-  rule_y_ = rule_from(opt_.bandwidth_y, opt_.bandwidth_rule, sites_, "bandwidth_y");
+  rule_x_ = bandwidth_rule_from_keys(opt_.bandwidth_x, opt_.bandwidth_rule, sites_, "bandwidth_x");
+  rule_y_ = bandwidth_rule_from_keys(opt_.bandwidth_y, opt_.bandwidth_rule, sites_, "bandwidth_y");
   if (opt_.samples && opt_.of != "model")
     sites_.fail("samples",
                 "applies to of = \"model\" only (of = \"" + opt_.of + "\" tests the split's rows)");

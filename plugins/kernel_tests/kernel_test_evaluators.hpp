@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kef/bandwidth_rule.hpp"
 #include "kef/config.hpp"
@@ -19,6 +20,7 @@ struct MmdTwoSampleOptions {
   std::optional<std::int64_t> samples;        // default: the split's size
   std::optional<double> bandwidth;            // given σ; absent: bandwidth_rule
   std::optional<std::string> bandwidth_rule;  // absent: "median" unless a bandwidth is given
+  std::optional<std::vector<double>> bandwidth_scales;  // bkl_multiscale: the starting length scales
   std::int64_t permutations = 0;
   std::int64_t hmc_warmup = 0, hmc_thinning = 0;
 };

@@ -22,10 +22,16 @@ const OptionsSpec<MmdOptions>& mmd_options() {
     s.integer("samples", &O::samples, "number of model samples (default: the size of the split)")
         .optional()
         .at_least(2);
-    s.number("bandwidth", &O::bandwidth,
-             "Gaussian kernel length scale σ (default: median pairwise distance of the pooled sample)")
+    s.number("bandwidth", &O::bandwidth, "Gaussian kernel length scale σ (default: bandwidth_rule)")
         .optional()
         .positive();
+    s.string(
+         "bandwidth_rule", &O::bandwidth_rule,
+         "how σ is chosen when `bandwidth` is absent: \"median\" (median pairwise distance of the pooled "
+         "sample, up to 500 rows of each side) or \"bkl\" (Bayesian kernel learning on the pooled sample, "
+         "docs/math.md §9)")
+        .optional()
+        .one_of({"median", "bkl"});
     s.integer("permutations", &O::permutations, "random relabellings for the p-value (0: no p-value)", 200)
         .non_negative();
     s.integer("hmc_chains", &O::hmc_chains, "HMC chains (models without an exact sampler)", d.chains)
@@ -77,6 +83,7 @@ MmdEvaluator::MmdEvaluator(const Config& cfg, const BuildContext& ctx)
   hmc_.chains_per_batch = opt_.hmc_chains_per_batch;
   init_from_train_ = opt_.hmc_init == "train";
   permutations_ = opt_.permutations;
+  rule_ = bandwidth_rule_from_keys(opt_.bandwidth, opt_.bandwidth_rule, sites_);
   // Fail before any model is fitted, not after, if the Gaussian kernel is missing.
   (void)registry_->make_kernel(Config::parse_string("type = \"gaussian\"\nsigma = 1.0", "mmd"), {});
 }
@@ -123,13 +130,10 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   const Matrix X = draw_samples(in.model, n, sample_rng, o, in.context, &diag);
   check_finite(X, "mmd: samples of model " + in.model_name);
 
-  BandwidthRule rule;
-  if (opt_.bandwidth) {
-    rule.kind = BandwidthRule::Kind::Given;
-    rule.value = *opt_.bandwidth;
-  }
-  // Median heuristic on the pooled sample, up to 500 rows of each side.
-  const double sigma = choose_bandwidth(rule, X, Y, "mmd", in.context, 500).sigma;
+  // The median heuristic on the pooled sample (up to 500 rows of each side), BKL on all pooled rows, or
+  // given; BKL draws its landmarks from the evaluator's stream, so σ depends on the seed only.
+  const ChosenBandwidth bw = choose_bandwidth(rule_, X, Y, "mmd", in.context, 500);
+  const double sigma = bw.sigma;
   char text[96];
   std::snprintf(text, sizeof text, "type = \"gaussian\"\nsigma = %.17g", sigma);
   const KernelPtr kernel = registry_->make_kernel(Config::parse_string(text, "mmd"), {});
@@ -141,6 +145,7 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   r.metrics.emplace_back("mmd2", t.mmd2);
   if (permutations_ > 0) r.metrics.emplace_back("mmd_pvalue", t.p_value);
   r.metrics.emplace_back("mmd_bandwidth", sigma);
+  r.notes.push_back("bandwidth: " + bw.how);
   std::ostringstream summary;
   summary << "mmd: mmd2 = " << number_text(t.mmd2, 4) << (permutations_ > 0 ? ", p = " + number_text(t.p_value, 4) : "") << " ("
           << n << " model samples vs " << Y.rows() << " " << split_ << " rows, sigma = " << number_text(sigma, 4) << ")";

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "kef/bandwidth_rule.hpp"
 #include "kef/config.hpp"
 #include "kef/evaluator.hpp"
 #include "kef/hmc.hpp"
@@ -15,7 +16,8 @@ namespace kef::mmd {
 struct MmdOptions {
   std::string split;
   std::optional<std::int64_t> samples;  // default: the split's size
-  std::optional<double> bandwidth;      // default: the median heuristic
+  std::optional<double> bandwidth;      // given σ; absent: bandwidth_rule
+  std::optional<std::string> bandwidth_rule;  // absent: "median" unless a bandwidth is given
   std::int64_t permutations = 0;
   std::int64_t hmc_chains = 0, hmc_warmup = 0, hmc_leapfrog_steps = 0, hmc_thinning = 0,
                hmc_chains_per_batch = 0;
@@ -42,6 +44,7 @@ class MmdEvaluator : public Clonable<MmdEvaluator, Evaluator> {
   HmcOptions hmc_;
   bool init_from_train_ = true;
   Index permutations_ = 0;
+  BandwidthRule rule_;
 };
 
 }  // namespace kef::mmd

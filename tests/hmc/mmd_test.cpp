@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "kef/bandwidth_rule.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "mmd_statistic.hpp"
@@ -95,6 +96,40 @@ TEST(Mmd, UStatisticEqualsABruteForceDoubleLoop) {
   const double p = median.metric("mmd_pvalue");
   EXPECT_GE(p, 1.0 / 201);
   EXPECT_LE(p, 1.0);
+}
+
+TEST(Mmd, BandwidthRuleBklIsTheSharedRuleOnThePooledSample) {
+  // bandwidth_rule = "bkl": σ is what choose_bandwidth (the rule mmd_two_sample and `kef test` use)
+  // gives for the pooled sample with the evaluator's stream; the same for every thread count, recorded
+  // with its provenance; the statistic is the brute-force one at that σ.
+  RandomStream rng(11, "bkl rule");
+  const Matrix X = rng.normal_matrix(60, 2), Y = rng.normal_matrix(70, 2).array() * 1.5;
+  const FixedSampleModel model(X);
+  const std::string keys = "samples = 60\nbandwidth_rule = \"bkl\"\npermutations = 0";
+  const MmdRun one = evaluate(model, Y, keys, 3, 1), two = evaluate(model, Y, keys, 3, 2);
+  const ChosenBandwidth want = choose_bandwidth(BandwidthRule{BandwidthRule::Kind::Bkl, 0}, X, Y, "mmd",
+                                                Context(3, 1).child("evaluate[0].m"));
+  EXPECT_EQ(one.metric("mmd_bandwidth"), want.sigma);
+  EXPECT_EQ(two.metric("mmd_bandwidth"), want.sigma);
+  EXPECT_EQ(one.metric("mmd2"), two.metric("mmd2"));
+  EXPECT_NEAR(one.metric("mmd2"), brute_mmd2(X, Y, want.sigma), 1e-13);
+  const double median = median_pairwise_distance((Matrix(130, 2) << X, Y).finished(), 130);
+  EXPECT_NE(want.sigma, median);
+  // The bandwidth's note (beside the sampler's).
+  auto bandwidth_note = [](const MmdRun& run) {
+    for (const auto& n : run.result.notes)
+      if (n.rfind("bandwidth: ", 0) == 0) return n;
+    return std::string("(no bandwidth note)");
+  };
+  EXPECT_EQ(bandwidth_note(one), "bandwidth: " + want.how);
+  EXPECT_TRUE(test::contains(want.how, "Bayesian kernel learning")) << want.how;
+
+  // The default rule is the median heuristic, and says so.
+  const MmdRun med = evaluate(model, Y, "samples = 60\npermutations = 0", 3, 1);
+  EXPECT_EQ(med.metric("mmd_bandwidth"), median);
+  EXPECT_TRUE(test::contains(bandwidth_note(med), "bandwidth: median heuristic")) << bandwidth_note(med);
+  const MmdRun given = evaluate(model, Y, "samples = 60\nbandwidth = 0.9\npermutations = 0", 3, 1);
+  EXPECT_EQ(bandwidth_note(given), "bandwidth: given");
 }
 
 TEST(Mmd, BlocksAndThreadsDoNotChangeTheStatistic) {
@@ -244,6 +279,8 @@ TEST(Mmd, BadKeysAreConfigErrorsNamingTheKey) {
   expect_error("hmc_target_acceptance = 1.0", "hmc_target_acceptance", Y);
   expect_error("hmc_init = \"somewhere\"", "hmc_init", Y);
   expect_error("bandwith = 1.0", "bandwith", Y);
+  expect_error("bandwidth_rule = \"mean\"", "bandwidth_rule", Y);
+  expect_error("bandwidth = 1.0\nbandwidth_rule = \"bkl\"", "bandwidth_rule", Y);
   expect_error("", "split", Matrix(Y.topRows(1)));
 }
 

@@ -94,6 +94,13 @@ TEST(BklSigma, BadUsesFailValidateNamingTheKey) {
   EXPECT_TRUE(test::contains(r.output, "kernel type \\\"imq\\\"") ||
               test::contains(r.output, "kernel type \"imq\""))
       << r.output;
+  EXPECT_TRUE(test::contains(r.output, "no closed-form R")) << r.output;
+  // The Gaussian mixture: its BKL is the evaluators' bkl_multiscale rule, not a pipeline `sigma`.
+  r = test::kef_cmd("validate " +
+                    test::write_file(dir, "mix.toml", pipeline("gaussian_mixture", "\"bkl\"", 100)).string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(test::contains(r.output, "model[0].kernel.sigma")) << r.output;
+  EXPECT_TRUE(test::contains(r.output, "bkl_multiscale")) << r.output;
   // A non-positive fixed bandwidth.
   r = test::kef_cmd("validate " +
                     test::write_file(dir, "zero.toml", pipeline("gaussian", "0.0", 100)).string());

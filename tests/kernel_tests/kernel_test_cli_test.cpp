@@ -5,6 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kef/bandwidth_rule.hpp"
+#include "kef/context.hpp"
 #include "kef/linalg.hpp"
 #include "kef/npy.hpp"
 #include "kef/random.hpp"
@@ -106,6 +108,48 @@ TEST(KefTestCli, BklBandwidthIsLearnedAndReported) {
   EXPECT_TRUE(contains(a["bandwidth"]["how"].get<std::string>(), "Bayesian kernel learning")) << a.dump();
   EXPECT_EQ(a["bandwidth"], b["bandwidth"]);
   EXPECT_EQ(a["statistic"], b["statistic"]);
+}
+
+TEST(KefTestCli, BklMultiscaleLearnsAMixtureKernelAndReportsIt) {
+  // --kernel-bandwidth bkl_multiscale --kernel-scales a,b: the Gaussian mixture kernel learned by BKL on
+  // the pooled sample (choose_bandwidth's rule with the seed's stream), its scales and weights in the
+  // JSON; the statistic is the building block's with that kernel; --threads changes nothing.
+  const fs::path dir = test::temp_dir("kernel-test-cli-multiscale");
+  RandomStream rng(1, "bkl cli");
+  const Matrix X = rng.normal_matrix(300, 2), Y = 1.3 * rng.normal_matrix(300, 2);
+  write_npy(dir / "x.npy", X);
+  write_npy(dir / "y.npy", Y);
+  const std::string args =
+      "test two-sample " + (dir / "x.npy").string() + " " + (dir / "y.npy").string() +
+      " --kernel-bandwidth bkl_multiscale --kernel-scales 0.3,1.5 --permutations 50 --json --seed 2";
+  const nlohmann::json a = parse(kef_cmd(args + " --threads 1")), b = parse(kef_cmd(args + " --threads 2"));
+  EXPECT_EQ(a["bandwidth"]["rule"], "bkl_multiscale");
+  EXPECT_EQ(a["bandwidth"], b["bandwidth"]);
+  EXPECT_EQ(a["statistic"], b["statistic"]);
+  const ChosenBandwidth want = choose_bandwidth(multiscale_rule({0.3, 1.5}, "t"), X, Y, "--kernel-bandwidth",
+                                                Context(2, 1, nullptr, "--threads"));
+  EXPECT_EQ(a["bandwidth"]["sigmas"].get<std::vector<double>>(), want.sigmas);
+  EXPECT_EQ(a["bandwidth"]["weights"].get<std::vector<double>>(), want.weights);
+  EXPECT_EQ(a["bandwidth"]["how"].get<std::string>(), want.how);
+  const KernelPtr k = test::plugin_registry().make_kernel(test::config_from(kernel_table(want)), {});
+  // The unbiased MMD² from the kernel's Gram blocks, off-diagonal means.
+  const Matrix Kxx = k->gram(X, X), Kyy = k->gram(Y, Y), Kxy = k->gram(X, Y);
+  const double n = 300.0;
+  const double mmd2 = (Kxx.sum() - Kxx.trace()) / (n * (n - 1)) + (Kyy.sum() - Kyy.trace()) / (n * (n - 1)) -
+                      2.0 * Kxy.mean();
+  EXPECT_NEAR(a["statistic"]["mmd2_unbiased"].get<double>(), mmd2, 1e-12);
+  // Not for independence tests, and the scales go with the rule.
+  const auto bad = kef_cmd("test independence " + (dir / "x.npy").string() + " " + (dir / "y.npy").string() +
+                           " --kernel-bandwidth bkl_multiscale");
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "two-sample")) << bad.output;
+  const auto lone = kef_cmd("test two-sample " + (dir / "x.npy").string() + " " + (dir / "y.npy").string() +
+                            " --kernel-scales 1,2");
+  EXPECT_EQ(lone.status, 2) << lone.output;
+  EXPECT_TRUE(contains(lone.output, "--kernel-scales")) << lone.output;
+  const auto one = kef_cmd(args.substr(0, args.find(" --kernel-scales")) + " --kernel-scales 1");
+  EXPECT_EQ(one.status, 2) << one.output;
+  EXPECT_TRUE(contains(one.output, "at least 2")) << one.output;
 }
 
 TEST(KefTestCli, IndependencePrintsBothBandwidths) {

@@ -75,6 +75,48 @@ TEST(MmdTwoSampleEvaluator, ComparesModelSamplesWithTheSplitLikeTheBuildingBlock
   EXPECT_EQ(g1.metrics, g3.metrics);
 }
 
+TEST(MmdTwoSampleEvaluator, BklMultiscaleTestsWithTheLearnedGaussianMixtureKernel) {
+  // bandwidth_rule = "bkl_multiscale": the Gaussian mixture kernel that bkl_mixture_kernel learns on the
+  // pooled sample (choose_bandwidth's rule), reported component by component, and the statistic is
+  // the building block's with kernel/gaussian_mixture at those values; independent of the threads.
+  RandomStream rng(7, "multiscale-eval");
+  const Matrix S = rng.normal_matrix(120, 2), T = (rng.normal_matrix(110, 2).array() * 1.3).matrix();
+  const test::FixedSampleModel model(S);
+  Dataset data;
+  data.train = S;
+  data.test = T;
+  data.validation.resize(0, 2);
+  const std::string keys =
+      "samples = 120\npermutations = 40\nbandwidth_rule = \"bkl_multiscale\"\n"
+      "bandwidth_scales = [0.4, 1.5]";
+  const EvaluationResult r = evaluate("mmd_two_sample", keys, model, data, 5, 1);
+  EXPECT_EQ(evaluate("mmd_two_sample", keys, model, data, 5, 3).metrics, r.metrics);
+  Context context = Context(5, 1).child("evaluate[0].m");
+  const ChosenBandwidth bw =
+      choose_bandwidth(multiscale_rule({0.4, 1.5}, "t"), S, T, "mmd_two_sample", context);
+  ASSERT_TRUE(bw.mixture());
+  ASSERT_EQ(bw.sigmas.size(), 2u);
+  EXPECT_NEAR(bw.weights[0] + bw.weights[1], 1.0, 1e-15);
+  for (std::size_t c = 0; c < 2; ++c) {
+    EXPECT_EQ(metric(r, "mmd_bandwidth_" + std::to_string(c + 1)), bw.sigmas[c]);
+    EXPECT_EQ(metric(r, "mmd_weight_" + std::to_string(c + 1)), bw.weights[c]);
+  }
+  EXPECT_EQ(metric(r, "mmd_bandwidth"), bw.weights[0] >= bw.weights[1] ? bw.sigmas[0] : bw.sigmas[1]);
+  EXPECT_TRUE(test::contains(r.notes.back(), "Gaussian mixture")) << r.notes.back();
+  const KernelPtr k = test::plugin_registry().make_kernel(test::config_from(kernel_table(bw)), {});
+  // The mixture kernel by its definition at two points.
+  const Matrix a = S.topRows(1), b = T.topRows(1);
+  double want = 0.0;
+  for (std::size_t c = 0; c < 2; ++c)
+    want += bw.weights[c] * std::exp(-(a - b).squaredNorm() / (2 * bw.sigmas[c] * bw.sigmas[c]));
+  EXPECT_NEAR(k->gram(a, b)(0, 0), want, 1e-15);
+  RandomStream prng = context.rng().derive("permutations");
+  const MmdTest t = mmd_test(*k, S, T, 40, prng, context);
+  EXPECT_EQ(metric(r, "mmd2_unbiased"), t.mmd2);
+  EXPECT_EQ(metric(r, "mmd_pvalue_permutation"), t.p_value);
+  EXPECT_EQ(metric(r, "mmd_pvalue_gamma"), t.gamma_p_value);
+}
+
 Dataset conditional_data(const Matrix& rows) {
   Dataset data;
   data.train = rows;
@@ -160,6 +202,19 @@ TEST(KernelTestEvaluators, BadKeysAreConfigErrorsNamingTheKey) {
   expect_error("mmd_two_sample", "bandwidth_rule = \"mean\"", "bandwidth_rule", plain);
   expect_error("mmd_two_sample", "bandwidth = 1.0\nbandwidth_rule = \"median\"", "bandwidth_rule", plain);
   expect_error("mmd_two_sample", "permutations = -1", "permutations", plain);
+  expect_error("mmd_two_sample", "bandwidth_rule = \"bkl_multiscale\"", "bandwidth_scales", plain);
+  expect_error("mmd_two_sample", "bandwidth_scales = [0.5, 2.0]", "bandwidth_scales", plain);
+  expect_error("mmd_two_sample", "bandwidth_rule = \"bkl_multiscale\"\nbandwidth_scales = [0.5]",
+               "bandwidth_scales", plain);
+  expect_error("mmd_two_sample", "bandwidth_rule = \"bkl_multiscale\"\nbandwidth_scales = [0.5, 0.5]",
+               "bandwidth_scales", plain);
+  expect_error("mmd_two_sample", "bandwidth_rule = \"bkl_multiscale\"\nbandwidth_scales = [0.5, -1.0]",
+               "bandwidth_scales", plain);
+  expect_error("mmd_two_sample",
+               "bandwidth = 1.0\nbandwidth_rule = \"bkl_multiscale\"\nbandwidth_scales = [0.5, 2.0]",
+               "bandwidth_rule", plain);
+  expect_error("hsic_independence", "bandwidth_rule = \"bkl_multiscale\"", "bandwidth_rule",
+               conditional_data(rows));
   expect_error("hsic_independence", "bandwidth_y = 0.0", "bandwidth_y", conditional_data(rows));
   expect_error("hsic_independence", "of = \"both\"", "of", conditional_data(rows));
   expect_error("hsic_independence", "samples = 30", "samples", conditional_data(rows));

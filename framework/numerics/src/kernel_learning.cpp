@@ -6,17 +6,19 @@
 #include <numbers>
 #include <sstream>
 
+#include "bkl_parts.hpp"
 #include "kef/error.hpp"
 #include "kef/lbfgs.hpp"
 #include "kef/linalg.hpp"
 #include "kef/model.hpp"
+#include "kef/number_text.hpp"
 #include "kef/parallel.hpp"
 #include "kef/random.hpp"
 #include "kef/vector_exp.hpp"
-#include "kef/number_text.hpp"
 
 namespace kef {
-namespace {
+
+namespace bkl_parts {
 
 // Bad input, not a numerical failure: DataError (exit 2) naming the first non-finite cell.
 void require_finite(const Matrix& A, const std::string& where) {
@@ -27,6 +29,129 @@ void require_finite(const Matrix& A, const std::string& where) {
         throw DataError(where + ": non-finite value " + number_text(A(i, j)) + " at row " + std::to_string(i) +
                         ", column " + std::to_string(j) + " (expected finite numbers)");
 }
+
+void check_inputs(const Matrix& X, const Matrix& Z, const std::string& where) {
+  if (X.rows() < 1 || X.cols() < 1) throw DataError(where + ": no data rows");
+  if (Z.cols() != X.cols())
+    throw DataError(where + ": landmarks have " + std::to_string(Z.cols()) + " columns, the data " +
+                    std::to_string(X.cols()));
+  if (Z.rows() < X.cols())
+    throw DataError(
+        where + ": " + std::to_string(Z.rows()) + " landmarks for " + std::to_string(X.cols()) +
+        " dimensions (expected at least D; the Jacobian term needs an m x D Jacobian of full rank)");
+  require_finite(X, where + ": data");
+  require_finite(Z, where + ": landmarks");
+}
+
+bool cholesky_logdet(Matrix& Lf, Index D, double& logdet) {
+  // Eigen's dynamic-size LLT costs more than the factorisation itself at this size; one log of the
+  // product of the pivots unless it leaves the normal range.
+  double prod = 1.0;
+  for (Index j = 0; j < D; ++j) {
+    double sjj = Lf(j, j);
+    for (Index k = 0; k < j; ++k) sjj -= Lf(j, k) * Lf(j, k);
+    if (!(sjj > 0.0) || !std::isfinite(sjj)) return false;
+    const double ljj = std::sqrt(sjj), inv = 1.0 / ljj;
+    Lf(j, j) = ljj;
+    prod *= ljj;
+    for (Index i2 = j + 1; i2 < D; ++i2) {
+      double sij = Lf(i2, j);
+      for (Index k = 0; k < j; ++k) sij -= Lf(i2, k) * Lf(j, k);
+      Lf(i2, j) = sij * inv;
+    }
+  }
+  if (std::isnormal(prod)) {
+    logdet = 2.0 * std::log(prod);
+  } else {
+    logdet = 0.0;
+    for (Index j = 0; j < D; ++j) logdet += 2.0 * std::log(Lf(j, j));
+  }
+  return true;
+}
+
+void inverse_quadratic(const Matrix& Lf, Matrix& U, Vector& q) {
+  // Forward substitution over whole columns (contiguous over the landmarks), in place in U.
+  const Index D = U.cols();
+  q.setZero();
+  for (Index a2 = 0; a2 < D; ++a2) {
+    auto v = U.col(a2);
+    for (Index b2 = 0; b2 < a2; ++b2) v -= Lf(a2, b2) * U.col(b2);
+    v *= 1.0 / Lf(a2, a2);
+    q.array() += v.array().square();
+  }
+}
+
+MeanPart factor_mean_part(const Matrix& R, double nn, double t, const Vector& mu, bool inverse) {
+  const Index m = R.rows();
+  MeanPart out;
+  Matrix A = nn * R;
+  A.diagonal().array() += t;
+  Eigen::LLT<Matrix> llt(A);
+  bool ok = llt.info() == Eigen::Success;
+  if (ok) {
+    const Vector dg = llt.matrixLLT().diagonal();
+    ok = (dg.array() > 0.0).all() && dg.allFinite();
+    if (ok) {
+      out.logdet = 2.0 * dg.array().log().sum();
+      out.w = llt.solve(mu);
+      if (inverse) out.inverse = llt.solve(Matrix::Identity(m, m));
+    }
+  }
+  if (!ok) {
+    Eigen::SelfAdjointEigenSolver<Matrix> eig(R);
+    if (eig.info() != Eigen::Success) throw NumericalError("bkl: eigendecomposition of R_zz failed");
+    const Vector e = (nn * eig.eigenvalues().cwiseMax(0.0)).array() + t;
+    out.logdet = e.array().log().sum();
+    const Matrix& Q = eig.eigenvectors();
+    out.w = Q * ((Q.transpose() * mu).array() / e.array()).matrix();
+    if (inverse) out.inverse = Q * e.cwiseInverse().asDiagonal() * Q.transpose();
+  }
+  return out;
+}
+
+void split_landmarks(const Matrix& X, Index landmarks, const Matrix& given, const std::string& c,
+                     const Context& context, Matrix& data, Matrix& Z) {
+  const Index D = X.cols();
+  if (given.size() > 0) {
+    if (given.cols() != D)
+      throw ConfigError(c + ": landmark_points have " + std::to_string(given.cols()) + " columns, the data " +
+                        std::to_string(D));
+    if (given.rows() < D)
+      throw ConfigError(c + ": landmarks = " + std::to_string(given.rows()) +
+                        " given points for D = " + std::to_string(D) + " (expected at least D)");
+    Z = given;
+    data = X;
+    return;
+  }
+  if (landmarks < D)
+    throw ConfigError(c + ": landmarks must be at least D = " + std::to_string(D) + ", got " +
+                      std::to_string(landmarks) +
+                      " (the Jacobian term needs an m x D Jacobian of full rank)");
+  if (X.rows() <= landmarks)
+    throw DataError(c + ": " + std::to_string(X.rows()) +
+                    " rows for landmarks = " + std::to_string(landmarks) +
+                    " (expected more rows than landmarks: the landmarks are held out of the data); lower "
+                    "`landmarks` or give more rows");
+  Context lc = context.child("landmarks");
+  const std::vector<Index> pick = sample_without_replacement(X.rows(), landmarks, lc.rng());
+  std::vector<Index> rest;
+  rest.reserve(static_cast<std::size_t>(X.rows() - landmarks));
+  std::size_t j = 0;
+  for (Index i = 0; i < X.rows(); ++i) {
+    if (j < pick.size() && pick[j] == i)
+      ++j;
+    else
+      rest.push_back(i);
+  }
+  Z = gather_rows(X, pick);
+  data = gather_rows(X, rest);
+}
+
+}  // namespace bkl_parts
+
+namespace {
+
+using bkl_parts::require_finite;
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
@@ -45,16 +170,7 @@ struct RowSums {
 
 BklPseudolikelihood::BklPseudolikelihood(const Matrix& X, const Matrix& Z, const std::string& where)
     : n_(X.rows()), m_(Z.rows()), d_(X.cols()) {
-  if (X.rows() < 1 || X.cols() < 1) throw DataError(where + ": no data rows");
-  if (Z.cols() != X.cols())
-    throw DataError(where + ": landmarks have " + std::to_string(Z.cols()) + " columns, the data " +
-                    std::to_string(X.cols()));
-  if (Z.rows() < X.cols())
-    throw DataError(
-        where + ": " + std::to_string(Z.rows()) + " landmarks for " + std::to_string(X.cols()) +
-        " dimensions (expected at least D; the Jacobian term needs an m x D Jacobian of full rank)");
-  require_finite(X, where + ": data");
-  require_finite(Z, where + ": landmarks");
+  bkl_parts::check_inputs(X, Z, where);
   Xt_ = X.transpose();
   Z_ = Z;
   Dzx_ = squared_distances(Z, X);
@@ -121,45 +237,18 @@ double BklPseudolikelihood::value(double a, double b, Vector* gradient, const Co
         }
         for (Index a2 = 0; a2 < D; ++a2)
           for (Index b2 = 0; b2 <= a2; ++b2) r.M(a2, b2) = r.W.col(a2).dot(r.U.col(b2));
-        // Cholesky of the D x D lower triangle in place (Eigen's dynamic-size LLT costs more than the
-        // factorisation itself at this size); one log of the product of the pivots unless it leaves
-        // the normal range.
+        // Cholesky of the D x D lower triangle in place.
         Matrix& Lf = r.M;
-        double prod = 1.0;
-        for (Index j = 0; j < D; ++j) {
-          double sjj = Lf(j, j);
-          for (Index k = 0; k < j; ++k) sjj -= Lf(j, k) * Lf(j, k);
-          if (!(sjj > 0.0) || !std::isfinite(sjj)) {
-            r.singular = true;
-            return;
-          }
-          const double ljj = std::sqrt(sjj), inv = 1.0 / ljj;
-          Lf(j, j) = ljj;
-          prod *= ljj;
-          for (Index i2 = j + 1; i2 < D; ++i2) {
-            double sij = Lf(i2, j);
-            for (Index k = 0; k < j; ++k) sij -= Lf(i2, k) * Lf(j, k);
-            Lf(i2, j) = sij * inv;
-          }
-        }
         double logdet;
-        if (std::isnormal(prod)) {
-          logdet = 2.0 * std::log(prod);
-        } else {
-          logdet = 0.0;
-          for (Index j = 0; j < D; ++j) logdet += 2.0 * std::log(Lf(j, j));
+        if (!bkl_parts::cholesky_logdet(Lf, D, logdet)) {
+          r.singular = true;
+          return;
         }
         r.logdet += logdet - D * ci * inv_l2;
         if (grad) {
           // ∂(½ log det M_i)/∂log ℓ = Σ_l w_il (d_il/ℓ²) u_lᵀ M_i⁻¹ u_l (shift-invariant), with
-          // ‖L⁻¹u_l‖² by forward substitution over whole columns (in place in U).
-          r.q.setZero();
-          for (Index a2 = 0; a2 < D; ++a2) {
-            auto v = r.U.col(a2);
-            for (Index b2 = 0; b2 < a2; ++b2) v -= Lf(a2, b2) * r.U.col(b2);
-            v *= 1.0 / Lf(a2, a2);
-            r.q.array() += v.array().square();
-          }
+          // ‖L⁻¹u_l‖² by forward substitution.
+          bkl_parts::inverse_quadratic(Lf, r.U, r.q);
           r.dlogdet += (r.w2.array() * r.d.array() * r.q.array()).sum() * inv_l2;
         }
       },
@@ -182,33 +271,10 @@ double BklPseudolikelihood::value(double a, double b, Vector* gradient, const Co
   Matrix R = Dzz_ * (-0.25 * inv_l2);
   exp_array(R.data(), R.data(), R.size());
   const Vector mu = s.k / nn;
-  Matrix Ainv;  // only for the gradient
-  Vector w;     // A⁻¹ μ̄
-  double logdetA = 0.0;
-  {
-    Matrix A = nn * R;
-    A.diagonal().array() += t;
-    Eigen::LLT<Matrix> llt(A);
-    bool ok = llt.info() == Eigen::Success;
-    if (ok) {
-      const Vector dg = llt.matrixLLT().diagonal();
-      ok = (dg.array() > 0.0).all() && dg.allFinite();
-      if (ok) {
-        logdetA = 2.0 * dg.array().log().sum();
-        w = llt.solve(mu);
-        if (grad) Ainv = llt.solve(Matrix::Identity(m, m));
-      }
-    }
-    if (!ok) {
-      Eigen::SelfAdjointEigenSolver<Matrix> eig(R);
-      if (eig.info() != Eigen::Success) throw NumericalError("bkl: eigendecomposition of R_zz failed");
-      const Vector e = (nn * eig.eigenvalues().cwiseMax(0.0)).array() + t;
-      logdetA = e.array().log().sum();
-      const Matrix& Q = eig.eigenvectors();
-      w = Q * ((Q.transpose() * mu).array() / e.array()).matrix();
-      if (grad) Ainv = Q * e.cwiseInverse().asDiagonal() * Q.transpose();
-    }
-  }
+  const bkl_parts::MeanPart part = bkl_parts::factor_mean_part(R, nn, t, mu, grad);
+  const Matrix& Ainv = part.inverse;  // only for the gradient
+  const Vector& w = part.w;           // A⁻¹ μ̄
+  const double logdetA = part.logdet;
   const double S = s.k2 - nn * mu.squaredNorm();
   const double md = static_cast<double>(m), Dd = static_cast<double>(D);
   const double val = -0.5 * (logdetA + md * (nn - 1.0) * b + md * nn * std::log(2.0 * std::numbers::pi) +
@@ -301,39 +367,7 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
 
   // Landmarks: given, or m rows drawn by the context's stream and held out of the data.
   Matrix data, Z;
-  if (o.landmark_points.size() > 0) {
-    if (o.landmark_points.cols() != D)
-      throw ConfigError(c + ": landmark_points have " + std::to_string(o.landmark_points.cols()) +
-                        " columns, the data " + std::to_string(D));
-    if (o.landmark_points.rows() < D)
-      throw ConfigError(c + ": landmarks = " + std::to_string(o.landmark_points.rows()) +
-                        " given points for D = " + std::to_string(D) + " (expected at least D)");
-    Z = o.landmark_points;
-    data = X;
-  } else {
-    if (o.landmarks < D)
-      throw ConfigError(c + ": landmarks must be at least D = " + std::to_string(D) + ", got " +
-                        std::to_string(o.landmarks) +
-                        " (the Jacobian term needs an m x D Jacobian of full rank)");
-    if (X.rows() <= o.landmarks)
-      throw DataError(c + ": " + std::to_string(X.rows()) +
-                      " rows for landmarks = " + std::to_string(o.landmarks) +
-                      " (expected more rows than landmarks: the landmarks are held out of the data); lower "
-                      "`landmarks` or give more rows");
-    Context lc = context.child("landmarks");
-    const std::vector<Index> pick = sample_without_replacement(X.rows(), o.landmarks, lc.rng());
-    std::vector<Index> rest;
-    rest.reserve(static_cast<std::size_t>(X.rows() - o.landmarks));
-    std::size_t j = 0;
-    for (Index i = 0; i < X.rows(); ++i) {
-      if (j < pick.size() && pick[j] == i)
-        ++j;
-      else
-        rest.push_back(i);
-    }
-    Z = gather_rows(X, pick);
-    data = gather_rows(X, rest);
-  }
+  bkl_parts::split_landmarks(X, o.landmarks, o.landmark_points, c, context, data, Z);
   const BklPseudolikelihood L(data, Z, c);
   const double b = std::log(o.tau2);
   Index evaluations = 0;

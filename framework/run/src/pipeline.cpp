@@ -167,12 +167,20 @@ namespace {
 // its provenance and the profile of log L in ℓ. An optimum on a bound is refused (ConfigError at the key).
 void apply_bayesian_kernel_learning(Config& kcfg, const Dataset& data, std::uint64_t seed, ModelPlan& mp) {
   const std::string type = kcfg.has("type") ? kcfg.string("type") : std::string();
+  if (type == "gaussian_mixture")
+    kcfg.fail(
+        "sigma",
+        "\"bkl\" (Bayesian kernel learning) here chooses the one length scale of kernel type "
+        "\"gaussian\"; for kernel type \"gaussian_mixture\" give its length scales as numbers (BKL of "
+        "a mixture's scales and weights is the two-sample evaluator's bandwidth_rule = \"bkl_multiscale\", "
+        "docs/math.md §9.6)");
   if (type != "gaussian")
-    kcfg.fail("sigma",
-              "\"bkl\" (Bayesian kernel learning) chooses the length scale of kernel type \"gaussian\" "
-              "(its prior covariance and input derivatives are in closed form, docs/math.md §9); kernel "
-              "type \"" +
-                  type + "\" has none: use a number or \"median\"");
+    kcfg.fail(
+        "sigma",
+        "\"bkl\" (Bayesian kernel learning) needs the prior covariance R = ∫ k(x, u) k(u, y) du in "
+        "closed form and the kernel's input derivatives (docs/math.md §9): kef has them for kernel type "
+        "\"gaussian\" (and the Gaussian mixture, §9.6); kernel type \"" +
+            type + "\" has no closed-form R: use a number or \"median\"");
   constexpr Index kLandmarks = 100, kRows = 10000 + kLandmarks;
   const Index rows = std::min(kRows, data.train.rows());
   BklOptions o;
