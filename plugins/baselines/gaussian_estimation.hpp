@@ -55,7 +55,7 @@ struct EmOptions {
   Index components = 1;
   GaussianFitOptions fit;
   int max_iterations = 500;
-  double tolerance = 1e-8;  // stop when the mean log-likelihood per row rises by less
+  double tolerance = 1e-6;  // stop when the mean log-likelihood per row rises by less
   int kmeans_max_iterations = 100;
 };
 

@@ -93,7 +93,7 @@ const OptionsSpec<GmmKeys>& gmm_options() {
     s.integer("max_iterations", &O::max_iterations, "EM iterations (M-steps) per run at most", 500)
         .at_least(1);
     s.number("tolerance", &O::tolerance,
-             "EM stops when the mean training log-likelihood per row rises by less than this", 1e-8)
+             "EM stops when the mean training log-likelihood per row rises by less than this", 1e-6)
         .positive();
     s.integer("kmeans_max_iterations", &O::kmeans_max_iterations, "Lloyd iterations of each k-means start",
               100)

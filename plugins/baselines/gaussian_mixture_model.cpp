@@ -70,7 +70,7 @@ void GaussianMixtureModel::check_input(const Matrix& X) const {
     if (!X.row(i).allFinite()) throw DataError(type_ + " model: row " + std::to_string(i) + " is not finite");
 }
 
-void GaussianMixtureModel::evaluate_row(const double* x, Row& row, bool scores) const {
+void GaussianMixtureModel::evaluate_row(const double* x, Row& row, bool scores, bool terms_only) const {
   const Index K = params_.components(), D = dim();
   for (Index k = 0; k < K; ++k) {
     const auto kk = static_cast<std::size_t>(k);
@@ -82,6 +82,7 @@ void GaussianMixtureModel::evaluate_row(const double* x, Row& row, bool scores) 
       for (Index d = 0; d < D; ++d) row.scores(k, d) = -row.diff[d];
     }
   }
+  if (terms_only) return;
   const double m = row.terms.maxCoeff();
   row.lse = m == -kInf ? -kInf : m + std::log((row.terms.array() - m).exp().sum());
   if (!scores) return;
@@ -100,7 +101,7 @@ Matrix GaussianMixtureModel::log_terms(const Matrix& X) const {
   Matrix T(X.rows(), params_.components());
   const RowMatrix Xr = X;
   for (Index i = 0; i < X.rows(); ++i) {
-    evaluate_row(Xr.row(i).data(), row, false);
+    evaluate_row(Xr.row(i).data(), row, false, true);
     T.row(i) = row.terms.transpose();
   }
   return T;

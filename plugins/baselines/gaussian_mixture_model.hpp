@@ -58,8 +58,8 @@ class GaussianMixtureModel final : public Model {
 
  private:
   struct Row;  // per-row workspace
-  // Terms, responsibilities and per-component scores of one row.
-  void evaluate_row(const double* x, Row& row, bool scores) const;
+  // Terms, their log-sum-exp (unless terms_only), responsibilities and per-component scores of one row.
+  void evaluate_row(const double* x, Row& row, bool scores, bool terms_only = false) const;
   void check_input(const Matrix& X) const;
 
   std::string type_;
