@@ -77,8 +77,9 @@ MixtureParameters weighted_gaussians(const Matrix& X, const Matrix& gamma, const
       [&](Index b, First& acc) {
         for (Index i = b * kBlockRows; i < std::min(N, (b + 1) * kBlockRows); ++i)
           for (Index k = 0; k < K; ++k) {
-            acc.mass[k] += gamma(i, k);
-            acc.sum.row(k) += gamma(i, k) * X.row(i);
+            const double g = gamma(i, k);
+            acc.mass[k] += g;
+            for (Index d = 0; d < D; ++d) acc.sum(k, d) += g * X(i, d);
           }
       },
       [](First& a, const First& b) {
@@ -107,7 +108,7 @@ MixtureParameters weighted_gaussians(const Matrix& X, const Matrix& gamma, const
           for (Index k = 0; k < K; ++k) {
             const double g = gamma(i, k);
             if (g == 0.0) continue;
-            diff = X.row(i) - p.means.row(k);
+            for (Index d = 0; d < D; ++d) diff[d] = X(i, d) - p.means(k, d);
             Matrix& S = acc[static_cast<std::size_t>(k)];
             for (Index c = 0; c < D; ++c)
               for (Index r = c; r < D; ++r) S(r, c) += g * diff[r] * diff[c];
