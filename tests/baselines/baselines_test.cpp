@@ -493,6 +493,55 @@ TEST(Baselines, ExactSamplesPassATwoSampleTestAgainstTheDensity) {
   EXPECT_GE(rejections, 8);
 }
 
+// Mean and covariance of the rows of S against the exact ones, each entry within 4 standard errors
+// estimated from the sample itself (the per-row terms' standard deviation over sqrt(n)). A false alarm
+// among the 9 entries of a 3-D model has probability < 6e-4 for a random seed (the seeds are fixed).
+void expect_moments(const Matrix& S, const Vector& mean, const Matrix& cov, const std::string& what) {
+  const double n = static_cast<double>(S.rows());
+  const Matrix C = S.rowwise() - mean.transpose();
+  for (Index a = 0; a < S.cols(); ++a) {
+    EXPECT_LT(std::abs(C.col(a).mean()), 4 * std::sqrt(cov(a, a) / n)) << what << " mean " << a;
+    for (Index b = 0; b <= a; ++b) {
+      const Vector t = C.col(a).cwiseProduct(C.col(b));
+      const double m = t.mean(), se = std::sqrt((t.array() - m).square().sum() / (n - 1) / n);
+      EXPECT_LT(std::abs(m - cov(a, b)), 4 * se)
+          << what << " cov " << a << b << ": " << m << " vs " << cov(a, b);
+    }
+  }
+}
+
+TEST(Baselines, ExactSamplesHaveTheModelsMeanAndCovariance) {
+  // A finer check of the samplers than the two-sample test: 2·10⁵ draws against the exact first two
+  // moments. Mixture: mean Σ π_k μ_k, covariance Σ π_k (Σ_k + μ_k μ_kᵀ) − mean meanᵀ. KDE: the
+  // centres' mean, and Σ̂ + h² Σ̂ (Σ̂ is the centres' own covariance, divisor n).
+  const Matrix X = clusters_3d(700, 26);
+  const Matrix V = clusters_3d(200, 27);
+  const Index n = 200000;
+  std::uint64_t seed = 28;
+  for (const std::string toml : {"gaussian_fit", "gmm full", "gmm diagonal"}) {
+    const Fitted f = toml == "gaussian_fit" ? fit_direct<baselines::GaussianFitEstimator>("", X, V)
+                     : toml == "gmm full"   ? fit_direct<baselines::GmmEstimator>("components = 3", X, V)
+                                            : fit_direct<baselines::GmmEstimator>(
+                                                "components = 3\ncovariance = \"diagonal\"", X, V);
+    const auto& p = as_mixture(f).parameters();
+    Vector mean = Vector::Zero(3);
+    Matrix second = Matrix::Zero(3, 3);
+    for (Index k = 0; k < p.components(); ++k) {
+      const Vector mu = p.means.row(k).transpose();
+      mean += p.weights[k] * mu;
+      second += p.weights[k] * (p.covariances[static_cast<std::size_t>(k)] + mu * mu.transpose());
+    }
+    RandomStream rng(seed++, "moments");
+    expect_moments(f.model->sample(n, rng), mean, second - mean * mean.transpose(), toml);
+  }
+  const Fitted k = fit_direct<baselines::KdeEstimator>("rule = \"validation\"", X, V);
+  const auto& kde = dynamic_cast<const KdeModel&>(*k.model);
+  const double h = kde.bandwidth();
+  RandomStream rng(seed, "moments");
+  expect_moments(kde.sample(n, rng), X.colwise().mean().transpose(),
+                 (1 + h * h) * kde.geometry().covariance(), "kde");
+}
+
 // ------------------------------------------------------------------------------------------------
 // Saved models through the plugin.
 
