@@ -20,7 +20,7 @@ const double kHalfLog2Pi = 0.5 * std::log(2.0 * std::numbers::pi);
 
 std::vector<MadeDegrees> flow_degrees(const FlowArchitecture& arch, bool random_hidden, RandomStream* rng) {
   const Index D = arch.dim;
-  const Index count = arch.layers + (arch.components > 0 ? 1 : 0);
+  const Index count = (arch.coupling ? 0 : arch.layers) + (arch.components > 0 ? 1 : 0);
   std::vector<MadeDegrees> out;
   std::vector<Index> order = nw::made::input_degrees(D, nw::made::InputOrder::natural);
   const auto mode = random_hidden ? nw::made::HiddenDegrees::random : nw::made::HiddenDegrees::sequential;
@@ -86,6 +86,43 @@ void Made::initialize(RandomStream& rng) {
   net_.set_parameters(theta);
 }
 
+// --------------------------------------------------------------------------------------- Coupling
+
+Coupling::Coupling(const FlowArchitecture& arch, Index k) : s_(arch.dim), t_(arch.dim), mask_(arch.dim) {
+  const Index D = arch.dim;
+  for (Index j = 0; j < D; ++j) mask_[j] = static_cast<double>((j + k) % 2);
+  for (auto [net, act] : {std::pair{&s_, arch.activation}, std::pair{&t_, arch.shift_activation}}) {
+    Index below = D;
+    for (Index h : arch.hidden_units) {
+      net->add(
+          std::make_unique<nw::Dense>(below, h, nw::WeightInit::normal(1.0 / std::sqrt(double(below + 1)))));
+      net->add(std::make_unique<nw::Activation>(act, h));
+      below = h;
+    }
+    net->add(
+        std::make_unique<nw::Dense>(below, D, nw::WeightInit::normal(1.0 / std::sqrt(double(below + 1)))));
+  }
+}
+
+void Coupling::initialize(RandomStream& rng) {
+  s_.initialize(rng);
+  t_.initialize(rng);
+}
+
+Vector Coupling::parameters() const {
+  Vector theta(parameter_count());
+  theta << s_.parameters(), t_.parameters();
+  return theta;
+}
+
+void Coupling::set_parameters(const Vector& theta) {
+  if (theta.size() != parameter_count())
+    throw Error("coupling: expected " + std::to_string(parameter_count()) + " parameters, got " +
+                std::to_string(theta.size()));
+  s_.set_parameters(theta.head(s_.parameter_count()));
+  t_.set_parameters(theta.tail(t_.parameter_count()));
+}
+
 // ------------------------------------------------------------------------------------ FlowDensity
 
 struct FlowDensity::Trace {
@@ -98,11 +135,16 @@ struct FlowDensity::Trace {
     nw::Network::Tape tape;
     Vector mean, variance;  // the statistics used (batch or recorded)
   };
+  struct CouplingStep {
+    Matrix input, masked, s, t, e, diff;  // e = exp(−s), diff = input − t
+    nw::Network::Tape s_tape, t_tape;
+  };
   struct BaseStep {
     Matrix input, out, w, e, r, pi;  // mixture: w = e ∘ (u − μ), responsibilities r, weights π
     nw::Network::Tape tape;
   };
   std::vector<MadeStep> mades;
+  std::vector<CouplingStep> couplings;
   std::vector<NormStep> norms;
   BaseStep base;
   Matrix last;  // u_K
@@ -121,12 +163,16 @@ FlowDensity::FlowDensity(FlowArchitecture arch, Vector shift, Vector scale,
     if (!(scale_[d] > 0.0) || !std::isfinite(scale_[d]) || !std::isfinite(shift_[d]))
       throw Error("flow: the standardisation of column " + std::to_string(d) +
                   " is not a finite shift and a scale > 0");
-  const Index count = arch_.layers + (arch_.components > 0 ? 1 : 0);
+  if (arch_.coupling && arch_.components > 0) throw Error("flow: coupling layers take no mixture base");
+  const Index count = (arch_.coupling ? 0 : arch_.layers) + (arch_.components > 0 ? 1 : 0);
   if (static_cast<Index>(degrees.size()) != count)
     throw Error("flow: " + std::to_string(degrees.size()) + " sets of MADE degrees for " +
                 std::to_string(count) + " MADEs");
   for (Index k = 0; k < arch_.layers; ++k) {
-    mades_.emplace_back(arch_, degrees[static_cast<std::size_t>(k)], 0);
+    if (arch_.coupling)
+      couplings_.emplace_back(arch_, k);
+    else
+      mades_.emplace_back(arch_, degrees[static_cast<std::size_t>(k)], 0);
     if (arch_.batch_norm) {
       nw::Network bn(D);
       bn.add(std::make_unique<nw::BatchNorm>(D, arch_.batch_norm_epsilon));
@@ -138,19 +184,37 @@ FlowDensity::FlowDensity(FlowArchitecture arch, Vector shift, Vector scale,
 }
 
 void FlowDensity::initialize(RandomStream& rng) {
-  for (std::size_t k = 0; k < mades_.size(); ++k) {
-    mades_[k].initialize(rng);
+  for (std::size_t k = 0; k < static_cast<std::size_t>(layer_count()); ++k) {
+    if (arch_.coupling)
+      couplings_[k].initialize(rng);
+    else
+      mades_[k].initialize(rng);
     if (!norms_.empty()) norms_[k].initialize(rng);
   }
   if (!base_.empty()) base_.front().initialize(rng);
 }
 
+Index FlowDensity::layer_parameter_count(std::size_t k) const {
+  return arch_.coupling ? couplings_[k].parameter_count() : mades_[k].net().parameter_count();
+}
+
+Vector FlowDensity::layer_parameters(std::size_t k) const {
+  return arch_.coupling ? couplings_[k].parameters() : mades_[k].net().parameters();
+}
+
+void FlowDensity::set_layer_parameters(std::size_t k, const Vector& theta) {
+  if (arch_.coupling)
+    couplings_[k].set_parameters(theta);
+  else
+    mades_[k].net().set_parameters(theta);
+}
+
 std::vector<Index> FlowDensity::offsets() const {
   std::vector<Index> out;
   Index at = 0;
-  for (std::size_t k = 0; k < mades_.size(); ++k) {
+  for (std::size_t k = 0; k < static_cast<std::size_t>(layer_count()); ++k) {
     out.push_back(at);
-    at += mades_[k].net().parameter_count();
+    at += layer_parameter_count(k);
     if (!norms_.empty()) {
       out.push_back(at);
       at += norms_[k].parameter_count();
@@ -162,7 +226,7 @@ std::vector<Index> FlowDensity::offsets() const {
 
 Index FlowDensity::parameter_count() const {
   Index n = 0;
-  for (const auto& m : mades_) n += m.net().parameter_count();
+  for (std::size_t k = 0; k < static_cast<std::size_t>(layer_count()); ++k) n += layer_parameter_count(k);
   for (const auto& b : norms_) n += b.parameter_count();
   if (!base_.empty()) n += base_.front().net().parameter_count();
   return n;
@@ -175,8 +239,10 @@ Vector FlowDensity::parameters() const {
     theta.segment(at, net.parameter_count()) = net.parameters();
     at += net.parameter_count();
   };
-  for (std::size_t k = 0; k < mades_.size(); ++k) {
-    put(mades_[k].net());
+  for (std::size_t k = 0; k < static_cast<std::size_t>(layer_count()); ++k) {
+    const Vector part = layer_parameters(k);
+    theta.segment(at, part.size()) = part;
+    at += part.size();
     if (!norms_.empty()) put(norms_[k]);
   }
   if (!base_.empty()) put(base_.front().net());
@@ -192,8 +258,10 @@ void FlowDensity::set_parameters(const Vector& theta) {
     net.set_parameters(theta.segment(at, net.parameter_count()));
     at += net.parameter_count();
   };
-  for (std::size_t k = 0; k < mades_.size(); ++k) {
-    take(mades_[k].net());
+  for (std::size_t k = 0; k < static_cast<std::size_t>(layer_count()); ++k) {
+    const Index n = layer_parameter_count(k);
+    set_layer_parameters(k, theta.segment(at, n));
+    at += n;
     if (!norms_.empty()) take(norms_[k]);
   }
   if (!base_.empty()) take(base_.front().net());
@@ -217,9 +285,18 @@ void FlowDensity::record_batch_norm_statistics(const Matrix& X) {
   set_training(true);
   Matrix u = ((X.rowwise() - shift_.transpose()).array().rowwise() / scale_.transpose().array()).matrix();
   const Index D = arch_.dim;
-  for (std::size_t k = 0; k < mades_.size(); ++k) {
-    const Matrix out = mades_[k].net().value(u);
-    u = ((0.5 * out.middleCols(D, D).array()).exp() * (u - out.leftCols(D)).array()).matrix();
+  for (std::size_t k = 0; k < static_cast<std::size_t>(layer_count()); ++k) {
+    if (arch_.coupling) {
+      const Coupling& c = couplings_[k];
+      const Matrix mv = (u.array().rowwise() * c.mask().transpose().array()).matrix();
+      const Matrix S = c.scale_net().value(mv), T = c.shift_net().value(mv);
+      u = (mv.array() +
+           ((-S.array()).exp() * (u - T).array()).rowwise() * (1.0 - c.mask().array()).transpose())
+              .matrix();
+    } else {
+      const Matrix out = mades_[k].net().value(u);
+      u = ((0.5 * out.middleCols(D, D).array()).exp() * (u - out.leftCols(D)).array()).matrix();
+    }
     nw::Network::Tape tape;
     Matrix y;
     norms_[k].forward(u, 0, y, &tape);
@@ -237,25 +314,50 @@ Vector FlowDensity::forward(const Matrix& X, Trace* tr) const {
   if (tr) {
     tr->n = N;
     tr->mades.assign(mades_.size(), {});
+    tr->couplings.assign(couplings_.size(), {});
     tr->norms.assign(norms_.size(), {});
   }
   Matrix u = ((X.rowwise() - shift_.transpose()).array().rowwise() / scale_.transpose().array()).matrix();
   Vector logp = Vector::Constant(N, -scale_.array().log().sum());
-  for (std::size_t k = 0; k < mades_.size(); ++k) {
-    // u ↦ e ∘ (u − μ(u)), e = exp(lp(u)/2); log-determinant Σ_d lp_d / 2 (docs/math.md §15).
-    Trace::MadeStep* s = tr ? &tr->mades[k] : nullptr;
-    Matrix out;
-    mades_[k].net().forward(u, 0, out, s ? &s->tape : nullptr);
-    Matrix e = (0.5 * out.middleCols(D, D).array()).exp().matrix();
-    Matrix next = (e.array() * (u - out.leftCols(D)).array()).matrix();
-    logp += 0.5 * out.middleCols(D, D).rowwise().sum();
-    if (s) {
-      s->input = std::move(u);
-      s->out = std::move(out);
-      s->e = std::move(e);
-      s->output = next;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(layer_count()); ++k) {
+    if (arch_.coupling) {
+      // u = m∘v + (1 − m)∘e^{−s}∘(v − t), log-determinant −Σ_j (1 − m_j) s_j (docs/math.md §15).
+      const Coupling& c = couplings_[k];
+      Trace::CouplingStep* cs = tr ? &tr->couplings[k] : nullptr;
+      const Vector keep = (1.0 - c.mask().array()).matrix();
+      Matrix mv = (u.array().rowwise() * c.mask().transpose().array()).matrix();
+      Matrix S, T;
+      c.scale_net().forward(mv, 0, S, cs ? &cs->s_tape : nullptr);
+      c.shift_net().forward(mv, 0, T, cs ? &cs->t_tape : nullptr);
+      Matrix e = (-S.array()).exp().matrix();
+      Matrix diff = u - T;
+      Matrix next = (mv.array() + (e.array() * diff.array()).rowwise() * keep.transpose().array()).matrix();
+      logp -= S * keep;
+      if (cs) {
+        cs->input = std::move(u);
+        cs->masked = std::move(mv);
+        cs->s = std::move(S);
+        cs->t = std::move(T);
+        cs->e = std::move(e);
+        cs->diff = std::move(diff);
+      }
+      u = std::move(next);
+    } else {
+      // u ↦ e ∘ (u − μ(u)), e = exp(lp(u)/2); log-determinant Σ_d lp_d / 2 (docs/math.md §15).
+      Trace::MadeStep* s = tr ? &tr->mades[k] : nullptr;
+      Matrix out;
+      mades_[k].net().forward(u, 0, out, s ? &s->tape : nullptr);
+      Matrix e = (0.5 * out.middleCols(D, D).array()).exp().matrix();
+      Matrix next = (e.array() * (u - out.leftCols(D)).array()).matrix();
+      logp += 0.5 * out.middleCols(D, D).rowwise().sum();
+      if (s) {
+        s->input = std::move(u);
+        s->out = std::move(out);
+        s->e = std::move(e);
+        s->output = next;
+      }
+      u = std::move(next);
     }
-    u = std::move(next);
     if (!norms_.empty()) {
       const nw::Network& bn = norms_[k];
       Trace::NormStep* b = tr ? &tr->norms[k] : nullptr;
@@ -360,7 +462,7 @@ void FlowDensity::backward(const Trace& tr, const Vector& g, Vector* gradient, M
     add_grad(gp);
   }
   const double G = g.sum();
-  for (std::size_t k = mades_.size(); k-- > 0;) {
+  for (std::size_t k = static_cast<std::size_t>(layer_count()); k-- > 0;) {
     if (!norms_.empty()) {
       const auto& b = tr.norms[k];
       Vector gp;
@@ -376,6 +478,33 @@ void FlowDensity::backward(const Trace& tr, const Vector& g, Vector* gradient, M
       }
       add_grad(gp);
       ub = std::move(xb);
+    }
+    if (arch_.coupling) {
+      // With keep = 1 − m: v̄ = ū∘(m + keep∘e), s̄ = −keep∘(ū∘e∘(v − t) + ḡ), t̄ = −keep∘ū∘e, and the
+      // nets' input adjoint, taken through the mask, adds m∘(S̄ + T̄ at m∘v).
+      const Coupling& c = couplings_[k];
+      const auto& cs = tr.couplings[k];
+      const Vector keep = (1.0 - c.mask().array()).matrix();
+      const Matrix ue = (ub.array() * cs.e.array()).matrix();
+      Matrix sb = (ue.array() * cs.diff.array()).matrix();
+      sb.array().colwise() += g.array();
+      sb = -(sb.array().rowwise() * keep.transpose().array()).matrix();
+      const Matrix tb = -(ue.array().rowwise() * keep.transpose().array()).matrix();
+      Matrix mb = Matrix::Zero(N, D);
+      Vector gs, gt;
+      c.scale_net().backward(cs.masked, cs.s_tape, sb, gradient ? &gs : nullptr, &mb);
+      c.shift_net().backward(cs.masked, cs.t_tape, tb, gradient ? &gt : nullptr, &mb);
+      Vector gp;
+      if (gradient) {
+        gp.resize(gs.size() + gt.size());
+        gp << gs, gt;
+      }
+      add_grad(gp);
+      Matrix vb = (ub.array().rowwise() * c.mask().transpose().array()).matrix() +
+                  (ue.array().rowwise() * keep.transpose().array()).matrix() +
+                  (mb.array().rowwise() * c.mask().transpose().array()).matrix();
+      ub = std::move(vb);
+      continue;
     }
     const auto& s = tr.mades[k];
     Matrix adj(N, 2 * D);
@@ -454,12 +583,25 @@ Vector FlowDensity::log_density_score_laplacian(const Matrix& X, Matrix& score, 
   for (Index d = 0; d < D; ++d) u.block((1 + d) * N, d, N, 1).setConstant(1.0 / scale_[d]);
   Vector lp = Vector::Zero(R);  // log p as a stack of width 1
   lp.head(N).setConstant(-scale_.array().log().sum());
-  for (std::size_t k = 0; k < mades_.size(); ++k) {
-    Matrix out;
-    mades_[k].net().forward_stack(u, D, 2, out);
-    const Matrix lpk = out.rightCols(D);
-    u = stack_product(stack_exp_half(lpk, N, D), Matrix(u - out.leftCols(D)), N, D);
-    lp += 0.5 * lpk.rowwise().sum();
+  for (std::size_t k = 0; k < static_cast<std::size_t>(layer_count()); ++k) {
+    if (arch_.coupling) {
+      // Masking, e^{−s} and the product act channel by channel (the mask is a constant per column).
+      const Coupling& c = couplings_[k];
+      const Vector keep = (1.0 - c.mask().array()).matrix();
+      const Matrix mv = (u.array().rowwise() * c.mask().transpose().array()).matrix();
+      Matrix S, T;
+      c.scale_net().forward_stack(mv, D, 2, S);
+      c.shift_net().forward_stack(mv, D, 2, T);
+      const Matrix prod = stack_product(stack_exp_half(Matrix(-2.0 * S), N, D), Matrix(u - T), N, D);
+      u = (mv.array() + prod.array().rowwise() * keep.transpose().array()).matrix();
+      lp -= S * keep;
+    } else {
+      Matrix out;
+      mades_[k].net().forward_stack(u, D, 2, out);
+      const Matrix lpk = out.rightCols(D);
+      u = stack_product(stack_exp_half(lpk, N, D), Matrix(u - out.leftCols(D)), N, D);
+      lp += 0.5 * lpk.rowwise().sum();
+    }
     if (!norms_.empty()) {
       const auto& layer = static_cast<const nw::BatchNorm&>(norms_[k].layer(0));
       Matrix y;
@@ -555,7 +697,7 @@ Matrix FlowDensity::from_base(const Matrix& U) const {
   if (training_) throw Error("flow: the inverse pass needs evaluation mode");
   const Index N = U.rows(), D = arch_.dim;
   Matrix u = U;
-  for (std::size_t k = mades_.size(); k-- > 0;) {
+  for (std::size_t k = static_cast<std::size_t>(layer_count()); k-- > 0;) {
     if (!norms_.empty()) {
       // y = e^γ (x − m)/√(v + ε) + β  ⇒  x = (y − β) e^{−γ} √(v + ε) + m.
       const nw::Network& bn = norms_[k];
@@ -567,6 +709,16 @@ Matrix FlowDensity::from_base(const Matrix& U) const {
               .matrix();
       u = ((u.rowwise() - beta.transpose()).array().rowwise() * f.transpose().array()).matrix();
       u.rowwise() += layer.running_mean().transpose();
+    }
+    if (arch_.coupling) {
+      // m∘v = m∘u; the rest v = u∘e^{s} + t with s, t at m∘u: one pass.
+      const Coupling& c = couplings_[k];
+      const Vector keep = (1.0 - c.mask().array()).matrix();
+      const Matrix mu = (u.array().rowwise() * c.mask().transpose().array()).matrix();
+      const Matrix S = c.scale_net().value(mu), T = c.shift_net().value(mu);
+      u = (mu.array() + (u.array() * S.array().exp() + T.array()).rowwise() * keep.transpose().array())
+              .matrix();
+      continue;
     }
     // v_j = μ_j(v_<j) + u_j e^{−lp_j(v_<j)/2}, in the order of the degrees: input j of degree t depends
     // only on inputs of lower degree, which are final by step t.

@@ -29,8 +29,12 @@ struct FlowArchitecture {
   network::ActivationKind activation = network::ActivationKind::tanh;
   Index layers = 0;         // Gaussian MADEs in the flow (MADE: 1, MADE-MoG: 0)
   Index components = 0;     // 0: the base is N(0, I); C ≥ 1: a MADE with C-component Gaussian mixtures
-  bool batch_norm = false;  // a batch norm after every Gaussian MADE
+  bool batch_norm = false;  // a batch norm after every Gaussian MADE (coupling layer)
   double batch_norm_epsilon = 1e-5;
+  // Real NVP: the `layers` are affine coupling layers instead of MADEs (no mixture base); the scale
+  // net uses `activation`, the shift net `shift_activation`.
+  bool coupling = false;
+  network::ActivationKind shift_activation = network::ActivationKind::relu;
 };
 
 // The degrees of one MADE (1-based, made.hpp): its inputs' (the order) and each hidden layer's.
@@ -41,6 +45,7 @@ struct MadeDegrees {
 
 // The degrees of every MADE of the architecture (the flow's, then the base's): natural order for the
 // first MADE, reversed between consecutive MADEs; hidden degrees 'sequential' or 'random' (rng needed).
+// None for the coupling layers of Real NVP.
 std::vector<MadeDegrees> flow_degrees(const FlowArchitecture& arch, bool random_hidden, RandomStream* rng);
 
 // One MADE: inputs (N x D) to the heads (mean, log precision and, with C ≥ 1 components, log mixing
@@ -66,6 +71,28 @@ class Made {
   network::Network net_;
 };
 
+// One affine coupling layer of Real NVP (Dinh et al. 2017, as the MAF paper's code builds it): with the
+// 0/1 mask m_j = (j + k) mod 2 of layer k, s = S(m∘v) and t = T(m∘v) (two MLPs, D -> hidden -> D),
+//   u = m∘v + (1 − m)∘e^{−s}∘(v − t),   log |det ∂u/∂v| = −Σ_j (1 − m_j) s_j.
+// Parameters: the scale net's, then the shift net's.
+class Coupling {
+ public:
+  Coupling(const FlowArchitecture& arch, Index k);
+  const network::Network& scale_net() const { return s_; }
+  network::Network& scale_net() { return s_; }
+  const network::Network& shift_net() const { return t_; }
+  network::Network& shift_net() { return t_; }
+  const Vector& mask() const { return mask_; }
+  void initialize(RandomStream& rng);  // weights N(0, 1/(fan_in + 1)), biases 0
+  Index parameter_count() const { return s_.parameter_count() + t_.parameter_count(); }
+  Vector parameters() const;
+  void set_parameters(const Vector& theta);
+
+ private:
+  network::Network s_, t_;
+  Vector mask_;
+};
+
 class FlowDensity {
  public:
   // degrees: one entry per Gaussian MADE, then one for the base when arch.components ≥ 1.
@@ -76,7 +103,10 @@ class FlowDensity {
   Index dim() const { return arch_.dim; }
   const Vector& shift() const { return shift_; }
   const Vector& scale() const { return scale_; }
-  Index layer_count() const { return static_cast<Index>(mades_.size()); }
+  Index layer_count() const { return static_cast<Index>(mades_.size() + couplings_.size()); }
+  bool is_coupling() const { return arch_.coupling; }
+  const Coupling& coupling(Index k) const { return couplings_[static_cast<std::size_t>(k)]; }
+  Coupling& coupling(Index k) { return couplings_[static_cast<std::size_t>(k)]; }
   const Made& made(Index k) const { return mades_[static_cast<std::size_t>(k)]; }
   Made& made(Index k) { return mades_[static_cast<std::size_t>(k)]; }
   bool has_batch_norm() const { return !norms_.empty(); }
@@ -125,11 +155,15 @@ class FlowDensity {
   // writes grad_X (when not null).
   void backward(const Trace& trace, const Vector& g, Vector* gradient, Matrix* grad_X) const;
   double batch_norm_log_det(Index k, const Vector& variance) const;
-  std::vector<Index> offsets() const;  // parameter offsets, in parameters() order, one per network
+  std::vector<Index> offsets() const;  // parameter offsets, in parameters() order, one per layer
+  Index layer_parameter_count(std::size_t k) const;
+  Vector layer_parameters(std::size_t k) const;
+  void set_layer_parameters(std::size_t k, const Vector& theta);
 
   FlowArchitecture arch_;
   Vector shift_, scale_;
   std::vector<Made> mades_;
+  std::vector<Coupling> couplings_;
   std::vector<network::Network> norms_;
   std::vector<Made> base_;  // empty or one
   bool training_ = false;

@@ -24,13 +24,15 @@ std::string kind_name(FlowKind kind) {
       return "maf";
     case FlowKind::maf_mog:
       return "maf_mog";
+    case FlowKind::real_nvp:
+      return "real_nvp";
   }
   return "flow";
 }
 
 namespace {
 
-bool is_flow(FlowKind k) { return k == FlowKind::maf || k == FlowKind::maf_mog; }
+bool is_flow(FlowKind k) { return k == FlowKind::maf || k == FlowKind::maf_mog || k == FlowKind::real_nvp; }
 bool is_mog(FlowKind k) { return k == FlowKind::made_mog || k == FlowKind::maf_mog; }
 
 OptionsSpec<FlowOptions> make_spec(FlowKind kind) {
@@ -38,18 +40,32 @@ OptionsSpec<FlowOptions> make_spec(FlowKind kind) {
   OptionsSpec<O> s;
   s.numbers("hidden_units", &O::hidden_units, "units of each hidden layer of every MADE (integers >= 1)",
             std::vector<double>{100.0, 100.0});
-  s.string("activation", &O::activation, "hidden units' nonlinearity", std::string("tanh"))
+  const bool nvp = kind == FlowKind::real_nvp;
+  s.string("activation", &O::activation,
+           nvp ? "hidden units' nonlinearity of the scale nets" : "hidden units' nonlinearity",
+           std::string("tanh"))
       .one_of({"tanh", "relu", "sigmoid", "softplus", "elu"});
-  s.string("hidden_degrees", &O::hidden_degrees,
-           "MADE hidden degrees: sequential (unit k: k mod (D-1) + 1) or random (seeded)",
-           std::string("sequential"))
-      .one_of({"sequential", "random"});
+  if (nvp)
+    s.string("shift_activation", &O::shift_activation, "hidden units' nonlinearity of the shift nets",
+             std::string("relu"))
+        .one_of({"tanh", "relu", "sigmoid", "softplus", "elu"});
+  else
+    s.string("hidden_degrees", &O::hidden_degrees,
+             "MADE hidden degrees: sequential (unit k: k mod (D-1) + 1) or random (seeded)",
+             std::string("sequential"))
+        .one_of({"sequential", "random"});
   if (is_flow(kind)) {
-    s.integer("layers", &O::layers, "Gaussian MADEs in the flow (order reversed between them)", 5)
+    s.integer("layers", &O::layers,
+              nvp ? "coupling layers (masks alternating between them)"
+                  : "Gaussian MADEs in the flow (order reversed between them)",
+              5)
         .at_least(1);
-    s.boolean("batch_norm", &O::batch_norm,
-              "a batch norm after every MADE (batch statistics in training, the training set's afterwards)",
-              false);
+    s.boolean(
+        "batch_norm", &O::batch_norm,
+        nvp ? "a batch norm after every coupling layer (batch statistics in training, the training set's "
+              "afterwards)"
+            : "a batch norm after every MADE (batch statistics in training, the training set's afterwards)",
+        nvp);
     s.number("batch_norm_epsilon", &O::batch_norm_epsilon, "ε added to the batch norm's variance", 1e-5)
         .positive();
   }
@@ -95,7 +111,8 @@ double mean_negative_log_likelihood(const FlowDensity& d, const Matrix& X, int t
 
 const OptionsSpec<FlowOptions>& flow_options(FlowKind kind) {
   static const OptionsSpec<FlowOptions> specs[] = {make_spec(FlowKind::made), make_spec(FlowKind::made_mog),
-                                                   make_spec(FlowKind::maf), make_spec(FlowKind::maf_mog)};
+                                                   make_spec(FlowKind::maf), make_spec(FlowKind::maf_mog),
+                                                   make_spec(FlowKind::real_nvp)};
   return specs[static_cast<int>(kind)];
 }
 
@@ -142,6 +159,10 @@ ModelPtr FlowEstimator::fit(const FitInput& in) {
   arch.components = opt_.components;
   arch.batch_norm = opt_.batch_norm;
   arch.batch_norm_epsilon = opt_.batch_norm_epsilon;
+  if (kind_ == FlowKind::real_nvp) {
+    arch.coupling = true;
+    arch.shift_activation = network::activation_from_name(opt_.shift_activation);
+  }
 
   Vector shift = Vector::Zero(D), scale = Vector::Ones(D);
   if (opt_.standardize) {
@@ -152,7 +173,8 @@ ModelPtr FlowEstimator::fit(const FitInput& in) {
                         " of the training split is constant, so it has no density; drop it ([data] exclude)");
   }
   RandomStream degree_rng = in.context.rng().derive("degrees");
-  FlowDensity density(arch, shift, scale, flow_degrees(arch, opt_.hidden_degrees == "random", &degree_rng));
+  FlowDensity density(arch, shift, scale,
+                      flow_degrees(arch, !arch.coupling && opt_.hidden_degrees == "random", &degree_rng));
   {
     RandomStream init = in.context.rng().derive("init");
     density.initialize(init);

@@ -119,7 +119,11 @@ std::string FlowModel::describe() const {
   const FlowArchitecture& a = density_.architecture();
   std::ostringstream os;
   os << kind_ << ": ";
-  if (a.layers > 0) os << a.layers << " Gaussian MADE" << (a.layers > 1 ? "s" : "");
+  if (a.coupling)
+    os << a.layers << " affine coupling layer" << (a.layers > 1 ? "s" : "") << " (shift net "
+       << network::activation_name(a.shift_activation) << ")";
+  else if (a.layers > 0)
+    os << a.layers << " Gaussian MADE" << (a.layers > 1 ? "s" : "");
   if (a.layers > 0 && a.components > 0) os << " on ";
   if (a.components > 0) os << "a MADE with " << a.components << "-component Gaussian mixtures";
   if (a.components == 0) os << " on N(0, I)";
@@ -142,13 +146,18 @@ void FlowModel::save(ModelWriter& w) const {
   m.set("components", static_cast<std::int64_t>(a.components));
   m.set("batch_norm", a.batch_norm);
   m.set("batch_norm_epsilon", a.batch_norm_epsilon);
+  m.set("coupling", a.coupling);
+  if (a.coupling) m.set("shift_activation", network::activation_name(a.shift_activation));
   for (const auto& [k, v] : fit_info_) m.set(k, v);
   for (const auto& [k, v] : fit_counts_) m.set(k, v);
   w.write_array("shift", density_.shift());
   w.write_array("scale", density_.scale());
   for (Index k = 0; k < density_.layer_count(); ++k) {
     const std::string s = std::to_string(k);
-    write_made(w, "made" + s, density_.made(k));
+    if (a.coupling)
+      w.write_array("coupling" + s + "_parameters", density_.coupling(k).parameters());
+    else
+      write_made(w, "made" + s, density_.made(k));
     if (density_.has_batch_norm()) {
       const auto& bn = density_.batch_norm(k);
       const auto& layer = static_cast<const network::BatchNorm&>(bn.layer(0));
@@ -186,11 +195,22 @@ ModelPtr FlowModel::load(const ModelReader& r, Registry& /*registry*/) {
   a.batch_norm = m.boolean("batch_norm");
   a.batch_norm_epsilon = m.number("batch_norm_epsilon");
   if (!(a.batch_norm_epsilon > 0.0)) r.fail("model.toml `batch_norm_epsilon` must be > 0");
+  a.coupling = m.has("coupling") && m.boolean("coupling");
+  if (a.coupling) {
+    if (!m.has("shift_activation")) r.fail("model.toml has no `shift_activation` (coupling layers)");
+    try {
+      a.shift_activation = network::activation_from_name(m.string("shift_activation"));
+    } catch (const Error& e) {
+      r.fail(std::string("model.toml `shift_activation`: ") + e.what());
+    }
+    if (a.components > 0) r.fail("model.toml: coupling layers take no mixture base (`components` must be 0)");
+  }
   const std::string kind = m.string("kind");
   const Vector shift = read_vector(r, "shift", a.dim), scale = read_vector(r, "scale", a.dim);
   if ((scale.array() <= 0.0).any()) r.fail("scale.npy has entries <= 0");
   std::vector<MadeDegrees> degrees;
-  for (Index k = 0; k < a.layers; ++k) degrees.push_back(read_made_degrees(r, "made" + std::to_string(k), a));
+  for (Index k = 0; k < a.layers && !a.coupling; ++k)
+    degrees.push_back(read_made_degrees(r, "made" + std::to_string(k), a));
   if (a.components > 0) degrees.push_back(read_made_degrees(r, "base", a));
   FlowDensity density = [&] {
     try {
@@ -204,7 +224,12 @@ ModelPtr FlowModel::load(const ModelReader& r, Registry& /*registry*/) {
   };
   for (Index k = 0; k < a.layers; ++k) {
     const std::string s = std::to_string(k);
-    load_net(density.made(k).net(), "made" + s + "_parameters");
+    if (a.coupling) {
+      Coupling& c = density.coupling(k);
+      c.set_parameters(read_vector(r, "coupling" + s + "_parameters", c.parameter_count()));
+    } else {
+      load_net(density.made(k).net(), "made" + s + "_parameters");
+    }
     if (a.batch_norm) {
       auto& bn = density.batch_norm(k);
       load_net(bn, "bn" + s + "_parameters");

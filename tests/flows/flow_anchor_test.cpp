@@ -156,6 +156,72 @@ TEST(FlowAnchor, LogDensityAndScoreMatchMafTorch) {
   }
 }
 
+// Real NVP against its PyTorch twin (tests/flows/real_nvp_torch.py, written beside the tests since the
+// anchor has none): random parameters and recorded batch-norm statistics, loaded into kef's coupling
+// layers; log p, score and Laplacian to 1e-10 relative, and the saved model reloads bitwise.
+void fill_mlp(network::Network& net, const fs::path& dir, const std::string& prefix) {
+  Vector theta = net.parameters();
+  for (Index l = 0; 2 * l < net.layer_count(); ++l) {
+    const Matrix W = read_npy(dir / (prefix + ".W" + std::to_string(l) + ".npy"));  // in x out
+    const Vector b = vec(dir / (prefix + ".b" + std::to_string(l) + ".npy"));
+    const Index off = net.parameter_offset(2 * l);
+    ASSERT_EQ(net.layer(2 * l).input_width(), W.rows());
+    ASSERT_EQ(net.layer(2 * l).output_width(), W.cols());
+    Eigen::Map<Matrix>(theta.data() + off, W.cols(), W.rows()) = W.transpose();
+    theta.segment(off + W.size(), b.size()) = b;
+  }
+  net.set_parameters(theta);
+}
+
+TEST(FlowAnchor, RealNvpMatchesItsTorchTwin) {
+  const fs::path dir = kFixtures / "real_nvp";
+  FlowArchitecture a;
+  a.dim = 3;
+  a.hidden_units = {8, 8};
+  a.layers = 3;
+  a.batch_norm = true;
+  a.coupling = true;
+  a.activation = network::ActivationKind::tanh;
+  a.shift_activation = network::ActivationKind::relu;
+  FlowDensity d(a, vec(dir / "shift.npy"), vec(dir / "scale.npy"), {});
+  for (Index k = 0; k < a.layers; ++k) {
+    const std::string s = std::to_string(k);
+    fill_mlp(d.coupling(k).scale_net(), dir, "layer" + s + ".s");
+    fill_mlp(d.coupling(k).shift_net(), dir, "layer" + s + ".t");
+    const std::string p = "bn" + s;
+    Vector theta(2 * a.dim);
+    theta << vec(dir / (p + ".log_gamma.npy")), vec(dir / (p + ".beta.npy"));
+    d.batch_norm(k).set_parameters(theta);
+    const Vector v = vec(dir / (p + ".v.npy")).array() - a.batch_norm_epsilon;
+    static_cast<network::BatchNorm&>(d.batch_norm(k).layer(0))
+        .set_running_statistics(vec(dir / (p + ".m.npy")), v);
+  }
+  const Matrix T = read_npy(dir / "test.npy");
+  Matrix score, fscore, lap;
+  const Vector lp = d.log_density_and_score(T, score);
+  const Vector flp = d.log_density_score_laplacian(T, fscore, lap);
+  const double e_lp = max_rel(lp, vec(dir / "logp.npy")),
+               e_s = max_row_rel(score, read_npy(dir / "score.npy"));
+  const double e_l = max_row_rel(lap, read_npy(dir / "laplacian.npy"));
+  std::printf("real_nvp  log p %.2e, score %.2e, Laplacian %.2e (max rel)\n", e_lp, e_s, e_l);
+  RecordProperty("real_nvp_logp_max_rel", sci(e_lp));
+  RecordProperty("real_nvp_score_max_rel", sci(e_s));
+  RecordProperty("real_nvp_laplacian_max_rel", sci(e_l));
+  EXPECT_LT(e_lp, 1e-10);
+  EXPECT_LT(e_s, 1e-10);
+  EXPECT_LT(e_l, 1e-10);
+  EXPECT_LT(max_rel(flp, vec(dir / "logp.npy")), 1e-10);
+  EXPECT_LT(max_row_rel(fscore, read_npy(dir / "score.npy")), 1e-10);
+  const FlowModel model("real_nvp", d);
+  const fs::path saved = test::temp_dir("flows-save-nvp") / "m";
+  save_model(model, saved);
+  const ModelPtr back = load_model(saved, test::plugin_registry());
+  EXPECT_EQ(back->log_unnormalized(T), model.log_unnormalized(T));
+  EXPECT_EQ(back->score(T), model.score(T));
+  RandomStream r1(4, "draw"), r2(4, "draw");
+  EXPECT_EQ(back->sample(50, r1), model.sample(50, r2));
+}
+
 // The saved model reloads through the plugin's loader with every value bitwise the same.
 TEST(FlowAnchor, SavedModelsReloadBitwise) {
   for (const AnchorCase& c : kCases) {

@@ -21,6 +21,7 @@ struct Spec {
   const char* name;
   Index dim, layers, components;
   bool batch_norm;
+  bool coupling = false;  // Real NVP
 };
 
 // A density with its initial parameters moved by `jitter`·N(0, 1) (so no test sits at the symmetric
@@ -33,6 +34,7 @@ FlowDensity make_density(const Spec& s, std::vector<Index> hidden, std::uint64_t
   a.layers = s.layers;
   a.components = s.components;
   a.batch_norm = s.batch_norm;
+  a.coupling = s.coupling;
   RandomStream rng(seed, s.name);
   Vector shift = 0.5 * rng.normal_matrix(s.dim, 1).col(0);
   Vector scale = (0.3 * rng.normal_matrix(s.dim, 1).col(0)).array().exp();
@@ -43,9 +45,10 @@ FlowDensity make_density(const Spec& s, std::vector<Index> hidden, std::uint64_t
   return d;
 }
 
-const Spec kSpecs[] = {{"made", 3, 1, 0, false},  {"made_mog", 3, 0, 3, false},
-                       {"maf", 3, 3, 0, false},   {"maf_mog", 3, 2, 2, false},
-                       {"maf_bn", 3, 2, 0, true}, {"maf_mog_bn", 3, 2, 2, true}};
+const Spec kSpecs[] = {{"made", 3, 1, 0, false},         {"made_mog", 3, 0, 3, false},
+                       {"maf", 3, 3, 0, false},          {"maf_mog", 3, 2, 2, false},
+                       {"maf_bn", 3, 2, 0, true},        {"maf_mog_bn", 3, 2, 2, true},
+                       {"real_nvp", 3, 3, 0, true, true}};
 
 // d(−mean log p)/dθ by the reverse pass against central differences, in training mode (batch norm on
 // the batch's statistics, which depend on θ and on every row) and in evaluation mode.
@@ -152,7 +155,8 @@ TEST(FlowDensity, TwoDimensionalModelsIntegrateToOne) {
   const Spec specs2[] = {{"made", 2, 1, 0, false},
                          {"made_mog", 2, 0, 3, false},
                          {"maf", 2, 3, 0, false},
-                         {"maf_mog_bn", 2, 2, 3, true}};
+                         {"maf_mog_bn", 2, 2, 3, true},
+                         {"real_nvp", 2, 2, 0, true, true}};
   for (const Spec& s : specs2) {
     SCOPED_TRACE(s.name);
     const FlowDensity d = make_density(s, {10, 10}, 41);

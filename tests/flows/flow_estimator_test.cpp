@@ -71,7 +71,8 @@ TEST(FlowEstimator, EveryKindLearnsTheBanana) {
         "type = \"made_mog\"\nhidden_units = [32, 32]\ncomponents = 5\nmax_epochs = 40\nlearning_rate = 3e-3",
         "type = \"maf\"\nhidden_units = [32, 32]\nlayers = 3\nmax_epochs = 40\nlearning_rate = 3e-3",
         "type = \"maf_mog\"\nhidden_units = [32, 32]\nlayers = 2\ncomponents = 5\nmax_epochs = 40\n"
-        "learning_rate = 3e-3\nbatch_norm = true"}) {
+        "learning_rate = 3e-3\nbatch_norm = true",
+        "type = \"real_nvp\"\nhidden_units = [32, 32]\nlayers = 4\nmax_epochs = 40\nlearning_rate = 3e-3"}) {
     SCOPED_TRACE(keys);
     const Fitted f = fit(keys, train, valid);
     const double ll = f.model->log_unnormalized(test_rows).mean();
@@ -175,8 +176,11 @@ TEST(FlowEstimator, BadKeysAreConfigErrorsNamingTheKey) {
         Bad{"type = \"made\"\nweight_decay = -1", "weight_decay"},
         Bad{"type = \"maf\"\nbatch_norm_epsilon = 0", "batch_norm_epsilon"},
         Bad{"type = \"made\"\nactivation = \"cosine\"", "activation"},
-        Bad{"type = \"made\"\nlayers = 3", "layers"},             // MADE has one layer
-        Bad{"type = \"made\"\ncomponents = 3", "components"}}) {  // and no mixture
+        Bad{"type = \"made\"\nlayers = 3", "layers"},          // MADE has one layer
+        Bad{"type = \"made\"\ncomponents = 3", "components"},  // and no mixture
+        Bad{"type = \"real_nvp\"\ncomponents = 3", "components"},
+        Bad{"type = \"real_nvp\"\nhidden_degrees = \"random\"", "hidden_degrees"},
+        Bad{"type = \"real_nvp\"\nshift_activation = \"cubic\"", "shift_activation"}}) {
     const std::string msg = config_error(b.keys, train, valid);
     EXPECT_TRUE(test::contains(msg, b.key)) << b.keys << "\n -> " << msg;
   }
