@@ -134,6 +134,15 @@ FlowEstimator::FlowEstimator(const Config& cfg, FlowKind kind)
   if (!is_flow(kind)) opt_.batch_norm = false;
 }
 
+void FlowEstimator::check(const DataShape& data) const {
+  if (data.validation_rows == 0) no_validation_split();
+}
+
+void FlowEstimator::no_validation_split() const {
+  throw ConfigError(sites_.where("patience") + ": " + kind_name(kind_) +
+                    " early-stops on a validation split; set `split = { validation = ... }` in [data]");
+}
+
 std::optional<FacetSet> FlowEstimator::facets() const {
   return FacetSet{Facet::LogDensity, Facet::NormalizedDensity, Facet::Score, Facet::Laplacian,
                   Facet::Sampler};
@@ -144,9 +153,7 @@ ModelPtr FlowEstimator::fit(const FitInput& in) {
   const Matrix& V = in.validation;
   const Index N = X.rows(), D = X.cols();
   const std::string name = kind_name(kind_);
-  if (V.rows() == 0)
-    throw ConfigError(sites_.where("patience") + ": " + name +
-                      " early-stops on a validation split; set `split = { validation = ... }` in [data]");
+  if (V.rows() == 0) no_validation_split();
   if (N < 2) throw DataError(name + ": needs at least 2 training rows (got " + std::to_string(N) + ")");
   if (!X.allFinite() || !V.allFinite())
     throw DataError(name + ": the training or validation data are not finite");

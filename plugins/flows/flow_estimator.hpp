@@ -32,12 +32,15 @@ class FlowEstimator final : public Estimator {
  public:
   FlowEstimator(const Config& cfg, FlowKind kind);
   ModelPtr fit(const FitInput& input) override;
+  // No validation split fails in `kef validate` (training early-stops on it).
+  void check(const DataShape& data) const override;
   std::optional<FacetSet> facets() const override;
 
  protected:
   Estimator* clone_raw() const override { return new FlowEstimator(*this); }
 
  private:
+  [[noreturn]] void no_validation_split() const;
   FlowKind kind_;
   FlowOptions opt_;
   std::vector<Index> hidden_;

@@ -69,5 +69,17 @@ TEST(FlowCli, BadKeyExitsTwoNamingIt) {
   EXPECT_FALSE(fs::exists(dir / "out" / "results.json"));
 }
 
+// Without a validation split the run stops before any fit (the estimator's check), naming what to set.
+TEST(FlowCli, NoValidationSplitExitsTwoBeforeFitting) {
+  const fs::path dir = test::temp_dir("flows-cli-noval");
+  std::string text = pipeline("[[evaluate]]\ntype = \"log_likelihood\"\n");
+  text.replace(text.find("validation = 200"), 16, "validation = 0");
+  const fs::path cfg = test::write_file(dir, "p.toml", text);
+  auto r = test::kef_cmd("run " + cfg.string() + " --output " + (dir / "out").string() + " --quiet");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(test::contains(r.output, "validation")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out" / "results.json"));
+}
+
 }  // namespace
 }  // namespace kef
