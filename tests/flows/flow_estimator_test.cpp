@@ -64,7 +64,7 @@ double gaussian_fit_loglik(const Matrix& train, const Matrix& test_rows) {
 // Each kind learns the banana: better than the best Gaussian on held-out rows, below the truth (which
 // no fit can beat by more than noise), the validation curve reported epoch by epoch.
 TEST(FlowEstimator, EveryKindLearnsTheBanana) {
-  const Matrix train = banana(1500, 1), valid = banana(300, 2), test_rows = banana(2000, 3);
+  const Matrix train = banana(1000, 1), valid = banana(200, 2), test_rows = banana(2000, 3);
   const double gauss = gaussian_fit_loglik(train, test_rows), truth = banana_logpdf(test_rows).mean();
   for (const char* keys :
        {"type = \"made\"\nhidden_units = [32, 32]\nmax_epochs = 40\nlearning_rate = 3e-3",
