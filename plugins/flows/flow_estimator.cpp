@@ -38,7 +38,10 @@ bool is_mog(FlowKind k) { return k == FlowKind::made_mog || k == FlowKind::maf_m
 OptionsSpec<FlowOptions> make_spec(FlowKind kind) {
   using O = FlowOptions;
   OptionsSpec<O> s;
-  s.numbers("hidden_units", &O::hidden_units, "units of each hidden layer of every MADE (integers >= 1)",
+  s.numbers("hidden_units", &O::hidden_units,
+            kind == FlowKind::real_nvp
+                ? "units of each hidden layer of every scale and shift net (integers >= 1)"
+                : "units of each hidden layer of every MADE (integers >= 1)",
             std::vector<double>{100.0, 100.0});
   const bool nvp = kind == FlowKind::real_nvp;
   s.string("activation", &O::activation,
