@@ -1,6 +1,7 @@
 #include "kef/network/network.hpp"
 
 #include "kef/error.hpp"
+#include "kef/network/dense.hpp"
 
 namespace kef::network {
 
@@ -79,6 +80,31 @@ Matrix Network::value(const Matrix& X) const {
   Matrix out;
   forward(X, 0, out, nullptr);
   return out;
+}
+
+void Network::forward_stack(const Matrix& stack, Index outer_dim, int order, Matrix& out) const {
+  if (body_.empty()) throw Error("network: the network has no layers");
+  if (order < 0 || order > 2 || outer_dim < 1)
+    throw Error("network: forward_stack needs order 0, 1 or 2 and a positive outer dimension (got order " +
+                std::to_string(order) + ", dimension " + std::to_string(outer_dim) + ")");
+  if (order > body_.max_order(training_))
+    throw Error("network: derivative order " + std::to_string(order) + " is not available in " +
+                (training_ ? "training" : "evaluation") + " mode (set_training(false) for input derivatives)");
+  const Index channels = 1 + outer_dim * order;
+  if (stack.cols() != input_dim_ || stack.rows() % channels != 0)
+    throw Error("network: forward_stack takes a stack of N·" + std::to_string(channels) + " rows and " +
+                std::to_string(input_dim_) + " columns (got " + std::to_string(stack.rows()) + " x " +
+                std::to_string(stack.cols()) + ")");
+  // An input skip adds the network input with J_d = e_d, which a stack over another variable is not.
+  for (Index i = 0; i < body_.size(); ++i)
+    if (dynamic_cast<const InputSkip*>(&body_.layer(i)))
+      throw Error("network: forward_stack on a network with an input skip (" + body_.layer(i).name() + ")");
+  const Index n = stack.rows() / channels;
+  const Matrix values = stack.topRows(n);  // what a pass reports as its input (only seeded layers read it)
+  const Pass p{values, n, outer_dim, order, training_};
+  Matrix h = stack;
+  body_.forward(theta_.data(), p, false, h, nullptr);
+  out = std::move(h);
 }
 
 void Network::update_running_statistics(const Tape& tape, double momentum) {

@@ -59,6 +59,13 @@ class Network {
                 Matrix* grad_X) const;
   // The values alone (order 0, no tape).
   Matrix value(const Matrix& X) const;
+  // Forward mode on an input that is itself a stack (layer.hpp's layout) over an outer variable of
+  // dimension outer_dim: stacked_rows(n, outer_dim, order) x input_dim(), the values of the input and
+  // their first and diagonal second derivatives in that variable (e.g. the output stack of another
+  // network, for derivatives through a composition of networks). out: the same stack of the output.
+  // No tape; batch norm needs evaluation mode for order >= 1, as in forward(); a network with an input
+  // skip (which assumes the seed) is refused.
+  void forward_stack(const Matrix& stack, Index outer_dim, int order, Matrix& out) const;
 
   // Folds the batch statistics of a training-mode tape into every batch norm's running statistics.
   void update_running_statistics(const Tape& tape, double momentum);
