@@ -24,15 +24,22 @@ std::vector<KeySpec> location_keys(bool relative) {
   return {
       KeySpec::string("locations", "how the test locations and bandwidth are chosen", std::string("dkef"))
           .one_of(modes),
-      KeySpec::integer("J", relative ? "number of test locations (default 100 with dkef; given: the file's rows)"
-                                     : "number of test locations (default 100 with dkef, 10 with optimized; "
-                                       "given: the file's rows)")
+      KeySpec::integer("J", relative
+                                ? "number of test locations (default 100 with dkef; given: the file's rows)"
+                                : "number of test locations (default 100 with dkef, 10 with optimized; "
+                                  "given: the file's rows)")
           .at_least(1)
           .optional(),
       KeySpec::number("noise", "std of the Gaussian noise added to the data points chosen as locations", 0.2)
           .non_negative(),
       KeySpec::number("bandwidth", "Gaussian kernel length scale σ (default: median pairwise distance)")
           .positive()
+          .optional(),
+      KeySpec::string(
+          "bandwidth_rule",
+          "without `bandwidth` (dkef locations): how σ is chosen on the split, median (the median "
+          "pairwise distance) or bkl (Bayesian kernel learning, docs/math.md §9)")
+          .one_of({"median", "bkl"})
           .optional(),
       KeySpec::string("locations_file", "J x D test locations (.npy or .csv), for locations = \"given\"")
           .optional(),
@@ -50,21 +57,24 @@ std::string format(double v) {
 
 KeyList fssd_keys() {
   KeyList keys = location_keys(false);
-  keys.push_back(KeySpec::integer("null_draws", "draws from the null Σ ω_i (χ²_1 − 1) for the p-value (0: no test)",
+  keys.push_back(KeySpec::integer("null_draws",
+                                  "draws from the null Σ ω_i (χ²_1 − 1) for the p-value (0: no test)",
                                   std::int64_t{2000})
                      .non_negative());
-  keys.push_back(KeySpec::number("train_fraction", "optimized: fraction of the split used to choose the locations",
-                                 0.2)
-                     .positive()
-                     .at_most(1.0));
+  keys.push_back(
+      KeySpec::number("train_fraction", "optimized: fraction of the split used to choose the locations", 0.2)
+          .positive()
+          .at_most(1.0));
   keys.push_back(KeySpec::integer("optimization_steps", "optimized: Adam steps of the power criterion",
                                   std::int64_t{100})
                      .non_negative());
-  keys.push_back(KeySpec::number("learning_rate",
-                                 "optimized: Adam step size (locations in units of the initial bandwidth, log σ)", 0.05)
-                     .positive());
-  keys.push_back(KeySpec::number("gamma", "optimized: regulariser γ of the criterion FSSD² / √(σ²_H1 + γ)", 1e-4)
-                     .positive());
+  keys.push_back(
+      KeySpec::number("learning_rate",
+                      "optimized: Adam step size (locations in units of the initial bandwidth, log σ)", 0.05)
+          .positive());
+  keys.push_back(
+      KeySpec::number("gamma", "optimized: regulariser γ of the criterion FSSD² / √(σ²_H1 + γ)", 1e-4)
+          .positive());
   return keys;
 }
 
@@ -72,12 +82,20 @@ KeyList relative_fssd_keys() { return location_keys(true); }
 
 FssdEvaluator::FssdEvaluator(const Config& cfg, const BuildContext& ctx, bool relative)
     : sites_(cfg), registry_(ctx.registry), relative_(relative) {
-  if (!registry_) throw Error(std::string(relative ? "relative_fssd" : "fssd") + ": built without a registry");
+  if (!registry_)
+    throw Error(std::string(relative ? "relative_fssd" : "fssd") + ": built without a registry");
   split_ = cfg.string("split");
   mode_ = cfg.string("locations");
   noise_ = cfg.number("noise");
   if (cfg.has("J")) J_ = cfg.integer("J");
   if (cfg.has("bandwidth")) bandwidth_ = cfg.number("bandwidth");
+  if (cfg.has("bandwidth_rule")) {
+    if (mode_ != "dkef")
+      cfg.fail("bandwidth_rule",
+               "applies to locations = \"dkef\" (given locations need `bandwidth`; optimized "
+               "ones start from the median and learn σ)");
+    rule_ = bandwidth_rule_from_keys(bandwidth_, cfg.string("bandwidth_rule"), sites_);
+  }
   if (!relative) {
     null_draws_ = cfg.integer("null_draws");
     train_fraction_ = cfg.number("train_fraction");
@@ -85,7 +103,8 @@ FssdEvaluator::FssdEvaluator(const Config& cfg, const BuildContext& ctx, bool re
     learning_rate_ = cfg.number("learning_rate");
     gamma_ = cfg.number("gamma");
     if (mode_ == "optimized" && train_fraction_ >= 1.0)
-      cfg.fail("train_fraction", "must leave rows to test on (expected < 1, got " + format(train_fraction_) + ")");
+      cfg.fail("train_fraction",
+               "must leave rows to test on (expected < 1, got " + format(train_fraction_) + ")");
   }
   if (cfg.has("locations_file") != (mode_ == "given"))
     cfg.fail(cfg.has("locations_file") ? "locations_file" : "locations",
@@ -98,11 +117,11 @@ FssdEvaluator::FssdEvaluator(const Config& cfg, const BuildContext& ctx, bool re
     given_ = read_table(path).values;
     if (given_.rows() == 0) cfg.fail("locations_file", "the file has no rows");
     if (ctx.dim > 0 && given_.cols() != ctx.dim)
-      cfg.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) + ", the data has " +
-                                     std::to_string(ctx.dim));
+      cfg.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) +
+                                     ", the data has " + std::to_string(ctx.dim));
     if (J_ && *J_ != given_.rows())
-      cfg.fail("J", "J = " + std::to_string(*J_) + " but the locations file has " + std::to_string(given_.rows()) +
-                        " rows");
+      cfg.fail("J", "J = " + std::to_string(*J_) + " but the locations file has " +
+                        std::to_string(given_.rows()) + " rows");
   }
   if (ctx.rng) stream_ = ctx.rng->derive("locations");
 }
@@ -163,7 +182,9 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
   if (mode_ == "given" && given_.cols() != X.cols())
     sites_.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) +
                                       ", the data has " + std::to_string(X.cols()));
-  auto what = [&](const std::string& model) { return name + ": the score of model " + model + " on the " + split_ + " split"; };
+  auto what = [&](const std::string& model) {
+    return name + ": the score of model " + model + " on the " + split_ + " split";
+  };
   const Matrix S = checked_score_all(in.model, X, in.context, what(in.model_name));
   RandomStream locations_rng = stream_ ? *stream_ : in.context.rng().derive("locations");
 
@@ -202,18 +223,19 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
                                 S_train, opt, in.context, &in.context.progress());
     V = best.V;
     sigma = best.bandwidth;
-    r.notes.push_back("locations and bandwidth optimised on " + std::to_string(n_train) + " rows (power criterion " +
-                      format(best.initial_criterion) + " -> " + format(best.final_criterion) + "), tested on the other " +
-                      std::to_string(N - n_train));
+    r.notes.push_back("locations and bandwidth optimised on " + std::to_string(n_train) +
+                      " rows (power criterion " + format(best.initial_criterion) + " -> " +
+                      format(best.final_criterion) + "), tested on the other " + std::to_string(N - n_train));
   } else {
     if (mode_ == "given") {
       V = given_;
     } else {
       V = random_locations(X, locations_for(X.rows()), noise_, locations_rng);
     }
-    sigma = bandwidth_ ? *bandwidth_ : median_pairwise_distance(X);
-    if (!(sigma > 0.0))
-      sites_.fail("bandwidth", "the median pairwise distance of the data is 0; set `bandwidth`");
+    std::string how;
+    sigma =
+        stein_bandwidth(bandwidth_, rule_, X, relative_ ? "relative_fssd" : "fssd", sites_, in.context, &how);
+    r.notes.push_back("bandwidth: " + how);
     kernel = make_gaussian_kernel(*registry_, sigma);
   }
 
@@ -226,7 +248,8 @@ EvaluationResult FssdEvaluator::evaluate(const EvalInput& in) {
                  {"relative_fssd_fssd2_against", rel.fssd2_q},
                  {"relative_fssd_bandwidth", sigma},
                  {"relative_fssd_locations", static_cast<double>(V.rows())}};
-    if (rel.sigma == 0.0) r.notes.push_back("the two models have identical FSSD features: the p-value is not informative");
+    if (rel.sigma == 0.0)
+      r.notes.push_back("the two models have identical FSSD features: the p-value is not informative");
     r.summary = "relative_fssd against " + in.other_name + ": statistic " + format(rel.statistic) +
                 ", p-value " + format(rel.pvalue) + ": " +
                 relative_fssd_verdict(rel.pvalue, kRelativeFssdLevel, in.model_name, in.other_name);

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "kef/bandwidth_rule.hpp"
 #include "kef/config.hpp"
 #include "kef/evaluator.hpp"
 #include "kef/options.hpp"
@@ -32,6 +33,7 @@ class FssdEvaluator final : public Clonable<FssdEvaluator, Evaluator> {
   std::optional<Index> J_;
   double noise_ = 0.2;
   std::optional<double> bandwidth_;
+  BandwidthRule rule_;  // dkef locations without bandwidth_: median (default) or BKL
   Matrix given_;
   Index null_draws_ = 0;
   double train_fraction_ = 0.2, gamma_ = 1e-4, learning_rate_ = 0.05;

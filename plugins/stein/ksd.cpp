@@ -2,8 +2,8 @@
 
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -13,7 +13,8 @@
 
 namespace kef::stein {
 
-Matrix stein_kernel(const RadialProfile& k, const Matrix& Xa, const Matrix& Sa, const Matrix& Xb, const Matrix& Sb) {
+Matrix stein_kernel(const RadialProfile& k, const Matrix& Xa, const Matrix& Sa, const Matrix& Xb,
+                    const Matrix& Sb) {
   const Index na = Xa.rows(), nb = Xb.rows(), D = Xa.cols();
   const Matrix r = squared_distances(Xa, Xb);
   Matrix phi, dphi, d2phi;
@@ -41,7 +42,8 @@ namespace {
 constexpr Index kRowBlock = 256;
 constexpr Index kTileRows = 16, kTileCols = 64;
 constexpr Index kMicroRows = 4, kMicroCols = 16;
-static_assert(kTileCols % kTileRows == 0 && kRowBlock % kTileCols == 0, "the diagonal tile rule needs aligned tiles");
+static_assert(kTileCols % kTileRows == 0 && kRowBlock % kTileCols == 0,
+              "the diagonal tile rule needs aligned tiles");
 constexpr Index kPad = kMicroCols;  // operand rows past N, zero, so edge micro-tiles read valid memory
 
 // Eight doubles: GCC/Clang lower it to one AVX-512 register, or to two AVX2 / four SSE registers.
@@ -179,7 +181,8 @@ struct Signs {
     static const auto table = [] {
       std::array<std::array<double, 8>, 256> t{};
       for (int v = 0; v < 256; ++v)
-        for (int i = 0; i < 8; ++i) t[static_cast<std::size_t>(v)][static_cast<std::size_t>(i)] = (v >> i) & 1 ? 1.0 : -1.0;
+        for (int i = 0; i < 8; ++i)
+          t[static_cast<std::size_t>(v)][static_cast<std::size_t>(i)] = (v >> i) & 1 ? 1.0 : -1.0;
       return t;
     }();
     W.resize(words * 64, n);
@@ -188,7 +191,8 @@ struct Signs {
       const std::uint64_t* row = bits.data() + (begin + i) * words;
       for (Index w = 0; w < words; ++w)
         for (int byte = 0; byte < 8; ++byte)
-          std::memcpy(col + w * 64 + byte * 8, table[(row[w] >> (8 * byte)) & 0xFF].data(), 8 * sizeof(double));
+          std::memcpy(col + w * 64 + byte * 8, table[(row[w] >> (8 * byte)) & 0xFF].data(),
+                      8 * sizeof(double));
     }
   }
 };
@@ -245,7 +249,8 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
             if (j >= i + kTileRows) tile_weight = 2.0;
           }
           const bool on_diagonal = a == b && j < i + ti && i < j + tj;
-          block_sum += tile_weight * stein_tile(*profile, op, ba + i, ti, bb + j, tj, t, B > 0 || on_diagonal);
+          block_sum +=
+              tile_weight * stein_tile(*profile, op, ba + i, ti, bb + j, tj, t, B > 0 || on_diagonal);
           if (B > 0) Ht.block(j, i, tj, ti) = t.h.topLeftCorner(tj, ti);
           if (on_diagonal)
             for (Index q = 0; q < ti; ++q)
@@ -285,14 +290,24 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
 
 KeyList ksd_keys() {
   return {
-      KeySpec::string("kernel", "base kernel of the Stein kernel", std::string("gaussian")).one_of({"gaussian", "imq"}),
-      KeySpec::number("bandwidth", "gaussian: length scale σ (default: median pairwise distance of the split)")
+      KeySpec::string("kernel", "base kernel of the Stein kernel", std::string("gaussian"))
+          .one_of({"gaussian", "imq"}),
+      KeySpec::number("bandwidth",
+                      "gaussian: length scale σ (default: median pairwise distance of the split)")
           .positive()
+          .optional(),
+      KeySpec::string(
+          "bandwidth_rule",
+          "gaussian, without `bandwidth`: how σ is chosen on the split, median (the median pairwise "
+          "distance) or bkl (Bayesian kernel learning, docs/math.md §9)")
+          .one_of({"median", "bkl"})
           .optional(),
       KeySpec::number("imq_c", "imq: offset c of (c² + ‖x − y‖²)^β", 1.0).positive(),
       KeySpec::number("imq_beta", "imq: exponent β < 0 of (c² + ‖x − y‖²)^β", -0.5).at_most(0.0),
-      KeySpec::string("statistic", "u: unbiased U-statistic; v: V-statistic", std::string("u")).one_of({"u", "v"}),
-      KeySpec::integer("bootstrap_draws", "wild-bootstrap draws with Rademacher weights for the p-value (0: no test)",
+      KeySpec::string("statistic", "u: unbiased U-statistic; v: V-statistic", std::string("u"))
+          .one_of({"u", "v"}),
+      KeySpec::integer("bootstrap_draws",
+                       "wild-bootstrap draws with Rademacher weights for the p-value (0: no test)",
                        std::int64_t{1000})
           .non_negative(),
       split_key(),
@@ -307,6 +322,10 @@ KsdEvaluator::KsdEvaluator(const Config& cfg, const BuildContext& ctx)
   if (cfg.has("bandwidth")) {
     if (kernel_ != "gaussian") cfg.fail("bandwidth", "applies to kernel = \"gaussian\" only");
     bandwidth_ = cfg.number("bandwidth");
+  }
+  if (cfg.has("bandwidth_rule")) {
+    if (kernel_ != "gaussian") cfg.fail("bandwidth_rule", "applies to kernel = \"gaussian\" only");
+    rule_ = bandwidth_rule_from_keys(bandwidth_, cfg.string("bandwidth_rule"), sites_);
   }
   imq_c_ = cfg.number("imq_c");
   imq_beta_ = cfg.number("imq_beta");
@@ -331,10 +350,9 @@ EvaluationResult KsdEvaluator::evaluate(const EvalInput& in) {
       in.model, X, in.context, "ksd: the score of model " + in.model_name + " on the " + split_ + " split");
   KernelPtr k;
   double sigma = 0.0;
+  std::string bandwidth_note;
   if (kernel_ == "gaussian") {
-    sigma = bandwidth_ ? *bandwidth_ : median_pairwise_distance(X);
-    if (!(sigma > 0.0))
-      sites_.fail("bandwidth", "the median pairwise distance of the data is 0; set `bandwidth`");
+    sigma = stein_bandwidth(bandwidth_, rule_, X, "ksd", sites_, in.context, &bandwidth_note);
     k = make_gaussian_kernel(*registry_, sigma);
   } else {
     k = make_imq_kernel(*registry_, imq_c_, imq_beta_);
@@ -346,7 +364,10 @@ EvaluationResult KsdEvaluator::evaluate(const EvalInput& in) {
   EvaluationResult r;
   r.metrics.emplace_back("ksd2", res.statistic);
   if (bootstrap_draws_ > 0) r.metrics.emplace_back("ksd_pvalue", res.pvalue);
-  if (kernel_ == "gaussian") r.metrics.emplace_back("ksd_bandwidth", sigma);
+  if (kernel_ == "gaussian") {
+    r.metrics.emplace_back("ksd_bandwidth", sigma);
+    r.notes.push_back("bandwidth: " + bandwidth_note);
+  }
   std::ostringstream os;
   os << "ksd (" << kernel_ << ", " << (u_statistic_ ? "U" : "V") << "-statistic): KSD² " << res.statistic;
   if (bootstrap_draws_ > 0) os << ", p-value " << res.pvalue;

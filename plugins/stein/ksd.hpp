@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/bandwidth_rule.hpp"
 #include "kef/config.hpp"
 #include "kef/evaluator.hpp"
 #include "kef/kernel.hpp"
@@ -22,10 +23,11 @@ namespace kef::stein {
 // three GEMMs and O(1) work per pair instead of O(D) derivative stacks. ksd_test forms the same h in a
 // fused, tiled pass (ksd.cpp) and never calls this; it is kept as the unfused reference, which the
 // tests check against the definition built from the kernel's cross_derivatives().
-Matrix stein_kernel(const RadialProfile& k, const Matrix& Xa, const Matrix& Sa, const Matrix& Xb, const Matrix& Sb);
+Matrix stein_kernel(const RadialProfile& k, const Matrix& Xa, const Matrix& Sa, const Matrix& Xb,
+                    const Matrix& Sb);
 
 struct KsdResult {
-  double statistic = 0.0;  // U: Σ_{i≠j} h / (N(N − 1)); V: Σ_{i,j} h / N²
+  double statistic = 0.0;         // U: Σ_{i≠j} h / (N(N − 1)); V: Σ_{i,j} h / N²
   std::vector<double> bootstrap;  // the statistic under Rademacher weights, one per draw
   double pvalue = 0.0;            // (1 + #{bootstrap ≥ statistic}) / (1 + B); NaN when B = 0
 };
@@ -48,6 +50,7 @@ class KsdEvaluator final : public Clonable<KsdEvaluator, Evaluator> {
   Registry* registry_;
   std::string split_, kernel_;
   std::optional<double> bandwidth_;
+  BandwidthRule rule_;  // without bandwidth_: median (default) or BKL
   double imq_c_ = 1.0, imq_beta_ = -0.5;
   bool u_statistic_ = true;
   Index bootstrap_draws_ = 0;

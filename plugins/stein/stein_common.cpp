@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kef/error.hpp"
+#include "kef/linalg.hpp"
 #include "kef/registry.hpp"
 
 namespace kef::stein {
@@ -31,6 +32,25 @@ KernelPtr make_gaussian_kernel(Registry& registry, double sigma) {
   auto k = registry.make_kernel(Config::parse_string("type = \"gaussian\"", "stein"), BuildContext{});
   k->set_parameters(Vector::Constant(1, std::log(sigma)));
   return k;
+}
+
+double stein_bandwidth(const std::optional<double>& given, const BandwidthRule& rule, const Matrix& X,
+                       const std::string& where, const KeySites& sites, const Context& context,
+                       std::string* how) {
+  if (given) {
+    if (how) *how = "given";
+    return *given;
+  }
+  if (rule.kind == BandwidthRule::Kind::Bkl) {
+    const ChosenBandwidth c = choose_bandwidth(rule, X, where, context.child("bandwidth"));
+    if (how) *how = c.how;
+    return c.sigma;
+  }
+  const double sigma = median_pairwise_distance(X);
+  if (!(sigma > 0.0))
+    sites.fail("bandwidth", "the median pairwise distance of the data is 0; set `bandwidth`");
+  if (how) *how = "median heuristic";
+  return sigma;
 }
 
 KernelPtr make_imq_kernel(Registry& registry, double c, double beta) {

@@ -3,9 +3,11 @@
 // row by row, base kernels built through the registry, Monte Carlo p-values, and a chunked reduction
 // whose result does not depend on the thread count.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "kef/bandwidth_rule.hpp"
 #include "kef/config.hpp"
 #include "kef/context.hpp"
 #include "kef/dataset.hpp"
@@ -36,6 +38,13 @@ Matrix checked_score_all(const Model& model, const Matrix& X, const Context& con
 // kernel/gaussian with length scale sigma, through the registry (the evaluators never re-implement
 // kernel derivatives). sigma is set through the log-σ parameter, so it is exact to the last bit.
 KernelPtr make_gaussian_kernel(Registry& registry, double sigma);
+
+// The Gaussian σ of a Stein evaluator on rows X: `given` when set, else the median pairwise distance
+// (as since 0.1, bitwise) or BKL by `rule` (kef/bandwidth_rule.hpp, on the context's stream). A zero
+// median is a config error at `bandwidth`. *how gets the provenance for a note.
+double stein_bandwidth(const std::optional<double>& given, const BandwidthRule& rule, const Matrix& X,
+                       const std::string& where, const KeySites& sites, const Context& context,
+                       std::string* how);
 KernelPtr make_imq_kernel(Registry& registry, double c, double beta);
 
 // (1 + #{b : sim_b ≥ stat}) / (1 + B): the Monte Carlo p-value that is valid (never below the

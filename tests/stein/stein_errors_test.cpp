@@ -43,24 +43,55 @@ TEST(SteinErrors, MoreLocationsThanRows) {
 }
 
 TEST(SteinErrors, NonPositiveBandwidthAndBadKeys) {
-  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"fssd\"\nbandwidth = 0.0", 2); }, {"bandwidth"});
-  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"ksd\"\nbandwidth = -1.0", 2); }, {"bandwidth"});
+  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"fssd\"\nbandwidth = 0.0", 2); },
+                            {"bandwidth"});
+  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"ksd\"\nbandwidth = -1.0", 2); },
+                            {"bandwidth"});
   expect_error<ConfigError>([] { test_util::make_evaluator("type = \"relative_fssd\"\nbandwidth = 0", 2); },
                             {"bandwidth"});
-  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"ksd\"\nkernel = \"imq\"\nbandwidth = 1.0", 2); },
-                            {"bandwidth", "gaussian"});
-  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"ksd\"\nimq_beta = 0.0", 2); }, {"imq_beta"});
-  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"ksd\"\nimq_beta = 0.5", 2); }, {"imq_beta"});
-  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"ksd\"\nstatistic = \"w\"", 2); }, {"statistic"});
-  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"fssd\"\nnull_draws = -1", 2); }, {"null_draws"});
+  expect_error<ConfigError>(
+      [] { test_util::make_evaluator("type = \"ksd\"\nkernel = \"imq\"\nbandwidth = 1.0", 2); },
+      {"bandwidth", "gaussian"});
+  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"ksd\"\nimq_beta = 0.0", 2); },
+                            {"imq_beta"});
+  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"ksd\"\nimq_beta = 0.5", 2); },
+                            {"imq_beta"});
+  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"ksd\"\nstatistic = \"w\"", 2); },
+                            {"statistic"});
+  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"fssd\"\nnull_draws = -1", 2); },
+                            {"null_draws"});
   expect_error<ConfigError>([] { test_util::make_evaluator("type = \"fssd\"\nJ = 0", 2); }, {"J"});
-  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"fssd\"\nlocations = \"optimized\"\ntrain_fraction = 1.0", 2); },
-                            {"train_fraction"});
+  expect_error<ConfigError>(
+      [] {
+        test_util::make_evaluator("type = \"fssd\"\nlocations = \"optimized\"\ntrain_fraction = 1.0", 2);
+      },
+      {"train_fraction"});
   // relative_fssd has no optimised locations.
-  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"relative_fssd\"\nlocations = \"optimized\"", 2); },
-                            {"locations"});
-  expect_error<ConfigError>([] { test_util::make_evaluator("type = \"fssd\"\nlocations = \"given\"\nbandwidth = 1.0", 2); },
-                            {"locations"});
+  expect_error<ConfigError>(
+      [] { test_util::make_evaluator("type = \"relative_fssd\"\nlocations = \"optimized\"", 2); },
+      {"locations"});
+  expect_error<ConfigError>(
+      [] { test_util::make_evaluator("type = \"fssd\"\nlocations = \"given\"\nbandwidth = 1.0", 2); },
+      {"locations"});
+  // bandwidth_rule: median or bkl, not with a given bandwidth, not with the IMQ kernel or optimised
+  // locations.
+  expect_error<ConfigError>(
+      [] { test_util::make_evaluator("type = \"ksd\"\nbandwidth_rule = \"silverman\"", 2); },
+      {"bandwidth_rule"});
+  expect_error<ConfigError>(
+      [] { test_util::make_evaluator("type = \"ksd\"\nbandwidth = 1.0\nbandwidth_rule = \"bkl\"", 2); },
+      {"bandwidth_rule"});
+  expect_error<ConfigError>(
+      [] { test_util::make_evaluator("type = \"ksd\"\nkernel = \"imq\"\nbandwidth_rule = \"bkl\"", 2); },
+      {"bandwidth_rule", "gaussian"});
+  expect_error<ConfigError>(
+      [] {
+        test_util::make_evaluator("type = \"fssd\"\nlocations = \"optimized\"\nbandwidth_rule = \"bkl\"", 2);
+      },
+      {"bandwidth_rule"});
+  expect_error<ConfigError>(
+      [] { test_util::make_evaluator("type = \"fssd\"\nbandwidth = 1.0\nbandwidth_rule = \"median\"", 2); },
+      {"bandwidth_rule"});
 }
 
 TEST(SteinErrors, GivenLocations) {
@@ -74,7 +105,10 @@ TEST(SteinErrors, GivenLocations) {
   }
   const std::string npy = (dir / "v.npy").string(), csv = (dir / "v.csv").string();
   expect_error<ConfigError>(
-      [&] { test_util::make_evaluator("type = \"fssd\"\nlocations = \"given\"\nlocations_file = \"" + npy + "\"", 2); },
+      [&] {
+        test_util::make_evaluator("type = \"fssd\"\nlocations = \"given\"\nlocations_file = \"" + npy + "\"",
+                                  2);
+      },
       {"bandwidth"});
   expect_error<ConfigError>(
       [&] {
@@ -85,14 +119,17 @@ TEST(SteinErrors, GivenLocations) {
   expect_error<ConfigError>(
       [&] {
         test_util::make_evaluator(
-            "type = \"fssd\"\nlocations = \"given\"\nbandwidth = 1.0\nJ = 4\nlocations_file = \"" + npy + "\"", 2);
+            "type = \"fssd\"\nlocations = \"given\"\nbandwidth = 1.0\nJ = 4\nlocations_file = \"" + npy +
+                "\"",
+            2);
       },
       {"J = 4", "3 rows"});
   expect_error<DataError>(
       [&] {
-        test_util::make_evaluator("type = \"fssd\"\nlocations = \"given\"\nbandwidth = 1.0\nlocations_file = \"" +
-                                      (dir / "missing.npy").string() + "\"",
-                                  2);
+        test_util::make_evaluator(
+            "type = \"fssd\"\nlocations = \"given\"\nbandwidth = 1.0\nlocations_file = \"" +
+                (dir / "missing.npy").string() + "\"",
+            2);
       },
       {"missing.npy"});
   // A correct file: the locations and bandwidth are the given ones.
@@ -110,19 +147,23 @@ TEST(SteinErrors, DimensionMismatchAndNonFiniteScores) {
   for (const char* toml : {"type = \"fssd\"\nJ = 5", "type = \"ksd\"", "type = \"relative_fssd\"\nJ = 5"}) {
     auto e = test_util::make_evaluator(toml, 2);
     GaussianModel two(2, 0.0, 1.0);
-    expect_error<DataError>([&] { test_util::run(*e, three, data, 1, 1, &two); }, {"dimension 3", "the data 2"});
+    expect_error<DataError>([&] { test_util::run(*e, three, data, 1, 1, &two); },
+                            {"dimension 3", "the data 2"});
   }
   // Row 7 gets a NaN score.
   Dataset bad = data;
   bad.test(7, 0) = 50.0;
   GaussianModel nan_model(Vector::Zero(2), 1.0, 10.0);
-  for (const char* toml : {"type = \"fssd\"\nJ = 5", "type = \"ksd\"", "type = \"fssd\"\nlocations = \"optimized\"\nJ = 2"}) {
+  for (const char* toml :
+       {"type = \"fssd\"\nJ = 5", "type = \"ksd\"", "type = \"fssd\"\nlocations = \"optimized\"\nJ = 2"}) {
     auto e = test_util::make_evaluator(toml, 2);
-    expect_error<NumericalError>([&] { test_util::run(*e, nan_model, bad, 1); }, {"not finite at row 7", "test split"});
+    expect_error<NumericalError>([&] { test_util::run(*e, nan_model, bad, 1); },
+                                 {"not finite at row 7", "test split"});
   }
   auto rel = test_util::make_evaluator("type = \"relative_fssd\"\nJ = 5", 2);
   GaussianModel fine(2, 0.0, 1.0);
-  expect_error<NumericalError>([&] { test_util::run(*rel, fine, bad, 1, 1, &nan_model); }, {"model q", "row 7"});
+  expect_error<NumericalError>([&] { test_util::run(*rel, fine, bad, 1, 1, &nan_model); },
+                               {"model q", "row 7"});
   expect_error<ConfigError>([&] { test_util::run(*rel, fine, data, 1); }, {"against"});
   // An empty split names the key.
   auto val = test_util::make_evaluator("type = \"ksd\"\nsplit = \"validation\"", 2);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "test_support.hpp"
@@ -72,18 +73,31 @@ bootstrap_draws = 100
 
 [[evaluate]]
 type = "ksd"
+name = "kbkl"
+bandwidth_rule = "bkl"
+bootstrap_draws = 100
+
+[[evaluate]]
+type = "fssd"
+name = "fbkl"
+J = 10
+bandwidth_rule = "bkl"
+
+[[evaluate]]
+type = "ksd"
 name = "imq"
 kernel = "imq"
 bootstrap_draws = 100
 )";
   std::string out;
-  const int status = test::run_command(test::kef_executable() + " run " + (dir / "p.toml").string() + " --output " +
-                                           (dir / "out").string() + " --quiet",
+  const int status = test::run_command(test::kef_executable() + " run " + (dir / "p.toml").string() +
+                                           " --output " + (dir / "out").string() + " --quiet",
                                        &out);
   ASSERT_EQ(status, 0) << out;
   const std::string json = read_file(dir / "out" / "results.json");
-  for (const char* key : {"\"fssd2\"", "\"fssd_pvalue\"", "\"opt.fssd2\"", "\"relative_fssd_statistic\"",
-                          "\"relative_fssd_pvalue\"", "\"ksd2\"", "\"ksd_pvalue\"", "\"imq.ksd2\"", "\"imq.ksd_pvalue\""})
+  for (const char* key :
+       {"\"fssd2\"", "\"fssd_pvalue\"", "\"opt.fssd2\"", "\"relative_fssd_statistic\"",
+        "\"relative_fssd_pvalue\"", "\"ksd2\"", "\"ksd_pvalue\"", "\"imq.ksd2\"", "\"imq.ksd_pvalue\""})
     EXPECT_NE(json.find(key), std::string::npos) << key;
   // relative_fssd runs on every model but the one it compares against. (Counted as metric values:
   // each model's metric_spaces names the metric too, with a string value.)
@@ -92,6 +106,19 @@ bootstrap_draws = 100
   for (std::size_t pos = json.find(entry); pos != std::string::npos; pos = json.find(entry, pos + 1))
     if (json[pos + entry.size()] != '"') ++count;
   EXPECT_EQ(count, 1u);
+
+  // bandwidth_rule = "bkl": σ by Bayesian kernel learning, recorded with its provenance, and not the
+  // median heuristic's σ of the default evaluation on the same split.
+  const nlohmann::json j = test::read_json(dir / "out" / "results.json");
+  const auto& good = j["models"]["good"];
+  const double median_sigma = good["metrics"]["ksd_bandwidth"].get<double>();
+  const double bkl_sigma = good["metrics"]["kbkl.ksd_bandwidth"].get<double>();
+  EXPECT_GT(bkl_sigma, 0.0);
+  EXPECT_NE(bkl_sigma, median_sigma);
+  EXPECT_TRUE(good["metrics"]["fbkl.fssd2"].is_number());
+  const std::string notes = good.dump();
+  EXPECT_NE(notes.find("bandwidth: median heuristic"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("bandwidth: Bayesian kernel learning"), std::string::npos) << notes;
 
   ASSERT_EQ(test::run_command(test::kef_executable() + " plugins --describe evaluator/fssd", &out), 0) << out;
   EXPECT_NE(out.find("null_draws"), std::string::npos) << out;
