@@ -203,7 +203,10 @@ TEST(BklMixturePseudolikelihood, OneComponentIsTheGaussianCase) {
     // Two components with the same length scale are that Gaussian for any weights: the weights'
     // gradient vanishes and the length scales' gradients add up to the Gaussian's.
     const double two = M2.value(vec({0.4, -0.9, std::log(ell), std::log(ell)}), std::log(tau2), &g2, ctx);
-    EXPECT_NEAR(two, want, 1e-11 * std::abs(want));
+    // 1e-10, not the one-component case's 1e-11: the two components' R is four weighted convolution
+    // terms summed before the per-row solves, and clang's sanitizer build measured 3.5e-11 here at
+    // ℓ = 0.5, τ² = 0.02 (GCC: below 1e-11). An empirical bound, not a derived one.
+    EXPECT_NEAR(two, want, 1e-10 * std::abs(want)) << ell;
     EXPECT_NEAR(g2[0], 0.0, 1e-6 * nd) << ell;
     EXPECT_NEAR(g2[1], 0.0, 1e-6 * nd) << ell;
     EXPECT_NEAR(g2[2] + g2[3], gg[0], std::max(floor, 1e-8 * std::max(nd, std::abs(gg[0])))) << ell;
