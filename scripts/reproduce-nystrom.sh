@@ -2,11 +2,12 @@
 # The experiment of the Nyström KEF poster (Sutherland, Strathmann, Arbel, Gretton, §5) with the
 # configs in configs/paper/nystrom/: held-out Fisher divergence J and fit time against n for the full
 # solution, Nyström with m = ceil(n^theta log n) basis points (theta = 1/2 and 1/3) and lite at the
-# matched basis size, on D Gaussians at vertices of the D-cube (synthetic/grid), the bandwidth and λ
-# of each chosen by held-out score matching ([tune]), over several seeds.
+# matched basis size, on D Gaussians at vertices of the D-cube (synthetic/grid) or on the poster's
+# concentric rings (synthetic/rings), the bandwidth and λ of each chosen by held-out score matching
+# ([tune]), over several seeds.
 #
 #   scripts/reproduce-nystrom.sh [--quick] [--out DIR] [--threads N] [--seeds S,S,...] [--dims D,D,...]
-#                                [--sizes N,N,...] [--max-full K] [KEF]
+#                                [--sizes N,N,...] [--max-full K] [--target grid|rings] [KEF]
 #
 #   KEF          the kef executable (default: build/bin/kef of this repository)
 #   --out DIR    where the runs go (default: runs/nystrom-reproduction)
@@ -14,6 +15,9 @@
 #   --dims       dimensions D (default 2,5)
 #   --sizes      training sizes n (default 100,200,500,1000,2000)
 #   --max-full K run `full` only while n·D <= K (default 5000: an n·D system per grid candidate)
+#   --target T   grid (default): D Gaussians N(v, 0.1² I) at vertices of {0,1}^D; rings: radii 1, 3, 5
+#                with radial noise 0.1 in the first two coordinates, N(0, 0.1²) in the others, and
+#                a q0 and bandwidth grid scaled to the rings (q0 = N(0, 6² I), σ in 0.25 … 2)
 #   --threads N  passed to kef run (results do not depend on it)
 #   --quick      smoke test: D = 2, n = 100 and 200, two seeds, 200 test rows, a 2 x 2 tuning grid;
 #                the numbers mean nothing, the runs, the table and the figures are exercised
@@ -24,7 +28,7 @@
 # Stops, naming the run, as soon as one fails.
 set -euo pipefail
 
-usage() { sed -n '8,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '9,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "reproduce-nystrom: $*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,6 +40,7 @@ seeds=1,2,3
 dims=2,5
 sizes=100,200,500,1000,2000
 max_full=5000
+target=grid
 kef_given=0
 list_arg() {  # list_arg NAME VALUE: a comma-separated list of positive integers
   [[ "$2" =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "reproduce-nystrom: $1: expected integers separated by commas, got '$2'" >&2; exit 2; }
@@ -49,6 +54,11 @@ while [ $# -gt 0 ]; do
     --dims) [ $# -ge 2 ] || usage; list_arg --dims "$2"; dims="$2"; shift ;;
     --sizes) [ $# -ge 2 ] || usage; list_arg --sizes "$2"; sizes="$2"; shift ;;
     --max-full) [ $# -ge 2 ] || usage; list_arg --max-full "$2"; max_full="$2"; shift ;;
+    --target)
+      [ $# -ge 2 ] || usage
+      case "$2" in grid|rings) target="$2" ;;
+        *) echo "reproduce-nystrom: --target: expected grid or rings, got '$2'" >&2; exit 2 ;; esac
+      shift ;;
     -h|--help) usage ;;
     -*) echo "reproduce-nystrom: unknown option $1" >&2; usage ;;
     *) [ "$kef_given" -eq 0 ] || usage; kef="$1"; kef_given=1 ;;
@@ -61,6 +71,14 @@ python=/usr/bin/python3
 
 test_rows=1000
 tune_sets=()
+target_sets=()
+if [ "$target" = rings ]; then
+  # The rings span a disc of radius ~5: the grid target's q0 (N(0.5, 2² I)) and bandwidths
+  # (0.1 … 0.8) are too narrow for it.
+  target_sets=(--set "data.type=synthetic/rings" --set "model[0].base_measure.mean=0.0"
+               --set "model[0].base_measure.std=6.0")
+  tune_sets=(--set "tune.grid.kernel.sigma=[0.25, 0.5, 1.0, 2.0]")
+fi
 if [ "$quick" -eq 1 ]; then
   seeds=1,2 dims=2 sizes=100,200 test_rows=200
   tune_sets=(--set "tune.grid.kernel.sigma=[0.2, 0.4]")
@@ -98,7 +116,7 @@ for d in "${dim_list[@]}"; do
     lite_m=$(( m_half * d < n ? m_half * d : n ))
     for s in "${seed_list[@]}"; do
       data=(--set "data.dim=$d" --set "data.n=$total" --set "data.split={ test = $test_rows, validation = $validation }"
-            --set "seed=$s")
+            --set "seed=$s" "${target_sets[@]}")
       echo "reproduce-nystrom: D = $d, n = $n, seed $s (m = $m_half and $m_third; lite M = $lite_m)"
       if [ $(( n * d )) -le "$max_full" ]; then
         run "D$d/n$n/full/seed$s" "$configs/full.toml" "${data[@]}" "${tune_sets[@]}"
@@ -114,11 +132,12 @@ for d in "${dim_list[@]}"; do
 done
 
 # The table and the curves, from the results.json files.
-"$python" - "$out" "$quick" "$dims" "$sizes" "$seeds" > "$out/table.md.tmp" <<'PY'
+"$python" - "$out" "$quick" "$dims" "$sizes" "$seeds" "$target" > "$out/table.md.tmp" <<'PY'
 import json, math, os, statistics, sys
 
 out, quick = sys.argv[1], sys.argv[2] == "1"
 dims, sizes, seeds = ([int(v) for v in a.split(",")] for a in sys.argv[3:6])
+target = sys.argv[6]
 methods = [("full", "full"), ("nystrom_half", "Nyström θ = 1/2"), ("nystrom_third", "Nyström θ = 1/3"),
            ("lite", "lite, matched M")]
 
@@ -133,14 +152,14 @@ def spread(xs):
     decimals = max(0, 1 - math.floor(math.log10(sd)))
     return f"{mean:.{decimals}f} ± {sd:.{decimals}f}"
 
-lines = ["# Nyström KEF study (kef)", ""]
+lines = [f"# Nyström KEF study (kef), target: {target}", ""]
 if quick:
     lines += ["**Quick mode (smoke test): tiny sizes and grid; these numbers are not results.**", ""]
 lines += [f"Held-out Fisher divergence J (test split) / fit time of the chosen candidate (s), mean ± sd over "
           f"seeds {', '.join(map(str, seeds))}; bandwidth and λ chosen by held-out score matching. "
           "Basis size M in brackets (Nyström: m·D; lite: points).", ""]
 for d in dims:
-    lines += [f"D = {d}", "", "| n | " + " | ".join(label for _, label in methods) + " |",
+    lines += [f"{target}, D = {d}", "", "| n | " + " | ".join(label for _, label in methods) + " |",
               "|---" * (len(methods) + 1) + "|"]
     curves = {key: [] for key, _ in methods}
     for n in sizes:
@@ -196,7 +215,7 @@ for d in "${dim_list[@]}"; do
     done
     if [ "$what" = J ]; then ylabel="held-out Fisher divergence J"; else ylabel="fit time (s)"; fi
     "$kef" lineplot "${series[@]}" --log-x --log-y --x-label "n (training rows)" --y-label "$ylabel" \
-      --title "grid, D = $d" --width 420 --height 300 --out "$out/D$d-$what.png" 2> /dev/null \
+      --title "$target, D = $d" --width 420 --height 300 --out "$out/D$d-$what.png" 2> /dev/null \
       || die "kef lineplot failed for D = $d ($what)"
     pngs+=("$out/D$d-$what.png")
   done

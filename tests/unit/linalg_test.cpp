@@ -111,6 +111,26 @@ TEST(Products, BothBackendsMatchTheDefinition) {
   EXPECT_FALSE(product_backend_description().empty());
 }
 
+// The Eigen backend's rank update halves C recursively (GEMMs off the diagonal, Eigen's rank update
+// on blocks of at most 128 columns): a width of 300 exercises three levels with odd splits.
+TEST(Products, RecursiveGramMatchesTheDefinition) {
+  RandomStream rng(4, "products recursive");
+  const Index k = 57, M = 300;
+  const Matrix A = rng.normal_matrix(k, M), C0 = rng.normal_matrix(M, M);
+  Matrix C = C0;
+  add_gram_lower(A, C, ProductBackend::Eigen);
+  for (Index j = 0; j < M; ++j)
+    for (Index i = 0; i < M; ++i) {
+      if (i < j) {
+        ASSERT_EQ(C(i, j), C0(i, j)) << "upper triangle must be left alone: " << i << "," << j;
+        continue;
+      }
+      double ref = C0(i, j);
+      for (Index r = 0; r < k; ++r) ref += A(r, i) * A(r, j);
+      ASSERT_NEAR(C(i, j), ref, 1e-12 * k) << i << "," << j;
+    }
+}
+
 TEST(Products, ShapeMismatchIsAnError) {
   Matrix C = Matrix::Zero(3, 3), E = Matrix::Zero(3, 2);
   EXPECT_THROW(add_gram_lower(Matrix::Zero(5, 4), C), Error);
