@@ -19,6 +19,9 @@ packages=(
   libopenblas0-pthread   # the OpenBLAS kef links and the NumPy anchors use
   python3-numpy          # anchors and the .npy round-trip test
   python3-scipy          # the Nyström anchor (Cholesky and pinvh) the nystrom tests run
+  pybind11-dev python3-dev  # the Python package (`import kef`), built by the project's CMake
+  python3-pytest         # the Python package's tests, run by ctest
+  python3-sklearn        # the scikit-learn-compatible estimator class and its GridSearchCV test
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer, ASan and UBSan (the main build uses g++)
 )
 # `--bench` (from `make bench`): also the baselines the benchmarks run against.
