@@ -177,20 +177,8 @@ double BklMixturePseudolikelihood::value(const Vector& theta, double b, Vector* 
         }
         // M~_i = Σ_l h~_il² u_l u_lᵀ (J_i = −diag(h_i) U_i, so J_iᵀJ_i = M_i).
         r.w2 = r.h.array().square();
-        for (Index a2 = 0; a2 < D; ++a2) {
-          const double xa = Xt_(a2, i);
-          const double* z = Z_.col(a2).data();
-          double* u = r.U.col(a2).data();
-          double* wu = r.W.col(a2).data();
-          for (Index l = 0; l < m; ++l) {
-            u[l] = xa - z[l];
-            wu[l] = r.w2[l] * u[l];
-          }
-        }
-        for (Index a2 = 0; a2 < D; ++a2)
-          for (Index b2 = 0; b2 <= a2; ++b2) r.M(a2, b2) = r.W.col(a2).dot(r.U.col(b2));
         double logdet;
-        if (!bkl_parts::cholesky_logdet(r.M, D, logdet)) {
+        if (!bkl_parts::weighted_jacobian_logdet(Xt_, i, Z_, r.w2, r.U, r.W, r.M, logdet)) {
           r.singular = true;
           return;
         }

@@ -20,6 +20,13 @@ void check_inputs(const Matrix& X, const Matrix& Z, const std::string& where);
 // overwritten) when a pivot is not positive and finite, i.e. the matrix is singular to working precision.
 bool cholesky_logdet(Matrix& Lf, Index D, double& logdet);
 
+// The Jacobian part of row i: u_l = x_i − z_l into the rows of U (m x D), W = diag(w2) U, the lower
+// triangle of M = Uᵀ diag(w2) U (D(D+1)/2 dot products of length m over contiguous columns: Eigen's
+// GEMM costs more at 5 x 100 x 5), then cholesky_logdet of M. Xt is D x n (x_i its column i).
+// False when M is singular to working precision.
+bool weighted_jacobian_logdet(const Matrix& Xt, Index i, const Matrix& Z, const Vector& w2, Matrix& U,
+                              Matrix& W, Matrix& M, double& logdet);
+
 // q_l = ‖L⁻¹ u_l‖² = u_lᵀ M⁻¹ u_l for the rows u_l of U (m x D, overwritten by L⁻¹ applied to its
 // rows), L the factor left by cholesky_logdet.
 void inverse_quadratic(const Matrix& Lf, Matrix& U, Vector& q);

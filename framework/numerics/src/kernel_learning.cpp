@@ -26,8 +26,8 @@ void require_finite(const Matrix& A, const std::string& where) {
   for (Index i = 0; i < A.rows(); ++i)
     for (Index j = 0; j < A.cols(); ++j)
       if (!std::isfinite(A(i, j)))
-        throw DataError(where + ": non-finite value " + number_text(A(i, j)) + " at row " + std::to_string(i) +
-                        ", column " + std::to_string(j) + " (expected finite numbers)");
+        throw DataError(where + ": non-finite value " + number_text(A(i, j)) + " at row " +
+                        std::to_string(i) + ", column " + std::to_string(j) + " (expected finite numbers)");
 }
 
 void check_inputs(const Matrix& X, const Matrix& Z, const std::string& where) {
@@ -67,6 +67,24 @@ bool cholesky_logdet(Matrix& Lf, Index D, double& logdet) {
     for (Index j = 0; j < D; ++j) logdet += 2.0 * std::log(Lf(j, j));
   }
   return true;
+}
+
+bool weighted_jacobian_logdet(const Matrix& Xt, Index i, const Matrix& Z, const Vector& w2, Matrix& U,
+                              Matrix& W, Matrix& M, double& logdet) {
+  const Index D = Xt.rows(), m = Z.rows();
+  for (Index a = 0; a < D; ++a) {
+    const double xa = Xt(a, i);
+    const double* z = Z.col(a).data();
+    double* u = U.col(a).data();
+    double* wu = W.col(a).data();
+    for (Index l = 0; l < m; ++l) {
+      u[l] = xa - z[l];
+      wu[l] = w2[l] * u[l];
+    }
+  }
+  for (Index a = 0; a < D; ++a)
+    for (Index b = 0; b <= a; ++b) M(a, b) = W.col(a).dot(U.col(b));
+  return cholesky_logdet(M, D, logdet);
 }
 
 void inverse_quadratic(const Matrix& Lf, Matrix& U, Vector& q) {
@@ -225,22 +243,9 @@ double BklPseudolikelihood::value(double a, double b, Vector* gradient, const Co
         // M~_i = Σ_l e_l² u_l u_lᵀ, u_l = x_i − z_l (its log det shifted by −D c_i/ℓ²): D(D+1)/2 dot
         // products of length m over contiguous columns (Eigen's GEMM costs more at 5 x 100 x 5).
         r.w2 = r.e.array().square();
-        for (Index a2 = 0; a2 < D; ++a2) {
-          const double xa = Xt_(a2, i);
-          const double* z = Z_.col(a2).data();
-          double* u = r.U.col(a2).data();
-          double* wu = r.W.col(a2).data();
-          for (Index l = 0; l < m; ++l) {
-            u[l] = xa - z[l];
-            wu[l] = r.w2[l] * u[l];
-          }
-        }
-        for (Index a2 = 0; a2 < D; ++a2)
-          for (Index b2 = 0; b2 <= a2; ++b2) r.M(a2, b2) = r.W.col(a2).dot(r.U.col(b2));
-        // Cholesky of the D x D lower triangle in place.
-        Matrix& Lf = r.M;
+        Matrix& Lf = r.M;  // its Cholesky factor once weighted_jacobian_logdet returns
         double logdet;
-        if (!bkl_parts::cholesky_logdet(Lf, D, logdet)) {
+        if (!bkl_parts::weighted_jacobian_logdet(Xt_, i, Z_, r.w2, r.U, r.W, Lf, logdet)) {
           r.singular = true;
           return;
         }
@@ -393,10 +398,12 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
     while (r.lower < r.upper && !std::isfinite(logL(std::log(r.lower), nullptr))) r.lower *= 1.25;
     if (!(r.lower < r.upper))
       throw DataError(c + ": the pseudolikelihood is not finite for any ℓ below the upper bound " +
-                      number_text(r.upper) + " (the landmarks' offsets from some row span fewer than D directions)");
+                      number_text(r.upper) +
+                      " (the landmarks' offsets from some row span fewer than D directions)");
   }
   if (!(r.lower < r.upper))
-    throw ConfigError(c + ": lower = " + number_text(r.lower) + " is not below upper = " + number_text(r.upper));
+    throw ConfigError(c + ": lower = " + number_text(r.lower) +
+                      " is not below upper = " + number_text(r.upper));
   const double alo = std::log(r.lower), ahi = std::log(r.upper);
 
   // The profile in ℓ (τ² fixed), which is also the mode finder's multistart: the objective is
@@ -414,10 +421,10 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
   }
   if (lmed > 0.0) r.median_log_likelihood = logL(std::log(lmed), nullptr);
   if (best < 0)
-    throw DataError(c + ": the pseudolikelihood is not finite anywhere on ℓ in [" + number_text(r.lower) + ", " +
-                    number_text(r.upper) + "]; widen the bounds");
-  const std::string where_tau =
-      " (τ² fixed at " + number_text(o.tau2) + ", ℓ in [" + number_text(r.lower) + ", " + number_text(r.upper) + "])";
+    throw DataError(c + ": the pseudolikelihood is not finite anywhere on ℓ in [" + number_text(r.lower) +
+                    ", " + number_text(r.upper) + "]; widen the bounds");
+  const std::string where_tau = " (τ² fixed at " + number_text(o.tau2) + ", ℓ in [" + number_text(r.lower) +
+                                ", " + number_text(r.upper) + "])";
   auto refuse = [&](bool upper, double at) {
     throw DataError(c + ": the pseudolikelihood's maximum over ℓ is on the " + (upper ? "upper" : "lower") +
                     " bound ℓ = " + number_text(at) + where_tau +
@@ -485,11 +492,13 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
     how << "posterior mode of log ℓ by L-BFGS (Ceres) from the best of " << P << " profile points";
   }
   r.evaluations = evaluations;
-  how << "; flat prior on log ℓ over [" << number_text(r.lower) << ", " << number_text(r.upper) << "], τ² fixed at "
-      << number_text(o.tau2) << ", prior covariance exp(−‖x−x'‖²/(4ℓ²)) of amplitude 1; " << r.landmarks
-      << " landmarks " << (o.landmark_points.size() > 0 ? "given" : "drawn from the rows and held out")
-      << ", " << r.rows << " data rows; log L = " << number_text(r.log_likelihood)
-      << " (median heuristic ℓ = " << number_text(lmed) << ": log L = " << number_text(r.median_log_likelihood) << ")";
+  how << "; flat prior on log ℓ over [" << number_text(r.lower) << ", " << number_text(r.upper)
+      << "], τ² fixed at " << number_text(o.tau2) << ", prior covariance exp(−‖x−x'‖²/(4ℓ²)) of amplitude 1; "
+      << r.landmarks << " landmarks "
+      << (o.landmark_points.size() > 0 ? "given" : "drawn from the rows and held out") << ", " << r.rows
+      << " data rows; log L = " << number_text(r.log_likelihood)
+      << " (median heuristic ℓ = " << number_text(lmed)
+      << ": log L = " << number_text(r.median_log_likelihood) << ")";
   r.provenance = how.str();
   return r;
 }
