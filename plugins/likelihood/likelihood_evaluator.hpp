@@ -19,6 +19,12 @@
 
 namespace kef::likelihood {
 
+// Quadrature grid sizes, shared by the key declarations (likelihood_keys.cpp) and the evaluator.
+inline constexpr Index kDefaultGrid1 = 4096;
+inline constexpr Index kDefaultGrid2 = 512;
+inline constexpr Index kMinGrid = 16;       // grid/2 >= 8 cells for the error estimate
+inline constexpr Index kMaxGrid = 1 << 20;  // keeps grid^D far from overflowing an Index
+
 KeyList likelihood_keys();
 
 class LikelihoodEvaluator final : public Clonable<LikelihoodEvaluator, Evaluator> {
