@@ -6,8 +6,6 @@
 #include <string>
 
 #include "kef/error.hpp"
-#include "kef/multiply_add.hpp"
-#include "kef/vector_exp.hpp"
 
 namespace kef::test {
 
@@ -21,39 +19,16 @@ struct Activation {
 };
 
 // s(t) = max(t, 0) + log1p(e) and the sigmoid from e = exp(−|t|) ∈ (0, 1], which neither overflows
-// nor cancels. log1p(e) = 2 atanh(z) with z = e/(2 + e) ∈ (0, 1/3]: the odd series 2z Σ z^{2i}/(2i + 1)
-// to i = 16 truncates below 2^-60 relative (z² ≤ 1/9), needs no logarithm and only one division,
-// and is accurate to a few ulp for every e (no rounding of 1 + e is ever taken a logarithm of).
+// nor cancels. The twin takes log1p and exp from the C library, independently of the series and the
+// vectorised exponential the network library uses (framework/numerics/network/src/activation.cpp).
 // Above kLinearAbove, s is the identity with derivatives 1, 0, 0 (DKEF's threshold).
 void softplus_from(const double* t, const double* e, double* s, Index n) {
-  for (Index i = 0; i < n; ++i) {
-    const double z = e[i] / (2.0 + e[i]), w = z * z;
-    double p = 1.0 / 33.0;
-    p = multiply_add(p, w, 1.0 / 31.0);
-    p = multiply_add(p, w, 1.0 / 29.0);
-    p = multiply_add(p, w, 1.0 / 27.0);
-    p = multiply_add(p, w, 1.0 / 25.0);
-    p = multiply_add(p, w, 1.0 / 23.0);
-    p = multiply_add(p, w, 1.0 / 21.0);
-    p = multiply_add(p, w, 1.0 / 19.0);
-    p = multiply_add(p, w, 1.0 / 17.0);
-    p = multiply_add(p, w, 1.0 / 15.0);
-    p = multiply_add(p, w, 1.0 / 13.0);
-    p = multiply_add(p, w, 1.0 / 11.0);
-    p = multiply_add(p, w, 1.0 / 9.0);
-    p = multiply_add(p, w, 1.0 / 7.0);
-    p = multiply_add(p, w, 1.0 / 5.0);
-    p = multiply_add(p, w, 1.0 / 3.0);
-    const double z2 = z + z;
-    const double value = (t[i] > 0.0 ? t[i] : 0.0) + multiply_add(z2, w * p, z2);
-    s[i] = t[i] > kLinearAbove ? t[i] : value;
-  }
+  for (Index i = 0; i < n; ++i)
+    s[i] = t[i] > kLinearAbove ? t[i] : std::max(t[i], 0.0) + std::log1p(e[i]);
 }
 
-// e = exp(−|t|) (kef::exp_array, the one exponential of both paths).
 void exp_minus_abs(const double* t, double* e, Index n) {
-  for (Index i = 0; i < n; ++i) e[i] = -std::abs(t[i]);
-  exp_array(e, e, n);
+  for (Index i = 0; i < n; ++i) e[i] = std::exp(-std::abs(t[i]));
 }
 
 // The value alone, in place, in cache-sized chunks (the order-0 forward pass: no derivatives, no tape).
