@@ -60,31 +60,40 @@ void GaussianKernel::derivatives(const Matrix& X, const Matrix& Y, int order, Ke
     // u = x_d − y_d for every (n, m)
     const auto u = (X.col(d).replicate(1, M).rowwise() - Y.col(d).transpose()).array();
     out.d1.middleRows(d * N, N).array() = -inv_s2 * u * out.value.array();
-    if (order >= 2)
-      out.d2.middleRows(d * N, N).array() = (u.square() * inv_s4 - inv_s2) * out.value.array();
+    if (order >= 2) out.d2.middleRows(d * N, N).array() = (u.square() * inv_s4 - inv_s2) * out.value.array();
   }
 }
 
 void GaussianKernel::cross_derivatives(const Matrix& X, const Matrix& Y, KernelCrossStacks& out) const {
   check_dims(X, Y);
   const Index N = X.rows(), M = Y.rows(), D = X.cols();
-  const double s2 = sigma() * sigma(), inv_s2 = 1.0 / s2, inv_s4 = inv_s2 * inv_s2, inv_s6 = inv_s4 * inv_s2;
+  const double s2 = sigma() * sigma(), inv_s2 = 1.0 / s2, inv_s4 = inv_s2 * inv_s2;
   const Eigen::ArrayXXd k = exp_of(squared_distances(X, Y) * (-0.5 * inv_s2)).array();
-  std::vector<Eigen::ArrayXXd> u(static_cast<std::size_t>(D));
-  for (Index d = 0; d < D; ++d)
-    u[static_cast<std::size_t>(d)] = (X.col(d).replicate(1, M).rowwise() - Y.col(d).transpose()).array();
+  // Per coordinate, u_d = x_d − y_d, a_d = u_d k/σ⁴ and b_d = u_d²/σ² − 1, so that each of the D² blocks
+  // below is one product (plus a term on the diagonal blocks): the blocks are the Nyström system's
+  // features, written (N·D) x (M·D) per chunk of rows.
+  std::vector<Eigen::ArrayXXd> u(static_cast<std::size_t>(D)), a(u.size()), b(u.size());
+  for (Index d = 0; d < D; ++d) {
+    const auto s = static_cast<std::size_t>(d);
+    u[s] = (X.col(d).replicate(1, M).rowwise() - Y.col(d).transpose()).array();
+    a[s] = u[s] * k * inv_s4;
+    b[s] = u[s].square() * inv_s2 - 1.0;
+  }
   out.dxdy.resize(N * D, M * D);
   out.d2xdy.resize(N * D, M * D);
   for (Index i = 0; i < D; ++i) {
-    const auto& ui = u[static_cast<std::size_t>(i)];
+    const auto si = static_cast<std::size_t>(i);
     for (Index j = 0; j < D; ++j) {
-      const auto& uj = u[static_cast<std::size_t>(j)];
-      const double delta = i == j ? 1.0 : 0.0;
-      // ∂_{x_i}∂_{y_j} k = (δ_ij/σ² − u_i u_j/σ⁴) k
-      out.dxdy.block(i * N, j * M, N, M) = (delta * inv_s2 - ui * uj * inv_s4) * k;
-      // ∂²_{x_i}∂_{y_j} k = (u_i² u_j/σ⁶ − u_j/σ⁴ − 2 δ_ij u_i/σ⁴) k
-      out.d2xdy.block(i * N, j * M, N, M) =
-          (ui.square() * uj * inv_s6 - uj * inv_s4 - 2.0 * delta * ui * inv_s4) * k;
+      const auto sj = static_cast<std::size_t>(j);
+      // ∂_{x_i}∂_{y_j} k = (δ_ij/σ² − u_i u_j/σ⁴) k = δ_ij k/σ² − u_i a_j
+      // ∂²_{x_i}∂_{y_j} k = (u_i² u_j/σ⁶ − u_j/σ⁴ − 2 δ_ij u_i/σ⁴) k = b_i a_j − 2 δ_ij a_i
+      if (i == j) {
+        out.dxdy.block(i * N, j * M, N, M) = k * inv_s2 - u[si] * a[sj];
+        out.d2xdy.block(i * N, j * M, N, M) = b[si] * a[sj] - 2.0 * a[si];
+      } else {
+        out.dxdy.block(i * N, j * M, N, M) = -u[si] * a[sj];
+        out.d2xdy.block(i * N, j * M, N, M) = b[si] * a[sj];
+      }
     }
   }
 }
@@ -115,8 +124,8 @@ void GaussianKernel::cross_second_derivatives(const Matrix& X, const Matrix& Y, 
   }
 }
 
-void GaussianKernel::backward(const Matrix& X, const Matrix& Y, const KernelStacks& adj,
-                              Vector* grad_params, Matrix* grad_Y) const {
+void GaussianKernel::backward(const Matrix& X, const Matrix& Y, const KernelStacks& adj, Vector* grad_params,
+                              Matrix* grad_Y) const {
   check_dims(X, Y);
   const Index N = X.rows(), M = Y.rows(), D = X.cols();
   const double s2 = sigma() * sigma(), inv_s2 = 1.0 / s2, inv_s4 = inv_s2 * inv_s2;
@@ -141,7 +150,8 @@ void GaussianKernel::backward(const Matrix& X, const Matrix& Y, const KernelStac
   if (grad_params) {
     if (grad_params->size() != 1) grad_params->setZero(1);
     // d/d log σ of k, ∂_d k and ∂²_d k, contracted with their adjoints.
-    (*grad_params)[0] += (k * (Av * r * inv_s2 + S1 * (2.0 - r * inv_s2) * inv_s2 + P2 + S2 * r * inv_s2)).sum();
+    (*grad_params)[0] +=
+        (k * (Av * r * inv_s2 + S1 * (2.0 - r * inv_s2) * inv_s2 + P2 + S2 * r * inv_s2)).sum();
   }
   if (grad_Y) {
     if (grad_Y->rows() != M || grad_Y->cols() != D) grad_Y->setZero(M, D);
