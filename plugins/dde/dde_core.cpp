@@ -29,11 +29,12 @@ Matrix KernelExpansion::gram(const Matrix& Y) const {
 
 Vector KernelExpansion::values(const Matrix& Y) const { return gram(Y) * alpha; }
 
-Matrix KernelExpansion::gradient(const Matrix& Y, Matrix* laplacian) const {
+Matrix KernelExpansion::gradient(const Matrix& Y, Matrix* laplacian, Vector* values) const {
   // ∇_y Σ α_i e^{−γ‖y − z_i‖²} = −2γ Σ α_i k_i (y − z_i) = −2γ [(Kα) y − K (α ∘ Z)];
   // ∂²_d f = Σ α_i k_i (4γ² (y_d − z_id)² − 2γ) (docs/math.md §16).
   const Matrix K = gram(Y);
   const Vector Ka = K * alpha;
+  if (values) *values = Ka;
   const Matrix KaZ = K * (points.array().colwise() * alpha.array()).matrix();
   Matrix G = -2.0 * gamma * (Y.array().colwise() * Ka.array() - KaZ.array()).matrix();
   if (laplacian) {
@@ -158,12 +159,18 @@ double Trainer::generator_loss(const Matrix& xi, Vector* grad) const {
   generator_.forward(xi, 0, x, grad ? &gtape : nullptr);
   dual_.forward(x, 0, v, grad ? &ntape : nullptr);
   const double inv_lambda = 1.0 / o_.lambda;
-  const double loss = -mean(f_.values(x)) + inv_lambda * mean(v.col(0));
+  Vector fx;
+  Matrix grad_f;
+  if (grad)
+    grad_f = f_.gradient(x, nullptr, &fx);
+  else
+    fx = f_.values(x);
+  const double loss = -mean(fx) + inv_lambda * mean(v.col(0));
   if (grad) {
     const double w = 1.0 / static_cast<double>(B);
     Matrix gx = Matrix::Zero(B, x.cols());
     dual_.backward(x, ntape, Matrix::Constant(B, 1, inv_lambda * w), nullptr, &gx);
-    gx -= w * f_.gradient(x);
+    gx -= w * grad_f;
     grad->setZero(generator_.parameter_count());
     generator_.backward(xi, gtape, gx, grad, nullptr);
   }

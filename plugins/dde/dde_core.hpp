@@ -30,8 +30,9 @@ struct KernelExpansion {
   // K(Y, Z): |Y| x n.
   Matrix gram(const Matrix& Y) const;
   Vector values(const Matrix& Y) const;
-  // ∇_y f at the rows of Y (|Y| x D); with laplacian, also the diagonal second derivatives ∂²_d f.
-  Matrix gradient(const Matrix& Y, Matrix* laplacian = nullptr) const;
+  // ∇_y f at the rows of Y (|Y| x D); with laplacian, also the diagonal second derivatives ∂²_d f; with
+  // values, f itself (from the same kernel matrix).
+  Matrix gradient(const Matrix& Y, Matrix* laplacian = nullptr, Vector* values = nullptr) const;
   // ‖f‖²_H = αᵀ K(Z, Z) α.
   double rkhs_norm2() const;
 };
