@@ -13,7 +13,9 @@ namespace kef::dde {
 
 struct DdeOptions {
   std::int64_t iterations = 50000, batch_size = 100, noise_dim = 128, width = 128, generator_depth = 4,
-               dual_depth = 3, rounds = 5, dual_steps = 3, inducing_points = 0, report_every = 100;
+               dual_depth = 3, rounds = 5, dual_steps = 3, inducing_points = 0, report_every = 100,
+               correction_candidates = 10, diagnostic_samples = 10000;
+  std::string sampler_correction = "none";
   double learning_rate = 1e-4, lambda = 1.0, eta = 0.0, f_bd = 0.1, clip = 5.0, alpha_init_sd = 0.1;
   bool clip_generator = true;
   double beta1 = 0.9, beta2 = 0.999, adam_epsilon = 1e-8, rmsprop_alpha = 0.99, rmsprop_epsilon = 1e-8;

@@ -1,5 +1,6 @@
 #include "dde_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -49,8 +50,79 @@ void DdeModel::score_and_laplacian(const Matrix& X, Matrix& score, Matrix& lapla
   laplacian *= lambda_;
 }
 
-Matrix DdeModel::sample(Index n, RandomStream& rng) const {
+Matrix DdeModel::sampler_draws(Index n, RandomStream& rng) const {
   return generator_.value(rng.normal_matrix(n, arch_.noise_dim));
+}
+
+Vector DdeModel::log_importance_weights(const Matrix& X) const {
+  Vector lw = lambda_ * f_.values(X) - dual_.value(X).col(0);
+  const auto in = in_support(X);
+  for (Index i = 0; i < X.rows(); ++i)
+    if (!in[static_cast<std::size_t>(i)]) lw[i] = -std::numeric_limits<double>::infinity();
+  return lw;
+}
+
+Matrix importance_resample(const Matrix& candidates, const Vector& log_w, Index n, RandomStream& rng) {
+  double top = -std::numeric_limits<double>::infinity();
+  for (Index i = 0; i < log_w.size(); ++i) {
+    if (std::isnan(log_w[i]) || log_w[i] == std::numeric_limits<double>::infinity())
+      throw NumericalError("dde importance resampling: log weight " + std::to_string(i) + " is " +
+                           std::to_string(log_w[i]));
+    top = std::max(top, log_w[i]);
+  }
+  if (!std::isfinite(top))
+    throw NumericalError(
+        "dde importance resampling: every candidate has weight 0 (all outside the data box)");
+  Vector cum(log_w.size());
+  double s = 0.0;
+  for (Index i = 0; i < log_w.size(); ++i) cum[i] = (s += std::exp(log_w[i] - top));
+  Matrix out(n, candidates.cols());
+  for (Index k = 0; k < n; ++k) {
+    const double u = rng.uniform() * s;
+    Index i = static_cast<Index>(std::upper_bound(cum.data(), cum.data() + cum.size(), u) - cum.data());
+    i = std::min<Index>(i, cum.size() - 1);
+    // Only when u rounded up to s can the clamped index be a zero-weight row: step back to a weighted one.
+    while (i > 0 && log_w[i] == -std::numeric_limits<double>::infinity()) --i;
+    out.row(k) = candidates.row(i);
+  }
+  return out;
+}
+
+Matrix DdeModel::sample(Index n, RandomStream& rng) const {
+  if (!correction_.importance) return sampler_draws(n, rng);
+  // n · candidates draws of the sampler, then n rows resampled from all of them.
+  const Matrix cand = sampler_draws(n * correction_.candidates, rng);
+  return importance_resample(cand, log_importance_weights(cand), n, rng);
+}
+
+SamplerDiagnostic DdeModel::diagnose(Index m, RandomStream& rng) const {
+  const Vector lw = log_importance_weights(sampler_draws(m, rng));
+  SamplerDiagnostic d;
+  double top = -std::numeric_limits<double>::infinity(), sum_lw = 0.0;
+  Index inside = 0;
+  for (Index i = 0; i < m; ++i)
+    if (std::isfinite(lw[i])) {
+      ++inside;
+      top = std::max(top, lw[i]);
+      sum_lw += lw[i];
+    }
+  d.outside_box = static_cast<double>(m - inside) / static_cast<double>(m);
+  if (inside == 0) {
+    d.ess_fraction = 0.0;
+    d.kl = std::numeric_limits<double>::infinity();
+    return d;
+  }
+  double s1 = 0.0, s2 = 0.0;
+  for (Index i = 0; i < m; ++i)
+    if (std::isfinite(lw[i])) {
+      const double w = std::exp(lw[i] - top);
+      s1 += w;
+      s2 += w * w;
+    }
+  const double k = static_cast<double>(inside);
+  d.ess_fraction = s1 * s1 / (k * s2);
+  d.kl = top + std::log(s1 / k) - sum_lw / k;
+  return d;
 }
 
 std::string DdeModel::describe() const {
@@ -72,6 +144,8 @@ void DdeModel::save(ModelWriter& w) const {
   m.set("width", static_cast<std::int64_t>(arch_.width));
   m.set("generator_depth", static_cast<std::int64_t>(arch_.generator_depth));
   m.set("dual_depth", static_cast<std::int64_t>(arch_.dual_depth));
+  m.set("sampler_correction", std::string(correction_.importance ? "importance" : "none"));
+  m.set("correction_candidates", static_cast<std::int64_t>(correction_.candidates));
   for (const auto& [k, v] : fit_info_) m.set(k, v);
   w.write_array("points", f_.points);
   w.write_array("alpha", f_.alpha);
@@ -131,8 +205,18 @@ ModelPtr DdeModel::load(const ModelReader& r, Registry& /*registry*/) {
   network::Network g = make_generator(a), nu = make_dual(a);
   g.set_parameters(read_vector(r, "generator_parameters", g.parameter_count()));
   nu.set_parameters(read_vector(r, "dual_parameters", nu.parameter_count()));
-  return std::make_shared<DdeModel>(std::move(f), lambda, a, std::move(g), std::move(nu), std::move(lo),
-                                    std::move(hi));
+  SamplerCorrection c;
+  if (r.manifest().has("sampler_correction")) {
+    const std::string kind = r.manifest().string("sampler_correction");
+    if (kind != "none" && kind != "importance")
+      r.fail("model.toml `sampler_correction` must be \"none\" or \"importance\" (got \"" + kind + "\")");
+    c.importance = kind == "importance";
+    c.candidates = positive_integer(r, "correction_candidates");
+  }
+  auto model = std::make_shared<DdeModel>(std::move(f), lambda, a, std::move(g), std::move(nu), std::move(lo),
+                                          std::move(hi));
+  model->set_correction(c);
+  return model;
 }
 
 }  // namespace kef::dde

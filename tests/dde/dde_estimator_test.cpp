@@ -134,9 +134,32 @@ TEST(DdeEstimator, InducingPointsAreSeededTrainingRows) {
   EXPECT_EQ(a.report.values.at("kernel_centres"), 30.0);
 }
 
+// sampler_correction reaches the model; the fit reports the sampler diagnostic on diagnostic_samples draws.
+TEST(DdeEstimator, CorrectionKeyAndSamplerDiagnosticReported) {
+  const Matrix train = blobs(120, 6);
+  const Fitted a = fit(std::string(kSmall) +
+                           "sampler_correction = \"importance\"\ncorrection_candidates = 4\n"
+                           "diagnostic_samples = 500\n",
+                       train, 5, 1);
+  const auto& m = dynamic_cast<const dde::DdeModel&>(*a.model);
+  EXPECT_TRUE(m.correction().importance);
+  EXPECT_EQ(m.correction().candidates, 4);
+  RandomStream rng(Context(5, 1).child("fit").rng().derive("diagnostic"));
+  const dde::SamplerDiagnostic d = m.diagnose(500, rng);
+  EXPECT_EQ(a.report.values.at("sampler_ess_fraction"), d.ess_fraction);
+  EXPECT_EQ(a.report.values.at("sampler_kl_estimate"), d.kl);
+  EXPECT_EQ(a.report.values.at("sampler_outside_box"), d.outside_box);
+  ASSERT_EQ(a.report.notes.size(), 1u);
+  EXPECT_TRUE(test::contains(a.report.notes[0], "sampler diagnostic on 500 draws")) << a.report.notes[0];
+  const Fitted b = fit(std::string(kSmall) + "diagnostic_samples = 0\n", train, 5, 1);
+  EXPECT_EQ(b.report.values.count("sampler_ess_fraction"), 0u);
+  EXPECT_FALSE(dynamic_cast<const dde::DdeModel&>(*b.model).correction().importance);
+}
+
 TEST(DdeEstimator, BadKeysAreRefusedNamingTheKey) {
   for (const std::string bad :
-       {"width = 0", "learning_rate = -1", "f_bd = 0", "clip_generator = 3", "dual_steps = 0", "widht = 3"}) {
+       {"width = 0", "learning_rate = -1", "f_bd = 0", "clip_generator = 3", "dual_steps = 0", "widht = 3",
+        "sampler_correction = \"mcmc\"", "correction_candidates = 1"}) {
     const std::string key = bad.substr(0, bad.find(' '));
     const std::string msg = test::message_of<ConfigError>([&] { make("type = \"dde\"\n" + bad + "\n"); });
     EXPECT_TRUE(test::contains(msg, key)) << bad << ": " << msg;
@@ -185,6 +208,7 @@ TEST(DdeCli, ExamplePipelineRuns) {
   }
   EXPECT_EQ(m["fit"]["iterations"], 300);
   ASSERT_TRUE(m["metrics"]["mmd2"].is_number()) << m.dump();
+  EXPECT_TRUE(m["fit"]["sampler_ess_fraction"].is_number()) << m.dump();
   std::cout << "example: mmd2 " << m["metrics"]["mmd2"] << ", fit seconds " << m["fit"]["seconds"] << "\n";
   const fs::path out = dir / "samples.npy";
   auto s = test::kef_cmd("sample " + (dir / "out" / "models" / "dde").string() + " -n 300 --out " +
