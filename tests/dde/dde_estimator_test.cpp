@@ -174,6 +174,18 @@ TEST(DdeEstimator, BadKeysAreRefusedNamingTheKey) {
   EXPECT_TRUE(test::contains(msg2, "column 1")) << msg2;
 }
 
+// A diverging fit stops with an error naming the iteration, the step and the network, never zeroed.
+TEST(DdeEstimator, NonFiniteLossIsAnErrorNamingTheStep) {
+  const Matrix train = blobs(120, 7);
+  const std::string msg = test::message_of<NumericalError>([&] {
+    fit("type = \"dde\"\niterations = 200\nwidth = 16\nnoise_dim = 8\nbatch_size = 40\n"
+        "learning_rate = 1e12\nclip = 0\n",
+        train, 5, 1);
+  });
+  // ν's first step on unclipped gradients at this rate overflows e^ν on the box draws.
+  EXPECT_TRUE(test::contains(msg, "iteration 1, dual step (network ν): the loss is inf")) << msg;
+}
+
 TEST(DdeCli, BadKeyExitsTwoNamingIt) {
   const fs::path dir = test::temp_dir("dde-cli-bad");
   const fs::path cfg = test::write_file(dir, "p.toml", R"(schema_version = 1
