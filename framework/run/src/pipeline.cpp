@@ -502,6 +502,11 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
         for (const auto& [s, loss] : report.curve) curve.push_back({s, loss});
         fit["curve"] = curve;
       }
+      for (const auto& [name, points] : report.curves) {
+        Json curve = Json::array();
+        for (const auto& [s, value] : points) curve.push_back({s, value});
+        fit["curves"][name] = curve;
+      }
       for (const auto& n : report.notes) log << "model " << mp.name << ": " << n << "\n";
       if (!report.notes.empty()) fit["notes"] = report.notes;
       Json entry = {{"fit", fit}, {"metrics", Json::object()}, {"description", model->describe()}};

@@ -52,6 +52,9 @@ struct FitReport {
   long iterations = 0;
   std::map<std::string, double> values;                 // e.g. jitter, lambda
   std::vector<std::pair<long, double>> curve;           // (step, validation loss)
+  // Named training curves, (step, value) each (results.json "fit"."curves"."NAME"), e.g. the losses of
+  // a saddle-point fit's players.
+  std::map<std::string, std::vector<std::pair<long, double>>> curves;
   std::vector<std::string> notes;
 };
 

@@ -1,0 +1,217 @@
+#include "dde_core.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <utility>
+
+#include "kef/error.hpp"
+#include "kef/network/activation.hpp"
+#include "kef/network/dense.hpp"
+
+namespace kef::dde {
+
+Matrix KernelExpansion::gram(const Matrix& Y) const {
+  const Index m = Y.rows(), n = points.rows(), D = points.cols();
+  Matrix K(m, n);
+  // Direct differences (not ‖y‖² − 2y·z + ‖z‖²): exact zeros at coinciding points, no cancellation.
+  for (Index i = 0; i < n; ++i)
+    for (Index b = 0; b < m; ++b) {
+      double s = 0.0;
+      for (Index d = 0; d < D; ++d) {
+        const double t = Y(b, d) - points(i, d);
+        s += t * t;
+      }
+      K(b, i) = -gamma * s;
+    }
+  K = K.array().exp();
+  return K;
+}
+
+Vector KernelExpansion::values(const Matrix& Y) const { return gram(Y) * alpha; }
+
+Matrix KernelExpansion::gradient(const Matrix& Y, Matrix* laplacian, Vector* values) const {
+  // ∇_y Σ α_i e^{−γ‖y − z_i‖²} = −2γ Σ α_i k_i (y − z_i) = −2γ [(Kα) y − K (α ∘ Z)];
+  // ∂²_d f = Σ α_i k_i (4γ² (y_d − z_id)² − 2γ) (docs/math.md §16).
+  const Matrix K = gram(Y);
+  const Vector Ka = K * alpha;
+  if (values) *values = Ka;
+  const Matrix KaZ = K * (points.array().colwise() * alpha.array()).matrix();
+  Matrix G = -2.0 * gamma * (Y.array().colwise() * Ka.array() - KaZ.array()).matrix();
+  if (laplacian) {
+    const Index D = dim();
+    laplacian->resize(Y.rows(), D);
+    const Matrix Z2a = (points.array().square().colwise() * alpha.array()).matrix();
+    const Matrix KaZ2 = K * Z2a;
+    for (Index d = 0; d < D; ++d) {
+      // Σ α_i k_i (y_d − z_id)² = y_d² (Kα) − 2 y_d K(α z_d) + K(α z_d²)
+      const Vector sq = Y.col(d).array().square() * Ka.array() - 2.0 * Y.col(d).array() * KaZ.col(d).array() +
+                        KaZ2.col(d).array();
+      laplacian->col(d) = 4.0 * gamma * gamma * sq - 2.0 * gamma * Ka;
+    }
+  }
+  return G;
+}
+
+double KernelExpansion::rkhs_norm2() const { return alpha.dot(gram(points) * alpha); }
+
+namespace {
+
+network::Network make_mlp(Index in, Index width, Index depth, Index out) {
+  using namespace network;
+  Network net(in);
+  Index prev = in;
+  for (Index l = 0; l < depth; ++l) {
+    const Index next = l + 1 == depth ? out : width;
+    net.add(std::make_unique<Dense>(prev, next, WeightInit::glorot_uniform(prev, next)));
+    if (l + 1 < depth) net.add(std::make_unique<Activation>(ActivationKind::relu, next));
+    prev = next;
+  }
+  return net;
+}
+
+double mean(const Vector& v) { return v.sum() / static_cast<double>(v.size()); }
+
+}  // namespace
+
+network::Network make_generator(const Architecture& a) {
+  return make_mlp(a.noise_dim, a.width, a.generator_depth, a.dim);
+}
+network::Network make_dual(const Architecture& a) { return make_mlp(a.dim, a.width, a.dual_depth, 1); }
+
+IterationDraws IterationDraws::draw(RandomStream& rng, Index batch, Index noise_dim, Index dim,
+                                    const TrainerOptions& o) {
+  IterationDraws d;
+  d.xi_f = rng.normal_matrix(batch, noise_dim);
+  for (Index r = 0; r < o.rounds; ++r) {
+    for (Index s = 0; s < o.dual_steps; ++s) {
+      d.xi_dual.push_back(rng.normal_matrix(batch, noise_dim));
+      Matrix u(batch, dim);
+      for (Index j = 0; j < dim; ++j)
+        for (Index i = 0; i < batch; ++i) u(i, j) = rng.uniform();
+      d.u_dual.push_back(std::move(u));
+    }
+    d.xi_generator.push_back(rng.normal_matrix(batch, noise_dim));
+  }
+  return d;
+}
+
+Trainer::Trainer(KernelExpansion f, network::Network generator, network::Network dual, Vector lo, Vector hi,
+                 TrainerOptions options, std::string where)
+    : f_(std::move(f)),
+      generator_(std::move(generator)),
+      dual_(std::move(dual)),
+      lo_(std::move(lo)),
+      hi_(std::move(hi)),
+      o_(options),
+      where_(std::move(where)),
+      adam_f_(o_.adam, where_ + " (f step)"),
+      adam_g_(o_.adam, where_ + " (sampler step)"),
+      rms_nu_(o_.rmsprop, where_ + " (dual step)") {
+  if (o_.eta > 0.0) rkhs_gram_ = f_.gram(f_.points);
+}
+
+Matrix Trainer::box_points(const Matrix& u) const {
+  return ((u.array().rowwise() * (hi_ - lo_).transpose().array()).rowwise() + lo_.transpose().array())
+      .matrix();
+}
+
+double Trainer::f_loss(const Matrix& batch, const Matrix& xq, Vector* grad) const {
+  // ∂/∂α [−mean K(X_b, Z)α + mean K(X_q, Z)α + (η/2) αᵀ K(Z, Z) α]
+  const Matrix Kb = f_.gram(batch), Kq = f_.gram(xq);
+  const Vector wb = Vector::Constant(batch.rows(), 1.0 / static_cast<double>(batch.rows()));
+  const Vector wq = Vector::Constant(xq.rows(), 1.0 / static_cast<double>(xq.rows()));
+  double loss = -wb.dot(Kb * f_.alpha) + wq.dot(Kq * f_.alpha);
+  if (grad) *grad = Kq.transpose() * wq - Kb.transpose() * wb;
+  if (o_.eta > 0.0) {
+    const Vector Ga = rkhs_gram_ * f_.alpha;
+    loss += 0.5 * o_.eta * f_.alpha.dot(Ga);
+    if (grad) *grad += o_.eta * Ga;
+  }
+  return loss;
+}
+
+double Trainer::dual_loss(const Matrix& xq, const Matrix& xu, Vector* grad) const {
+  // −(mean ν(X_q) − mean e^{ν(X_u)}), both batches in one pass.
+  const Index nq = xq.rows(), nu = xu.rows();
+  Matrix X(nq + nu, xq.cols());
+  X << xq, xu;
+  network::Network::Tape tape;
+  Matrix out;
+  dual_.forward(X, 0, out, grad ? &tape : nullptr);
+  const Vector vq = out.col(0).head(nq);
+  const Vector eu = out.col(0).tail(nu).array().exp();
+  const double loss = -(mean(vq) - mean(eu));
+  if (grad) {
+    Matrix adj(nq + nu, 1);
+    adj.col(0).head(nq).setConstant(-1.0 / static_cast<double>(nq));
+    adj.col(0).tail(nu) = eu / static_cast<double>(nu);
+    grad->setZero(dual_.parameter_count());
+    dual_.backward(X, tape, adj, grad, nullptr);
+  }
+  return loss;
+}
+
+double Trainer::generator_loss(const Matrix& xi, Vector* grad) const {
+  // −mean f(g(ξ)) + (1/λ) mean ν(g(ξ)); the adjoint of g's output is (−∇f + (1/λ)∇ν)/B.
+  const Index B = xi.rows();
+  network::Network::Tape gtape, ntape;
+  Matrix x, v;
+  generator_.forward(xi, 0, x, grad ? &gtape : nullptr);
+  dual_.forward(x, 0, v, grad ? &ntape : nullptr);
+  const double inv_lambda = 1.0 / o_.lambda;
+  Vector fx;
+  Matrix grad_f;
+  if (grad)
+    grad_f = f_.gradient(x, nullptr, &fx);
+  else
+    fx = f_.values(x);
+  const double loss = -mean(fx) + inv_lambda * mean(v.col(0));
+  if (grad) {
+    const double w = 1.0 / static_cast<double>(B);
+    Matrix gx = Matrix::Zero(B, x.cols());
+    dual_.backward(x, ntape, Matrix::Constant(B, 1, inv_lambda * w), nullptr, &gx);
+    gx -= w * grad_f;
+    grad->setZero(generator_.parameter_count());
+    generator_.backward(xi, gtape, gx, grad, nullptr);
+  }
+  return loss;
+}
+
+void Trainer::check(double loss, const char* step, long index) const {
+  if (std::isfinite(loss)) return;
+  std::ostringstream os;
+  os << where_ << ": iteration " << index << ", " << step << ": the loss is " << loss
+     << " (not finite); try a smaller learning_rate or a larger clip";
+  throw NumericalError(os.str());
+}
+
+IterationLosses Trainer::iteration(const Matrix& batch, const IterationDraws& d, long index) {
+  IterationLosses L;
+  {  // f step (the sampler's rows are constants here)
+    const Matrix xq = generator_.value(d.xi_f);
+    Vector g;
+    L.f = f_loss(batch, xq, &g);
+    check(L.f, "f step (kernel expansion α)", index);
+    if (o_.clip > 0.0) clip_global_norm(g, o_.clip);
+    f_.alpha = adam_f_.step(f_.alpha, g);
+  }
+  for (Index r = 0; r < o_.rounds; ++r) {
+    for (Index s = 0; s < o_.dual_steps; ++s) {
+      const std::size_t k = static_cast<std::size_t>(r * o_.dual_steps + s);
+      const Matrix xq = generator_.value(d.xi_dual[k]);
+      Vector g;
+      L.dual = dual_loss(xq, box_points(d.u_dual[k]), &g);
+      check(L.dual, "dual step (network ν)", index);
+      if (o_.clip > 0.0) clip_global_norm(g, o_.clip);
+      dual_.set_parameters(rms_nu_.step(dual_.parameters(), g));
+    }
+    Vector g;
+    L.generator = generator_loss(d.xi_generator[static_cast<std::size_t>(r)], &g);
+    check(L.generator, "sampler step (network g)", index);
+    if (o_.clip > 0.0 && o_.clip_generator) clip_global_norm(g, o_.clip);
+    generator_.set_parameters(adam_g_.step(generator_.parameters(), g));
+  }
+  return L;
+}
+
+}  // namespace kef::dde

@@ -1,0 +1,121 @@
+#pragma once
+// Doubly dual embedding (DDE; Dai, Dai, Gretton, Song, Schuurmans, He 2019; docs/math.md §16): the
+// saddle point
+//
+//   min_q max_{f, ν}  E_data f − E_q f − (η/2)‖f‖²_H + (1/λ)(E_q ν − E_{p0} e^ν)
+//
+// with f = Σ_i α_i k(z_i, ·) a Gaussian-kernel expansion, q the law of g(ξ), ξ ~ N(0, I), for a ReLU
+// network g (the sampler), ν a ReLU network (the dual of KL(q ‖ p0)) and p0 uniform on a box. The
+// pieces here are what the estimator, the model and the tests share: the expansion with its input
+// gradient, the networks' architecture, the three losses with their exact gradients, and one training
+// iteration on given draws (so that a test can feed the reference implementation's draws).
+#include <string>
+#include <vector>
+
+#include "kef/adam.hpp"
+#include "kef/network/network.hpp"
+#include "kef/network/rmsprop.hpp"
+#include "kef/random.hpp"
+#include "kef/types.hpp"
+
+namespace kef::dde {
+
+// f(y) = Σ_i α_i exp(−γ ‖y − z_i‖²) over the rows z_i of `points`.
+struct KernelExpansion {
+  Matrix points;  // n x D
+  Vector alpha;   // n
+  double gamma = 1.0;
+
+  Index dim() const { return points.cols(); }
+  // K(Y, Z): |Y| x n.
+  Matrix gram(const Matrix& Y) const;
+  Vector values(const Matrix& Y) const;
+  // ∇_y f at the rows of Y (|Y| x D); with laplacian, also the diagonal second derivatives ∂²_d f; with
+  // values, f itself (from the same kernel matrix).
+  Matrix gradient(const Matrix& Y, Matrix* laplacian = nullptr, Vector* values = nullptr) const;
+  // ‖f‖²_H = αᵀ K(Z, Z) α.
+  double rkhs_norm2() const;
+};
+
+struct Architecture {
+  Index dim = 2;              // D
+  Index noise_dim = 128;      // dimension of ξ
+  Index width = 128;          // hidden units of both networks
+  Index generator_depth = 4;  // linear layers of g: noise_dim → width → … → width → D
+  Index dual_depth = 3;       // linear layers of ν: D → width → … → width → 1
+};
+// ReLU between the linear layers, none after the last; Glorot-uniform weights, zero biases (the
+// reference's initialisation, drawn by initialize()).
+network::Network make_generator(const Architecture& a);
+network::Network make_dual(const Architecture& a);
+
+struct TrainerOptions {
+  double lambda = 1.0;  // λ: the sampler minimises −E_q f + (1/λ) E_q ν
+  double eta = 0.0;     // η: the f step's RKHS penalty (η/2)‖f‖²_H
+  Index rounds = 5;     // (dual steps, sampler step) rounds per f step
+  Index dual_steps = 3;
+  double clip = 5.0;  // global gradient-norm clip of every update (0: none)
+  bool clip_generator = true;
+  AdamOptions adam{1e-4, 0.9, 0.999, 1e-8};
+  RmsPropOptions rmsprop{1e-4, 0.99, 1e-8};
+};
+
+// The random inputs of one iteration, in the order the reference consumes them: ξ for the f step;
+// per round r and dual step s (index r·dual_steps + s) a ξ and a U(0, 1) matrix for the box; per round
+// a ξ for the sampler step.
+struct IterationDraws {
+  Matrix xi_f;
+  std::vector<Matrix> xi_dual, u_dual;
+  std::vector<Matrix> xi_generator;
+  static IterationDraws draw(RandomStream& rng, Index batch, Index noise_dim, Index dim,
+                             const TrainerOptions& o);
+};
+
+struct IterationLosses {
+  double f = 0.0;          // −E_batch f + E_q f + (η/2)‖f‖²_H
+  double dual = 0.0;       // −(E_q ν − E_u e^ν), the last dual step's
+  double generator = 0.0;  // −E_q f + (1/λ) E_q ν, the last sampler step's
+};
+
+class Trainer {
+ public:
+  // lo, hi: the box of p0 (hi > lo in every coordinate). `where` names the estimator in errors.
+  Trainer(KernelExpansion f, network::Network generator, network::Network dual, Vector lo, Vector hi,
+          TrainerOptions options, std::string where);
+
+  // One f step, then `rounds` × (dual_steps ν steps, one sampler step) on the given minibatch.
+  // NumericalError naming the step and network when a loss or gradient is not finite.
+  IterationLosses iteration(const Matrix& batch, const IterationDraws& draws, long index = 0);
+
+  // The losses and their exact gradients (tests compare them with central differences).
+  // f step, in α: batch rows X_b, sampler rows X_q.
+  double f_loss(const Matrix& batch, const Matrix& xq, Vector* grad) const;
+  // ν step, in ν's parameters: sampler rows X_q, box rows X_u.
+  double dual_loss(const Matrix& xq, const Matrix& xu, Vector* grad) const;
+  // sampler step, in g's parameters, at noise ξ.
+  double generator_loss(const Matrix& xi, Vector* grad) const;
+
+  Matrix box_points(const Matrix& u) const;  // lo + (hi − lo) ∘ u, row by row
+
+  const KernelExpansion& f() const { return f_; }
+  KernelExpansion& f() { return f_; }
+  const network::Network& generator() const { return generator_; }
+  network::Network& generator() { return generator_; }
+  const network::Network& dual() const { return dual_; }
+  network::Network& dual() { return dual_; }
+  const Vector& lo() const { return lo_; }
+  const Vector& hi() const { return hi_; }
+
+ private:
+  void check(double loss, const char* step, long index) const;
+  KernelExpansion f_;
+  network::Network generator_, dual_;
+  Vector lo_, hi_;
+  TrainerOptions o_;
+  std::string where_;
+  Matrix rkhs_gram_;  // K(Z, Z) when η > 0
+  Adam adam_f_, adam_g_;
+  RmsProp rms_nu_;
+};
+
+}  // namespace kef::dde

@@ -1,0 +1,45 @@
+#pragma once
+// The `dde` estimator: DDE's alternating stochastic algorithm (docs/math.md §16) with the reference
+// implementation's settings as the keys' defaults, the paper's where the two differ (README.md).
+#include <cstdint>
+#include <string>
+
+#include "dde_core.hpp"
+#include "kef/config.hpp"
+#include "kef/estimator.hpp"
+#include "kef/options.hpp"
+
+namespace kef::dde {
+
+struct DdeOptions {
+  std::int64_t iterations = 50000, batch_size = 100, noise_dim = 128, width = 128, generator_depth = 4,
+               dual_depth = 3, rounds = 5, dual_steps = 3, inducing_points = 0, report_every = 100,
+               correction_candidates = 10, diagnostic_samples = 10000;
+  std::string sampler_correction = "none";
+  double learning_rate = 1e-4, lambda = 1.0, eta = 0.0, f_bd = 0.1, clip = 5.0, alpha_init_sd = 0.1;
+  bool clip_generator = true;
+  double beta1 = 0.9, beta2 = 0.999, adam_epsilon = 1e-8, rmsprop_alpha = 0.99, rmsprop_epsilon = 1e-8;
+};
+const OptionsSpec<DdeOptions>& dde_options();
+
+class DdeEstimator final : public Estimator {
+ public:
+  explicit DdeEstimator(const Config& cfg);
+  ModelPtr fit(const FitInput& input) override;
+  void check(const DataShape& data) const override;
+  std::optional<FacetSet> facets() const override;
+  const DdeOptions& options() const { return opt_; }
+
+ protected:
+  Estimator* clone_raw() const override { return new DdeEstimator(*this); }
+
+ private:
+  DdeOptions opt_;
+  KeySites sites_;
+};
+
+// The Gaussian kernel's γ = 1 / (2 f_bd m²) for the median m of the pairwise distances of the rows of
+// X (kef's median heuristic on at most 1000 rows; docs/math.md §16).
+double bandwidth_gamma(const Matrix& X, double f_bd);
+
+}  // namespace kef::dde

@@ -1,0 +1,222 @@
+#include "dde_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "kef/error.hpp"
+
+namespace kef::dde {
+
+DdeModel::DdeModel(KernelExpansion f, double lambda, Architecture arch, network::Network generator,
+                   network::Network dual, Vector lo, Vector hi)
+    : f_(std::move(f)),
+      lambda_(lambda),
+      arch_(arch),
+      generator_(std::move(generator)),
+      dual_(std::move(dual)),
+      lo_(std::move(lo)),
+      hi_(std::move(hi)) {
+  log_p0_ = -(hi_ - lo_).array().log().sum();
+}
+
+FacetSet DdeModel::facets() const {
+  return FacetSet{Facet::LogDensity, Facet::Score, Facet::Laplacian, Facet::Sampler};
+}
+
+std::vector<bool> DdeModel::in_support(const Matrix& X) const {
+  std::vector<bool> in(static_cast<std::size_t>(X.rows()));
+  for (Index i = 0; i < X.rows(); ++i)
+    in[static_cast<std::size_t>(i)] = (X.row(i).transpose().array() >= lo_.array()).all() &&
+                                      (X.row(i).transpose().array() <= hi_.array()).all();
+  return in;
+}
+
+Vector DdeModel::log_unnormalized(const Matrix& X) const {
+  Vector out = lambda_ * f_.values(X);
+  const auto in = in_support(X);
+  for (Index i = 0; i < X.rows(); ++i)
+    out[i] = in[static_cast<std::size_t>(i)] ? out[i] + log_p0_ : -std::numeric_limits<double>::infinity();
+  return out;
+}
+
+// Inside the box log p0 is constant, so the score is λ∇f; outside (where p~ = 0) the same smooth
+// expression is returned, and score-based metrics skip those rows (bounded_support()).
+Matrix DdeModel::score(const Matrix& X) const { return lambda_ * f_.gradient(X); }
+
+void DdeModel::score_and_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const {
+  score = lambda_ * f_.gradient(X, &laplacian);
+  laplacian *= lambda_;
+}
+
+Matrix DdeModel::sampler_draws(Index n, RandomStream& rng) const {
+  return generator_.value(rng.normal_matrix(n, arch_.noise_dim));
+}
+
+Vector DdeModel::log_importance_weights(const Matrix& X) const {
+  Vector lw = lambda_ * f_.values(X) - dual_.value(X).col(0);
+  const auto in = in_support(X);
+  for (Index i = 0; i < X.rows(); ++i)
+    if (!in[static_cast<std::size_t>(i)]) lw[i] = -std::numeric_limits<double>::infinity();
+  return lw;
+}
+
+Matrix importance_resample(const Matrix& candidates, const Vector& log_w, Index n, RandomStream& rng) {
+  double top = -std::numeric_limits<double>::infinity();
+  for (Index i = 0; i < log_w.size(); ++i) {
+    if (std::isnan(log_w[i]) || log_w[i] == std::numeric_limits<double>::infinity())
+      throw NumericalError("dde importance resampling: log weight " + std::to_string(i) + " is " +
+                           std::to_string(log_w[i]));
+    top = std::max(top, log_w[i]);
+  }
+  if (!std::isfinite(top))
+    throw NumericalError(
+        "dde importance resampling: every candidate has weight 0 (all outside the data box)");
+  Vector cum(log_w.size());
+  double s = 0.0;
+  for (Index i = 0; i < log_w.size(); ++i) cum[i] = (s += std::exp(log_w[i] - top));
+  Matrix out(n, candidates.cols());
+  for (Index k = 0; k < n; ++k) {
+    const double u = rng.uniform() * s;
+    Index i = static_cast<Index>(std::upper_bound(cum.data(), cum.data() + cum.size(), u) - cum.data());
+    i = std::min<Index>(i, cum.size() - 1);
+    // Only when u rounded up to s can the clamped index be a zero-weight row: step back to a weighted one.
+    while (i > 0 && log_w[i] == -std::numeric_limits<double>::infinity()) --i;
+    out.row(k) = candidates.row(i);
+  }
+  return out;
+}
+
+Matrix DdeModel::sample(Index n, RandomStream& rng) const {
+  if (!correction_.importance) return sampler_draws(n, rng);
+  // n · candidates draws of the sampler, then n rows resampled from all of them.
+  const Matrix cand = sampler_draws(n * correction_.candidates, rng);
+  return importance_resample(cand, log_importance_weights(cand), n, rng);
+}
+
+SamplerDiagnostic DdeModel::diagnose(Index m, RandomStream& rng) const {
+  const Vector lw = log_importance_weights(sampler_draws(m, rng));
+  SamplerDiagnostic d;
+  double top = -std::numeric_limits<double>::infinity(), sum_lw = 0.0;
+  Index inside = 0;
+  for (Index i = 0; i < m; ++i)
+    if (std::isfinite(lw[i])) {
+      ++inside;
+      top = std::max(top, lw[i]);
+      sum_lw += lw[i];
+    }
+  d.outside_box = static_cast<double>(m - inside) / static_cast<double>(m);
+  if (inside == 0) {
+    d.ess_fraction = 0.0;
+    d.kl = std::numeric_limits<double>::infinity();
+    return d;
+  }
+  double s1 = 0.0, s2 = 0.0;
+  for (Index i = 0; i < m; ++i)
+    if (std::isfinite(lw[i])) {
+      const double w = std::exp(lw[i] - top);
+      s1 += w;
+      s2 += w * w;
+    }
+  const double k = static_cast<double>(inside);
+  d.ess_fraction = s1 * s1 / (k * s2);
+  d.kl = top + std::log(s1 / k) - sum_lw / k;
+  return d;
+}
+
+std::string DdeModel::describe() const {
+  std::ostringstream os;
+  os << "dde: f over " << f_.points.rows() << " kernel centres (Gaussian, gamma " << f_.gamma << "), lambda "
+     << lambda_ << ", p0 uniform on the data box; sampler " << arch_.generator_depth << " ReLU layers of "
+     << arch_.width << " from xi of dimension " << arch_.noise_dim << " (" << generator_.parameter_count()
+     << " parameters), dual " << arch_.dual_depth << " layers (" << dual_.parameter_count()
+     << " parameters), dimension " << dim();
+  return os.str();
+}
+
+void DdeModel::save(ModelWriter& w) const {
+  Config& m = w.manifest();
+  m.set("dim", static_cast<std::int64_t>(dim()));
+  m.set("gamma", f_.gamma);
+  m.set("lambda", lambda_);
+  m.set("noise_dim", static_cast<std::int64_t>(arch_.noise_dim));
+  m.set("width", static_cast<std::int64_t>(arch_.width));
+  m.set("generator_depth", static_cast<std::int64_t>(arch_.generator_depth));
+  m.set("dual_depth", static_cast<std::int64_t>(arch_.dual_depth));
+  m.set("sampler_correction", std::string(correction_.importance ? "importance" : "none"));
+  m.set("correction_candidates", static_cast<std::int64_t>(correction_.candidates));
+  for (const auto& [k, v] : fit_info_) m.set(k, v);
+  w.write_array("points", f_.points);
+  w.write_array("alpha", f_.alpha);
+  w.write_array("box_lo", lo_);
+  w.write_array("box_hi", hi_);
+  w.write_array("generator_parameters", generator_.parameters());
+  w.write_array("dual_parameters", dual_.parameters());
+}
+
+namespace {
+
+Vector read_vector(const ModelReader& r, const std::string& name, Index size) {
+  const Matrix a = r.read_array(name);
+  if (a.cols() != 1 || a.rows() != size)
+    r.fail(name + ".npy has shape " + std::to_string(a.rows()) + " x " + std::to_string(a.cols()) +
+           ", expected a vector of " + std::to_string(size));
+  if (!a.allFinite()) r.fail(name + ".npy has non-finite values");
+  return a.col(0);
+}
+
+Index positive_integer(const ModelReader& r, const char* key) {
+  if (!r.manifest().has(key)) r.fail(std::string("model.toml has no `") + key + "`");
+  const std::int64_t v = r.manifest().integer(key);
+  if (v < 1)
+    r.fail(std::string("model.toml `") + key + "` must be at least 1 (got " + std::to_string(v) + ")");
+  return static_cast<Index>(v);
+}
+
+double positive_number(const ModelReader& r, const char* key) {
+  if (!r.manifest().has(key)) r.fail(std::string("model.toml has no `") + key + "`");
+  const double v = r.manifest().number(key);
+  if (!(v > 0.0) || !std::isfinite(v))
+    r.fail(std::string("model.toml `") + key + "` must be a finite number > 0");
+  return v;
+}
+
+}  // namespace
+
+ModelPtr DdeModel::load(const ModelReader& r, Registry& /*registry*/) {
+  Architecture a;
+  a.dim = positive_integer(r, "dim");
+  a.noise_dim = positive_integer(r, "noise_dim");
+  a.width = positive_integer(r, "width");
+  a.generator_depth = positive_integer(r, "generator_depth");
+  a.dual_depth = positive_integer(r, "dual_depth");
+  KernelExpansion f;
+  f.gamma = positive_number(r, "gamma");
+  const double lambda = positive_number(r, "lambda");
+  f.points = r.read_array("points");
+  if (f.points.cols() != a.dim || f.points.rows() < 1)
+    r.fail("points.npy has shape " + std::to_string(f.points.rows()) + " x " +
+           std::to_string(f.points.cols()) + ", expected n x " + std::to_string(a.dim));
+  if (!f.points.allFinite()) r.fail("points.npy has non-finite values");
+  f.alpha = read_vector(r, "alpha", f.points.rows());
+  Vector lo = read_vector(r, "box_lo", a.dim), hi = read_vector(r, "box_hi", a.dim);
+  if (!((hi - lo).array() > 0.0).all()) r.fail("box_hi.npy must exceed box_lo.npy in every coordinate");
+  network::Network g = make_generator(a), nu = make_dual(a);
+  g.set_parameters(read_vector(r, "generator_parameters", g.parameter_count()));
+  nu.set_parameters(read_vector(r, "dual_parameters", nu.parameter_count()));
+  SamplerCorrection c;
+  if (r.manifest().has("sampler_correction")) {
+    const std::string kind = r.manifest().string("sampler_correction");
+    if (kind != "none" && kind != "importance")
+      r.fail("model.toml `sampler_correction` must be \"none\" or \"importance\" (got \"" + kind + "\")");
+    c.importance = kind == "importance";
+    c.candidates = positive_integer(r, "correction_candidates");
+  }
+  auto model = std::make_shared<DdeModel>(std::move(f), lambda, a, std::move(g), std::move(nu), std::move(lo),
+                                          std::move(hi));
+  model->set_correction(c);
+  return model;
+}
+
+}  // namespace kef::dde

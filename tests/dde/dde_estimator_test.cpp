@@ -1,0 +1,236 @@
+// The dde estimator through the loaded plugin: results depend on the seed and not on the thread count,
+// a saved model (networks included) reloads bitwise and samples the same, the loss curves are reported
+// per block of iterations, bad keys are refused naming the key (exit 2 from `kef run`), and the example
+// pipeline configs/examples/dde.toml runs, with its curves in results.json and samples from the saved
+// model.
+#include "dde_estimator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "dde_model.hpp"
+#include "kef/context.hpp"
+#include "kef/error.hpp"
+#include "kef/model_archive.hpp"
+#include "kef/npy.hpp"
+#include "kef/random.hpp"
+#include "test_support.hpp"
+
+namespace kef {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+EstimatorPtr make(const std::string& keys) {
+  Registry& reg = test::plugin_registry();
+  return reg.make_estimator(test::config_from(keys), EstimatorParts{nullptr, nullptr, &reg}, {});
+}
+
+struct Fitted {
+  ModelPtr model;
+  FitReport report;
+};
+
+// The test's own build of the estimator (so that models can be cast to the DdeModel type compiled here;
+// the plugin's copy is another type to RTTI); the registry's build is used for key validation.
+Fitted fit(const std::string& keys, const Matrix& train, std::uint64_t seed, int threads) {
+  auto est = std::make_unique<dde::DdeEstimator>(test::config_from(keys));
+  Context context = Context(seed, threads).child("fit");
+  Fitted f;
+  const Matrix none(0, train.cols());
+  FitInput in{train, none, context, f.report};
+  f.model = est->fit(in);
+  return f;
+}
+
+Matrix blobs(Index n, std::uint64_t seed) {
+  RandomStream rng(seed, "dde-blobs");
+  Matrix X = 0.5 * rng.normal_matrix(n, 2);
+  for (Index i = 0; i < n; i += 2) X(i, 0) += 2.0;
+  return X;
+}
+
+const char* kSmall =
+    "type = \"dde\"\niterations = 25\nreport_every = 10\nwidth = 16\nnoise_dim = 8\nbatch_size = 40\n"
+    "learning_rate = 1e-3\n";
+
+TEST(DdeEstimator, SeedNotThreadsDecidesAndTheModelReloadsBitwise) {
+  const Matrix train = blobs(120, 1), probe = blobs(30, 2);
+  const Fitted a = fit(kSmall, train, 5, 1), b = fit(kSmall, train, 5, 2), c = fit(kSmall, train, 6, 2);
+  EXPECT_EQ(a.model->log_unnormalized(probe), b.model->log_unnormalized(probe));
+  EXPECT_EQ(a.report.curves, b.report.curves);
+  EXPECT_NE(a.model->log_unnormalized(probe), c.model->log_unnormalized(probe));
+  const auto& m = dynamic_cast<const dde::DdeModel&>(*a.model);
+  const auto& mb = dynamic_cast<const dde::DdeModel&>(*b.model);
+  EXPECT_EQ(m.generator().parameters(), mb.generator().parameters());
+  EXPECT_EQ(m.dual().parameters(), mb.dual().parameters());
+
+  // Curves: one point per block of report_every iterations and one for the last, partial block.
+  ASSERT_EQ(a.report.curves.at("f_loss").size(), 3u);
+  EXPECT_EQ(a.report.curves.at("sampler_loss").back().first, 25);
+  EXPECT_EQ(a.report.curves.at("dual_loss")[1].first, 20);
+  EXPECT_EQ(a.report.iterations, 25);
+
+  const auto dir = test::temp_dir("dde-save") / "m";
+  save_model(*a.model, dir);
+  const ModelPtr back = load_model(dir, test::plugin_registry());  // through the plugin's loader
+  EXPECT_EQ(back->type_name(), "dde");
+  const ModelPtr back_here = dde::DdeModel::load(ModelReader(dir), test::plugin_registry());
+  EXPECT_EQ(back->log_unnormalized(probe), a.model->log_unnormalized(probe));
+  EXPECT_EQ(back->score(probe), a.model->score(probe));
+  Matrix s1, l1, s2, l2;
+  back->score_and_laplacian(probe, s1, l1);
+  a.model->score_and_laplacian(probe, s2, l2);
+  EXPECT_EQ(l1, l2);
+  const auto& mr = dynamic_cast<const dde::DdeModel&>(*back_here);
+  EXPECT_EQ(mr.expansion().alpha, m.expansion().alpha);
+  EXPECT_EQ(mr.expansion().points, m.expansion().points);
+  EXPECT_EQ(mr.expansion().gamma, m.expansion().gamma);
+  EXPECT_EQ(mr.generator().parameters(), m.generator().parameters());
+  EXPECT_EQ(mr.dual().parameters(), m.dual().parameters());
+  RandomStream r1(9, "draw"), r2(9, "draw");
+  EXPECT_EQ(back->sample(50, r1), a.model->sample(50, r2));
+}
+
+// log p~ = λ f + log p0: the box's log-volume inside, −∞ outside; the score is λ∇f.
+TEST(DdeEstimator, ModelIsLambdaFPlusTheUniformBoxLogDensity) {
+  const Matrix train = blobs(120, 3);
+  const Fitted a = fit(std::string(kSmall) + "lambda = 2\n", train, 5, 1);
+  const auto& m = dynamic_cast<const dde::DdeModel&>(*a.model);
+  const Vector lo = train.colwise().minCoeff().transpose(), hi = train.colwise().maxCoeff().transpose();
+  EXPECT_EQ(m.lo(), lo);
+  EXPECT_EQ(m.hi(), hi);
+  Matrix probe(2, 2);
+  probe.row(0) = (0.5 * (lo + hi)).transpose();
+  probe.row(1) = (hi + Vector::Ones(2)).transpose();
+  const Vector lp = m.log_unnormalized(probe);
+  const double log_volume = std::log((hi[0] - lo[0]) * (hi[1] - lo[1]));
+  EXPECT_NEAR(lp[0], 2.0 * m.expansion().values(probe.topRows(1))[0] - log_volume, 1e-12);
+  EXPECT_TRUE(std::isinf(lp[1]) && lp[1] < 0);
+  EXPECT_EQ(m.in_support(probe), (std::vector<bool>{true, false}));
+  const Matrix s = m.score(probe.topRows(1));
+  EXPECT_NEAR((s - 2.0 * m.expansion().gradient(probe.topRows(1))).norm(), 0.0, 1e-15);
+  const Matrix draws = [&] {
+    RandomStream r(4, "draw");
+    return m.sample(200, r);
+  }();
+  EXPECT_EQ(draws.rows(), 200);
+  EXPECT_TRUE(draws.allFinite());
+}
+
+// inducing_points = m: f has m distinct training rows as centres.
+TEST(DdeEstimator, InducingPointsAreSeededTrainingRows) {
+  const Matrix train = blobs(120, 4);
+  const Fitted a = fit(std::string(kSmall) + "inducing_points = 30\n", train, 5, 1);
+  const auto& m = dynamic_cast<const dde::DdeModel&>(*a.model);
+  ASSERT_EQ(m.expansion().points.rows(), 30);
+  for (Index i = 0; i < 30; ++i) {
+    bool found = false;
+    for (Index j = 0; j < train.rows() && !found; ++j) found = train.row(j) == m.expansion().points.row(i);
+    EXPECT_TRUE(found) << i;
+  }
+  EXPECT_EQ(a.report.values.at("kernel_centres"), 30.0);
+}
+
+// sampler_correction reaches the model; the fit reports the sampler diagnostic on diagnostic_samples draws.
+TEST(DdeEstimator, CorrectionKeyAndSamplerDiagnosticReported) {
+  const Matrix train = blobs(120, 6);
+  const Fitted a = fit(std::string(kSmall) +
+                           "sampler_correction = \"importance\"\ncorrection_candidates = 4\n"
+                           "diagnostic_samples = 500\n",
+                       train, 5, 1);
+  const auto& m = dynamic_cast<const dde::DdeModel&>(*a.model);
+  EXPECT_TRUE(m.correction().importance);
+  EXPECT_EQ(m.correction().candidates, 4);
+  RandomStream rng(Context(5, 1).child("fit").rng().derive("diagnostic"));
+  const dde::SamplerDiagnostic d = m.diagnose(500, rng);
+  EXPECT_EQ(a.report.values.at("sampler_ess_fraction"), d.ess_fraction);
+  EXPECT_EQ(a.report.values.at("sampler_kl_estimate"), d.kl);
+  EXPECT_EQ(a.report.values.at("sampler_outside_box"), d.outside_box);
+  ASSERT_EQ(a.report.notes.size(), 1u);
+  EXPECT_TRUE(test::contains(a.report.notes[0], "sampler diagnostic on 500 draws")) << a.report.notes[0];
+  const Fitted b = fit(std::string(kSmall) + "diagnostic_samples = 0\n", train, 5, 1);
+  EXPECT_EQ(b.report.values.count("sampler_ess_fraction"), 0u);
+  EXPECT_FALSE(dynamic_cast<const dde::DdeModel&>(*b.model).correction().importance);
+}
+
+TEST(DdeEstimator, BadKeysAreRefusedNamingTheKey) {
+  for (const std::string bad :
+       {"width = 0", "learning_rate = -1", "f_bd = 0", "clip_generator = 3", "dual_steps = 0", "widht = 3",
+        "sampler_correction = \"mcmc\"", "correction_candidates = 1"}) {
+    const std::string key = bad.substr(0, bad.find(' '));
+    const std::string msg = test::message_of<ConfigError>([&] { make("type = \"dde\"\n" + bad + "\n"); });
+    EXPECT_TRUE(test::contains(msg, key)) << bad << ": " << msg;
+  }
+  const Matrix train = blobs(20, 5);
+  const std::string msg = test::message_of<ConfigError>(
+      [&] { fit("type = \"dde\"\ninducing_points = 50\niterations = 1\n", train, 5, 1); });
+  EXPECT_TRUE(test::contains(msg, "inducing_points")) << msg;
+  Matrix flat = train;
+  flat.col(1).setConstant(1.0);
+  const std::string msg2 = test::message_of<DataError>([&] { fit(kSmall, flat, 5, 1); });
+  EXPECT_TRUE(test::contains(msg2, "column 1")) << msg2;
+}
+
+// A diverging fit stops with an error naming the iteration, the step and the network, never zeroed.
+TEST(DdeEstimator, NonFiniteLossIsAnErrorNamingTheStep) {
+  const Matrix train = blobs(120, 7);
+  const std::string msg = test::message_of<NumericalError>([&] {
+    fit("type = \"dde\"\niterations = 200\nwidth = 16\nnoise_dim = 8\nbatch_size = 40\n"
+        "learning_rate = 1e12\nclip = 0\n",
+        train, 5, 1);
+  });
+  // ν's first step on unclipped gradients at this rate overflows e^ν on the box draws.
+  EXPECT_TRUE(test::contains(msg, "iteration 1, dual step (network ν): the loss is inf")) << msg;
+}
+
+TEST(DdeCli, BadKeyExitsTwoNamingIt) {
+  const fs::path dir = test::temp_dir("dde-cli-bad");
+  const fs::path cfg = test::write_file(dir, "p.toml", R"(schema_version = 1
+[data]
+type = "synthetic/two_moons"
+n = 200
+[[model]]
+name = "d"
+[model.estimator]
+type = "dde"
+rounds = 0
+)");
+  auto r = test::kef_cmd("run " + cfg.string() + " --output " + (dir / "out").string() + " --quiet");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(test::contains(r.output, "rounds")) << r.output;
+}
+
+// The example pipeline runs as shipped: curves in results.json, the MMD of the sampler's draws against
+// the test rows, and draws from the saved model through `kef sample`.
+TEST(DdeCli, ExamplePipelineRuns) {
+  const fs::path dir = test::temp_dir("dde-example");
+  const fs::path cfg = test::source_dir() / "configs" / "examples" / "dde.toml";
+  auto r =
+      test::kef_cmd("run " + cfg.string() + " --output " + (dir / "out").string() + " --quiet --threads 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Json j = test::read_json(dir / "out" / "results.json");
+  const Json& m = j["models"]["dde"];
+  for (const char* c : {"f_loss", "dual_loss", "sampler_loss"}) {
+    ASSERT_TRUE(m["fit"]["curves"][c].is_array()) << m.dump();
+    EXPECT_EQ(m["fit"]["curves"][c].size(), 6u);
+    EXPECT_EQ(m["fit"]["curves"][c].back()[0], 300);
+  }
+  EXPECT_EQ(m["fit"]["iterations"], 300);
+  ASSERT_TRUE(m["metrics"]["mmd2"].is_number()) << m.dump();
+  EXPECT_TRUE(m["fit"]["sampler_ess_fraction"].is_number()) << m.dump();
+  std::cout << "example: mmd2 " << m["metrics"]["mmd2"] << ", fit seconds " << m["fit"]["seconds"] << "\n";
+  const fs::path out = dir / "samples.npy";
+  auto s = test::kef_cmd("sample " + (dir / "out" / "models" / "dde").string() + " -n 300 --out " +
+                         out.string() + " --seed 5 --quiet");
+  ASSERT_EQ(s.status, 0) << s.output;
+  const Matrix x = read_npy(out);
+  EXPECT_EQ(x.rows(), 300);
+  EXPECT_EQ(x.cols(), 2);
+  EXPECT_TRUE(x.allFinite());
+}
+
+}  // namespace
+}  // namespace kef
