@@ -32,7 +32,7 @@ for _cls in (Error, ConfigError, DataError, PluginError, ModelFileError, Numeric
     _cls.__module__ = __name__
 del _cls
 __all__ = [
-    "fit", "run", "load", "evaluate", "fssd", "ksd", "log_likelihood",
+    "fit", "run", "validate", "load", "evaluate", "fssd", "ksd", "log_likelihood",
     "score_matching_loss", "mmd", "Model", "Error", "ConfigError", "DataError",
     "PluginError", "ModelFileError", "NumericalError", "quiet",
 ]
@@ -172,6 +172,12 @@ def run(config, X=None, *, set=None, columns=None, write=None, output=None, thre
     results, models = _run_in_memory("", path, X, columns, set, threads, quiet, bool(write), output,
                                      True)
     return (results, models) if return_models else results
+
+
+def validate(config, X=None, *, set=None, columns=None, quiet=None):
+    """`kef validate`: every check kef.run(config, X, set=...) makes before its first fit (keys,
+    types, plugins, the data); raises kef.ConfigError/DataError/... and returns None when it passes."""
+    _kef._validate(os.fspath(config), X, list(columns or []), _overrides(set), _quiet(quiet))
 
 
 def fit(X, estimator, kernel=None, base_measure=None, *, validation=None, data=None, parts=None,

@@ -60,12 +60,14 @@ kef::Registry& registry(bool quiet) {
 struct PyModel {
   kef::SavedModel saved;
   kef::ModelPtr data_units;  // make_data_units_model(saved.model, saved.transform)
-  std::string name;          // for messages: the directory it was loaded from, or "kef.fit model NAME"
+  std::string name;          // the directory it was loaded from, or its [[model]] name (progress labels)
+  std::string what;          // for messages: "the model at DIR", "model NAME (kef.fit)"
 
-  PyModel(kef::SavedModel s, std::string n)
+  PyModel(kef::SavedModel s, std::string n, std::string w)
       : saved(std::move(s)),
         data_units(kef::make_data_units_model(saved.model, saved.transform)),
-        name(std::move(n)) {}
+        name(std::move(n)),
+        what(std::move(w)) {}
   kef::Index dim() const { return saved.model->dim(); }
 };
 
@@ -130,7 +132,7 @@ py::array to_numpy(const kef::Vector& v) {
 void require_finite(const kef::Matrix& values, const PyModel& model, const std::string& what) {
   for (kef::Index i = 0; i < values.rows(); ++i)
     if (!values.row(i).allFinite())
-      throw kef::NumericalError(model.name + ": the model's " + what + " is not finite at row " +
+      throw kef::NumericalError(model.what + ": the model's " + what + " is not finite at row " +
                                 std::to_string(i) + " of X");
 }
 
@@ -157,7 +159,8 @@ py::tuple run_in_memory(const std::string& toml, const std::string& source, cons
   for (std::size_t i = 0; i < r.fitted.size(); ++i) {
     kef::SavedModel saved{r.fitted[i].second, r.data.transform};
     const std::string& name = r.fitted[i].first;
-    models.append(py::make_tuple(name, std::make_shared<PyModel>(std::move(saved), "model " + name)));
+    models.append(py::make_tuple(
+        name, std::make_shared<PyModel>(std::move(saved), name, "model " + name + " (" + source + ")")));
   }
   return py::make_tuple(r.results_json, models, r.table, r.log,
                         r.output_dir ? py::cast(r.output_dir->string()) : py::none());
@@ -183,6 +186,24 @@ py::tuple run_file(const std::string& path, const std::vector<std::string>& over
   return py::make_tuple(text.str(), s.output_dir.string(), s.table);
 }
 
+// kef.validate: every check a run makes before its first fit (`kef validate`), on the file's data or X.
+void validate(const std::string& path, const py::handle& X, const std::vector<std::string>& columns,
+              const std::vector<std::string>& overrides, bool quiet) {
+  kef::RunOptions options;
+  options.overrides = overrides;
+  options.quiet = quiet;
+  if (X.is_none()) {
+    py::gil_scoped_release release;
+    kef::validate_pipeline(path, options);
+    return;
+  }
+  kef::InMemoryData data;
+  data.samples = to_matrix(X, "X");
+  data.columns = columns;
+  py::gil_scoped_release release;
+  kef::validate_pipeline(kef::Config::parse_file(path), data, options);
+}
+
 std::shared_ptr<PyModel> load(const std::string& dir, bool quiet) {
   kef::Registry& reg = registry(quiet);
   kef::SavedModel saved;
@@ -190,17 +211,17 @@ std::shared_ptr<PyModel> load(const std::string& dir, bool quiet) {
     py::gil_scoped_release release;
     saved = kef::load_saved_model(dir, reg);
   }
-  return std::make_shared<PyModel>(std::move(saved), dir);
+  return std::make_shared<PyModel>(std::move(saved), dir, "the model at " + dir);
 }
 
 py::array log_density(const PyModel& m, const py::handle& X, bool normalized) {
-  const kef::Matrix x = to_matrix(X, "X", m.dim(), m.name);
+  const kef::Matrix x = to_matrix(X, "X", m.dim(), m.what);
   std::optional<double> log_z;
   if (normalized) {
     log_z = m.saved.model->log_normalizer();
     if (!log_z)
       throw kef::ConfigError(
-          "normalized=True: " + m.name + " (" + m.saved.model->type_name() +
+          "normalized=True: " + m.what + " (" + m.saved.model->type_name() +
           ") has no known normalising constant; use log_density(X) for log p~, or estimate "
           "the log-likelihood with kef.log_likelihood(model, X)");
   }
@@ -215,7 +236,7 @@ py::array log_density(const PyModel& m, const py::handle& X, bool normalized) {
 }
 
 py::array score(const PyModel& m, const py::handle& X) {
-  const kef::Matrix x = to_matrix(X, "X", m.dim(), m.name);
+  const kef::Matrix x = to_matrix(X, "X", m.dim(), m.what);
   kef::Matrix values;
   {
     py::gil_scoped_release release;
@@ -236,7 +257,7 @@ py::tuple sample(const PyModel& m, long long n, std::uint64_t seed, int threads,
   options.warmup = warmup;
   options.leapfrog_steps = leapfrog_steps;
   options.step_size = step_size;
-  options.context = m.name + " (kef.Model.sample)";
+  options.context = m.what + " (kef.Model.sample)";
   kef::HmcDiagnostics diag;
   kef::Matrix X;
   {
@@ -261,7 +282,7 @@ void save(const PyModel& m, const std::string& dir, bool quiet) {
 // Returns ([(metric, value)], [(metric, space)], notes).
 py::tuple evaluate(const PyModel& m, const py::handle& X, const std::string& evaluator_toml,
                    const std::shared_ptr<PyModel>& other, std::uint64_t seed, int threads, bool quiet) {
-  const kef::Matrix x = to_matrix(X, "X", m.dim(), m.name);
+  const kef::Matrix x = to_matrix(X, "X", m.dim(), m.what);
   kef::Registry& reg = registry(quiet);
   kef::ModelEvalInput in;
   in.model = &m.saved;
@@ -336,5 +357,6 @@ PYBIND11_MODULE(_kef, m) {
   m.def("_run_in_memory", &run_in_memory);
   m.def("_run_file", &run_file);
   m.def("_load", &load);
+  m.def("_validate", &validate);
   m.def("_evaluate", &evaluate);
 }

@@ -131,3 +131,17 @@ def test_no_permission_warning_for_the_working_directory(tmp_path, kef_exe):
     r = subprocess.run([sys.executable, "-c", code], cwd=open_dir, capture_output=True, text=True)
     assert "kef.ModelFileError" in r.stderr or "ModelFileError" in r.stderr, r.stderr
     assert "writable by every user" not in r.stderr, r.stderr
+
+
+def test_validate_checks_before_fitting(tmp_path, data):
+    from conftest import PIPELINE
+    X, _ = data
+    np.save(tmp_path / "data.npy", X)
+    cfg = tmp_path / "p.toml"
+    cfg.write_text(PIPELINE.format(seed=1, path="data.npy", test=20, evaluate=""))
+    assert kef.validate(cfg) is None
+    assert kef.validate(cfg, X) is None
+    with pytest.raises(kef.ConfigError, match="did you mean"):
+        kef.validate(cfg, X, set={"model.model.kernel.sigmaa": 1.0})
+    with pytest.raises(kef.DataError, match=r"^X: row 0, column 0 is nan"):
+        kef.validate(cfg, np.full((5, 2), np.nan))
