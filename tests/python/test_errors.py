@@ -145,3 +145,27 @@ def test_validate_checks_before_fitting(tmp_path, data):
         kef.validate(cfg, X, set={"model.model.kernel.sigmaa": 1.0})
     with pytest.raises(kef.DataError, match=r"^X: row 0, column 0 is nan"):
         kef.validate(cfg, np.full((5, 2), np.nan))
+
+
+def test_gil_released_during_fit():
+    """Another Python thread keeps running while kef fits: with the GIL held, the main loop below
+    would stall for the whole fit."""
+    import threading
+    import time
+    X = np.random.default_rng(0).normal(size=(8000, 2))
+    took = {}
+
+    def work():
+        t = time.perf_counter()
+        kef.fit(X, estimator={"type": "lite", "inducing_points": 200}, kernel=KERNEL, base_measure=BASE,
+                quiet=True, threads=1)
+        took["fit"] = time.perf_counter() - t
+
+    thread = threading.Thread(target=work)
+    stamps = [time.perf_counter()]
+    thread.start()
+    while thread.is_alive():
+        stamps.append(time.perf_counter())
+    thread.join()
+    assert took["fit"] > 0.05, "the fit is too short to tell"
+    assert np.diff(stamps).max() < 0.5 * took["fit"], (np.diff(stamps).max(), took["fit"])
