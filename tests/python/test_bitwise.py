@@ -159,3 +159,31 @@ def test_quiet_is_silent(capfd, data):
     finally:
         kef.quiet = old
     assert capfd.readouterr().err == ""
+
+
+def test_exact_sampler_and_normaliser_equal_the_command(tmp_path, kef_exe, data):
+    """A model with an exact sampler and a known log Z (baselines' gaussian_fit): Model.sample uses
+    the sampler as `kef sample` does, and normalized=True equals `kef score --normalize`."""
+    X, X_test = data
+    model = kef.fit(X, estimator={"type": "gaussian_fit"}, seed=5, quiet=True)
+    assert model.can_sample and model.log_normalizer is not None
+    model.save(tmp_path / "g")
+    run_kef(kef_exe, "sample", str(tmp_path / "g"), "-n", "25", "--seed", "8",
+            "--out", str(tmp_path / "draws.npy"), "--quiet")
+    np.testing.assert_array_equal(model.sample(25, seed=8, quiet=True), np.load(tmp_path / "draws.npy"))
+    np.save(tmp_path / "t.npy", X_test)
+    run_kef(kef_exe, "score", str(tmp_path / "g"), "--data", str(tmp_path / "t.npy"), "--normalize",
+            "--out", str(tmp_path / "s.npy"), "--quiet")
+    np.testing.assert_array_equal(np.load(tmp_path / "s.npy")[:, 0],
+                                  model.log_density(X_test, normalized=True))
+
+
+def test_in_memory_run_writes_when_asked(tmp_path, data):
+    X, X_test = data
+    cfg = write_pipeline(tmp_path, X, test=40, evaluate=EVALUATE)
+    results, models = kef.run(cfg, X, write=True, output=tmp_path / "out", quiet=True,
+                              return_models=True)
+    on_disk = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert on_disk["models"]["model"]["metrics"] == results["models"]["model"]["metrics"]
+    saved = kef.load(tmp_path / "out" / results["models"]["model"]["model_dir"])
+    np.testing.assert_array_equal(saved.log_density(X_test), models["model"].log_density(X_test))
