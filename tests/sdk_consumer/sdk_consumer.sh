@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sdk_consumer.sh BUILD_DIR SOURCE_DIR CMAKE NINJA CXX [BUILD_TYPE]
+# sdk_consumer.sh BUILD_DIR SOURCE_DIR CMAKE NINJA CXX [BUILD_TYPE [PYTHON PYTHON_DIR]]
 #
 # Installs the kef build tree into a temporary prefix, builds sdk/examples/imq_kernel and
 # sdk/examples/embed against the installed package only (find_package(kef) with
@@ -8,6 +8,9 @@
 set -euo pipefail
 
 build_dir=$1 source_dir=$2 cmake=$3 ninja=$4 cxx=$5 build_type=${6:-Release}
+# The Python package, when the build has it: the interpreter and the install directory relative to
+# the prefix (KEF_PYTHON_INSTALL_DIR).
+python=${7:-} python_dir=${8:-}
 
 # Physical path: kef reports plugin directories with symlinks resolved.
 work=$(cd "$(mktemp -d "${TMPDIR:-/tmp}/kef-sdk-consumer-XXXXXX")" && pwd -P)
@@ -75,4 +78,25 @@ run pipeline "$prefix/bin/kef" run "$source_dir/sdk/examples/imq_kernel/pipeline
     --output "$work/out" --quiet
 [[ -s $work/out/results.json ]] || { cat "$work/pipeline.log"; fail "no results.json"; }
 grep -Eq '"imq_example": *"1\.0\.0"' "$work/out/results.json" || fail "results.json does not list the example plugin imq_example 1.0.0"
+
+if [[ -n $python ]]; then
+  echo "== import kef from $python_dir"
+  cd "$work"
+  # The installed package must link the installed libkef and load the installed plugins.
+  PYTHONPATH="$prefix/$python_dir" run python "$python" -c '
+import numpy as np, kef, sys
+assert kef.__file__.startswith(sys.argv[1]), kef.__file__
+X = np.random.default_rng(0).normal(size=(100, 2))
+m = kef.fit(X, estimator={"type": "lite", "inducing_points": 20}, kernel={"type": "gaussian", "sigma": 1.0},
+            base_measure={"type": "gaussian", "std": 3.0}, quiet=True)
+assert np.all(np.isfinite(m.log_density(X)))
+maps = {l.split()[-1] for l in open("/proc/self/maps") if "libkef.so" in l or "kef_lite.so" in l}
+print("\n".join(sorted(maps)))
+' "$prefix/"
+  for lib in libkef.so kef/plugins/kef_lite.so; do
+    grep -qF "$libdir/$lib" "$work/python.log" \
+      || { cat "$work/python.log"; fail "the installed Python package did not load $libdir/$lib"; }
+  done
+  if grep -qF "$build_dir" "$work/python.log"; then cat "$work/python.log"; fail "Python loaded from the build tree"; fi
+fi
 echo "sdk_consumer: OK"

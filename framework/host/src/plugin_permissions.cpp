@@ -13,6 +13,9 @@ std::vector<std::string> plugin_permission_warnings(const std::vector<fs::path>&
   std::vector<std::string> warnings;
   std::set<std::string> seen_dirs;
   for (const auto& file : loaded_plugins) {
+    // Components linked into the program (the registry's "kef core" record) have no file: the
+    // directory of an empty path would be the working directory, warned about for no plugin.
+    if (file.empty()) continue;
     struct stat st {};
     // stat follows a symbolic link: the library that was loaded is its target.
     if (::stat(file.c_str(), &st) == 0 && (st.st_mode & S_IWOTH))

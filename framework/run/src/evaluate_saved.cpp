@@ -1,6 +1,7 @@
 // `kef eval`: an evaluator run on saved models outside a pipeline.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 
@@ -102,6 +103,74 @@ Matrix score_saved_model(const SavedModel& saved, const Matrix& X, bool normaliz
   return result;
 }
 
+namespace {
+
+// The evaluator's table ("type" and the caller's keys) and what the evaluator needs, checked before any
+// model is loaded: a data file has no exact density, and comparative evaluators take two models.
+const ComponentInfo& saved_evaluator_info(Registry& registry, const Config& cfg, bool has_other,
+                                          const std::string& against_name, const std::string& against_hint) {
+  const ComponentInfo& info = registry.info_for(ComponentKind::Evaluator, cfg);
+  if (info.needs_truth)
+    throw ConfigError("evaluator " + info.type +
+                      " needs the exact density of the data, which a data file does "
+                      "not have; run it in a pipeline with a synthetic source");
+  if (info.compares_two_models && !has_other)
+    throw ConfigError("evaluator " + info.type + " compares two models: give " + against_hint);
+  if (!info.compares_two_models && has_other)
+    throw ConfigError(against_name + ": evaluator " + info.type + " takes one model");
+  return info;
+}
+
+}  // namespace
+
+EvaluationResult evaluate_model(Registry& registry, const ModelEvalInput& in,
+                                std::vector<std::pair<std::string, std::string>>* metric_spaces) {
+  const ComponentInfo& info =
+      saved_evaluator_info(registry, in.evaluator, in.other != nullptr, in.against_name, in.against_hint);
+  const SavedModel& saved = *in.model;
+  require_unconditional(saved, in.model_name, in.command);
+  const ModelPtr model = saved.model;
+  const ModelPtr other = in.other ? in.other->model : nullptr;
+  if (other && other->dim() != model->dim())
+    throw DataError(in.other_name + ": dimension " + std::to_string(other->dim()) + ", the model at " +
+                    in.model_name + " has " + std::to_string(model->dim()));
+  // Both models see the same mapped rows, so they must have been fitted in the same coordinates.
+  if (other && !same_transform(saved.transform, in.other->transform))
+    throw DataError(in.other_name + ": fitted in other coordinates (" + in.other->transform.kind +
+                    ") than the model at " + in.model_name + " (" + saved.transform.kind +
+                    "); compare models fitted on the same preprocessed data");
+  if (in.rows->cols() != model->dim())
+    throw DataError(in.provenance + ": has " + std::to_string(in.rows->cols()) + " columns, the model at " +
+                    in.model_name + " has dimension " + std::to_string(model->dim()));
+
+  // The evaluator runs where the model was fitted: on the data mapped to model coordinates.
+  Dataset data;
+  data.test = saved.transform.to_model(*in.rows);
+  data.columns = saved.transform.columns;
+  data.transform = saved.transform;
+  data.train.resize(0, data.test.cols());
+  data.validation.resize(0, data.test.cols());
+  data.provenance = in.provenance;
+
+  RandomStream init_rng(in.seed, "eval.init");
+  EvaluatorPtr evaluator =
+      registry.make_evaluator(in.evaluator, BuildContext{model->dim(), &registry, &init_rng, 0}, {});
+  auto progress = in.quiet ? make_silent_progress() : make_stderr_progress();
+  const std::string name = std::filesystem::path(in.model_name).filename().string();
+  // The root context of `kef eval`; the evaluator's stream is RandomStream(seed, "eval").
+  Context context = Context(in.seed, in.threads, progress.get(), in.threads_key)
+                        .child("eval", "model " + name + ", " + info.type);
+  EvalInput input{
+      *model,      name,
+      data,        context,
+      other.get(), in.other ? std::filesystem::path(in.other_name).filename().string() : std::string()};
+  EvaluationResult r = evaluator->evaluate(input);
+  for (const auto& [metric, value] : r.metrics)
+    if (!std::isfinite(value)) throw NumericalError(info.type + ": metric " + metric + " is not finite");
+  r.metrics = metrics_in_data_units(r.metrics, saved.transform, metric_spaces);
+  return r;
+}
+
 EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions& o,
                                       std::vector<std::pair<std::string, std::string>>* metric_spaces,
                                       DataTransform* transform) {
@@ -111,58 +180,29 @@ EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions
     if (eq == std::string::npos || eq == 0) throw ConfigError("--set " + s + ": expected KEY=VALUE");
     cfg.set_from_text(s.substr(0, eq), s.substr(eq + 1));
   }
-  const ComponentInfo& info = registry.info_for(ComponentKind::Evaluator, cfg);
-  if (info.needs_truth)
-    throw ConfigError("evaluator " + info.type + " needs the exact density of the data, which a data file does "
-                      "not have; run it in a pipeline with a synthetic source");
-  if (info.compares_two_models && o.against_dir.empty())
-    throw ConfigError("evaluator " + info.type + " compares two models: give --against MODEL_DIR");
-  if (!info.compares_two_models && !o.against_dir.empty())
-    throw ConfigError("--against: evaluator " + info.type + " takes one model");
+  (void)saved_evaluator_info(registry, cfg, !o.against_dir.empty(), "--against", "--against MODEL_DIR");
 
   const SavedModel saved = load_saved_model(o.model_dir, registry);
   require_unconditional(saved, o.model_dir, "kef eval");
-  const ModelPtr model = saved.model;
   SavedModel saved_other;
   if (!o.against_dir.empty()) saved_other = load_saved_model(o.against_dir, registry);
-  const ModelPtr other = saved_other.model;
-  if (other && other->dim() != model->dim())
-    throw DataError(o.against_dir + ": dimension " + std::to_string(other->dim()) + ", the model at " + o.model_dir +
-                    " has " + std::to_string(model->dim()));
-  // Both models see the same mapped rows, so they must have been fitted in the same coordinates.
-  if (other && !same_transform(saved.transform, saved_other.transform))
-    throw DataError(o.against_dir + ": fitted in other coordinates (" + saved_other.transform.kind +
-                    ") than the model at " + o.model_dir + " (" + saved.transform.kind +
-                    "); compare models fitted on the same preprocessed data");
-
-  // The evaluator runs where the model was fitted: on the data mapped to model coordinates.
-  Dataset data;
-  data.test = saved.transform.to_model(read_saved_model_input(o.data_file, o.columns, saved, o.model_dir));
-  data.columns = saved.transform.columns;
-  data.transform = saved.transform;
-  data.train.resize(0, data.test.cols());
-  data.validation.resize(0, data.test.cols());
-  data.provenance = o.data_file;
-
-  RandomStream init_rng(o.seed, "eval.init");
-  EvaluatorPtr evaluator =
-      registry.make_evaluator(cfg, BuildContext{model->dim(), &registry, &init_rng, 0}, {});
-  auto progress = o.quiet ? make_silent_progress() : make_stderr_progress();
-  // The root context of `kef eval`; the evaluator's stream is RandomStream(seed, "eval").
-  Context context = Context(o.seed, o.threads, progress.get(), "--threads").child(
-      "eval", "model " + std::filesystem::path(o.model_dir).filename().string() + ", " + info.type);
-  const std::string name = std::filesystem::path(o.model_dir).filename().string();
-  EvalInput in{
-      *model,
-      name,
-      data,
-      context,
-      other.get(),
-      o.against_dir.empty() ? std::string() : std::filesystem::path(o.against_dir).filename().string()};
-  EvaluationResult r = evaluator->evaluate(in);
-  for (const auto& [metric, value] : r.metrics)
-    if (!std::isfinite(value)) throw NumericalError(info.type + ": metric " + metric + " is not finite");
-  r.metrics = metrics_in_data_units(r.metrics, saved.transform, metric_spaces);
+  const Matrix rows = read_saved_model_input(o.data_file, o.columns, saved, o.model_dir);
+  ModelEvalInput in;
+  in.model = &saved;
+  in.model_name = o.model_dir;
+  in.other = o.against_dir.empty() ? nullptr : &saved_other;
+  in.other_name = o.against_dir;
+  in.against_name = "--against";
+  in.against_hint = "--against MODEL_DIR";
+  in.rows = &rows;
+  in.provenance = o.data_file;
+  in.evaluator = cfg;
+  in.seed = o.seed;
+  in.threads = o.threads;
+  in.threads_key = "--threads";
+  in.quiet = o.quiet;
+  in.command = "kef eval";
+  EvaluationResult r = evaluate_model(registry, in, metric_spaces);
   if (transform) *transform = saved.transform;
   return r;
 }

@@ -90,6 +90,29 @@ EvaluationResult evaluate_saved_model(
     std::vector<std::pair<std::string, std::string>>* metric_spaces = nullptr,
     DataTransform* transform = nullptr);
 
+// One evaluator on models in memory, what `kef eval` runs after loading (and the Python bindings'
+// kef.evaluate): the rows, in data units, are mapped to the model's coordinates, the evaluator's
+// stream is RandomStream(seed, "eval"), and metrics come back as evaluate_saved_model's. The names say
+// where the models and rows came from in messages; `against_name`/`against_hint` name the second model's
+// argument ("--against", "--against MODEL_DIR").
+struct ModelEvalInput {
+  const SavedModel* model = nullptr;
+  std::string model_name;
+  const SavedModel* other = nullptr;  // second model of comparative evaluators, or none
+  std::string other_name;
+  std::string against_name, against_hint;
+  const Matrix* rows = nullptr;  // N x D, data units
+  std::string provenance;        // the rows' origin, for messages (file name, argument name)
+  Config evaluator;              // the evaluator's table: type and keys
+  std::uint64_t seed = 0;
+  int threads = 0;
+  std::string threads_key = "threads";
+  bool quiet = false;
+  std::string command = "kef eval";  // for require_unconditional's message
+};
+EvaluationResult evaluate_model(Registry& registry, const ModelEvalInput& input,
+                                std::vector<std::pair<std::string, std::string>>* metric_spaces = nullptr);
+
 // The rows of a data file for a saved model, in data units. A CSV's columns (all, or `columns`)
 // must be the saved column names in the saved order; a .npy file (or a model whose columns are the
 // positional x0, x1, ...) is checked by count. DataError naming the file and both column lists.

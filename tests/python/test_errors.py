@@ -1,0 +1,171 @@
+"""kef's errors as Python exceptions with kef's messages; bad arrays refused, naming the argument."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kef
+from conftest import BASE, KERNEL, LITE
+
+
+@pytest.fixture(scope="module")
+def model(data):
+    X, _ = data
+    return kef.fit(X, estimator=LITE, kernel=KERNEL, base_measure=BASE, seed=1, quiet=True)
+
+
+def test_exception_hierarchy():
+    for cls in (kef.ConfigError, kef.DataError, kef.PluginError, kef.ModelFileError,
+                kef.NumericalError):
+        assert issubclass(cls, kef.Error) and cls is not kef.Error
+    assert issubclass(kef.Error, Exception)
+
+
+def test_typo_key_says_did_you_mean(data):
+    X, _ = data
+    with pytest.raises(kef.ConfigError, match="did you mean") as e:
+        kef.fit(X, estimator={"type": "lite", "inducing_point": 30}, kernel=KERNEL, base_measure=BASE,
+                quiet=True)
+    assert "inducing_points" in str(e.value)
+    with pytest.raises(kef.ConfigError, match="did you mean"):
+        kef.fit(X, estimator=LITE, kernel={"type": "gaussian", "sigmaa": 1.0}, quiet=True)
+
+
+def test_evaluator_keys_are_checked(model, data):
+    _, X_test = data
+    with pytest.raises(kef.ConfigError, match="did you mean"):
+        kef.fssd(model, X_test, null_draw=100, quiet=True)
+    with pytest.raises(kef.ConfigError, match="fsd"):
+        kef.evaluate(model, X_test, "fsd", quiet=True)
+    with pytest.raises(kef.ConfigError, match="compares two models: give against=MODEL"):
+        kef.evaluate(model, X_test, "relative_fssd", quiet=True)
+    with pytest.raises(kef.ConfigError, match="against: evaluator fssd takes one model"):
+        kef.fssd(model, X_test, against=model, quiet=True)
+
+
+def test_wrong_value_type_is_a_config_error(data):
+    X, _ = data
+    with pytest.raises(kef.ConfigError, match="inducing_points"):
+        kef.fit(X, estimator={"type": "lite", "inducing_points": "many"}, kernel=KERNEL,
+                base_measure=BASE, quiet=True)
+
+
+def test_wrong_dtype_names_the_argument(model, data):
+    X, X_test = data
+    with pytest.raises(TypeError, match=r"^X: expected dtype float64, got int64"):
+        model.log_density(X_test.astype(np.int64))
+    with pytest.raises(TypeError, match=r"^X: expected dtype float64, got float32"):
+        kef.fit(X.astype(np.float32), estimator=LITE, kernel=KERNEL, quiet=True)
+    with pytest.raises(TypeError, match=r"^X: expected a numpy.ndarray"):
+        model.score(X_test.tolist())
+
+
+def test_non_contiguous_names_the_argument(model, data):
+    X, X_test = data
+    wide = np.ascontiguousarray(np.repeat(X_test, 2, axis=1))
+    view = wide[:, ::2]
+    assert not view.flags.c_contiguous and not view.flags.f_contiguous
+    with pytest.raises(kef.DataError, match=r"^X: not contiguous"):
+        model.log_density(view)
+    with pytest.raises(kef.DataError, match=r"^X: not contiguous"):
+        kef.fit(np.repeat(X, 2, axis=1)[:, ::2], estimator=LITE, kernel=KERNEL, quiet=True)
+
+
+def test_non_finite_names_the_argument_row_and_column(model, data):
+    X, X_test = data
+    bad = X_test.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(kef.DataError, match=r"^X: row 3, column 1 is nan"):
+        model.log_density(bad)
+    bad = X.copy()
+    bad[17, 0] = np.inf
+    with pytest.raises(kef.DataError, match=r"^X: row 17, column 0 is inf"):
+        kef.fit(bad, estimator=LITE, kernel=KERNEL, quiet=True)
+    with pytest.raises(kef.DataError, match=r"^X: row 3, column 1"):
+        bad = X_test.copy()
+        bad[3, 1] = -np.inf
+        kef.fssd(model, bad, quiet=True)
+
+
+def test_wrong_dimension_names_the_argument(model, data):
+    _, X_test = data
+    three = np.ones((5, 3))
+    with pytest.raises(kef.DataError, match=r"^X: has 3 columns, .* has dimension 2"):
+        model.log_density(three)
+    with pytest.raises(kef.DataError, match=r"^X: has 3 columns"):
+        model.score(three)
+    with pytest.raises(kef.DataError, match=r"^X: has 3 columns"):
+        kef.ksd(model, three, quiet=True)
+    with pytest.raises(kef.DataError, match=r"^X: expected a 2-D array"):
+        model.log_density(X_test[:, 0])
+
+
+def test_missing_model_directory(tmp_path):
+    with pytest.raises(kef.Error, match="nowhere"):
+        kef.load(tmp_path / "nowhere")
+
+
+def test_no_normaliser_is_a_config_error(model, data):
+    _, X_test = data
+    assert model.log_normalizer is None
+    with pytest.raises(kef.ConfigError, match="normalized=True"):
+        model.log_density(X_test, normalized=True)
+
+
+def test_sample_count(model):
+    with pytest.raises(kef.ConfigError, match="^n: expected a positive number"):
+        model.sample(0)
+
+
+def test_no_permission_warning_for_the_working_directory(tmp_path, kef_exe):
+    """The built-in components have no file; a world-writable working directory (like /tmp) was
+    reported as a world-writable plugin directory by `kef plugins` and by the module's first load."""
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o777)
+    r = subprocess.run([kef_exe, "plugins"], cwd=open_dir, capture_output=True, text=True)
+    assert r.returncode == 0 and "writable by every user" not in r.stderr, r.stderr
+    code = "import kef; kef.load('nowhere')"
+    r = subprocess.run([sys.executable, "-c", code], cwd=open_dir, capture_output=True, text=True)
+    assert "kef.ModelFileError" in r.stderr or "ModelFileError" in r.stderr, r.stderr
+    assert "writable by every user" not in r.stderr, r.stderr
+
+
+def test_validate_checks_before_fitting(tmp_path, data):
+    from conftest import PIPELINE
+    X, _ = data
+    np.save(tmp_path / "data.npy", X)
+    cfg = tmp_path / "p.toml"
+    cfg.write_text(PIPELINE.format(seed=1, path="data.npy", test=20, evaluate=""))
+    assert kef.validate(cfg) is None
+    assert kef.validate(cfg, X) is None
+    with pytest.raises(kef.ConfigError, match="did you mean"):
+        kef.validate(cfg, X, set={"model.model.kernel.sigmaa": 1.0})
+    with pytest.raises(kef.DataError, match=r"^X: row 0, column 0 is nan"):
+        kef.validate(cfg, np.full((5, 2), np.nan))
+
+
+def test_gil_released_during_fit():
+    """Another Python thread keeps running while kef fits: with the GIL held, the main loop below
+    would stall for the whole fit."""
+    import threading
+    import time
+    X = np.random.default_rng(0).normal(size=(8000, 2))
+    took = {}
+
+    def work():
+        t = time.perf_counter()
+        kef.fit(X, estimator={"type": "lite", "inducing_points": 200}, kernel=KERNEL, base_measure=BASE,
+                quiet=True, threads=1)
+        took["fit"] = time.perf_counter() - t
+
+    thread = threading.Thread(target=work)
+    stamps = [time.perf_counter()]
+    thread.start()
+    while thread.is_alive():
+        stamps.append(time.perf_counter())
+    thread.join()
+    assert took["fit"] > 0.05, "the fit is too short to tell"
+    assert np.diff(stamps).max() < 0.5 * took["fit"], (np.diff(stamps).max(), took["fit"])
