@@ -2,7 +2,8 @@
 # Reproduces the synthetic study of DKEF (Wenliang et al., ICML 2019) §4.1 / Figure 2 and its
 # Figure 1 with the configs in configs/paper/dkef/, then collects one table and the figures.
 #
-#   scripts/reproduce-dkef.sh [--quick] [--out DIR] [--threads N] [--seeds S,S,...] [--skip PARTS] [KEF]
+#   scripts/reproduce-dkef.sh [--quick] [--out DIR] [--threads N] [--seeds S,S,...] [--skip PARTS]
+#       [--datasets LIST] [--resume] [KEF]
 #
 #   KEF          the kef executable (default: build/bin/kef of this repository)
 #   --out DIR    where the runs go (default: runs/dkef-reproduction, relative to the current directory)
@@ -15,8 +16,13 @@
 #                the fits change) into DIR/seed-S/, and write DIR/table-seeds.md: per model and data
 #                set, mean ± sd over the configs' own seed and LIST of the score-matching loss, the
 #                Fisher divergence and the log-likelihood
-#   --skip PARTS do not run these baseline configs (comma-separated: classical, made, flows): their
-#                rows are left out of the tables (for a compute budget; the full study runs them all)
+#   --skip PARTS do not run these parts (comma-separated: the baseline configs classical, made,
+#                flows; the runs mor_mixture, figure1): their rows or columns are left out of the
+#                tables and figures (for a compute budget; the full study runs them all)
+#   --datasets LIST  only these of the seven synthetic sets (comma-separated, e.g. funnel,cosine; for
+#                a compute budget: the tables then have only their columns)
+#   --resume     keep every run whose results.json exists in DIR (an interrupted study resumes;
+#                without it every run is redone)
 #
 # Writes DIR/<name>/ (one kef run each of synthetic.toml's kernel models: funnel banana ring square
 # cosine mog mor, then mor_mixture and figure1; each with results.json, log.txt, models/ and
@@ -29,7 +35,7 @@
 # and DIR/figure1.png. Exits non-zero, naming the run, as soon as a run fails.
 set -euo pipefail
 
-usage() { sed -n '5,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "reproduce-dkef: $*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,6 +45,8 @@ quick=0
 threads=()
 seeds=()
 skip=()
+only=()
+resume=0
 kef_given=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -56,7 +64,21 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || usage
       IFS=, read -r -a skip <<< "$2"
       for p in "${skip[@]}"; do
-        [[ "$p" =~ ^(classical|made|flows)$ ]] || { echo "reproduce-dkef: --skip: '$p' is not a part (expected classical, made, flows)" >&2; exit 2; }
+        [[ "$p" =~ ^(classical|made|flows|mor_mixture|figure1)$ ]] || {
+          echo "reproduce-dkef: --skip: '$p' is not a part (expected classical, made, flows, mor_mixture, figure1)" >&2
+          exit 2
+        }
+      done
+      shift ;;
+    --resume) resume=1 ;;
+    --datasets)
+      [ $# -ge 2 ] || usage
+      IFS=, read -r -a only <<< "$2"
+      for d in "${only[@]}"; do
+        [[ "$d" =~ ^(funnel|banana|ring|square|cosine|mog|mor)$ ]] || {
+          echo "reproduce-dkef: --datasets: '$d' is not one of funnel, banana, ring, square, cosine, mog, mor" >&2
+          exit 2
+        }
       done
       shift ;;
     -h|--help) usage ;;
@@ -73,6 +95,7 @@ python=/usr/bin/python3
 
 configs="$repo/configs/paper/dkef"
 datasets=(funnel banana ring square cosine mog mor)
+[ "${#only[@]}" -eq 0 ] || datasets=("${only[@]}")
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 logs="$out/logs"
@@ -80,7 +103,8 @@ mkdir -p "$logs"
 # A failed run must not leave an older table or figure looking current.
 rm -f "$out/table.md" "$out/table.md.tmp" "$out/table-seeds.md" "$out/table-seeds.md.tmp" "$out/figure2.png" \
   "$out/figure2-baselines.png" "$out/figure1.png"
-: > "$out/timings.tsv"
+[ "$resume" -eq 1 ] || : > "$out/timings.tsv"
+touch "$out/timings.tsv"
 
 # --quick: --set overrides for every model of a config, read from the config itself (kef's --set
 # selects one model per key, by name), so that the smoke test follows any change to the configs.
@@ -135,6 +159,10 @@ run() {
     overrides=$(quick_overrides "$config") || die "could not read $config for --quick"
     while IFS= read -r o; do sets+=(--set "$o"); done <<< "$overrides"
   fi
+  if [ "$resume" -eq 1 ] && grep -qs '"status": "complete"' "$out/$name/results.json"; then
+    echo "reproduce-dkef: $name: kept (--resume)"
+    return 0
+  fi
   echo "reproduce-dkef: $name ($(basename "$config"))"
   local start end status=0
   start=$(date +%s%N)
@@ -164,9 +192,20 @@ part_config() {
     flows) echo "$configs/flow_baselines.toml" ;;
   esac
 }
-# A previous run's baseline directories must not leak rows into this run's tables.
-for p in classical made flows; do rm -rf "${out:?}/$p"; done
-for s in "${seeds[@]}"; do for p in classical made flows; do rm -rf "${out:?}/seed-$s/$p"; done; done
+skipped() { [[ " ${skip[*]} " == *" $1 "* ]]; }
+# A previous run's optional parts must not leak rows into this run's tables.
+if [ "$resume" -eq 0 ]; then
+  for p in classical made flows mor_mixture figure1; do
+    rm -rf "${out:?}/$p"
+    for s in "${seeds[@]}"; do rm -rf "${out:?}/seed-$s/$p"; done
+  done
+else
+  for p in classical made flows mor_mixture figure1; do
+    skipped "$p" || continue
+    rm -rf "${out:?}/$p"
+    for s in "${seeds[@]}"; do rm -rf "${out:?}/seed-$s/$p"; done
+  done
+fi
 
 # run_all PREFIX [--set K=V]...: every run of the reproduction, into $out/PREFIX<name>: per data set
 # the kernel models (synthetic.toml) into <d> and each baseline part into <part>/<d>.
@@ -180,8 +219,8 @@ run_all() {
       run "${prefix}$p/$d" "$(part_config "$p")" --set "data.type=synthetic/$d" "$@"
     done
   done
-  run "${prefix}mor_mixture" "$configs/mor_mixture.toml" "$@"
-  run "${prefix}figure1" "$configs/figure1.toml" "$@"
+  skipped mor_mixture || run "${prefix}mor_mixture" "$configs/mor_mixture.toml" "$@"
+  skipped figure1 || run "${prefix}figure1" "$configs/figure1.toml" "$@"
 }
 run_all ""
 for s in "${seeds[@]}"; do
@@ -189,13 +228,18 @@ for s in "${seeds[@]}"; do
   run_all "seed-$s/" --set "seed=$s"
 done
 
-# The table, from the results.json files.
+# The table, from the results.json files: the runs of this invocation only (--datasets, --skip).
+kept_runs=("${datasets[@]}")
+skipped mor_mixture || kept_runs+=(mor_mixture)
+skipped figure1 || kept_runs+=(figure1)
+export REPRODUCE_DKEF_RUNS="${kept_runs[*]}"
 "$python" - "$out" "$quick" > "$out/table.md.tmp" <<'PY'
 import json, math, os, sys
 
 out, quick = sys.argv[1], sys.argv[2] == "1"
 columns = [("funnel", "Funnel"), ("banana", "Banana"), ("ring", "Ring"), ("square", "Square"),
            ("cosine", "Cosine"), ("mog", "MoG"), ("mor", "MoR"), ("mor_mixture", "MoR, 3 clusters")]
+columns = [c for c in columns if c[0] in os.environ["REPRODUCE_DKEF_RUNS"].split()]  # --datasets, --skip
 
 def load(name):
     # The kernel models' run, with the baselines' rows (classical/<name>, flows/<name>) appended
@@ -286,7 +330,7 @@ if quick:
     doc += ["**Quick mode (smoke test): a few training steps only; these numbers are not results.**", ""]
 doc += table([c for c, _ in columns], [h for _, h in columns],
              "Held-out score-matching loss / Fisher divergence from the truth / log-likelihood "
-             f"(normaliser by quadrature on a 512² grid) on the {load('ring')['data']['test_rows']} test rows; "
+             f"(normaliser by quadrature on a 512² grid) on the {load(columns[0][0])['data']['test_rows']} test rows; "
              "lower, lower, higher is better. "
              "Bold: the best Fisher divergence per data set. The truth row gives the true density's "
              "score-matching loss and log-likelihood on the same rows. On Square and Cosine the density "
@@ -294,8 +338,9 @@ doc += table([c for c, _ in columns], [h for _, h in columns],
              "divergence plus a constant there (the integration by parts behind it leaves boundary "
              "terms) and can fall below the truth's; the Fisher divergence is computed directly.")
 doc += [""]
-doc += table(["figure1"], ["0.3 N(-1, 0.2²) + 0.7 N(1, 1²)"],
-             f"Figure 1 (1-D), same metrics on its {load('figure1')['data']['test_rows']} test rows.")
+if "figure1" in os.environ["REPRODUCE_DKEF_RUNS"].split():
+    doc += table(["figure1"], ["0.3 N(-1, 0.2²) + 0.7 N(1, 1²)"],
+                 f"Figure 1 (1-D), same metrics on its {load('figure1')['data']['test_rows']} test rows.")
 doc += ["", "Wall time per run (s): " + ", ".join(
     f"{n} {t}" for n, t in (l.split("\t") for l in open(os.path.join(out, "timings.tsv")).read().split("\n") if l))]
 print("\n".join(doc))
@@ -312,6 +357,7 @@ columns = [("funnel", "Funnel"), ("banana", "Banana"), ("ring", "Ring"), ("squar
            ("cosine", "Cosine"), ("mog", "MoG"), ("mor", "MoR"), ("mor_mixture", "MoR, 3 clusters"),
            ("figure1", "Figure 1 (1-D)")]
 dirs = [out] + [os.path.join(out, f"seed-{s}") for s in seeds]
+columns = [c for c in columns if c[0] in os.environ["REPRODUCE_DKEF_RUNS"].split()]  # --datasets, --skip
 
 def load(d, name):
     with open(os.path.join(d, name, "results.json")) as f:
@@ -336,7 +382,7 @@ def spread(values):
     return f"{mean:.{decimals}f} ± {sd:.{decimals}f}"
 
 runs = {n: [load(d, n) for d in dirs] for n, _ in columns}
-own_seed = runs["funnel"][0]["seed"]
+own_seed = runs[columns[0][0]][0]["seed"]
 models = []
 for n, _ in columns:
     for m in runs[n][0]["models"]:
@@ -375,12 +421,14 @@ fi
 
 # The figures.
 pngs=()
-for d in "${datasets[@]}" mor_mixture; do
+figure_runs=("${datasets[@]}")
+skipped mor_mixture || figure_runs+=(mor_mixture)
+for d in "${figure_runs[@]}"; do
   [ -f "$out/$d/density.png" ] || die "run $d wrote no density.png"
   pngs+=("$out/$d/density.png")
 done
 "$kef" montage --width 1800 --out "$out/figure2.png" "${pngs[@]}" || die "kef montage failed"
-cp "$out/figure1/density.png" "$out/figure1.png"
+skipped figure1 || cp "$out/figure1/density.png" "$out/figure1.png"
 # The baselines' density rows: per data set each part's figure side by side.
 if [ "${#parts[@]}" -gt 0 ]; then
   pngs=()
