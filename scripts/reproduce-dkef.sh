@@ -2,28 +2,40 @@
 # Reproduces the synthetic study of DKEF (Wenliang et al., ICML 2019) §4.1 / Figure 2 and its
 # Figure 1 with the configs in configs/paper/dkef/, then collects one table and the figures.
 #
-#   scripts/reproduce-dkef.sh [--quick] [--out DIR] [--threads N] [--seeds S,S,...] [KEF]
+#   scripts/reproduce-dkef.sh [--quick] [--out DIR] [--threads N] [--seeds S,S,...] [--skip PARTS]
+#       [--datasets LIST] [--resume] [KEF]
 #
 #   KEF          the kef executable (default: build/bin/kef of this repository)
 #   --out DIR    where the runs go (default: runs/dkef-reproduction, relative to the current directory)
 #   --quick      smoke test: a fifth of the data, at most 50 inducing points, every dkef estimator
-#                stops after a few steps, small importance-sampling budgets; the numbers mean nothing,
-#                the pipeline, the table and the figures are exercised
+#                stops after a few steps, every flow after 2 epochs, the GMM tries K = 1, 2 once, small
+#                importance-sampling budgets; the numbers mean nothing, the pipeline, the tables and
+#                the figures are exercised
 #   --threads N  passed to kef run (results do not depend on it)
 #   --seeds LIST also run every config with each of these seeds (`--set seed=S`: the data draw and
 #                the fits change) into DIR/seed-S/, and write DIR/table-seeds.md: per model and data
-#                set, mean ± sd over the configs' own seed and LIST of the Fisher divergence and the
-#                log-likelihood
+#                set, mean ± sd over the configs' own seed and LIST of the score-matching loss, the
+#                Fisher divergence and the log-likelihood
+#   --skip PARTS do not run these parts (comma-separated: the baseline configs classical, made,
+#                flows; the runs mor_mixture, figure1): their rows or columns are left out of the
+#                tables and figures (for a compute budget; the full study runs them all)
+#   --datasets LIST  only these of the seven synthetic sets (comma-separated, e.g. funnel,cosine; for
+#                a compute budget: the tables then have only their columns)
+#   --resume     keep every run whose results.json exists in DIR (an interrupted study resumes;
+#                without it every run is redone)
 #
-# Writes DIR/<name>/ (one kef run each: funnel banana ring square cosine mog mor mor_mixture figure1,
-# each with results.json, log.txt, models/ and density.png), DIR/table.md (rows = models, columns =
-# data sets; held-out score-matching loss, Fisher divergence against the truth, log-likelihood; the
-# best Fisher divergence per data set in bold), DIR/figure2.png (the density rows stacked, one per
-# data set, the clustered mixture on MoR last) and DIR/figure1.png. Exits non-zero, naming the run,
-# as soon as a run fails.
+# Writes DIR/<name>/ (one kef run each of synthetic.toml's kernel models: funnel banana ring square
+# cosine mog mor, then mor_mixture and figure1; each with results.json, log.txt, models/ and
+# density.png), DIR/classical/<d>/, DIR/made/<d>/ and DIR/flows/<d>/ (classical_baselines.toml,
+# made_baselines.toml and flow_baselines.toml on each of the seven sets), DIR/table.md (rows = models, kernel models first,
+# then the baselines; columns = data sets; held-out score-matching loss, Fisher divergence against
+# the truth, log-likelihood; the best Fisher divergence per data set in bold), DIR/figure2.png (the
+# kernel models' density rows stacked, one per data set, the clustered mixture on MoR last),
+# DIR/figure2-baselines.png (per data set the baseline parts' rows side by side)
+# and DIR/figure1.png. Exits non-zero, naming the run, as soon as a run fails.
 set -euo pipefail
 
-usage() { sed -n '5,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "reproduce-dkef: $*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,6 +44,9 @@ out="runs/dkef-reproduction"
 quick=0
 threads=()
 seeds=()
+skip=()
+only=()
+resume=0
 kef_given=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,6 +58,27 @@ while [ $# -gt 0 ]; do
       IFS=, read -r -a seeds <<< "$2"
       for s in "${seeds[@]}"; do
         [[ "$s" =~ ^[0-9]+$ ]] || { echo "reproduce-dkef: --seeds: '$s' is not a seed (expected integers, e.g. 1,2,3)" >&2; exit 2; }
+      done
+      shift ;;
+    --skip)
+      [ $# -ge 2 ] || usage
+      IFS=, read -r -a skip <<< "$2"
+      for p in "${skip[@]}"; do
+        [[ "$p" =~ ^(classical|made|flows|mor_mixture|figure1)$ ]] || {
+          echo "reproduce-dkef: --skip: '$p' is not a part (expected classical, made, flows, mor_mixture, figure1)" >&2
+          exit 2
+        }
+      done
+      shift ;;
+    --resume) resume=1 ;;
+    --datasets)
+      [ $# -ge 2 ] || usage
+      IFS=, read -r -a only <<< "$2"
+      for d in "${only[@]}"; do
+        [[ "$d" =~ ^(funnel|banana|ring|square|cosine|mog|mor)$ ]] || {
+          echo "reproduce-dkef: --datasets: '$d' is not one of funnel, banana, ring, square, cosine, mog, mor" >&2
+          exit 2
+        }
       done
       shift ;;
     -h|--help) usage ;;
@@ -59,14 +95,16 @@ python=/usr/bin/python3
 
 configs="$repo/configs/paper/dkef"
 datasets=(funnel banana ring square cosine mog mor)
+[ "${#only[@]}" -eq 0 ] || datasets=("${only[@]}")
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 logs="$out/logs"
 mkdir -p "$logs"
 # A failed run must not leave an older table or figure looking current.
 rm -f "$out/table.md" "$out/table.md.tmp" "$out/table-seeds.md" "$out/table-seeds.md.tmp" "$out/figure2.png" \
-  "$out/figure1.png"
-: > "$out/timings.tsv"
+  "$out/figure2-baselines.png" "$out/figure1.png"
+[ "$resume" -eq 1 ] || : > "$out/timings.tsv"
+touch "$out/timings.tsv"
 
 # --quick: --set overrides for every model of a config, read from the config itself (kef's --set
 # selects one model per key, by name), so that the smoke test follows any change to the configs.
@@ -82,11 +120,18 @@ n = data.get("n", 10000) // 5
 test = max(100, split.get("test", 0) // 5)
 validation = split.get("validation", 0) // 5
 print(f"data.n={n}")
+print("output.plot_grid=60")
 print(f"data.split={{ test = {test}, validation = {validation} }}")
 dkef = {"max_steps": 10, "eval_every": 5, "stage2_steps": 1, "batch_fit": 50, "batch_loss": 50}
+flows = ("made", "made_mog", "maf", "maf_mog", "real_nvp")
 for m in cfg.get("model", []):
     est = m["estimator"]
     prefix = f"model.{m['name']}.estimator"
+    if est["type"] in flows:
+        print(f"{prefix}.max_epochs=2")
+    if est["type"] == "gmm":
+        print(f"{prefix}.components=[1, 2]")
+        print(f"{prefix}.restarts=1")
     if est["type"] == "cluster_mixture":
         print(f"{prefix}.normalizer_samples=20000")
         est, prefix = est["inner"], prefix + ".inner"
@@ -114,6 +159,10 @@ run() {
     overrides=$(quick_overrides "$config") || die "could not read $config for --quick"
     while IFS= read -r o; do sets+=(--set "$o"); done <<< "$overrides"
   fi
+  if [ "$resume" -eq 1 ] && grep -qs '"status": "complete"' "$out/$name/results.json"; then
+    echo "reproduce-dkef: $name: kept (--resume)"
+    return 0
+  fi
   echo "reproduce-dkef: $name ($(basename "$config"))"
   local start end status=0
   start=$(date +%s%N)
@@ -131,15 +180,47 @@ run() {
   printf '%s\t%d.%d\n' "$name" $((ms / 1000)) $((ms % 1000 / 100)) >> "$out/timings.tsv"
 }
 
-# run_all PREFIX [--set K=V]...: every run of the reproduction, into $out/PREFIX<name>.
+# The baselines' configs, by part: run on each synthetic set into DIR/<part>/<d>, unless skipped.
+parts=()
+for p in classical made flows; do
+  [[ " ${skip[*]} " == *" $p "* ]] || parts+=("$p")
+done
+part_config() {
+  case "$1" in
+    classical) echo "$configs/classical_baselines.toml" ;;
+    made) echo "$configs/made_baselines.toml" ;;
+    flows) echo "$configs/flow_baselines.toml" ;;
+  esac
+}
+skipped() { [[ " ${skip[*]} " == *" $1 "* ]]; }
+# A previous run's optional parts must not leak rows into this run's tables.
+if [ "$resume" -eq 0 ]; then
+  for p in classical made flows mor_mixture figure1; do
+    rm -rf "${out:?}/$p"
+    for s in "${seeds[@]}"; do rm -rf "${out:?}/seed-$s/$p"; done
+  done
+else
+  for p in classical made flows mor_mixture figure1; do
+    skipped "$p" || continue
+    rm -rf "${out:?}/$p"
+    for s in "${seeds[@]}"; do rm -rf "${out:?}/seed-$s/$p"; done
+  done
+fi
+
+# run_all PREFIX [--set K=V]...: every run of the reproduction, into $out/PREFIX<name>: per data set
+# the kernel models (synthetic.toml) into <d> and each baseline part into <part>/<d>.
 run_all() {
   local prefix="$1"
   shift
   for d in "${datasets[@]}"; do
     run "$prefix$d" "$configs/synthetic.toml" --set "data.type=synthetic/$d" "$@"
+    for p in "${parts[@]}"; do
+      mkdir -p "$out/${prefix}$p" "$logs/${prefix}$p"
+      run "${prefix}$p/$d" "$(part_config "$p")" --set "data.type=synthetic/$d" "$@"
+    done
   done
-  run "${prefix}mor_mixture" "$configs/mor_mixture.toml" "$@"
-  run "${prefix}figure1" "$configs/figure1.toml" "$@"
+  skipped mor_mixture || run "${prefix}mor_mixture" "$configs/mor_mixture.toml" "$@"
+  skipped figure1 || run "${prefix}figure1" "$configs/figure1.toml" "$@"
 }
 run_all ""
 for s in "${seeds[@]}"; do
@@ -147,17 +228,30 @@ for s in "${seeds[@]}"; do
   run_all "seed-$s/" --set "seed=$s"
 done
 
-# The table, from the results.json files.
+# The table, from the results.json files: the runs of this invocation only (--datasets, --skip).
+kept_runs=("${datasets[@]}")
+skipped mor_mixture || kept_runs+=(mor_mixture)
+skipped figure1 || kept_runs+=(figure1)
+export REPRODUCE_DKEF_RUNS="${kept_runs[*]}"
 "$python" - "$out" "$quick" > "$out/table.md.tmp" <<'PY'
 import json, math, os, sys
 
 out, quick = sys.argv[1], sys.argv[2] == "1"
 columns = [("funnel", "Funnel"), ("banana", "Banana"), ("ring", "Ring"), ("square", "Square"),
            ("cosine", "Cosine"), ("mog", "MoG"), ("mor", "MoR"), ("mor_mixture", "MoR, 3 clusters")]
+columns = [c for c in columns if c[0] in os.environ["REPRODUCE_DKEF_RUNS"].split()]  # --datasets, --skip
 
 def load(name):
+    # The kernel models' run, with the baselines' rows (classical/<name>, flows/<name>) appended
+    # where those runs exist (the seven synthetic sets).
     with open(os.path.join(out, name, "results.json")) as f:
-        return json.load(f)
+        r = json.load(f)
+    for sub in ("classical", "made", "flows"):
+        p = os.path.join(out, sub, name, "results.json")
+        if os.path.exists(p):
+            with open(p) as f:
+                r["models"].update(json.load(f)["models"])
+    return r
 
 def fmt(x, spec):
     return "n/a" if x is None or not math.isfinite(x) else format(x, spec)
@@ -236,7 +330,7 @@ if quick:
     doc += ["**Quick mode (smoke test): a few training steps only; these numbers are not results.**", ""]
 doc += table([c for c, _ in columns], [h for _, h in columns],
              "Held-out score-matching loss / Fisher divergence from the truth / log-likelihood "
-             f"(normaliser by quadrature on a 512² grid) on the {load('ring')['data']['test_rows']} test rows; "
+             f"(normaliser by quadrature on a 512² grid) on the {load(columns[0][0])['data']['test_rows']} test rows; "
              "lower, lower, higher is better. "
              "Bold: the best Fisher divergence per data set. The truth row gives the true density's "
              "score-matching loss and log-likelihood on the same rows. On Square and Cosine the density "
@@ -244,8 +338,9 @@ doc += table([c for c, _ in columns], [h for _, h in columns],
              "divergence plus a constant there (the integration by parts behind it leaves boundary "
              "terms) and can fall below the truth's; the Fisher divergence is computed directly.")
 doc += [""]
-doc += table(["figure1"], ["0.3 N(-1, 0.2²) + 0.7 N(1, 1²)"],
-             f"Figure 1 (1-D), same metrics on its {load('figure1')['data']['test_rows']} test rows.")
+if "figure1" in os.environ["REPRODUCE_DKEF_RUNS"].split():
+    doc += table(["figure1"], ["0.3 N(-1, 0.2²) + 0.7 N(1, 1²)"],
+                 f"Figure 1 (1-D), same metrics on its {load('figure1')['data']['test_rows']} test rows.")
 doc += ["", "Wall time per run (s): " + ", ".join(
     f"{n} {t}" for n, t in (l.split("\t") for l in open(os.path.join(out, "timings.tsv")).read().split("\n") if l))]
 print("\n".join(doc))
@@ -262,10 +357,17 @@ columns = [("funnel", "Funnel"), ("banana", "Banana"), ("ring", "Ring"), ("squar
            ("cosine", "Cosine"), ("mog", "MoG"), ("mor", "MoR"), ("mor_mixture", "MoR, 3 clusters"),
            ("figure1", "Figure 1 (1-D)")]
 dirs = [out] + [os.path.join(out, f"seed-{s}") for s in seeds]
+columns = [c for c in columns if c[0] in os.environ["REPRODUCE_DKEF_RUNS"].split()]  # --datasets, --skip
 
 def load(d, name):
     with open(os.path.join(d, name, "results.json")) as f:
-        return json.load(f)
+        r = json.load(f)
+    for sub in ("classical", "made", "flows"):
+        p = os.path.join(d, sub, name, "results.json")
+        if os.path.exists(p):
+            with open(p) as f:
+                r["models"].update(json.load(f)["models"])
+    return r
 
 def spread(values):
     # The sd to two significant digits, the mean to the same decimal place.
@@ -280,7 +382,7 @@ def spread(values):
     return f"{mean:.{decimals}f} ± {sd:.{decimals}f}"
 
 runs = {n: [load(d, n) for d in dirs] for n, _ in columns}
-own_seed = runs["funnel"][0]["seed"]
+own_seed = runs[columns[0][0]][0]["seed"]
 models = []
 for n, _ in columns:
     for m in runs[n][0]["models"]:
@@ -289,9 +391,10 @@ for n, _ in columns:
 lines = ["# DKEF §4.1 reproduction over seeds (kef)", ""]
 if quick:
     lines += ["**Quick mode (smoke test): a few training steps only; these numbers are not results.**", ""]
-lines += [f"Fisher divergence from the truth / log-likelihood (quadrature), mean ± sd over {len(dirs)} seeds "
+lines += [f"Held-out score-matching loss / Fisher divergence from the truth / log-likelihood (quadrature for "
+          f"the kernel models, exact for the baselines), mean ± sd over {len(dirs)} seeds "
           f"({', '.join(str(s) for s in [own_seed] + seeds)}); each seed draws its own data and fits. "
-          "Lower / higher is better.", "",
+          "Lower, lower, higher is better.", "",
           "| model | " + " | ".join(h for _, h in columns) + " |", "|---" * (len(columns) + 1) + "|"]
 for m in models:
     cells = []
@@ -300,14 +403,16 @@ for m in models:
         if any(r is None for r in rs):
             cells.append("—")
             continue
+        sm = spread([r["metrics"].get("score_matching_loss") for r in rs])
         fd = spread([r["metrics"].get("fisher_divergence") for r in rs])
         ll = spread([r["metrics"].get("log_likelihood") for r in rs])
-        cells.append(f"{fd} / {ll}")
+        cells.append(f"{sm} / {fd} / {ll}")
     lines.append(f"| {m} | " + " | ".join(cells) + " |")
 truth = []
 for n, _ in columns:
-    truth.append("0 / " + spread([next(iter(r["models"].values()))["metrics"].get("true_log_likelihood")
-                                  for r in runs[n]]))
+    first = [next(iter(r["models"].values()))["metrics"] for r in runs[n]]
+    truth.append(spread([mt.get("score_matching_loss_truth") for mt in first]) + " / 0 / " +
+                 spread([mt.get("true_log_likelihood") for mt in first]))
 lines.append("| truth | " + " | ".join(truth) + " |")
 print("\n".join(lines))
 PY
@@ -316,15 +421,29 @@ fi
 
 # The figures.
 pngs=()
-for d in "${datasets[@]}" mor_mixture; do
+figure_runs=("${datasets[@]}")
+skipped mor_mixture || figure_runs+=(mor_mixture)
+for d in "${figure_runs[@]}"; do
   [ -f "$out/$d/density.png" ] || die "run $d wrote no density.png"
   pngs+=("$out/$d/density.png")
 done
 "$kef" montage --width 1800 --out "$out/figure2.png" "${pngs[@]}" || die "kef montage failed"
-cp "$out/figure1/density.png" "$out/figure1.png"
+skipped figure1 || cp "$out/figure1/density.png" "$out/figure1.png"
+# The baselines' density rows: per data set each part's figure side by side.
+if [ "${#parts[@]}" -gt 0 ]; then
+  pngs=()
+  for d in "${datasets[@]}"; do
+    for p in "${parts[@]}"; do
+      [ -f "$out/$p/$d/density.png" ] || die "run $p/$d wrote no density.png"
+      pngs+=("$out/$p/$d/density.png")
+    done
+  done
+  "$kef" montage --columns "${#parts[@]}" --width 2400 --out "$out/figure2-baselines.png" "${pngs[@]}" ||
+    die "kef montage failed"
+fi
 
 if [ "${#seeds[@]}" -gt 0 ]; then
-  echo "reproduce-dkef: wrote $out/table.md, $out/table-seeds.md, $out/figure2.png, $out/figure1.png"
+  echo "reproduce-dkef: wrote $out/table.md, $out/table-seeds.md, $out/figure2.png, $out/figure2-baselines.png, $out/figure1.png"
 else
-  echo "reproduce-dkef: wrote $out/table.md, $out/figure2.png, $out/figure1.png"
+  echo "reproduce-dkef: wrote $out/table.md, $out/figure2.png, $out/figure2-baselines.png, $out/figure1.png"
 fi

@@ -14,6 +14,7 @@
 #include "kef/linalg.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/lite_system.hpp"
+#include "kef/network/optimizer.hpp"
 
 namespace kef::dkef {
 
@@ -51,6 +52,11 @@ const OptionsSpec<DkefOptions>& dkef_options() {
     s.number("train_noise_std", &O::train_noise_std,
              "std of Gaussian noise added to each minibatch (0; DKEF used 0.05 on real data)", 0.0)
         .non_negative();
+    s.number("gradient_clip_norm", &O::gradient_clip_norm,
+             "stage 1 scales each step's gradient to at most this Euclidean norm over all learning "
+             "parameters before Adam (0: no clipping; the reference code clips at 100)",
+             0.0)
+        .non_negative();
     s.integer("stage2_steps", &O::stage2_steps,
               "Adam steps on log λ (and q0) with the kernel frozen, α on the whole fit split", 50)
         .non_negative();
@@ -68,6 +74,19 @@ const OptionsSpec<DkefOptions>& dkef_options() {
 }
 
 KeyList dkef_keys() { return dkef_options().keys(); }
+
+ClippedGradient clip_stage1_gradient(Vector gradient, double max_norm) {
+  ClippedGradient out;
+  if (max_norm > 0) {
+    out.norm = clip_global_norm(gradient, max_norm);
+    // clip_global_norm scales by max_norm / (norm + 1e-6) only when that factor is below 1.
+    out.clipped = max_norm / (out.norm + 1e-6) < 1.0;
+  } else {
+    out.norm = gradient.norm();
+  }
+  out.gradient = std::move(gradient);
+  return out;
+}
 
 struct DkefEstimator::State {
   // θ = [kernel parameters | Z (M x D, column-major) | log λ_α, log λ_C | q0 parameters]
@@ -101,6 +120,7 @@ DkefEstimator::DkefEstimator(const Config& cfg, const EstimatorParts& parts, Ind
   learning_rate_ = opt.learning_rate;
   init_log_lambda_ = opt.init_log10_lambda * std::log(10.0);
   noise_std_ = opt.train_noise_std;
+  clip_norm_ = opt.gradient_clip_norm;
   train_groups_ = opt.train.value_or(kGroups);
   for (const auto& g : train_groups_)
     if (std::find(kGroups.begin(), kGroups.end(), g) == kGroups.end())
@@ -245,7 +265,8 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
   RandomStream batches = in.context.rng().derive("minibatches");
   double best = validation_loss(s, fit_rows, V, in.context);
   Vector best_theta = s.theta;
-  long best_step = 0, step = 0;
+  long best_step = 0, step = 0, clipped_steps = 0;
+  double max_gradient_norm = 0;
   in.report.curve.emplace_back(0, best);
   const auto t0 = std::chrono::steady_clock::now();
   for (step = 1; step <= max_steps_; ++step) {
@@ -264,7 +285,10 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
                                                            s.lambda_c(), in.context);
     if (!std::isfinite(g.loss))
       throw NumericalError("dkef step " + std::to_string(step) + ": the minibatch loss is not finite");
-    apply(adam.step(s.theta, gradient_of(g, step)));
+    ClippedGradient clipped = clip_stage1_gradient(gradient_of(g, step), clip_norm_);
+    clipped_steps += clipped.clipped ? 1 : 0;
+    max_gradient_norm = std::max(max_gradient_norm, clipped.norm);
+    apply(adam.step(s.theta, clipped.gradient));
     if (step % eval_every_ == 0) {
       const double loss = validation_loss(s, fit_rows, V, in.context);
       if (!std::isfinite(loss))
@@ -288,6 +312,8 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
   apply(best_theta);
   in.report.values["best_step"] = static_cast<double>(best_step);
   in.report.values["stage1_validation_loss"] = best;
+  in.report.values["max_gradient_norm"] = max_gradient_norm;
+  in.report.values["clipped_steps"] = static_cast<double>(clipped_steps);
 
   // ---- Stage 2: kernel and points frozen; λ (and q0) on α fitted to the whole fit split ----
   Vector mask2 = Vector::Zero(s.theta.size());

@@ -18,11 +18,20 @@ namespace kef::dkef {
 struct DkefOptions {
   std::int64_t inducing_points = 0, batch_fit = 0, batch_loss = 0, max_steps = 0, patience = 0,
                eval_every = 0, validation_fit_rows = 0, stage2_steps = 0, stage2_memory_mb = 0;
-  double learning_rate = 0, init_log10_lambda = 0, train_noise_std = 0;
+  double learning_rate = 0, init_log10_lambda = 0, train_noise_std = 0, gradient_clip_norm = 0;
   std::optional<std::vector<std::string>> train;  // absent: every group
 };
 const OptionsSpec<DkefOptions>& dkef_options();
 KeyList dkef_keys();
+
+// A stage-1 gradient after `gradient_clip_norm`: scaled so that its Euclidean norm over every learning
+// parameter is at most max_norm (kef::clip_global_norm's rule), unchanged when max_norm is 0 (off).
+struct ClippedGradient {
+  Vector gradient;
+  double norm = 0;       // the norm before clipping
+  bool clipped = false;  // whether it was scaled down
+};
+ClippedGradient clip_stage1_gradient(Vector gradient, double max_norm);
 
 class DkefEstimator final : public Estimator {
  public:
@@ -49,8 +58,9 @@ class DkefEstimator final : public Estimator {
   KeySites sites_;
   KernelPtr kernel_;
   BaseMeasurePtr base_;
-  Index inducing_, batch_fit_, batch_loss_, max_steps_, patience_, eval_every_, stage2_steps_, validation_fit_rows_;
-  double learning_rate_, init_log_lambda_, noise_std_;
+  Index inducing_, batch_fit_, batch_loss_, max_steps_, patience_, eval_every_, stage2_steps_,
+      validation_fit_rows_;
+  double learning_rate_, init_log_lambda_, noise_std_, clip_norm_;
   std::size_t stage2_budget_bytes_ = 0;  // `stage2_memory_mb` in bytes
   std::vector<std::string> train_groups_;
   bool base_learns_ = true;  // false when the base measure says `learn = false`

@@ -141,6 +141,57 @@ TEST(Dkef, AKernelWithoutGradientsTrainsWhatTheUserKeepsLearnable) {
   EXPECT_TRUE(r["models"]["m"]["metrics"].contains("score_matching_loss")) << r.dump(2);
 }
 
+// `eval_every` is the validation schedule: the validation loss (the curve) is taken after every
+// eval_every-th stage-1 step and nowhere else, so the best step is one of them; eval_every = 1 is the
+// reference code's schedule (validation after every step).
+TEST(Dkef, EvalEverySetsWhenTheValidationLossIsTaken) {
+  for (const int every : {1, 7}) {
+    fs::path dir = test::temp_dir("dkef-every-" + std::to_string(every));
+    std::string text = pipeline("type = \"gaussian\"\nsigma = 0.3", "");
+    text.replace(text.find("max_steps = 150"), 15, "max_steps = 30");
+    text.replace(text.find("eval_every = 10"), 15, "eval_every = " + std::to_string(every));
+    auto j = run(text, dir);
+    const auto& fit = j["models"]["m"]["fit"];
+    const auto& curve = fit["curve"];
+    ASSERT_EQ(fit["iterations"].get<long>(), 30) << "patience 60 must not stop 30 steps";
+    std::vector<long> steps;
+    for (const auto& point : curve) steps.push_back(point[0].get<long>());
+    std::vector<long> expected;
+    for (long k = 0; k <= 30; k += every) expected.push_back(k);
+    EXPECT_EQ(steps, expected) << "eval_every = " << every;
+    EXPECT_EQ(fit["best_step"].get<long>() % every, 0);
+  }
+}
+
+// `gradient_clip_norm` (the reference code clips at global norm 100): off by default; a norm above
+// every step's gradient changes nothing, bitwise; a norm below it clips every step and changes the fit.
+TEST(Dkef, GradientClipNormClipsStageOneSteps) {
+  std::string base = pipeline("type = \"gaussian\"\nsigma = 0.3", "");
+  base.replace(base.find("max_steps = 150"), 15, "max_steps = 30");
+  auto with_clip = [&](const std::string& norm) {
+    std::string text = base;
+    text.replace(text.find("learning_rate = 0.03"), 20, "learning_rate = 0.03\ngradient_clip_norm = " + norm);
+    return text;
+  };
+  fs::path off = test::temp_dir("dkef-clip-off"), big = test::temp_dir("dkef-clip-big"),
+           tiny = test::temp_dir("dkef-clip-tiny");
+  auto j_off = run(base, off);
+  auto j_big = run(with_clip("1e300"), big);
+  auto j_tiny = run(with_clip("1e-3"), tiny);
+  const auto& f_off = j_off["models"]["m"]["fit"];
+  const auto& f_big = j_big["models"]["m"]["fit"];
+  const auto& f_tiny = j_tiny["models"]["m"]["fit"];
+  EXPECT_EQ(f_off["clipped_steps"].get<double>(), 0.0);
+  EXPECT_EQ(f_big["clipped_steps"].get<double>(), 0.0);
+  EXPECT_EQ(j_off["models"]["m"]["metrics"], j_big["models"]["m"]["metrics"]);
+  EXPECT_EQ(read_npy(off / "out/models/m/alpha.npy"), read_npy(big / "out/models/m/alpha.npy"));
+  // The gradients here are far above 1e-3 (the reported pre-clipping maximum says so), so every step
+  // is clipped, and Adam's steps, normalised differently, give another fit.
+  EXPECT_GT(f_off["max_gradient_norm"].get<double>(), 1e-2);
+  EXPECT_EQ(f_tiny["clipped_steps"].get<double>(), f_tiny["iterations"].get<double>());
+  EXPECT_NE(f_tiny["stage1_validation_loss"].get<double>(), f_off["stage1_validation_loss"].get<double>());
+}
+
 TEST(Dkef, BadInputIsAConfigErrorNamingTheKey) {
   fs::path dir = test::temp_dir("dkef-bad");
   struct Case {
@@ -154,6 +205,8 @@ TEST(Dkef, BadInputIsAConfigErrorNamingTheKey) {
       {"type = \"gaussian\"\nsigma = 0.3", "type = \"deep\"\ncomponents = 0", "components"},
       {"stage2_steps = 10", "stage2_steps = 10\nstage2_memory_mb = -1", "stage2_memory_mb"},
       {"stage2_steps = 10", "stage2_steps = 10\nstage2_memory_mb = 0.5", "stage2_memory_mb"},
+      {"stage2_steps = 10", "stage2_steps = 10\ngradient_clip_norm = -1", "gradient_clip_norm"},
+      {"stage2_steps = 10", "stage2_steps = 10\neval_every = 0", "eval_every"},
       // kef 0.2 trained only λ with a kernel that cannot give the points' (or its own) gradients.
       {"type = \"gaussian\"\nsigma = 0.3", "type = \"imq\"", "gives no gradients for the inducing points"},
   };
