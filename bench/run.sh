@@ -216,3 +216,40 @@ echo "nystrom time ~ m^$(slope "$scale_dir/time_vs_m.csv" 0) over m = 25..400, m
   "$build/bin/kef" lineplot "m (n = 10000)=$scale_dir/time_vs_m.csv" --out "$scale_dir/time_vs_m.png" --log-x --log-y \
     --title "Nystrom fit time against m (D = 5, n = 10000)" --x-label m --y-label "seconds" >/dev/null &&
   echo "figures: $scale_dir/time_vs_n.png, $scale_dir/time_vs_m.png"
+
+echo "== MADE / MAF (plugins/flows) against ../shared/anchors/maf_torch.py: D=11, 10^4 training rows, [100, 100] tanh, minibatch 100, float64, Adam (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+"$build/bin/bench_flows" data "$work/flows" --n 10000 --D 11 --points 1000000 > /dev/null
+if [ -f "$anchors/maf_torch.py" ] && $py -c "import torch" 2>/dev/null; then
+  best_of3() {  # best seconds_per_epoch over 3 runs of a command
+    local best="" s
+    for rep in 1 2 3; do
+      s=$(val seconds_per_epoch <("$@"))
+      if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a<b)}'; then best=$s; fi
+    done
+    echo "$best"
+  }
+  for model in maf made; do
+    # kef trains minibatch after minibatch on one thread; each run reports the median of 3 epochs.
+    kef_s=$(best_of3 "$build/bin/bench_flows" epoch $model "$work/flows" --epochs 3)
+    a1=$(best_of3 $py "$anchors/maf_torch.py" "$work/flows/train.npy" --valid "$work/flows/valid.npy" \
+      --test "$work/flows/test.npy" --model $model --max-epochs 3 --threads 1)
+    a2=$(best_of3 $py "$anchors/maf_torch.py" "$work/flows/train.npy" --valid "$work/flows/valid.npy" \
+      --test "$work/flows/test.npy" --model $model --max-epochs 3 --threads 2)
+    awk -v k="$kef_s" -v a="$a1" -v b="$a2" -v m=$model 'BEGIN{f = a < b ? a : b;
+      printf "%s epoch: kef %.3f s, pytorch %.3f s (1 thread) / %.3f s (2 threads); ratio pytorch(faster)/kef = %.2fx (target >= 3x)\n", m, k, a, b, f/k}'
+  done
+  echo "== MAF log density and score at 10^6 points (randomly initialised, same architecture: 5 MADEs [100, 100] tanh; best of 3; anchor via bench/maf_torch_density.py)"
+  for t in 1 2; do
+    "$build/bin/bench_flows" density "$work/flows" --threads $t > "$work/flows_d$t.txt"
+    $py "$here/maf_torch_density.py" "$anchors" "$work/flows/train.npy" "$work/flows/points.npy" --threads $t \
+      > "$work/flows_t$t.txt"
+  done
+  for q in logp score; do
+    awk -v k1="$(val ${q}_points_per_second "$work/flows_d1.txt")" -v k2="$(val ${q}_points_per_second "$work/flows_d2.txt")" \
+        -v t1="$(val ${q}_points_per_second "$work/flows_t1.txt")" -v t2="$(val ${q}_points_per_second "$work/flows_t2.txt")" -v q=$q \
+      'BEGIN{k = k1 > k2 ? k1 : k2; t = t1 > t2 ? t1 : t2;
+        printf "maf %s: kef %.3g / %.3g points/s (1 / 2 threads), pytorch %.3g / %.3g; ratio kef(faster)/pytorch(faster) = %.2fx\n", q, k1, k2, t1, t2, k/t}'
+  done
+else
+  echo "PyTorch anchor not available (needs /usr/bin/python3 with torch and ../shared/anchors/maf_torch.py)"
+fi

@@ -7,6 +7,7 @@
 #include "kef/kmeans.hpp"
 #include "kef/number_text.hpp"
 #include "kef/parallel.hpp"
+#include "kef/vector_exp.hpp"
 
 namespace kef::baselines {
 
@@ -75,12 +76,13 @@ MixtureParameters weighted_gaussians(const Matrix& X, const Matrix& gamma, const
         return First{Vector::Zero(K), Matrix::Zero(K, D)};
       },
       [&](Index b, First& acc) {
-        for (Index i = b * kBlockRows; i < std::min(N, (b + 1) * kBlockRows); ++i)
-          for (Index k = 0; k < K; ++k) {
-            const double g = gamma(i, k);
-            acc.mass[k] += g;
-            for (Index d = 0; d < D; ++d) acc.sum(k, d) += g * X(i, d);
-          }
+        // Column by column over the block's rows (contiguous, vectorised dot products).
+        const Index r0 = b * kBlockRows, len = std::min(N, r0 + kBlockRows) - r0;
+        for (Index k = 0; k < K; ++k) {
+          const auto g = gamma.col(k).segment(r0, len);
+          acc.mass[k] += g.sum();
+          for (Index d = 0; d < D; ++d) acc.sum(k, d) += g.dot(X.col(d).segment(r0, len));
+        }
       },
       [](First& a, const First& b) {
         a.mass += b.mass;
@@ -103,16 +105,20 @@ MixtureParameters weighted_gaussians(const Matrix& X, const Matrix& gamma, const
       items, context.threads(),
       [&] { return std::vector<Matrix>(static_cast<std::size_t>(K), Matrix::Zero(D, D)); },
       [&](Index b, std::vector<Matrix>& acc) {
-        Vector diff(D);
-        for (Index i = b * kBlockRows; i < std::min(N, (b + 1) * kBlockRows); ++i)
-          for (Index k = 0; k < K; ++k) {
-            const double g = gamma(i, k);
-            if (g == 0.0) continue;
-            for (Index d = 0; d < D; ++d) diff[d] = X(i, d) - p.means(k, d);
-            Matrix& S = acc[static_cast<std::size_t>(k)];
-            for (Index c = 0; c < D; ++c)
-              for (Index r = c; r < D; ++r) S(r, c) += g * diff[r] * diff[c];
+        // Per component, the block's centred columns and their γ-weighted copies, then one dot product
+        // over the rows per entry of the lower triangle (contiguous, vectorised).
+        const Index r0 = b * kBlockRows, len = std::min(N, r0 + kBlockRows) - r0;
+        Matrix diff(len, D), weighted(len, D);
+        for (Index k = 0; k < K; ++k) {
+          const auto g = gamma.col(k).segment(r0, len).array();
+          for (Index d = 0; d < D; ++d) {
+            diff.col(d) = (X.col(d).segment(r0, len).array() - p.means(k, d)).matrix();
+            weighted.col(d) = (g * diff.col(d).array()).matrix();
           }
+          Matrix& S = acc[static_cast<std::size_t>(k)];
+          for (Index c = 0; c < D; ++c)
+            for (Index r = c; r < D; ++r) S(r, c) += weighted.col(c).dot(diff.col(r));
+        }
       },
       [](std::vector<Matrix>& a, const std::vector<Matrix>& b) {
         for (std::size_t k = 0; k < a.size(); ++k) a[k] += b[k];
@@ -141,14 +147,17 @@ double responsibilities(const GaussianMixtureModel& model, const Matrix& X, Matr
   const Index N = X.rows(), K = model.parameters().components();
   gamma.resize(N, K);
   Vector ell(N);
+  // Per block of rows: the N x K terms column-wise (log_terms), then the log-sum-exp of every row in
+  // one pass with kef::exp_array over the whole block: m = max_k t_k, e_k = exp(t_k − m),
+  // ℓ = m + log Σ e_k, γ_k = e_k / Σ e_k. Each row's result depends on that row only.
   parallel_for_chunks(N, kBlockRows, context.threads(), [&](Index begin, Index len) {
-    const Matrix T = model.log_terms(X.middleRows(begin, len));
-    for (Index i = 0; i < len; ++i) {
-      const double m = T.row(i).maxCoeff();
-      const double lse = m + std::log((T.row(i).array() - m).exp().sum());
-      ell[begin + i] = lse;
-      gamma.row(begin + i) = (T.row(i).array() - lse).exp();
-    }
+    Matrix T = model.log_terms(X.middleRows(begin, len));
+    const Vector m = T.rowwise().maxCoeff();
+    T.colwise() -= m;
+    exp_array(T.data(), T.data(), T.size());
+    const Vector sum = T.rowwise().sum();
+    for (Index i = 0; i < len; ++i) ell[begin + i] = m[i] + std::log(sum[i]);
+    gamma.middleRows(begin, len) = T.array().colwise() / sum.array();
   });
   double total = 0.0;
   for (Index i = 0; i < N; ++i) {

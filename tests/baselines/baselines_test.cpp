@@ -177,6 +177,57 @@ TEST(Gmm, EmIncreasesTheLogLikelihoodAtEveryIteration) {
   }
 }
 
+// The E-step's fast path (log_terms column-wise over rows, then the block log-sum-exp with exp_array in
+// responsibilities) against brute force: every term against log π_k + log N(x; μ_k, Σ_k) from Eigen's
+// own Cholesky and triangular solve, row by row, and the row log-likelihoods and responsibilities
+// against log_unnormalized (the per-row path) and exp(t_k − ℓ); K = 16 full covariances in D = 3, and
+// more rows than one block (256) so block edges are crossed.
+TEST(Gmm, BlockedEStepMatchesTheRowByRowDensity) {
+  const Index K = 16, D = 3, N = 700;
+  RandomStream rng(21, "estep");
+  baselines::MixtureParameters p;
+  p.weights = Vector::Constant(K, 0.0);
+  p.means = 2.0 * rng.normal_matrix(K, D);
+  for (Index k = 0; k < K; ++k) {
+    p.weights[k] = 0.5 + rng.uniform();
+    const Matrix A = rng.normal_matrix(D, D);
+    p.covariances.push_back(A * A.transpose() + 0.1 * Matrix::Identity(D, D));
+  }
+  p.weights /= p.weights.sum();
+  const GaussianMixtureModel model("gmm", p);
+  const Matrix X = 2.5 * rng.normal_matrix(N, D);
+  const Matrix T = model.log_terms(X);
+  double worst = 0.0;
+  for (Index k = 0; k < K; ++k) {
+    const Eigen::LLT<Matrix> llt(p.covariances[static_cast<std::size_t>(k)]);
+    const Matrix L = llt.matrixL();
+    const double c =
+        std::log(p.weights[k]) - 0.5 * D * std::log(2 * std::numbers::pi) - L.diagonal().array().log().sum();
+    for (Index i = 0; i < N; ++i) {
+      const Vector z = L.triangularView<Eigen::Lower>().solve((X.row(i) - p.means.row(k)).transpose());
+      const double ref = c - 0.5 * z.squaredNorm();
+      worst = std::max(worst, std::abs(T(i, k) - ref) / (1.0 + std::abs(ref)));
+    }
+  }
+  EXPECT_LT(worst, 1e-14);
+  Matrix gamma;
+  const Context context(3, 2);
+  const double total = baselines::responsibilities(model, X, gamma, context);
+  const Vector ell = model.log_unnormalized(X);
+  EXPECT_NEAR(total, ell.sum(), 1e-12 * std::abs(ell.sum()));
+  double worst_gamma = 0.0;
+  for (Index i = 0; i < N; ++i) {
+    EXPECT_NEAR(gamma.row(i).sum(), 1.0, 1e-14) << "row " << i;
+    for (Index k = 0; k < K; ++k)
+      worst_gamma = std::max(worst_gamma, std::abs(gamma(i, k) - std::exp(T(i, k) - ell[i])));
+  }
+  EXPECT_LT(worst_gamma, 1e-13);
+  // The blocks are fixed, so the thread count changes nothing.
+  Matrix gamma1;
+  EXPECT_EQ(baselines::responsibilities(model, X, gamma1, Context(3, 1)), total);
+  EXPECT_EQ(gamma1, gamma);
+}
+
 TEST(Gmm, BicAndValidationChooseTheNumberOfComponents) {
   const Matrix X = clusters_2d(1800, 3, 1.5);  // well separated
   const Matrix V = clusters_2d(600, 4, 1.5);

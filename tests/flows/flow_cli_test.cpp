@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "kef/npy.hpp"
+#include "kef/random.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -79,6 +80,42 @@ TEST(FlowCli, NoValidationSplitExitsTwoBeforeFitting) {
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(test::contains(r.output, "validation")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "out" / "results.json"));
+}
+
+// A facet the flows lack: target columns ask for a conditional density p(y | x), which no flow fits;
+// the run stops before any fit, exit 2, naming `targets` (issue 14's bad-input clause).
+TEST(FlowCli, TargetColumnsAskForAFacetTheFlowsLackExitTwo) {
+  const fs::path dir = test::temp_dir("flows-cli-targets");
+  RandomStream rng(6, "csv");
+  std::string csv = "a,b,c\n";
+  for (int i = 0; i < 300; ++i)
+    csv += std::to_string(rng.normal()) + "," + std::to_string(rng.normal()) + "," +
+           std::to_string(rng.normal()) + "\n";
+  test::write_file(dir, "data.csv", csv);
+  for (const char* kind : {"made", "made_mog", "maf", "maf_mog", "real_nvp"}) {
+    const std::string text = std::string(R"(schema_version = 1
+seed = 4
+[data]
+type = "file"
+path = "data.csv"
+split = { test = 50, validation = 50 }
+targets = ["c"]
+[[model]]
+name = "m"
+[model.estimator]
+type = ")") + kind + R"("
+hidden_units = [8]
+max_epochs = 2
+[[evaluate]]
+type = "log_likelihood"
+)";
+    const fs::path cfg = test::write_file(dir, "p.toml", text);
+    auto r = test::kef_cmd("run " + cfg.string() + " --output " + (dir / "out").string() + " --quiet");
+    EXPECT_EQ(r.status, 2) << kind << ": " << r.output;
+    EXPECT_TRUE(test::contains(r.output, "data.targets")) << kind << ": " << r.output;
+    EXPECT_TRUE(test::contains(r.output, "conditional density")) << kind << ": " << r.output;
+    EXPECT_FALSE(fs::exists(dir / "out" / "results.json")) << kind;
+  }
 }
 
 }  // namespace

@@ -154,6 +154,51 @@ TEST(FlowEstimator, OneDimensionalDataIsHandled) {
             maf.model->log_unnormalized(test_rows).mean() + 0.3);
 }
 
+// The kinds the test above leaves out on D = 1: a MADE's hidden units see no input (degree 0), so made
+// is a Gaussian and made_mog a mixture; a Real NVP coupling layer of D = 1 is either the identity
+// (mask 1) or an affine map whose scale and shift nets see only zeros (mask 0), so the flow is a
+// Gaussian. Each is an exact density (quadrature), and the Gaussian ones have a log density that is
+// exactly quadratic in x (constant second differences).
+TEST(FlowEstimator, OneDimensionalMadeMadeMogAndRealNvpAreExactDensities) {
+  RandomStream rng(13, "bimodal-1d");
+  auto bimodal = [&](Index n) {
+    Matrix X = rng.normal_matrix(n, 1) * 0.5;
+    for (Index i = 0; i < n; ++i) X(i, 0) += (rng.uniform() < 0.5 ? -2.0 : 2.0);
+    return X;
+  };
+  const Matrix train = bimodal(600), valid = bimodal(200);
+  const Index G = 20000;
+  Matrix x(G, 1);
+  for (Index i = 0; i < G; ++i) x(i, 0) = -20 + (i + 0.5) * 40.0 / G;
+  struct Case {
+    std::string keys;
+    bool gaussian;
+  } cases[] = {
+      {"type = \"made\"\nhidden_units = [8]\nmax_epochs = 5", true},
+      {"type = \"made_mog\"\nhidden_units = [8]\ncomponents = 3\nmax_epochs = 20\nlearning_rate = 1e-2",
+       false},
+      {"type = \"real_nvp\"\nhidden_units = [8]\nlayers = 2\nbatch_norm = false\nmax_epochs = 5", true},
+  };
+  for (const auto& c : cases) {
+    const Fitted f = fit(c.keys, train, valid);
+    const Vector lp = f.model->log_unnormalized(x);
+    ASSERT_TRUE(lp.allFinite()) << c.keys;
+    EXPECT_NEAR(lp.array().exp().sum() * 40.0 / G, 1.0, 1e-6) << c.keys;
+    const Matrix s = f.model->score(x.topRows(5));
+    EXPECT_TRUE(s.allFinite()) << c.keys;
+    if (c.gaussian) {
+      // log p = a + b x + c x²: every second difference on the uniform grid is 2c h².
+      const Index step = 1000;
+      const double h = 40.0 * step / G;
+      const double second = lp[2 * step] - 2 * lp[step] + lp[0];
+      for (Index i = 0; i + 2 * step < G; i += step)
+        EXPECT_NEAR(lp[i + 2 * step] - 2 * lp[i + step] + lp[i], second, 1e-9 * (1 + std::abs(second)))
+            << c.keys << " at " << x(i, 0) << " (h " << h << ")";
+      EXPECT_LT(second, 0.0) << c.keys;
+    }
+  }
+}
+
 std::string config_error(const std::string& keys, const Matrix& train, const Matrix& valid) {
   return test::message_of<ConfigError>([&] { fit(keys, train, valid); });
 }

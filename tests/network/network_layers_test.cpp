@@ -3,10 +3,10 @@
 // differences; the value-only path against the taped one; batch norm in both modes; errors.
 #include <gtest/gtest.h>
 
-#include <limits>
-
 #include <cmath>
+#include <cstdio>
 #include <functional>
+#include <limits>
 
 #include "kef/error.hpp"
 #include "kef/network/activation.hpp"
@@ -193,6 +193,66 @@ TEST(NetworkLayers, ActivationDerivativesMatchCentralDifferences) {
   EXPECT_EQ(s[1], 0.5);
   EXPECT_EQ(activation_from_name("relu"), ActivationKind::relu);
   EXPECT_THROW(activation_from_name("swish"), Error);
+}
+
+// Ulps between two finite doubles of the same sign (0 when equal).
+double ulp_distance(double a, double b) {
+  if (a == b) return 0.0;
+  const double lo = std::min(std::abs(a), std::abs(b)), hi = std::max(std::abs(a), std::abs(b));
+  if ((a < 0) != (b < 0)) return std::numeric_limits<double>::infinity();
+  double steps = 0.0;
+  for (double x = lo; x < hi && steps < 1e6; x = std::nextafter(x, hi)) ++steps;
+  return steps;
+}
+
+// The vectorised tanh (activation.cpp: kef::exp_array above |t| = 0.4, an odd series below) against
+// std::tanh element by element: a dense sweep of [-25, 25] crossing the branch point, both sides of
+// 0.4 to the ulp, tiny and subnormal values, ±0, the saturated range, ±inf and NaN, in chunks of
+// every length mod 256 (the kernel's chunk). Bound: 4 ulp (observed maximum printed).
+TEST(NetworkLayers, VectorisedTanhMatchesStdTanhWithinFourUlp) {
+  std::vector<double> t;
+  for (int i = -250000; i <= 250000; ++i) t.push_back(i * 1e-4);
+  for (double x = 1e-300; x < 1.0; x *= 1.37) {
+    t.push_back(x);
+    t.push_back(-x);
+  }
+  for (double b : {0.4, -0.4}) {
+    double up = b, down = b;
+    for (int k = 0; k < 64; ++k) {
+      t.push_back(up = std::nextafter(up, 1e9));
+      t.push_back(down = std::nextafter(down, -1e9));
+    }
+  }
+  for (double x : {0.0, -0.0, 4.9e-324, -4.9e-324, 2.2250738585072014e-308, 18.0, 19.06, 19.1, 20.0, 354.0,
+                   710.0, 1e300, -1e300, -19.1})
+    t.push_back(x);
+  const Index n = static_cast<Index>(t.size());
+  Vector s(n), d1(n);
+  activate(ActivationKind::tanh, t.data(), n, 1, s.data(), d1.data(), nullptr, nullptr);
+  double worst = 0.0, worst_at = 0.0;
+  for (Index i = 0; i < n; ++i) {
+    const double x = t[static_cast<std::size_t>(i)], ref = std::tanh(x);
+    ASSERT_EQ(std::signbit(s[i]), std::signbit(ref)) << "tanh(" << x << ")";
+    const double u = ulp_distance(s[i], ref);
+    if (u > worst) worst = u, worst_at = x;
+    ASSERT_LE(u, 4.0) << "tanh(" << x << ") = " << s[i] << ", std::tanh " << ref;
+    ASSERT_EQ(d1[i], 1.0 - s[i] * s[i]);
+  }
+  std::printf("vectorised tanh: max %g ulp from std::tanh (at %.17g) over %ld points\n", worst, worst_at,
+              static_cast<long>(n));
+  // Every chunk length and offset (the kernel works in chunks of 256 and must not read past n).
+  for (Index len : {Index(1), Index(3), Index(255), Index(256), Index(257), Index(1000)}) {
+    Vector part(len);
+    activate(ActivationKind::tanh, t.data() + 1000, len, 0, part.data(), nullptr, nullptr, nullptr);
+    for (Index i = 0; i < len; ++i) EXPECT_EQ(part[i], s[1000 + i]);
+  }
+  const double special[] = {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                            std::numeric_limits<double>::quiet_NaN()};
+  double out[3];
+  activate(ActivationKind::tanh, special, 3, 0, out, nullptr, nullptr, nullptr);
+  EXPECT_EQ(out[0], 1.0);
+  EXPECT_EQ(out[1], -1.0);
+  EXPECT_TRUE(std::isnan(out[2]));
 }
 
 Network batch_norm_net() {

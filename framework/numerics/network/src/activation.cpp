@@ -105,10 +105,72 @@ void sigmoid(const double* t, Index n, int derivs, double* s, double* d1, double
   }
 }
 
+// The Maclaurin coefficients of tanh, 2^{2k}(2^{2k} − 1) B_{2k}/(2k)! for x^{2k−1}, k = 1..16 (B: the
+// Bernoulli numbers). On |x| < kTanhSeriesBelow (x² < 0.16) the omitted tail is below 2^-56 relative.
+constexpr double kTanhSeriesBelow = 0.4;
+constexpr double kTanhSeries[16] = {
+    1.0,
+    -0.33333333333333331,
+    0.13333333333333333,
+    -0.053968253968253971,
+    0.021869488536155203,
+    -0.0088632355299021973,
+    0.0035921280365724811,
+    -0.0014558343870513183,
+    0.00059002744094558595,
+    -0.00023912911424355248,
+    9.6915379569294509e-05,
+    -3.9278323883316833e-05,
+    1.5918905069328964e-05,
+    -6.4516892156554306e-06,
+    2.6147711512907546e-06,
+    -1.0597268320104654e-06,
+};
+
+// tanh on contiguous arrays through kef::exp_array instead of one std::tanh call per element (~30 ns
+// each, a quarter of a MAF training epoch): with e = e^{−2|x|}, tanh x = sign(x)·(1 − e)/(1 + e) for
+// |x| ≥ 0.4 (e ≤ 0.45, so 1 − e loses under one bit), and the odd series above below 0.4, where
+// 1 − e would cancel. Both branches are computed for every element so the loop vectorises; e = 0 for
+// large |x| gives ±1 exactly, NaN stays NaN. Within 4 ulp of std::tanh (tests/network, brute force).
+// y may be x.
+void tanh_values(const double* x, double* y, Index n) {
+  constexpr Index kChunk = 256;
+  alignas(64) double e[kChunk];
+  for (Index i0 = 0; i0 < n; i0 += kChunk) {
+    const Index len = std::min(kChunk, n - i0);
+    const double* xi = x + i0;
+    double* yi = y + i0;
+    for (Index i = 0; i < len; ++i) e[i] = -2.0 * std::abs(xi[i]);
+    exp_array(e, e, len);
+    for (Index i = 0; i < len; ++i) {
+      const double a = std::abs(xi[i]), w = a * a;
+      // Horner written out: a loop over the coefficients would stop the outer loop vectorising.
+      double p = multiply_add(kTanhSeries[15], w, kTanhSeries[14]);
+      p = multiply_add(p, w, kTanhSeries[13]);
+      p = multiply_add(p, w, kTanhSeries[12]);
+      p = multiply_add(p, w, kTanhSeries[11]);
+      p = multiply_add(p, w, kTanhSeries[10]);
+      p = multiply_add(p, w, kTanhSeries[9]);
+      p = multiply_add(p, w, kTanhSeries[8]);
+      p = multiply_add(p, w, kTanhSeries[7]);
+      p = multiply_add(p, w, kTanhSeries[6]);
+      p = multiply_add(p, w, kTanhSeries[5]);
+      p = multiply_add(p, w, kTanhSeries[4]);
+      p = multiply_add(p, w, kTanhSeries[3]);
+      p = multiply_add(p, w, kTanhSeries[2]);
+      p = multiply_add(p, w, kTanhSeries[1]);
+      const double series = multiply_add(a * w, p, a);  // a·(1 + w·p)
+      const double ratio = (1.0 - e[i]) / (1.0 + e[i]);
+      yi[i] = std::copysign(a < kTanhSeriesBelow ? series : ratio, xi[i]);
+    }
+  }
+}
+
 void tanh_(const double* t, Index n, int derivs, double* s, double* d1, double* d2, double* d3) {
+  tanh_values(t, s, n);
+  if (derivs == 0) return;
   for (Index i = 0; i < n; ++i) {
-    const double y = std::tanh(t[i]), g = 1.0 - y * y;
-    s[i] = y;
+    const double y = s[i], g = 1.0 - y * y;
     if (derivs >= 1) d1[i] = g;
     if (derivs >= 2) d2[i] = -2.0 * y * g;
     if (derivs >= 3) d3[i] = -2.0 * g * (1.0 - 3.0 * y * y);
