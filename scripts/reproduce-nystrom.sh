@@ -7,7 +7,7 @@
 # ([tune]), over several seeds.
 #
 #   scripts/reproduce-nystrom.sh [--quick] [--out DIR] [--threads N] [--seeds S,S,...] [--dims D,D,...]
-#                                [--sizes N,N,...] [--max-full K] [--target grid|rings] [KEF]
+#                                [--sizes N,N,...] [--max-full K] [--target grid|rings] [--collect] [KEF]
 #
 #   KEF          the kef executable (default: build/bin/kef of this repository)
 #   --out DIR    where the runs go (default: runs/nystrom-reproduction)
@@ -19,6 +19,8 @@
 #                with radial noise 0.1 in the first two coordinates, N(0, 0.1²) in the others, and
 #                a q0 and bandwidth grid scaled to the rings (q0 = N(0, 6² I), σ in 0.25 … 2)
 #   --threads N  passed to kef run (results do not depend on it)
+#   --collect    run nothing: collect the table, CSVs and figure from the runs already in DIR (a study
+#                stopped part-way; a cell over fewer seeds than listed says how many)
 #   --quick      smoke test: D = 2, n = 100 and 200, two seeds, 200 test rows, a 2 x 2 tuning grid;
 #                the numbers mean nothing, the runs, the table and the figures are exercised
 #
@@ -28,13 +30,14 @@
 # Stops, naming the run, as soon as one fails.
 set -euo pipefail
 
-usage() { sed -n '9,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '9,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "reproduce-nystrom: $*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kef="$repo/build/bin/kef"
 out="runs/nystrom-reproduction"
 quick=0
+collect=0
 threads=()
 seeds=1,2,3
 dims=2,5
@@ -48,6 +51,7 @@ list_arg() {  # list_arg NAME VALUE: a comma-separated list of positive integers
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
+    --collect) collect=1 ;;
     --out) [ $# -ge 2 ] || usage; out="$2"; shift ;;
     --threads) [ $# -ge 2 ] || usage; threads=(--threads "$2"); shift ;;
     --seeds) [ $# -ge 2 ] || usage; list_arg --seeds "$2"; seeds="$2"; shift ;;
@@ -107,6 +111,7 @@ IFS=, read -r -a seed_list <<< "$seeds"
 IFS=, read -r -a dim_list <<< "$dims"
 IFS=, read -r -a size_list <<< "$sizes"
 for d in "${dim_list[@]}"; do
+  [ "$collect" -eq 0 ] || break
   for n in "${size_list[@]}"; do
     validation=$(( n / 4 > 100 ? n / 4 : 100 ))
     total=$(( n + validation + test_rows ))
@@ -183,7 +188,8 @@ for d in dims:
             if size is None:
                 cfg = runs[0]["config"]["model"][0]["estimator"]
                 size = cfg.get("inducing_points", n * d)
-            cells.append(f"{spread(J)} / {spread(T)} [{int(size)}]")
+            few = f" ({len(runs)} seed{'s' if len(runs) > 1 else ''})" if len(runs) < len(seeds) else ""
+            cells.append(f"{spread(J)} / {spread(T)} [{int(size)}]{few}")
             curves[key].append((n, J, T))
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
     lines.append("")
