@@ -194,7 +194,7 @@ def spread(xs):
     mean = statistics.fmean(xs)
     sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
     if sd == 0 or not math.isfinite(sd):
-        return f"{mean:.3g}"
+        return f"{mean:.4g}"
     decimals = max(0, 1 - math.floor(math.log10(sd)))
     if abs(mean) < 1e-2 or abs(mean) >= 1e5:
         return f"{mean:.2e} ± {sd:.1e}"
@@ -259,7 +259,9 @@ with open(os.path.join(out, "figure3.csv"), "w", newline="") as fh:
 PY
 mv "$out/table.md.tmp" "$out/table.md"
 
-"$kef" barplot "$out/figure3.csv" --out "$out/figure3.png" --columns 3 \
+# Figure 3's layout: a row per metric, a column per data set (those with a finished run).
+ncols=$(tail -n +2 "$out/summary.csv" | cut -d, -f1 | sort -u | wc -l)
+"$kef" barplot "$out/figure3.csv" --out "$out/figure3.png" --columns "$ncols" \
   --title "DKEF Figure 3 on real data (kef): bar = mean over seeds, dots = seeds" \
   || die "kef barplot failed"
 echo "reproduce-dkef-real: wrote $out/table.md, $out/summary.csv, $out/figure3.png"
