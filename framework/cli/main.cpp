@@ -1,4 +1,4 @@
-// The kef command: run, validate, plugins, score, eval, sample, montage, lineplot, test.
+// The kef command: run, validate, plugins, score, eval, sample, montage, lineplot, barplot, test.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +18,7 @@
 #include "cli_support.hpp"
 #include "kef/allocator.hpp"
 #include "kef/bandwidth_rule.hpp"
+#include "kef/bar_plot.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/hmc.hpp"
@@ -484,6 +485,16 @@ int cmd_lineplot(const std::vector<std::string>& specs, const std::string& out,
   return 0;
 }
 
+// `kef barplot FILE.csv --out FIG.png`: the long table (panel, bar, value) is read and checked before
+// the figure is drawn, and the PNG appears only when complete.
+int cmd_barplot(const std::string& csv, const std::string& out, const kef::BarPlotOptions& options) {
+  const std::vector<kef::BarPanel> panels = kef::read_bar_panels(csv);
+  kef::BarPlotResult r = kef::write_bar_plot(out, panels, options);
+  for (const auto& n : r.notes) std::cerr << "[kef] note: " << n << "\n";
+  std::cerr << "[kef] wrote " << r.width << " x " << r.height << " pixels to " << out << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -600,6 +611,27 @@ int main(int argc, char** argv) {
       ->check(integer_in(100, 4000));
   lineplot->add_option("--height", lineplot_options.height, "plotting area height in pixels (default 360)")
       ->check(integer_in(100, 4000));
+  std::string barplot_csv, barplot_out;
+  kef::BarPlotOptions barplot_options;
+  auto* barplot = app.add_subcommand(
+      "barplot",
+      "Draw a grid of bar charts, a bar per group at its mean and a dot per value, from a CSV "
+      "with columns panel, bar, value");
+  barplot->add_option("csv", barplot_csv, "FILE.csv: one row per value (columns panel, bar, value)")
+      ->required();
+  barplot->add_option("--out", barplot_out, "output PNG")->required();
+  barplot->add_option("--title", barplot_options.title, "title above the panels");
+  barplot->add_option("--footnote", barplot_options.footnote, "text below the figure");
+  barplot->add_option("--columns", barplot_options.columns, "panels per row (default 3)")
+      ->check(integer_in(1, 100));
+  barplot
+      ->add_option("--width", barplot_options.panel_width,
+                   "each panel's plotting width in pixels (default 300)")
+      ->check(integer_in(60, 4000));
+  barplot
+      ->add_option("--height", barplot_options.panel_height,
+                   "each panel's plotting height in pixels (default 200)")
+      ->check(integer_in(60, 4000));
   KernelTestFlags kernel_test_flags;
   CausalFlags causal_flags;
   KernelTestCommand kernel_test = add_kernel_test_command(app, kernel_test_flags, causal_flags, threads);
@@ -638,6 +670,7 @@ int main(int argc, char** argv) {
     if (eval->parsed() && !eval_out.empty()) check_output_file("--out", eval_out);
     if (montage->parsed()) check_output_file("--out", montage_out);
     if (lineplot->parsed()) check_output_file("--out", lineplot_out);
+    if (barplot->parsed()) check_output_file("--out", barplot_out);
     if (run->parsed()) {
       kef::RunOptions opts;
       opts.overrides = overrides;
@@ -667,6 +700,7 @@ int main(int argc, char** argv) {
       return finish(0);
     }
     if (lineplot->parsed()) return finish(cmd_lineplot(lineplot_series, lineplot_out, lineplot_options));
+    if (barplot->parsed()) return finish(cmd_barplot(barplot_csv, barplot_out, barplot_options));
     if (kernel_test.causal->parsed()) return finish(cmd_causal(registry, causal_flags, threads));
     if (kernel_test.witness->parsed()) return finish(cmd_witness(witness_flags, threads));
     if (kernel_test.test->parsed())

@@ -200,6 +200,35 @@ TEST(Preprocessing, StatisticsRowsLimitTheWhiteningRows) {
   EXPECT_THROW(prepare(data_table(dir, {"a", "b"}, X, "whiten = true\nstatistics_rows = 1")), ConfigError);
 }
 
+// Columns in very different units (Parkinsons: variances from 1e-9 to 1e3) are not collinear: kef
+// 0.3 refused them as "singular" because it compared C's eigenvalues with 1e-12 times the largest.
+// The map must still be C^{-1/2}: symmetric, and whitening the training rows to 1e-9.
+TEST(Preprocessing, WhitenAcceptsColumnsOfVeryDifferentScales) {
+  const fs::path dir = test::temp_dir("pre-graded");
+  Matrix X = normal_rows(400, 3, "graded");
+  X.col(1) = 0.6 * X.col(0) + 0.8 * X.col(1);
+  X.col(2) = 0.3 * X.col(1) + X.col(2);
+  X.col(0) *= 3e-5;  // variance ~1e-9
+  X.col(2) *= 50.0;  // variance ~3e3: C's eigenvalues spread over ~1e12
+  const Dataset d =
+      prepare(data_table(dir, {"a", "b", "c"}, X, "whiten = true\nshuffle = false\nsplit = { test = 50 }"));
+  const Matrix c = d.train.rowwise() - d.train.colwise().mean();
+  EXPECT_LT((c.transpose() * c / static_cast<double>(d.train.rows()) - Matrix::Identity(3, 3)).norm(), 1e-9);
+  // The same rows whitened from their raw values: A X_c must equal the transformed rows, with A
+  // symmetric positive definite (which makes it the unique ZCA map C^{-1/2}).
+  const Matrix raw = X.topRows(d.train.rows());
+  const Matrix raw_c = raw.rowwise() - raw.colwise().mean();
+  const Matrix A = raw_c.colPivHouseholderQr().solve(c);  // c = raw_c A^T (exactly: A^T)
+  EXPECT_LT((A - A.transpose()).norm() / A.norm(), 1e-8);
+  EXPECT_GT(Eigen::SelfAdjointEigenSolver<Matrix>(A).eigenvalues().minCoeff(), 0.0);
+  // Truly collinear columns are still refused, whatever their scale.
+  Matrix Y = X;
+  Y.col(2) = 1e4 * Y.col(0) - 2.0 * Y.col(1);
+  EXPECT_THROW(
+      prepare(data_table(dir, {"a", "b", "c"}, Y, "whiten = true\nshuffle = false\nsplit = { test = 50 }")),
+      DataError);
+}
+
 TEST(Preprocessing, StepsThatWouldFalsifyAnExactDensityAreRefused) {
   for (const char* keys : {"dequantize = true", "drop_correlated = 0.98", "exclude = [\"x0\"]"}) {
     Config data = test::config_from(std::string("type = \"synthetic/banana\"\nn = 200\n") + keys);

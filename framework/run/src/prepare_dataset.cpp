@@ -348,14 +348,33 @@ Index statistics_row_count(const Config& data, Index train_rows) {
 }
 
 // The symmetric whitening map C^{-1/2} of a covariance (of all columns, or of one role's block).
+// Singularity is judged on the correlation matrix R = S^{-1} C S^{-1} (S = diag(sd)), so that columns
+// of very different units (Parkinsons: a jitter in 1e-5 s beside a test time in days, variances 1e-9
+// and 3e3) are not mistaken for collinear ones. When C's own eigenvalues spread over more than 1e8,
+// the symmetric eigensolver's absolute error (eps·|C|) would swamp the small ones, so the map is built
+// from R instead: A0 = Λ^{-1/2} Qᵀ S^{-1} (R = QΛQᵀ) whitens, and C^{-1/2} = (A0ᵀA0)^{1/2} is its
+// polar factor V Σ Vᵀ (A0 = UΣVᵀ), which a Jacobi SVD computes to relative accuracy for a
+// column-scaled A0.
 Matrix whitening_map(const Matrix& cov, const Config& data, const std::string& block) {
+  const auto singular = [&] {
+    return DataError(data.where("whiten") + ": the training covariance" +
+                     (block.empty() ? std::string() : " of the " + block) +
+                     " is singular; drop collinear columns");
+  };
+  const Vector sd = cov.diagonal().cwiseMax(0.0).cwiseSqrt();
+  if (!(sd.minCoeff() > 0)) throw singular();
+  const Vector inv_sd = sd.cwiseInverse();
+  const Matrix R = inv_sd.asDiagonal() * cov * inv_sd.asDiagonal();
+  Eigen::SelfAdjointEigenSolver<Matrix> er(R);
+  if (er.eigenvalues().minCoeff() <= 1e-12 * std::max(1.0, er.eigenvalues().maxCoeff())) throw singular();
   Eigen::SelfAdjointEigenSolver<Matrix> es(cov);
-  if (es.eigenvalues().minCoeff() <= 1e-12 * std::max(1.0, es.eigenvalues().maxCoeff()))
-    throw DataError(data.where("whiten") + ": the training covariance" +
-                    (block.empty() ? std::string() : " of the " + block) +
-                    " is singular; drop collinear columns");
-  return es.eigenvectors() * es.eigenvalues().cwiseInverse().cwiseSqrt().asDiagonal() *
-         es.eigenvectors().transpose();
+  if (es.eigenvalues().minCoeff() > 1e-8 * es.eigenvalues().maxCoeff())
+    return es.eigenvectors() * es.eigenvalues().cwiseInverse().cwiseSqrt().asDiagonal() *
+           es.eigenvectors().transpose();
+  const Matrix A0 = er.eigenvalues().cwiseInverse().cwiseSqrt().asDiagonal() * er.eigenvectors().transpose() *
+                    inv_sd.asDiagonal();
+  Eigen::JacobiSVD<Matrix, Eigen::ColPivHouseholderQRPreconditioner> svd(A0, Eigen::ComputeFullV);
+  return svd.matrixV() * svd.singularValues().asDiagonal() * svd.matrixV().transpose();
 }
 
 // A caller's matrix as a source's rows: the checks a data file gets (finite values, one name per
