@@ -31,13 +31,16 @@ struct Fit {
 };
 
 Fit fit(const Matrix& X, const Matrix& Z, int threads, Registry& reg) {
+  // KEF_BENCH_CHUNK_ROWS overrides the accumulation's chunk size (rows per block), to study its effect.
+  DerivativeAccumulateOptions ao;
+  if (const char* c = std::getenv("KEF_BENCH_CHUNK_ROWS")) ao.chunk_rows = std::atol(c);
   auto kernel = reg.make_kernel(Config::parse_string("type = \"gaussian\"\nsigma = 2.0", "bench"), {});
   auto base = reg.make_base_measure(Config::parse_string("type = \"gaussian\"\nstd = 3.0", "bench"), {});
   DerivativeBasis basis;
   basis.points = Z;
   basis.orders = {1};
   auto t0 = Clock::now();
-  DerivativeSystem sys = accumulate_derivative_system(*kernel, *base, X, basis, {}, Context(1, threads));
+  DerivativeSystem sys = accumulate_derivative_system(*kernel, *base, X, basis, ao, Context(1, threads));
   DerivativeSolveOptions so;
   so.lambda = 1e-3;
   DerivativeSolution sol = solve_derivative_system(sys, so);

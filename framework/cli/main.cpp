@@ -411,6 +411,9 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
   if (!quiet) {
     if (diag.ran)
       std::cerr << "[kef] " << diag.summary() << "\n";
+    else if (diag.approximate)
+      std::cerr << "[kef] drawn with the model's approximate sampler: draws from its learned q, not exact "
+                   "draws from the model's density\n";
     else
       std::cerr << "[kef] drawn with the model's exact sampler\n";
   }

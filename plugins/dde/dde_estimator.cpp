@@ -105,7 +105,7 @@ void DdeEstimator::check(const DataShape& data) const {
 }
 
 std::optional<FacetSet> DdeEstimator::facets() const {
-  return FacetSet{Facet::LogDensity, Facet::Score, Facet::Laplacian, Facet::Sampler};
+  return FacetSet{Facet::LogDensity, Facet::Score, Facet::Laplacian, Facet::ApproximateSampler};
 }
 
 ModelPtr DdeEstimator::fit(const FitInput& in) {

@@ -22,7 +22,7 @@ DdeModel::DdeModel(KernelExpansion f, double lambda, Architecture arch, network:
 }
 
 FacetSet DdeModel::facets() const {
-  return FacetSet{Facet::LogDensity, Facet::Score, Facet::Laplacian, Facet::Sampler};
+  return FacetSet{Facet::LogDensity, Facet::Score, Facet::Laplacian, Facet::ApproximateSampler};
 }
 
 std::vector<bool> DdeModel::in_support(const Matrix& X) const {

@@ -12,7 +12,7 @@ void register_dde(kef::PluginRegistrar& r) {
       "with a learned sampler";
   est.reference = "Dai, Dai, Gretton, Song, Schuurmans, He 2019 (AISTATS); docs/math.md §16";
   est.keys = kef::dde::dde_options().keys();
-  est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian, kef::Facet::Sampler};
+  est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian, kef::Facet::ApproximateSampler};
   r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts&, const kef::BuildContext&) {
     return std::make_unique<kef::dde::DdeEstimator>(cfg);
   });

@@ -432,7 +432,11 @@ NormalizerEstimate LikelihoodEvaluator::estimate_ais(const EvalInput& in, const 
                      number_text(pilot.mean_acceptance) + ", " + steps + "): log Ẑ = " + number_text(e.log_z) + " ± " +
                      number_text(e.stderr_log_z) + ", ESS " + number_text(e.ess) + ", " + std::to_string(fwd.divergences) +
                      " divergent transitions, " + number_text(fwd.seconds) + " s";
-  if (bidirectional_ && in.model.can_sample()) {
+  const bool exact_sampler = in.model.can_sample() && in.model.facets().has(Facet::Sampler);
+  if (bidirectional_ && !exact_sampler && in.model.can_sample())
+    note += "; reverse AIS skipped: the model's sampler is approximate (" +
+            FacetSet(Facet::ApproximateSampler).text() + "), and only exact draws bound log Z from above";
+  if (bidirectional_ && exact_sampler) {
     // Reverse AIS from exact samples: E w_rev = 1/Z, so −log mean w_rev is a stochastic upper bound,
     // the forward estimate a stochastic lower bound; together they bracket log Z.
     RandomStream exact_rng = in.context.rng().derive("ais_exact");

@@ -96,7 +96,7 @@ void MmdEvaluator::check(const DataShape& data) const {
 }
 
 void MmdEvaluator::check_model(const DataShape& data, const PlannedModel& model) const {
-  if (!model.facets || model.facets->has(Facet::Sampler)) return;
+  if (!model.facets || model.facets->has(Facet::Sampler) || model.facets->has(Facet::ApproximateSampler)) return;
   if (init_from_train_) {
     if (data.train_rows == 0) sites_.fail("hmc_init", "the training split is empty; use \"base_measure\"");
   } else if (!model.facets->has(Facet::BaseMeasureRatio)) {
@@ -149,7 +149,14 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   std::ostringstream summary;
   summary << "mmd: mmd2 = " << number_text(t.mmd2, 4) << (permutations_ > 0 ? ", p = " + number_text(t.p_value, 4) : "") << " ("
           << n << " model samples vs " << Y.rows() << " " << split_ << " rows, sigma = " << number_text(sigma, 4) << ")";
-  if (!diag.ran) {
+  if (!diag.ran && diag.approximate) {
+    // The number describes the sampler network, not the density: say so wherever it is read.
+    r.metrics.emplace_back("sampler_approximate", 1.0);
+    const std::string w = "model samples from the approximate sampler of model " + in.model_name +
+                          " (draws from its learned q, not from p~): mmd2 measures the sampler, not the density";
+    r.notes.push_back("warning: " + w);
+    summary << "; WARNING " << w;
+  } else if (!diag.ran) {
     r.notes.push_back("model samples from the model's exact sampler");
   } else {
     r.metrics.emplace_back("hmc_acceptance", diag.mean_acceptance());

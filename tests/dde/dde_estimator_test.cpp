@@ -118,6 +118,10 @@ TEST(DdeEstimator, ModelIsLambdaFPlusTheUniformBoxLogDensity) {
   }();
   EXPECT_EQ(draws.rows(), 200);
   EXPECT_TRUE(draws.allFinite());
+  // The draws are the sampler network's q, not p: the model must not claim an exact sampler.
+  EXPECT_TRUE(m.can_sample());
+  EXPECT_TRUE(m.facets().has(Facet::ApproximateSampler));
+  EXPECT_FALSE(m.facets().has(Facet::Sampler));
 }
 
 // inducing_points = m: f has m distinct training rows as centres.
@@ -220,12 +224,16 @@ TEST(DdeCli, ExamplePipelineRuns) {
   }
   EXPECT_EQ(m["fit"]["iterations"], 300);
   ASSERT_TRUE(m["metrics"]["mmd2"].is_number()) << m.dump();
+  // The sampler network only approximates the model: the MMD says it measured the sampler.
+  EXPECT_EQ(m["metrics"]["sampler_approximate"], 1.0) << m.dump();
   EXPECT_TRUE(m["fit"]["sampler_ess_fraction"].is_number()) << m.dump();
   std::cout << "example: mmd2 " << m["metrics"]["mmd2"] << ", fit seconds " << m["fit"]["seconds"] << "\n";
   const fs::path out = dir / "samples.npy";
   auto s = test::kef_cmd("sample " + (dir / "out" / "models" / "dde").string() + " -n 300 --out " +
-                         out.string() + " --seed 5 --quiet");
+                         out.string() + " --seed 5");
   ASSERT_EQ(s.status, 0) << s.output;
+  EXPECT_TRUE(test::contains(s.output, "approximate sampler")) << s.output;
+  EXPECT_FALSE(test::contains(s.output, "exact sampler")) << s.output;
   const Matrix x = read_npy(out);
   EXPECT_EQ(x.rows(), 300);
   EXPECT_EQ(x.cols(), 2);

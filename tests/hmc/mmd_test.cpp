@@ -98,6 +98,31 @@ TEST(Mmd, UStatisticEqualsABruteForceDoubleLoop) {
   EXPECT_LE(p, 1.0);
 }
 
+// Draws from an approximate sampler (Facet::ApproximateSampler, DDE's network) give the same statistic,
+// but the result says what it measures: the metric sampler_approximate = 1, a warning note and the
+// summary's WARNING. An exact sampler's result carries neither.
+TEST(Mmd, AnApproximateSamplerIsMarkedInTheResult) {
+  struct ApproximateFixed : FixedSampleModel {
+    using FixedSampleModel::FixedSampleModel;
+    FacetSet facets() const override {
+      return FixedSampleModel::facets().minus(Facet::Sampler) | Facet::ApproximateSampler;
+    }
+  };
+  RandomStream rng(1, "approximate");
+  const Matrix X = rng.normal_matrix(7, 2), Y = rng.normal_matrix(9, 2).array() + 0.5;
+  const std::string keys = "samples = 7\nbandwidth = 0.8\npermutations = 0";
+  const MmdRun exact = evaluate(FixedSampleModel(X), Y, keys, 1);
+  const MmdRun approx = evaluate(ApproximateFixed(X), Y, keys, 1);
+  EXPECT_EQ(approx.metric("mmd2"), exact.metric("mmd2"));
+  EXPECT_EQ(approx.metric("sampler_approximate"), 1.0);
+  EXPECT_FALSE(exact.has("sampler_approximate"));
+  EXPECT_NE(approx.result.summary.find("WARNING"), std::string::npos) << approx.result.summary;
+  EXPECT_EQ(exact.result.summary.find("WARNING"), std::string::npos) << exact.result.summary;
+  bool warned = false;
+  for (const auto& n : approx.result.notes) warned = warned || n.find("measures the sampler, not the density") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
 TEST(Mmd, BandwidthRuleBklIsTheSharedRuleOnThePooledSample) {
   // bandwidth_rule = "bkl": σ is what choose_bandwidth (the rule mmd_two_sample and `kef test` use)
   // gives for the pooled sample with the evaluator's stream; the same for every thread count, recorded

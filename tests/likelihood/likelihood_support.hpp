@@ -57,8 +57,14 @@ class FunctionModel final : public Model {
     sampler_ = std::move(sampler);
     return *this;
   }
+  // The sampler only approximates the model (Facet::ApproximateSampler instead of Facet::Sampler).
+  FunctionModel& sampler_is_approximate() { approximate_ = true; return *this; }
   bool can_sample() const override { return static_cast<bool>(sampler_); }
   Matrix sample(Index n, RandomStream& rng) const override { return sampler_(n, rng); }
+  FacetSet facets() const override {
+    const FacetSet f = Model::facets();
+    return approximate_ ? f.minus(Facet::Sampler) | Facet::ApproximateSampler : f;
+  }
 
  private:
   BaseMeasurePtr base_;
@@ -68,6 +74,7 @@ class FunctionModel final : public Model {
   std::function<Matrix(Index, RandomStream&)> sampler_;
   std::optional<double> lower_, log_z_;
   bool expose_base_ = true;
+  bool approximate_ = false;
 };
 
 // A lite model (Gaussian kernel σ = 1.5, q0 = N(0, 3² I), M inducing points) fitted to `train` with

@@ -263,6 +263,30 @@ TEST(LogLikelihoodReliability, BidirectionalAisBracketsAModelWithAnExactSampler)
   EXPECT_EQ(metric(r, "reliable"), 1.0);
 }
 
+// A model whose sampler only approximates it (DDE's sampler network) must not feed reverse AIS: its
+// draws give no upper bound on log Z. Here the "sampler" is off by a shift of 3, so its reverse AIS
+// would report an upper bound far below log 2π; the evaluator skips it and says why.
+TEST(LogLikelihoodReliability, BidirectionalAisSkipsAnApproximateSampler) {
+  const Vector mu = (Vector(2) << 1.0, -2.0).finished();
+  FunctionModel m(nullptr, 2, [mu](const Matrix& X) -> Vector {
+    return -0.5 * (X.rowwise() - mu.transpose()).rowwise().squaredNorm();
+  });
+  m.hide_base_measure()
+      .with_score([mu](const Matrix& X) -> Matrix { return -(X.rowwise() - mu.transpose()); })
+      .with_sampler([mu](Index n, RandomStream& r) -> Matrix {
+        return (r.normal_matrix(n, 2).rowwise() + mu.transpose()).array() + 3.0;
+      })
+      .sampler_is_approximate();
+  ASSERT_TRUE(m.facets().has(Facet::ApproximateSampler));
+  ASSERT_FALSE(m.facets().has(Facet::Sampler));
+  RandomStream rng(5, "rows");
+  const Matrix train = rng.normal_matrix(400, 2).rowwise() + mu.transpose();
+  const EvaluationResult r = run_log_likelihood_split(m, train, train.topRows(100), "samples = 100000");
+  for (const auto& [k, v] : r.metrics) EXPECT_NE(k, "log_normalizer_upper") << v;
+  EXPECT_TRUE(has_note(r, "reverse AIS skipped: the model's sampler is approximate")) << r.summary;
+  EXPECT_NEAR(metric(r, "log_normalizer"), std::log(2 * std::numbers::pi), 4 * metric(r, "log_normalizer_stderr"));
+}
+
 TEST(LogLikelihoodReliabilityErrors, BadKeysNameTheKey) {
   const EasyGaussian g;
   const FunctionModel m = g.model();

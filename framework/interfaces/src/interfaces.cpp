@@ -76,6 +76,8 @@ std::string_view to_string(Facet facet) {
       return "conditional score";
     case Facet::ConditionalSampler:
       return "conditional sampler";
+    case Facet::ApproximateSampler:
+      return "approximate sampler";
   }
   return "facet";
 }

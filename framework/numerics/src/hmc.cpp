@@ -493,6 +493,7 @@ Matrix draw_samples(const Model& model, Index n, RandomStream& rng, const HmcOpt
                       ", got " + std::to_string(n));
   validate(options, model.dim());
   if (model.can_sample()) {
+    if (diagnostics) diagnostics->approximate = model.facets().has(Facet::ApproximateSampler);
     Matrix X = model.sample(n, rng);
     if (X.rows() != n || X.cols() != model.dim())
       throw Error("model " + model.type_name() + ": sample(" + std::to_string(n) + ") returned " +
@@ -532,7 +533,7 @@ Index HmcDiagnostics::total_divergences() const {
 }
 
 std::string HmcDiagnostics::summary() const {
-  if (!ran) return "HMC did not run (exact sampler)";
+  if (!ran) return approximate ? "HMC did not run (the model's approximate sampler)" : "HMC did not run (exact sampler)";
   std::ostringstream os;
   os.precision(3);
   const auto [lo, hi] = std::minmax_element(step_size.begin(), step_size.end());

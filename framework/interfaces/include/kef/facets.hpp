@@ -22,6 +22,10 @@ enum class Facet : std::uint32_t {
   ConditionalDensity = 1u << 7,  // log p~(y | x)
   ConditionalScore = 1u << 8,    // ∇_y log p~(y | x) and its Laplacian
   ConditionalSampler = 1u << 9,  // draws y ~ p(y | x)
+  // Draws from a learned approximation q of p (DDE's sampler network): fast, but not draws from p.
+  // Model::sample() gives them; whoever reports a number computed from them must say so, and what
+  // needs exact draws (reverse AIS's upper bound) must not use them.
+  ApproximateSampler = 1u << 10,
 };
 
 class FacetSet {

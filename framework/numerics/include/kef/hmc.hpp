@@ -63,7 +63,10 @@ struct HmcOptions {
 };
 
 struct HmcDiagnostics {
-  bool ran = false;  // false when draw_samples used the model's exact sampler
+  bool ran = false;  // false when draw_samples used the model's own sampler
+  // draw_samples used the model's sampler and it is approximate (Facet::ApproximateSampler): the draws
+  // are the sampler's q, not p.
+  bool approximate = false;
   Index chains = 0, warmup = 0, samples = 0;  // samples: kept draws per chain
   std::vector<double> acceptance_rate;   // per chain: accepted fraction of post-warm-up proposals
   std::vector<double> mean_accept_stat;  // per chain: mean min(1, e^{−ΔH}) after warm-up
