@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kef/error.hpp"
+#include "kef/feature_stack_layout.hpp"
 
 namespace kef::test {
 
@@ -256,28 +257,15 @@ void ReferenceMlp::backward_stacked(const Matrix& X, const Tape& tape, const Mat
 void ReferenceMlp::forward(const Matrix& X, int order, FeatureStacks& out) const {
   Matrix st;
   forward_stacked(X, order, st, nullptr);
-  const Index N = X.rows(), D = input_dim_;
-  out.features = st.topRows(N);
-  out.J.clear();
-  out.S.clear();
-  for (Index d = 0; d < D * std::min(order, 1); ++d) out.J.emplace_back(st.middleRows((1 + d) * N, N));
-  for (Index d = 0; d < (order >= 2 ? D : 0); ++d) out.S.emplace_back(st.middleRows((1 + D + d) * N, N));
+  unstack_features(st, X.rows(), input_dim_, order, out);
 }
 
 void ReferenceMlp::backward(const Matrix& X, int order, const FeatureStacks& adj, Vector* grad_params,
                             Matrix* grad_X) const {
-  const Index N = X.rows(), D = input_dim_;
   Tape tape;
   Matrix st;
   forward_stacked(X, order, st, &tape);
-  Matrix a = Matrix::Zero(st.rows(), st.cols());
-  if (adj.features.size()) a.topRows(N) = adj.features;
-  for (Index d = 0; d < D * std::min(order, 1) && d < static_cast<Index>(adj.J.size()); ++d)
-    if (adj.J[static_cast<std::size_t>(d)].size())
-      a.middleRows((1 + d) * N, N) = adj.J[static_cast<std::size_t>(d)];
-  for (Index d = 0; d < (order >= 2 ? D : 0) && d < static_cast<Index>(adj.S.size()); ++d)
-    if (adj.S[static_cast<std::size_t>(d)].size())
-      a.middleRows((1 + D + d) * N, N) = adj.S[static_cast<std::size_t>(d)];
+  const Matrix a = stack_adjoint(adj, X.rows(), input_dim_, order, st.rows(), st.cols());
   backward_stacked(X, tape, a, grad_params, grad_X);
 }
 
