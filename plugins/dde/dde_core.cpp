@@ -7,6 +7,7 @@
 #include "kef/error.hpp"
 #include "kef/network/activation.hpp"
 #include "kef/network/dense.hpp"
+#include "kef/normal_fill.hpp"
 
 namespace kef::dde {
 
@@ -81,16 +82,18 @@ network::Network make_dual(const Architecture& a) { return make_mlp(a.dim, a.wid
 IterationDraws IterationDraws::draw(RandomStream& rng, Index batch, Index noise_dim, Index dim,
                                     const TrainerOptions& o) {
   IterationDraws d;
-  d.xi_f = rng.normal_matrix(batch, noise_dim);
+  // The ziggurat: 21 draws of batch x noise_dim (268800 at the defaults) per iteration made the polar
+  // method's log half of a DDE iteration's time.
+  d.xi_f = normal_rows(rng, batch, noise_dim);
   for (Index r = 0; r < o.rounds; ++r) {
     for (Index s = 0; s < o.dual_steps; ++s) {
-      d.xi_dual.push_back(rng.normal_matrix(batch, noise_dim));
+      d.xi_dual.push_back(normal_rows(rng, batch, noise_dim));
       Matrix u(batch, dim);
       for (Index j = 0; j < dim; ++j)
         for (Index i = 0; i < batch; ++i) u(i, j) = rng.uniform();
       d.u_dual.push_back(std::move(u));
     }
-    d.xi_generator.push_back(rng.normal_matrix(batch, noise_dim));
+    d.xi_generator.push_back(normal_rows(rng, batch, noise_dim));
   }
   return d;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "kef/error.hpp"
+#include "kef/normal_fill.hpp"
 
 namespace kef::dde {
 
@@ -51,7 +52,7 @@ void DdeModel::score_and_laplacian(const Matrix& X, Matrix& score, Matrix& lapla
 }
 
 Matrix DdeModel::sampler_draws(Index n, RandomStream& rng) const {
-  return generator_.value(rng.normal_matrix(n, arch_.noise_dim));
+  return generator_.value(normal_rows(rng, n, arch_.noise_dim));
 }
 
 Vector DdeModel::log_importance_weights(const Matrix& X) const {

@@ -104,5 +104,20 @@ TEST(NormalFill, IsDeterministicAndContinuesTheStream) {
   EXPECT_THROW(fill_normal(one, a.data(), -1), Error);
 }
 
+// normal_rows is fill_normal laid out row by row: row i holds draws i·cols .. i·cols + cols − 1, so a
+// smaller draw from the same stream is the first rows of a larger one.
+TEST(NormalFill, NormalRowsFillsRowByRowAndSmallerDrawsArePrefixes) {
+  RandomStream a(9, "rows"), b(9, "rows"), c(9, "rows");
+  const Matrix big = normal_rows(a, 7, 5);
+  std::vector<double> flat(35);
+  fill_normal(b, flat.data(), 35);
+  for (Index i = 0; i < 7; ++i)
+    for (Index j = 0; j < 5; ++j) EXPECT_EQ(big(i, j), flat[static_cast<std::size_t>(i * 5 + j)]);
+  const Matrix small = normal_rows(c, 3, 5);
+  EXPECT_EQ(small, big.topRows(3));
+  EXPECT_EQ(normal_rows(c, 0, 5).rows(), 0);
+  EXPECT_THROW(normal_rows(c, -1, 5), Error);
+}
+
 }  // namespace
 }  // namespace kef

@@ -76,4 +76,13 @@ void fill_normal(RandomStream& rng, double* out, Index n) {
   for (Index k = 0; k < n; ++k) out[k] = draw(rng, t);
 }
 
+Matrix normal_rows(RandomStream& rng, Index rows, Index cols) {
+  if (rows < 0 || cols < 0)
+    throw Error("normal_rows: negative size (got " + std::to_string(rows) + " x " + std::to_string(cols) +
+                ")");
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> z(rows, cols);
+  fill_normal(rng, z.data(), z.size());
+  return z;
+}
+
 }  // namespace kef

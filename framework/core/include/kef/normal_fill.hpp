@@ -13,4 +13,8 @@ namespace kef {
 // out[0..n) = i.i.d. N(0, 1) draws from rng; n ≥ 0. Deterministic given the stream's state.
 void fill_normal(RandomStream& rng, double* out, Index n);
 
+// A rows x cols matrix of ziggurat N(0, 1) draws, filled row by row, so the first rows of a larger draw
+// equal a smaller draw from the same stream (as RandomStream::normal_matrix's, at ~8x its speed).
+Matrix normal_rows(RandomStream& rng, Index rows, Index cols);
+
 }  // namespace kef
