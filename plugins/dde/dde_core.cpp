@@ -8,6 +8,7 @@
 #include "kef/network/activation.hpp"
 #include "kef/network/dense.hpp"
 #include "kef/normal_fill.hpp"
+#include "kef/vector_exp.hpp"
 
 namespace kef::dde {
 
@@ -15,17 +16,14 @@ Matrix KernelExpansion::gram(const Matrix& Y) const {
   const Index m = Y.rows(), n = points.rows(), D = points.cols();
   Matrix K(m, n);
   // Direct differences (not ‖y‖² − 2y·z + ‖z‖²): exact zeros at coinciding points, no cancellation.
-  for (Index i = 0; i < n; ++i)
-    for (Index b = 0; b < m; ++b) {
-      double s = 0.0;
-      for (Index d = 0; d < D; ++d) {
-        const double t = Y(b, d) - points(i, d);
-        s += t * t;
-      }
-      K(b, i) = -gamma * s;
-    }
-  K = K.array().exp();
-  return K;
+  // Column by column, coordinates in order, so the loop over the rows of Y vectorises.
+  Eigen::ArrayXd s(m);
+  for (Index i = 0; i < n; ++i) {
+    s.setZero();
+    for (Index d = 0; d < D; ++d) s += (Y.col(d).array() - points(i, d)).square();
+    K.col(i) = -gamma * s;
+  }
+  return exp_of(std::move(K));
 }
 
 Vector KernelExpansion::values(const Matrix& Y) const { return gram(Y) * alpha; }

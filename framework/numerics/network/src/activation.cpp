@@ -178,13 +178,13 @@ void tanh_(const double* t, Index n, int derivs, double* s, double* d1, double* 
 }
 
 void relu(const double* t, Index n, int derivs, double* s, double* d1, double* d2, double* d3) {
-  for (Index i = 0; i < n; ++i) {
-    const bool pos = t[i] > 0.0;
-    s[i] = pos ? t[i] : 0.0;
-    if (derivs >= 1) d1[i] = pos ? 1.0 : 0.0;
-    if (derivs >= 2) d2[i] = 0.0;
-    if (derivs >= 3) d3[i] = 0.0;
-  }
+  // One loop per output, so each vectorises (DDE's networks are ReLU: this was 15% of an iteration).
+  // In place (s == t) is allowed, so the derivative reads t before s overwrites it.
+  if (derivs >= 1)
+    for (Index i = 0; i < n; ++i) d1[i] = t[i] > 0.0 ? 1.0 : 0.0;
+  for (Index i = 0; i < n; ++i) s[i] = t[i] > 0.0 ? t[i] : 0.0;
+  if (derivs >= 2) std::fill(d2, d2 + n, 0.0);
+  if (derivs >= 3) std::fill(d3, d3 + n, 0.0);
 }
 
 void elu(const double* t, Index n, int derivs, double* s, double* d1, double* d2, double* d3) {
