@@ -253,3 +253,16 @@ if [ -f "$anchors/maf_torch.py" ] && $py -c "import torch" 2>/dev/null; then
 else
   echo "PyTorch anchor not available (needs /usr/bin/python3 with torch and ../shared/anchors/maf_torch.py)"
 fi
+
+echo "== DDE (plugins/dde) against ../shared/anchors/dde_torch.py: one iteration (f step + 5 x (3 dual steps + 1 sampler step)), n = 1000, D = 2, batch 100, widths 128, float64; and 10^4 sampler draws (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+if [ -f "$anchors/dde_torch.py" ] && $py -c "import torch" 2>/dev/null; then
+  # kef's iteration runs on one thread; the anchor is timed with 1 and 2 and its faster time is the baseline.
+  KEF_THREADS=1 "$build/bin/bench_dde" 1000 50 > "$work/dde.txt"
+  for t in 1 2; do $py "$anchors/dde_torch.py" --n 1000 --steps 50 --threads $t > "$work/dde_t$t.txt"; done
+  for q in seconds_per_step sample_seconds_1e4; do
+    awk -v k="$(val $q "$work/dde.txt")" -v a="$(val $q "$work/dde_t1.txt")" -v b="$(val $q "$work/dde_t2.txt")" -v q=$q \
+      'BEGIN{f = a < b ? a : b; printf "dde %s: kef %.4f s, pytorch %.4f s (1 thread) / %.4f s (2 threads); ratio pytorch(faster)/kef = %.2fx%s\n", q, k, a, b, f/k, q == "seconds_per_step" ? " (target >= 5x)" : ""}'
+  done
+else
+  echo "PyTorch anchor not available (needs /usr/bin/python3 with torch and ../shared/anchors/dde_torch.py)"
+fi
