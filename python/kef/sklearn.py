@@ -26,14 +26,16 @@ class KernelExpFamily(DensityMixin, BaseEstimator):
     inducing_points: M (estimators that take it; None leaves the key out); base_measure_std: the
     Gaussian base measure's standard deviation (None: no base measure table, the estimator's default);
     estimator_options, kernel_options, base_measure_options: further keys of those tables;
-    scoring: "score_matching" or "log_likelihood"; random_state: kef's seed (an int; None is 0);
+    scoring: "score_matching" or "log_likelihood"; scoring_options: keys of that evaluator (e.g.
+    {"samples": 20000} for log_likelihood's importance sampling); random_state: kef's seed (an int;
+    None is 0);
     threads: worker threads (results do not depend on them); quiet: silence progress.
     """
 
     def __init__(self, estimator="lite", sigma=1.0, lambda_alpha=1e-3, inducing_points=100,
                  kernel="gaussian", base_measure_std=None, estimator_options=None,
                  kernel_options=None, base_measure_options=None, scoring="score_matching",
-                 random_state=None, threads=0, quiet=True):
+                 scoring_options=None, random_state=None, threads=0, quiet=True):
         self.estimator = estimator
         self.sigma = sigma
         self.lambda_alpha = lambda_alpha
@@ -44,6 +46,7 @@ class KernelExpFamily(DensityMixin, BaseEstimator):
         self.kernel_options = kernel_options
         self.base_measure_options = base_measure_options
         self.scoring = scoring
+        self.scoring_options = scoring_options
         self.random_state = random_state
         self.threads = threads
         self.quiet = quiet
@@ -95,10 +98,10 @@ class KernelExpFamily(DensityMixin, BaseEstimator):
         model = self._model()
         if self.scoring == "log_likelihood":
             metrics = kef.log_likelihood(model, X, seed=self._seed(), threads=self.threads,
-                                         quiet=self.quiet)
+                                         quiet=self.quiet, **(self.scoring_options or {}))
             return metrics["log_likelihood"]
         metrics = kef.score_matching_loss(model, X, seed=self._seed(), threads=self.threads,
-                                          quiet=self.quiet)
+                                          quiet=self.quiet, **(self.scoring_options or {}))
         return -metrics["score_matching_loss"]
 
     def sample(self, n_samples=1, random_state=None):

@@ -169,3 +169,17 @@ def test_gil_released_during_fit():
     thread.join()
     assert took["fit"] > 0.05, "the fit is too short to tell"
     assert np.diff(stamps).max() < 0.5 * took["fit"], (np.diff(stamps).max(), took["fit"])
+
+
+def test_comparative_and_sample_based_evaluators(model, data):
+    """mmd draws from the model (HMC for a lite model); relative_fssd takes the second model as
+    against=, which must be a kef.Model."""
+    X, X_test = data
+    m = kef.mmd(model, X_test, samples=200, permutations=20, hmc_warmup=100, hmc_init="base_measure", seed=3, quiet=True)
+    assert np.isfinite(m["mmd2"]) and 0.0 < m["mmd_pvalue"] <= 1.0
+    other = kef.fit(X, estimator={"type": "lite", "inducing_points": 30, "lambda_alpha": 1e-3},
+                    kernel={"type": "gaussian", "sigma": 0.3}, base_measure=BASE, quiet=True)
+    r = kef.evaluate(model, X_test, "relative_fssd", against=other, J=5, seed=3, quiet=True)
+    assert any(np.isfinite(v) for v in r.values()), r
+    with pytest.raises(TypeError, match="against"):
+        kef.evaluate(model, X_test, "relative_fssd", against="model", quiet=True)

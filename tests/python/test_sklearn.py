@@ -40,3 +40,17 @@ def test_grid_search_over_two_sigmas(data):
     # A bandwidth far below the data's spacing overfits: held-out score matching prefers 1.5.
     assert search.best_params_["sigma"] == 1.5
     assert search.best_estimator_.model_.dim == 2
+
+
+def test_log_likelihood_scoring_is_the_evaluators_value(data):
+    X, X_test = data
+    fast = {"samples": 20000}
+    est = KernelExpFamily(sigma=1.2, inducing_points=30, base_measure_std=3.0, random_state=4,
+                          scoring="log_likelihood", scoring_options=fast).fit(X)
+    want = kef.log_likelihood(est.model_, X_test, seed=4, quiet=True, samples=20000)["log_likelihood"]
+    assert np.isfinite(want) and est.score(X_test) == want
+    # A bandwidth far below the data's spacing puts mass on the training points only: lower held-out
+    # log-likelihood, as with score matching.
+    narrow = KernelExpFamily(sigma=0.05, inducing_points=30, base_measure_std=3.0, random_state=4,
+                             scoring="log_likelihood", scoring_options=fast).fit(X)
+    assert narrow.score(X_test) < est.score(X_test)
