@@ -566,7 +566,7 @@ int main(int argc, char** argv) {
   long sample_n = 0;
   std::uint64_t sample_seed = 0;
   auto* sample = app.add_subcommand("sample",
-                                    "Draw samples from a saved model (its exact sampler, else HMC), or from "
+                                    "Draw samples from a saved model (its own sampler, exact or approximate, else HMC), or from "
                                     "a target with --sampler kahmc|rwm");
   sample->add_option("model_dir", sample_dir, "saved model directory (or give a target with --target)");
   sample->add_option("-n", sample_n, "number of samples")->required()->check(integer_in(1, kMaxSamples));

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Usage: reproduce_dde_table1_test.sh KEF REPO OUT
+# scripts/reproduce-dde-table1.sh --quick must succeed and write, for each data set, a results.json
+# with the MMD of both models (DDE's marked as measuring its approximate sampler), the timed draws,
+# and a table with a mean ± sd row per data set beside the paper's numbers. A bad option exits 2.
+set -uo pipefail
+kef="$1" repo="$2" out="$3"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+script="$repo/scripts/reproduce-dde-table1.sh"
+bash "$script" --quick --threads 2 --out "$out" "$kef" || fail "reproduce-dde-table1.sh --quick exited with $?"
+for d in two_moons rings grid; do
+  for s in 1 2; do
+    for m in dde kef; do
+      [ -s "$out/$d/seed$s/$m/results.json" ] || fail "no $out/$d/seed$s/$m/results.json"
+      [ -s "$out/$d/seed$s/$m.sample_seconds" ] || fail "no $out/$d/seed$s/$m.sample_seconds"
+    done
+    grep -q '"sampler_approximate"' "$out/$d/seed$s/dde/results.json" || fail "DDE's MMD is not marked approximate ($d seed $s)"
+  done
+done
+table="$out/table.md"
+[ -s "$table" ] || fail "no $table"
+for d in two_moons rings grid; do
+  row=$(grep "^| $d |" "$table") || fail "row $d missing from $table"
+  [ "$(grep -o ' ± ' <<< "$row" | wc -l)" -ge 4 ] || fail "row $d lacks mean ± sd cells: $row"
+done
+bash "$script" --seeds 1,x --out "$out-bad" "$kef" 2> "$out-bad.err"
+[ $? -eq 2 ] || fail "a bad --seeds did not exit 2"
+grep -q "'x' is not a seed" "$out-bad.err" || fail "the --seeds error does not name the value: $(cat "$out-bad.err")"
+echo "ok: $table"
