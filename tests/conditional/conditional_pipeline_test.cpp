@@ -85,6 +85,29 @@ TEST(ConditionalPipeline, TheLikelihoodIsTheFittedModelsMeanLogDensityOnTheTestP
   }
 }
 
+TEST(ConditionalPipeline, FitsAndMetricsDependOnTheSeedNotTheThreadCount) {
+  const Matrix R = sine_rows(200, 9);
+  const auto run = [&](int threads, int seed) {
+    RunOptions options;
+    options.quiet = true;
+    options.threads = threads;
+    options.overrides = {"seed=" + std::to_string(seed)};
+    return run_pipeline(Config::parse_string(pipeline(kData, "", ""), "p.toml"),
+                        InMemoryData{R, {"a", "b", "y"}}, options);
+  };
+  const RunResult one = run(1, 2), two = run(2, 2), other = run(1, 3);
+  const Json a = Json::parse(one.results_json), b = Json::parse(two.results_json),
+             c = Json::parse(other.results_json);
+  for (const char* name : {"ls", "ek"}) {
+    EXPECT_EQ(a["models"][name]["metrics"], b["models"][name]["metrics"]) << name;
+    EXPECT_NE(a["models"][name]["metrics"], c["models"][name]["metrics"]) << name;
+  }
+  const Matrix X = one.data.inputs(one.data.test), Y = one.data.targets(one.data.test);
+  for (std::size_t m = 0; m < 2; ++m)
+    EXPECT_EQ(one.fitted[m].second->conditional()->log_unnormalized(X, Y),
+              two.fitted[m].second->conditional()->log_unnormalized(X, Y));
+}
+
 TEST(ConditionalPipeline, QuadratureNormaliserMatchesTheExactOne) {
   RandomStream rng(3, "quad");
   const Matrix U = rng.normal_matrix(20, 2), V = rng.normal_matrix(20, 1);
