@@ -43,7 +43,7 @@ const OptionsSpec<ConditionalKeys>& conditional_likelihood_options() {
              std::string("auto"))
         .one_of({"auto", "exact", "quadrature"});
     s.integer("quadrature_points", &O::quadrature_points,
-              "nodes of the y grid per x (odd; the error estimate reruns on every other node)", 2001)
+              "nodes of the y grid per x (rounded up to 4k + 1; the error estimate reruns on every other node)", 2001)
         .at_least(9);
     s.number("quadrature_margin", &O::quadrature_margin,
              "the y grid spans the training targets' range widened by this many ranges on each side", 1.0)
