@@ -1,3 +1,4 @@
+#include "conditional_likelihood.hpp"
 #include "kef/sdk/plugin.hpp"
 #include "likelihood_evaluator.hpp"
 
@@ -19,6 +20,19 @@ void register_likelihood(kef::PluginRegistrar& r) {
   info.facets = kef::Facet::LogDensity;
   r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<kef::likelihood::LikelihoodEvaluator>(cfg, ctx.dim);
+  });
+
+  kef::ComponentInfo cond;
+  cond.type = "conditional_log_likelihood";
+  cond.summary =
+      "Held-out mean log p(y | x) of a conditional model: the model's exact normaliser, or Simpson "
+      "quadrature "
+      "in y (one target column) with an error estimate";
+  cond.reference = "docs/math.md §17.3";
+  cond.keys = kef::likelihood::conditional_likelihood_options().keys();
+  cond.facets = kef::Facet::ConditionalDensity;
+  r.add_evaluator(cond, [](const kef::Config& cfg, const kef::BuildContext&) {
+    return std::make_unique<kef::likelihood::ConditionalLikelihoodEvaluator>(cfg);
   });
 }
 

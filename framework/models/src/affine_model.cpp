@@ -228,6 +228,11 @@ bool is_log_likelihood_metric(const std::string& name) {
           base.compare(base.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0);
 }
 
+bool is_conditional_log_likelihood_metric(const std::string& name) {
+  static const std::string kSuffix = "conditional_log_likelihood";
+  return name.size() >= kSuffix.size() && name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+}
+
 std::vector<std::pair<std::string, double>> metrics_in_data_units(
     const std::vector<std::pair<std::string, double>>& metrics, const DataTransform& transform,
     std::vector<std::pair<std::string, std::string>>* spaces) {
@@ -239,7 +244,10 @@ std::vector<std::pair<std::string, double>> metrics_in_data_units(
       out.emplace_back(name, value);
       if (spaces) spaces->emplace_back(name, "data");
     } else if (is_log_likelihood_metric(name)) {
-      out.emplace_back(name, value + transform.log_abs_det);
+      // A conditional log-likelihood log p(y | x) changes by the target block's log|det A_y| only
+      // (p(y | x) = p_z(z_y | z_x) |det A_y|; design.md, Column roles).
+      out.emplace_back(name, value + (is_conditional_log_likelihood_metric(name) ? transform.target_log_abs_det()
+                                                                                  : transform.log_abs_det));
       out.emplace_back(name + "_" + model_space, value);
       if (spaces) {
         spaces->emplace_back(name, "data");

@@ -20,7 +20,10 @@ ModelPtr make_data_units_model(ModelPtr model, const DataTransform& transform);
 // own name (+ log|det A|), followed by its model-space value under NAME_<model space> (e.g.
 // log_likelihood_standardized); every other metric is unchanged. `spaces` receives, per returned
 // metric, the space it is in: "data" or transform.model_space().
+// Log-likelihoods of a conditional density, named `conditional_log_likelihood` or ending in it, change
+// by the target block's log|det A_y| (DataTransform::target_log_abs_det) instead of log|det A|.
 bool is_log_likelihood_metric(const std::string& name);
+bool is_conditional_log_likelihood_metric(const std::string& name);
 std::vector<std::pair<std::string, double>> metrics_in_data_units(
     const std::vector<std::pair<std::string, double>>& metrics, const DataTransform& transform,
     std::vector<std::pair<std::string, std::string>>* spaces = nullptr);

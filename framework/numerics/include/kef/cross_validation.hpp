@@ -1,0 +1,19 @@
+#pragma once
+// K-fold cross-validation folds: the seeded assignment of n rows to K folds that the conditional
+// density estimators (lscde, eps_kde) share, so their hyperparameter searches split the same way.
+#include <vector>
+
+#include "kef/random.hpp"
+#include "kef/types.hpp"
+
+namespace kef {
+
+// fold[i] in {0, ..., K−1} for each row i: a uniformly random permutation (Fisher–Yates on `rng`)
+// dealt round-robin, so the fold sizes differ by at most one. Error unless 2 <= K <= n.
+std::vector<Index> random_folds(Index n, Index K, RandomStream& rng);
+
+// The rows of fold k (in increasing order) and the rows of the other folds.
+std::vector<Index> rows_in_fold(const std::vector<Index>& folds, Index k);
+std::vector<Index> rows_outside_fold(const std::vector<Index>& folds, Index k);
+
+}  // namespace kef

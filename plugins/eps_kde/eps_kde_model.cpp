@@ -1,0 +1,192 @@
+#include "eps_kde_model.hpp"
+
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <sstream>
+
+#include "kef/error.hpp"
+#include "kef/number_text.hpp"
+
+namespace kef::eps_kde {
+
+namespace {
+
+double squared_distance(const Matrix& A, Index a, const Matrix& B, Index b) {
+  double d2 = 0.0;
+  for (Index d = 0; d < A.cols(); ++d) {
+    const double u = A(a, d) - B(b, d);
+    d2 += u * u;
+  }
+  return d2;
+}
+
+// softmax weights of t into w; returns log Σ exp(t).
+double weights(const std::vector<double>& t, std::vector<double>& w) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (double v : t) m = std::max(m, v);
+  double s = 0.0;
+  w.resize(t.size());
+  for (std::size_t k = 0; k < t.size(); ++k) s += (w[k] = std::exp(t[k] - m));
+  for (double& v : w) v /= s;
+  return m + std::log(s);
+}
+
+std::vector<Index> every_row(Index n) {
+  std::vector<Index> all(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = i;
+  return all;
+}
+
+}  // namespace
+
+std::vector<std::vector<Index>> neighbourhoods(const Matrix& train_inputs, const Matrix& X, double epsilon) {
+  std::vector<std::vector<Index>> out(static_cast<std::size_t>(X.rows()));
+  const double e2 = epsilon * epsilon;
+  for (Index n = 0; n < X.rows(); ++n)
+    for (Index i = 0; i < train_inputs.rows(); ++i)
+      if (squared_distance(X, n, train_inputs, i) <= e2) out[static_cast<std::size_t>(n)].push_back(i);
+  return out;
+}
+
+Vector eps_kde_log_density(const Matrix& train_targets, const std::vector<std::vector<Index>>& hoods,
+                           const Matrix& Y, double sigma) {
+  const Index Dy = Y.cols();
+  const double log_gauss = -0.5 * static_cast<double>(Dy) * std::log(2.0 * std::numbers::pi * sigma * sigma);
+  const double c = 0.5 / (sigma * sigma);
+  std::vector<Index> all;
+  std::vector<double> t, w;
+  Vector out(Y.rows());
+  for (Index n = 0; n < Y.rows(); ++n) {
+    const std::vector<Index>* hood = &hoods[static_cast<std::size_t>(n)];
+    if (hood->empty()) {  // no neighbour within ε: the marginal KDE of y
+      if (all.empty()) all = every_row(train_targets.rows());
+      hood = &all;
+    }
+    t.clear();
+    for (Index i : *hood) t.push_back(-c * squared_distance(Y, n, train_targets, i));
+    out[n] = weights(t, w) - std::log(static_cast<double>(hood->size())) + log_gauss;
+  }
+  return out;
+}
+
+EpsKdeModel::EpsKdeModel(Matrix inputs, Matrix targets, double epsilon, double sigma)
+    : X_(std::move(inputs)), Y_(std::move(targets)), epsilon_(epsilon), sigma_(sigma) {
+  if (X_.rows() < 1 || X_.rows() != Y_.rows())
+    throw ModelFileError("eps_kde: " + std::to_string(X_.rows()) + " training inputs and " +
+                         std::to_string(Y_.rows()) + " targets");
+  if (!(epsilon_ > 0) || !std::isfinite(epsilon_) || !(sigma_ > 0) || !std::isfinite(sigma_))
+    throw ModelFileError("eps_kde: ε = " + number_text(epsilon_) + ", σ = " + number_text(sigma_) +
+                         " (expected both positive and finite)");
+}
+
+FacetSet EpsKdeModel::facets() const {
+  return {Facet::ConditionalDensity, Facet::ConditionalScore, Facet::ConditionalSampler};
+}
+
+Vector EpsKdeModel::log_unnormalized(const Matrix&) const {
+  throw ConfigError("model eps_kde is a conditional density p(y | x) and has no log density of whole rows");
+}
+
+void EpsKdeModel::check_inputs(const Matrix& X, const Matrix* Y) const {
+  if (X.cols() != input_dim())
+    throw DataError("eps_kde: inputs of " + std::to_string(X.cols()) + " columns, the model has " +
+                    std::to_string(input_dim()));
+  if (Y && (Y->cols() != target_dim() || Y->rows() != X.rows()))
+    throw DataError("eps_kde: targets of " + std::to_string(Y->rows()) + " x " + std::to_string(Y->cols()) +
+                    " for " + std::to_string(X.rows()) + " inputs and " + std::to_string(target_dim()) +
+                    " target columns");
+}
+
+std::vector<std::vector<Index>> EpsKdeModel::hoods_or_all(const Matrix& X) const {
+  std::vector<std::vector<Index>> hoods = neighbourhoods(X_, X, epsilon_);
+  for (auto& h : hoods)
+    if (h.empty()) h = every_row(X_.rows());
+  return hoods;
+}
+
+std::vector<Index> EpsKdeModel::neighbour_counts(const Matrix& X) const {
+  check_inputs(X, nullptr);
+  std::vector<Index> out;
+  for (const auto& h : neighbourhoods(X_, X, epsilon_)) out.push_back(static_cast<Index>(h.size()));
+  return out;
+}
+
+Vector EpsKdeModel::log_unnormalized(const Matrix& X, const Matrix& Y) const {
+  check_inputs(X, &Y);
+  return eps_kde_log_density(Y_, neighbourhoods(X_, X, epsilon_), Y, sigma_);
+}
+
+Matrix EpsKdeModel::score(const Matrix& X, const Matrix& Y) const {
+  Matrix s, lap;
+  score_and_laplacian(X, Y, s, lap);
+  return s;
+}
+
+// With w_i the posterior weights of the neighbours at y and g_i = (y_i − y)/σ²:
+// ∇_y log p = Σ w_i g_i and ∂²/∂y_d² log p = Σ w_i g_id² − (Σ w_i g_id)² − 1/σ².
+void EpsKdeModel::score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& score,
+                                      Matrix& laplacian) const {
+  check_inputs(X, &Y);
+  const auto hoods = hoods_or_all(X);
+  const double s2 = sigma_ * sigma_, c = 0.5 / s2;
+  const Index Dy = target_dim();
+  score.resize(X.rows(), Dy);
+  laplacian.resize(X.rows(), Dy);
+  std::vector<double> t, w;
+  for (Index n = 0; n < X.rows(); ++n) {
+    const auto& hood = hoods[static_cast<std::size_t>(n)];
+    t.clear();
+    for (Index i : hood) t.push_back(-c * squared_distance(Y, n, Y_, i));
+    weights(t, w);
+    for (Index d = 0; d < Dy; ++d) {
+      double m1 = 0.0, m2 = 0.0;
+      for (std::size_t k = 0; k < hood.size(); ++k) {
+        const double g = (Y_(hood[k], d) - Y(n, d)) / s2;
+        m1 += w[k] * g;
+        m2 += w[k] * g * g;
+      }
+      score(n, d) = m1;
+      laplacian(n, d) = m2 - m1 * m1 - 1.0 / s2;
+    }
+  }
+}
+
+Matrix EpsKdeModel::sample(const Matrix& X, RandomStream& rng) const {
+  check_inputs(X, nullptr);
+  const auto hoods = hoods_or_all(X);
+  Matrix out(X.rows(), target_dim());
+  for (Index n = 0; n < X.rows(); ++n) {
+    const auto& hood = hoods[static_cast<std::size_t>(n)];
+    const Index i = hood[static_cast<std::size_t>(rng.uniform_int(hood.size()))];
+    for (Index d = 0; d < target_dim(); ++d) out(n, d) = Y_(i, d) + sigma_ * rng.normal();
+  }
+  return out;
+}
+
+std::string EpsKdeModel::describe() const {
+  std::ostringstream s;
+  s << "ε-neighbourhood KDE p(y | x): " << X_.rows() << " training pairs, ε = " << number_text(epsilon_)
+    << ", σ = " << number_text(sigma_) << " (no neighbour within ε: the marginal KDE of y)";
+  return s.str();
+}
+
+void EpsKdeModel::save(ModelWriter& w) const {
+  w.manifest().set("dim", static_cast<std::int64_t>(dim()));
+  w.write_array("inputs", X_);
+  w.write_array("targets", Y_);
+  Vector hyper(2);
+  hyper << epsilon_, sigma_;
+  w.write_array("epsilon_bandwidth", hyper);
+}
+
+ModelPtr EpsKdeModel::load(const ModelReader& r, Registry&) {
+  const Matrix hyper = r.read_array("epsilon_bandwidth");
+  if (hyper.size() != 2)
+    throw ModelFileError(r.dir().string() + "/epsilon_bandwidth.npy: expected 2 values (ε, σ), got " +
+                         std::to_string(hyper.size()));
+  return std::make_shared<EpsKdeModel>(r.read_array("inputs"), r.read_array("targets"), hyper.data()[0],
+                                       hyper.data()[1]);
+}
+
+}  // namespace kef::eps_kde
