@@ -13,6 +13,7 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kef/communicator.hpp"
@@ -55,11 +56,16 @@ class WorldCommunicator final : public kef::Communicator {
     for (int q = 0; q < size_; ++q) {
       const auto their = static_cast<kef::CollectiveStep>(headers[2 * static_cast<std::size_t>(q)]);
       if (their != step) {
-        std::fprintf(
-            stderr,
-            "kef: error: the processes of the distributed run are out of step (rank %d is at %s, rank "
-            "%d at %s): a process failed outside a reduction; ending the run\n",
-            rank_, step_name(step), q, step_name(their));
+        // A process that failed alone and came to the closing agreement prints its own error (the
+        // others cannot learn it: they wait in another collective); the others say why they stop.
+        if (!failure_.empty())
+          std::fprintf(stderr, "%s (on rank %d of %d; the other processes were still working)\n",
+                       failure_.c_str(), rank_, size_);
+        else
+          std::fprintf(stderr,
+                       "kef: error: the processes of the distributed run are out of step (rank %d is at %s, "
+                       "rank %d at %s): a process failed outside a shared reduction; ending the run\n",
+                       rank_, step_name(step), q, step_name(their));
         std::fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
@@ -89,10 +95,13 @@ class WorldCommunicator final : public kef::Communicator {
   }
 
   std::uint64_t bytes_received() const { return bytes_; }
+  // This process's error, printed if the processes turn out to be out of step at the closing agreement.
+  void set_failure(std::string message) { failure_ = std::move(message); }
 
  private:
   int rank_ = 0, size_ = 1;
   mutable std::uint64_t bytes_ = 0;
+  std::string failure_;
 };
 
 // MPI_Init on construction, MPI_Finalize on destruction.
@@ -112,7 +121,7 @@ int run_distributed(const std::string& file, kef::RunOptions options) {
   MpiSession session;
   int status = 0;
   {
-    const WorldCommunicator world;
+    WorldCommunicator world;
     options.communicator = &world;
     if (world.rank() != 0) options.quiet = true;
     std::exception_ptr error;
@@ -120,8 +129,15 @@ int run_distributed(const std::string& file, kef::RunOptions options) {
     try {
       if (options.threads > 0) kef::set_default_threads(options.threads);
       summary = kef::run_pipeline(file, options);
+    } catch (const kef::Error& e) {
+      error = std::current_exception();
+      world.set_failure(std::string("kef: ") + e.kind() + ": " + e.what());
+    } catch (const std::exception& e) {
+      error = std::current_exception();
+      world.set_failure(std::string("kef: internal error: ") + e.what());
     } catch (...) {
       error = std::current_exception();
+      world.set_failure("kef: internal error: unknown exception");
     }
     const kef::AgreedStatus agreed = kef::agree_status(world, error);
     if (agreed.failed_rank < 0) {

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -125,16 +126,22 @@ struct Part {
   Vector scratch;  // workspace: never exchanged
 };
 
+Part part_init() {
+  Part p;
+  p.outer = Matrix::Zero(2, 2);
+  return p;
+}
+void part_combine(Part& into, const Part& p) {
+  into.sum += p.sum;
+  into.count += p.count;
+  into.outer += p.outer;
+}
+
 Part reduce_values(const std::vector<double>& v, const Context& context, Index max_groups,
                    std::vector<Index>* touched = nullptr) {
   const Index n = static_cast<Index>(v.size());
   return ordered_reduce(
-      n, context,
-      [] {
-        Part p;
-        p.outer = Matrix::Zero(2, 2);
-        return p;
-      },
+      n, context, part_init,
       [&](Index i, Part& p) {
         const double x = v[static_cast<std::size_t>(i)];
         p.sum += x;
@@ -145,21 +152,30 @@ Part reduce_values(const std::vector<double>& v, const Context& context, Index m
         p.outer += u * u.transpose();
         if (touched) (*touched)[static_cast<std::size_t>(i)] += 1;
       },
-      [](Part& into, const Part& p) {
-        into.sum += p.sum;
-        into.count += p.count;
-        into.outer += p.outer;
+      part_combine, max_groups, [](Part& p) { return std::tie(p.sum, p.count, p.outer); });
+}
+
+// The brute-force twin: kef/parallel.hpp's ordered_reduce, one process, the same groups.
+Part reduce_values_one_process(const std::vector<double>& v, Index max_groups) {
+  return ordered_reduce(
+      static_cast<Index>(v.size()), 1, part_init,
+      [&](Index i, Part& p) {
+        const double x = v[static_cast<std::size_t>(i)];
+        p.sum += x;
+        ++p.count;
+        Vector u(2);
+        u << x, x * x;
+        p.outer += u * u.transpose();
       },
-      max_groups, [](Part& p) { return std::tie(p.sum, p.count, p.outer); });
+      part_combine, max_groups);
 }
 
 TEST(DistributedReduce, EveryRankGetsTheSingleProcessResultBitForBit) {
   for (Index n : {1, 3, 7, 50, 301}) {
     const std::vector<double> v = uneven_values(n);
     for (Index groups : {1, 4, 8, 1000}) {
-      const Context single(1, 1);
-      const Part want = reduce_values(v, single, groups);
-      for (int K = 2; K <= 5; ++K) {
+      const Part want = reduce_values_one_process(v, groups);
+      for (int K = 1; K <= 5; ++K) {
         std::vector<Part> got(static_cast<std::size_t>(K));
         const auto errors = on_ranks(K, [&](const Communicator& comm, int r) {
           Context c(1, 1);
@@ -184,7 +200,7 @@ TEST(DistributedReduce, TheTestDataAreOrderSensitive) {
   const std::vector<double> v = uneven_values(301);
   double sequential = 0;
   for (double x : v) sequential += x;
-  const Part grouped = reduce_values(v, Context(1, 1), 8);
+  const Part grouped = reduce_values_one_process(v, 8);
   EXPECT_FALSE(same_bits(sequential, grouped.sum));
 }
 
@@ -243,7 +259,7 @@ TEST(DistributedReduce, InsideAParallelLoopEachProcessReducesAlone) {
   // The processes cannot meet from a parallel loop's bodies (their order differs between processes):
   // a reduction there computes every group locally, and no collective happens.
   const std::vector<double> v = uneven_values(64);
-  const Part want = reduce_values(v, Context(1, 1), 8);
+  const Part want = reduce_values_one_process(v, 8);
   FakeWorld world(2);
   std::vector<double> got(4, 0.0);
   on_ranks(
@@ -314,6 +330,50 @@ TEST(DistributedReduce, MmdOnSeveralProcessesIsTheSingleProcessTest) {
       EXPECT_TRUE(same_bits(g.gamma_p_value, want.gamma_p_value)) << K;
     }
   }
+}
+
+TEST(DistributedReduce, AnInputErrorOnOneProcessIsOneErrorOnEveryProcessBeforeAnyWork) {
+  // Rank 1 cannot read its data file (a file system the others see differently); rank 0 can. The
+  // processes agree after reading, so both throw rank 1's DataError and nothing is written.
+  const auto dir = test::temp_dir("mpi-one-bad");
+  std::string csv = "a,b\n";
+  RandomStream rng(2, "csv");
+  for (int i = 0; i < 200; ++i) csv += std::to_string(rng.normal()) + "," + std::to_string(rng.normal()) + "\n";
+  test::write_file(dir, "data.csv", csv);
+  const std::string body = R"(
+[[model]]
+name = "lite"
+[model.estimator]
+type = "lite"
+inducing_points = 10
+[model.kernel]
+type = "gaussian"
+sigma = 1.0
+[model.base_measure]
+type = "gaussian"
+std = 3.0
+)";
+  const auto good = test::write_file(dir, "good.toml", "schema_version = 1\n[data]\ntype = \"file\"\npath = \"data.csv\"\n" + body);
+  const auto bad = test::write_file(dir, "bad.toml", "schema_version = 1\n[data]\ntype = \"file\"\npath = \"gone.csv\"\n" + body);
+  std::vector<std::exception_ptr> errors = on_ranks(2, [&](const Communicator& comm, int r) {
+    RunOptions o;
+    o.quiet = true;
+    o.threads = 1;
+    o.communicator = &comm;
+    o.output_dir = (dir / "out").string();
+    (void)run_pipeline((r == 0 ? good : bad).string(), o);
+  });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(errors[static_cast<std::size_t>(r)]) << "rank " << r << " did not fail";
+    try {
+      std::rethrow_exception(errors[static_cast<std::size_t>(r)]);
+    } catch (const DataError& e) {
+      EXPECT_TRUE(test::contains(e.what(), "gone.csv")) << "rank " << r << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "rank " << r << ": not a DataError: " << e.what();
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
 }
 
 // Whole pipelines on 1, 2 and 3 simulated processes: the lite, Nyström, importance-sampling, score

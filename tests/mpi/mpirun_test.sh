@@ -2,6 +2,8 @@
 # `mpirun -np 2 kef run` against the single-process run, through the real kef command.
 #   same CONFIG: results.json equal bit for bit (every number as written, timing fields removed) and
 #                every other output file (saved models, plot) byte for byte.
+#   killed CONFIG: rank 1 is killed (SIGKILL) two seconds into a long run: mpirun must end rank 0 and
+#                fail within the timeout, naming the signal, and leave no output directory.
 #   fails CONFIG NEEDLE: exit status 2 from mpirun, the error (containing NEEDLE) printed once, no
 #                output directory, and no process left behind (the command returns at all).
 # Usage: mpirun_test.sh MODE KEF MPIEXEC WORKDIR CONFIG [NEEDLE]
@@ -70,8 +72,23 @@ case "$mode" in
     [ ! -e out ] || { echo "FAIL: a failed run left an output directory"; exit 1; }
     echo "fails: exit 2, one message"
     ;;
+  killed)
+    set +e
+    # $$ of the wrapper shell is kef's pid after exec.
+    timeout 300 "${mpi[@]}" bash -c \
+      'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then (sleep 2; kill -9 $$) & fi; exec "$@"' wrapper \
+      "$kef" run "$config" --threads 1 --quiet --output out > out.txt 2> err.txt
+    status=$?
+    set -e
+    cat err.txt
+    [ "$status" -ne 124 ] || { echo "FAIL: the run hung after a process was killed"; exit 1; }
+    [ "$status" -ne 0 ] || { echo "FAIL: mpirun succeeded although a process was killed"; exit 1; }
+    grep -q "signal 9" err.txt || { echo "FAIL: no message names the killed process"; exit 1; }
+    [ ! -e out ] || { echo "FAIL: a killed run left an output directory"; exit 1; }
+    echo "killed: mpirun exited with $status, no output"
+    ;;
   *)
-    echo "usage: mpirun_test.sh same|fails KEF MPIEXEC WORKDIR CONFIG [NEEDLE]" >&2
+    echo "usage: mpirun_test.sh same|killed|fails KEF MPIEXEC WORKDIR CONFIG [NEEDLE]" >&2
     exit 2
     ;;
 esac
