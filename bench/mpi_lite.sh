@@ -20,7 +20,7 @@ seed = 1
 type = "synthetic/gaussian"
 dim = $D
 n = $N
-split = { test = 0, validation = 0 }
+split = { test = 1000, validation = 0 }
 [[model]]
 name = "lite"
 [model.estimator]

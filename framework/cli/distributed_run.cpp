@@ -90,7 +90,7 @@ class WorldCommunicator final : public kef::Communicator {
     for (int q = 0; q < size_; ++q)
       out.push_back(all.substr(static_cast<std::size_t>(displs[static_cast<std::size_t>(q)]),
                                static_cast<std::size_t>(counts[static_cast<std::size_t>(q)])));
-    bytes_ += offset;
+    bytes_ += static_cast<std::uint64_t>(offset) - payload.size();  // what came from the others
     return out;
   }
 
