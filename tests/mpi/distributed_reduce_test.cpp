@@ -338,7 +338,8 @@ TEST(DistributedReduce, AnInputErrorOnOneProcessIsOneErrorOnEveryProcessBeforeAn
   const auto dir = test::temp_dir("mpi-one-bad");
   std::string csv = "a,b\n";
   RandomStream rng(2, "csv");
-  for (int i = 0; i < 200; ++i) csv += std::to_string(rng.normal()) + "," + std::to_string(rng.normal()) + "\n";
+  for (int i = 0; i < 200; ++i)
+    csv += std::to_string(rng.normal()) + "," + std::to_string(rng.normal()) + "\n";
   test::write_file(dir, "data.csv", csv);
   const std::string body = R"(
 [[model]]
@@ -353,8 +354,10 @@ sigma = 1.0
 type = "gaussian"
 std = 3.0
 )";
-  const auto good = test::write_file(dir, "good.toml", "schema_version = 1\n[data]\ntype = \"file\"\npath = \"data.csv\"\n" + body);
-  const auto bad = test::write_file(dir, "bad.toml", "schema_version = 1\n[data]\ntype = \"file\"\npath = \"gone.csv\"\n" + body);
+  const auto good = test::write_file(
+      dir, "good.toml", "schema_version = 1\n[data]\ntype = \"file\"\npath = \"data.csv\"\n" + body);
+  const auto bad = test::write_file(
+      dir, "bad.toml", "schema_version = 1\n[data]\ntype = \"file\"\npath = \"gone.csv\"\n" + body);
   std::vector<std::exception_ptr> errors = on_ranks(2, [&](const Communicator& comm, int r) {
     RunOptions o;
     o.quiet = true;
