@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "cli_support.hpp"
+#include "distributed_run.hpp"
 #include "kef/allocator.hpp"
 #include "kef/bandwidth_rule.hpp"
 #include "kef/bar_plot.hpp"
@@ -674,6 +675,24 @@ int main(int argc, char** argv) {
     if (montage->parsed()) check_output_file("--out", montage_out);
     if (lineplot->parsed()) check_output_file("--out", lineplot_out);
     if (barplot->parsed()) check_output_file("--out", barplot_out);
+    // Under an MPI launcher only `kef run` is distributed: other commands would run K times over.
+    const int launched = kef_cli::launcher_world_size();
+    if (launched > 1 && !run->parsed())
+      throw kef::ConfigError("mpirun: only `kef run` runs distributed (started as " +
+                             std::to_string(launched) + " processes); run this command as one process");
+    if (launched > 1 && !kef_cli::built_with_mpi())
+      throw kef::ConfigError(
+          "mpirun: this kef was built without MPI (configure with MPI installed and "
+          "-DKEF_WITH_MPI=ON), so it cannot share a run between " +
+          std::to_string(launched) + " processes; run it as one process");
+    if (run->parsed() && launched > 0 && kef_cli::built_with_mpi()) {
+      kef::RunOptions opts;
+      opts.overrides = overrides;
+      if (!output.empty()) opts.output_dir = output;
+      opts.threads = threads;
+      opts.quiet = quiet;
+      return finish(kef_cli::run_distributed(file, opts));
+    }
     if (run->parsed()) {
       kef::RunOptions opts;
       opts.overrides = overrides;

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
+#include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
 #include "kef/normal_fill.hpp"
 #include "stein_common.hpp"
@@ -88,7 +90,7 @@ FssdMoments fssd_moments(const Kernel& kernel, const Matrix& V, const Matrix& X,
   // Each run holds a P x P Gram: at most 32 MB of them (4 runs at P = 1000), and 8 runs for small P.
   const Index max_groups = std::clamp<Index>(static_cast<Index>(4e6 / (double(P) * double(P))), 2, 8);
   Moments total = ordered_reduce(
-      items, context.threads(),
+      items, context,
       [&] {
         Moments m;
         m.sum = Vector::Zero(P);
@@ -111,7 +113,7 @@ FssdMoments fssd_moments(const Kernel& kernel, const Matrix& V, const Matrix& X,
         acc.sum_sq += m.sum_sq;
         if (m.gram.size()) acc.gram.triangularView<Eigen::Lower>() += m.gram;
       },
-      max_groups);
+      max_groups, [](Moments& m) { return std::tie(m.sum, m.sum_sq, m.gram); });
   FssdMoments out;
   out.sum = total.sum;
   out.sum_sq = total.sum_sq;
@@ -190,7 +192,7 @@ RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, con
     fssd_features(ws.stacks, S_q.middleRows(b, n), J, ws.Tq);
   };
   const First one = ordered_reduce(
-      chunk_count(N), context.threads(),
+      chunk_count(N), context,
       [&] {
         First f;
         f.sum_p = f.sum_q = Vector::Zero(P);
@@ -208,11 +210,12 @@ RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, con
         acc.sum_q += f.sum_q;
         acc.sq_p += f.sq_p;
         acc.sq_q += f.sq_q;
-      });
+      },
+      8, [](First& f) { return std::tie(f.sum_p, f.sum_q, f.sq_p, f.sq_q); });
   const double Nd = static_cast<double>(N);
   const Vector mu_p = one.sum_p / Nd, mu_q = one.sum_q / Nd;
   const Second two = ordered_reduce(
-      chunk_count(N), context.threads(), [] { return Second(); },
+      chunk_count(N), context, [] { return Second(); },
       [&](Index c, Second& s) {
         features(c, s.ws);
         const Vector ap = s.ws.T * mu_p, aq = s.ws.Tq * mu_q;
@@ -224,7 +227,8 @@ RelativeFssdResult relative_fssd_test(const Kernel& kernel, const Matrix& V, con
         acc.pp += s.pp;
         acc.qq += s.qq;
         acc.pq += s.pq;
-      });
+      },
+      8, [](Second& s) { return std::tie(s.pp, s.qq, s.pq); });
 
   RelativeFssdResult r;
   r.fssd2_p = (one.sum_p.squaredNorm() - one.sq_p) / (Nd * (Nd - 1.0));

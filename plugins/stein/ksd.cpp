@@ -6,7 +6,9 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
+#include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "stein_common.hpp"
@@ -220,57 +222,60 @@ KsdResult ksd_test(const Kernel& k, const Matrix& X, const Matrix& S, bool u_sta
 
   // Item a: the blocks (a, b ≥ a) of the symmetric matrix h; off-diagonal blocks count twice. Items
   // with small a hold the most work and parallel_for's dynamic schedule starts them first.
-  std::vector<RowBlock> parts(static_cast<std::size_t>(blocks));
-  parallel_for(blocks, context.threads(), [&](Index a) {
-    RowBlock& p = parts[static_cast<std::size_t>(a)];
-    const Index ba = begin(a), na = size(a);
-    TileBuffers t;
-    // R_a = Σ_{b ≥ a} H_ab W_b (off-diagonal blocks doubled), kept transposed: Rᵀ += W_bᵀ H_abᵀ.
-    Matrix Rt, W, Ht;  // buffers reused over b: fresh megabyte matrices per block cost page faults
-    if (B > 0) {
-      Rt = Matrix::Zero(B, na);
-      Ht.resize(kRowBlock, na);
-    }
-    for (Index b = a; b < blocks; ++b) {
-      const Index bb = begin(b), nb = size(b);
-      const double weight = a == b ? 1.0 : 2.0;
-      double block_sum = 0.0;
-      for (Index i = 0; i < na; i += kTileRows)
-        for (Index j = 0; j < nb; j += kTileCols) {
-          const Index ti = std::min(kTileRows, na - i), tj = std::min(kTileCols, nb - j);
-          // Without the bootstrap, a diagonal block needs only the tiles on and above its diagonal:
-          // tiles entirely below it are skipped, those entirely above count twice. With kTileCols a
-          // multiple of kTileRows, the mirror of every pair of a tile straddling the diagonal lies in
-          // a straddling tile, and the mirror of an above tile's pair in a skipped tile (the tests
-          // check the sum against the double loop).
-          double tile_weight = 1.0;
-          if (a == b && B == 0) {
-            if (j + kTileCols <= i) continue;
-            if (j >= i + kTileRows) tile_weight = 2.0;
-          }
-          const bool on_diagonal = a == b && j < i + ti && i < j + tj;
-          block_sum +=
-              tile_weight * stein_tile(*profile, op, ba + i, ti, bb + j, tj, t, B > 0 || on_diagonal);
-          if (B > 0) Ht.block(j, i, tj, ti) = t.h.topLeftCorner(tj, ti);
-          if (on_diagonal)
-            for (Index q = 0; q < ti; ++q)
-              if (i + q >= j && i + q < j + tj) p.trace += t.h(i + q - j, q);
+  // Shared between the processes of a distributed run as well (kef/distributed_reduce.hpp), by
+  // consecutive items: every process gets every item's sums and adds them in item order below.
+  const std::vector<RowBlock> parts = distributed_parts(
+      blocks, context, [] { return RowBlock(); },
+      [&](Index a, RowBlock& p) {
+        const Index ba = begin(a), na = size(a);
+        TileBuffers t;
+        // R_a = Σ_{b ≥ a} H_ab W_b (off-diagonal blocks doubled), kept transposed: Rᵀ += W_bᵀ H_abᵀ.
+        Matrix Rt, W, Ht;  // buffers reused over b: fresh megabyte matrices per block cost page faults
+        if (B > 0) {
+          Rt = Matrix::Zero(B, na);
+          Ht.resize(kRowBlock, na);
         }
-      p.sum += weight * block_sum;
-      if (B > 0) {
-        signs->block_transposed(bb, nb, W);
-        Rt.noalias() += weight * W.topRows(B) * Ht.topRows(nb);
-      }
-    }
-    if (B > 0) {
-      signs->block_transposed(ba, na, W);
-      p.quad = (W.topRows(B).array() * Rt.array()).rowwise().sum();
-    }
-  });
+        for (Index b = a; b < blocks; ++b) {
+          const Index bb = begin(b), nb = size(b);
+          const double weight = a == b ? 1.0 : 2.0;
+          double block_sum = 0.0;
+          for (Index i = 0; i < na; i += kTileRows)
+            for (Index j = 0; j < nb; j += kTileCols) {
+              const Index ti = std::min(kTileRows, na - i), tj = std::min(kTileCols, nb - j);
+              // Without the bootstrap, a diagonal block needs only the tiles on and above its diagonal:
+              // tiles entirely below it are skipped, those entirely above count twice. With kTileCols a
+              // multiple of kTileRows, the mirror of every pair of a tile straddling the diagonal lies in
+              // a straddling tile, and the mirror of an above tile's pair in a skipped tile (the tests
+              // check the sum against the double loop).
+              double tile_weight = 1.0;
+              if (a == b && B == 0) {
+                if (j + kTileCols <= i) continue;
+                if (j >= i + kTileRows) tile_weight = 2.0;
+              }
+              const bool on_diagonal = a == b && j < i + ti && i < j + tj;
+              block_sum +=
+                  tile_weight * stein_tile(*profile, op, ba + i, ti, bb + j, tj, t, B > 0 || on_diagonal);
+              if (B > 0) Ht.block(j, i, tj, ti) = t.h.topLeftCorner(tj, ti);
+              if (on_diagonal)
+                for (Index q = 0; q < ti; ++q)
+                  if (i + q >= j && i + q < j + tj) p.trace += t.h(i + q - j, q);
+            }
+          p.sum += weight * block_sum;
+          if (B > 0) {
+            signs->block_transposed(bb, nb, W);
+            Rt.noalias() += weight * W.topRows(B) * Ht.topRows(nb);
+          }
+        }
+        if (B > 0) {
+          signs->block_transposed(ba, na, W);
+          p.quad = (W.topRows(B).array() * Rt.array()).rowwise().sum();
+        }
+      },
+      [](RowBlock& p) { return std::tie(p.sum, p.trace, p.quad); });
 
   double sum = 0.0, trace = 0.0;
   Vector quad = Vector::Zero(B);
-  for (auto& p : parts) {
+  for (const auto& p : parts) {
     sum += p.sum;
     trace += p.trace;
     if (B > 0) quad += p.quad;

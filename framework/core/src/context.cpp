@@ -40,15 +40,22 @@ int Context::resolve_threads(int requested, std::string_view key) {
 
 Context::Context(std::uint64_t seed, int threads, Progress* progress, std::string_view threads_key)
     : Context(seed, resolve_threads(threads, threads_key), RandomStream(seed, ""),
-              progress ? progress : silent_sink(), std::string()) {
+              progress ? progress : silent_sink(), std::string(), &single_process()) {
   root_ = true;
 }
 
-Context::Context(std::uint64_t seed, int threads, RandomStream rng, Progress* sink, std::string label)
-    : seed_(seed), threads_(threads), root_(false), rng_(std::move(rng)), progress_(sink, std::move(label)) {}
+Context::Context(std::uint64_t seed, int threads, RandomStream rng, Progress* sink, std::string label,
+                 const Communicator* communicator)
+    : seed_(seed),
+      threads_(threads),
+      root_(false),
+      rng_(std::move(rng)),
+      progress_(sink, std::move(label)),
+      communicator_(communicator) {}
 
 Context Context::make_child(RandomStream rng, std::string_view label) const {
-  return Context(seed_, threads_, std::move(rng), progress_.sink_, joined(progress_.label_, label));
+  return Context(seed_, threads_, std::move(rng), progress_.sink_, joined(progress_.label_, label),
+                 communicator_);
 }
 
 Context Context::child(std::string_view name, std::string_view label) const {

@@ -67,6 +67,10 @@ namespace detail {
 
 namespace {
 
+// Bodies of serial loops under way on this thread (pool loops are marked by Pool::in_loop_); bodies
+// never throw (parallel_for catches inside them), so plain increments balance.
+thread_local int t_body_depth = 0;
+
 // The threads behind parallel_for. Idle workers block on a condition variable instead of spinning:
 // with OpenMP (libgomp spins between parallel regions) a DKEF run took 63 s instead of 30 s next to
 // two busy processes on 2 cores, and the waking latency a blocked worker costs (tens of µs) is
@@ -100,7 +104,9 @@ class Pool {
 
  private:
   static void serial(Index n, void (*body)(void*, Index), void* context) {
+    ++t_body_depth;
     for (Index i = 0; i < n; ++i) body(context, i);
+    --t_body_depth;
   }
 
   void drain() {
@@ -135,6 +141,9 @@ class Pool {
   std::atomic<Index> next_{0};
   int wanted_ = 0, joined_ = 0, finished_ = 0;
   static thread_local bool in_loop_;
+
+ public:
+  static bool in_loop() { return in_loop_; }
 };
 
 thread_local bool Pool::in_loop_ = false;
@@ -152,12 +161,16 @@ void pool_parallel_for(Index n, int threads, void (*body)(void*, Index), void* c
   if (n <= 0) return;
   threads = static_cast<int>(std::clamp<Index>(threads, 1, n));
   if (threads == 1) {
+    ++t_body_depth;
     for (Index i = 0; i < n; ++i) body(context, i);
+    --t_body_depth;
     return;
   }
   // body never throws: parallel_for catches every exception inside it.
   pool().run(n, threads, body, context);
 }
+
+bool in_parallel_body() { return t_body_depth > 0 || Pool::in_loop(); }
 
 }  // namespace detail
 }  // namespace kef

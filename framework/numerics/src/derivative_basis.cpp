@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <tuple>
 
+#include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/parallel.hpp"
@@ -143,8 +145,9 @@ DerivativeSystem accumulate_derivative_system(const Kernel& kernel, const BaseMe
     Matrix first, second, q1, q2;  // workspace reused from chunk to chunk
   };
   std::atomic<Index> rows_done{0};
+  // Distributed over the processes of the run too: only BᵀB and h cross (kef/distributed_reduce.hpp).
   Partial total = ordered_reduce(
-      chunks, context.threads(),
+      chunks, context,
       [&] {
         Partial p;
         if (options.need_BtB) p.BtB = Matrix::Zero(M, M);
@@ -171,7 +174,7 @@ DerivativeSystem accumulate_derivative_system(const Kernel& kernel, const BaseMe
         if (options.need_BtB) acc.BtB += p.BtB;
         acc.h += p.h;
       },
-      groups);
+      groups, [](Partial& p) { return std::tie(p.BtB, p.h); });
 
   DerivativeSystem out;
   out.rows = N;

@@ -89,14 +89,15 @@ MomentsRun sample_moments(const ProposalSource& source, const RandomStream& stre
 Vector sample_log_ratios(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan,
                          const Context& context, StreamReport* report) {
   Vector all(plan.total);
-  // Chunks write disjoint segments, so the parallel bodies need no synchronisation.
-  StreamReport r = stream_chunks<char>(
-      source, stream, plan, context,
-      [&](Index, Index offset, const Vector& log_r) {
-        all.segment(offset, log_r.size()) = log_r;
-        return char{};
-      },
-      [](char) {});
+  // Each chunk's ratios are its summary (so they reach every process of a distributed run), copied in
+  // chunk order into the prefix of `all`.
+  Index filled = 0;
+  StreamReport r = stream_chunks<Vector>(
+      source, stream, plan, context, [](Index, Index, const Vector& log_r) { return log_r; },
+      [&](const Vector& log_r) {
+        all.segment(filled, log_r.size()) = log_r;
+        filled += log_r.size();
+      });
   if (report) *report = r;
   return all;
 }

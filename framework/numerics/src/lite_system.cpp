@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
+#include <tuple>
 
+#include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/parallel.hpp"
@@ -113,39 +115,42 @@ LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base,
     Zc.rowwise() -= centre;
   }
 
-  std::vector<BlockSums> sums(static_cast<std::size_t>(blocks));
   std::atomic<Index> rows_done{0};
-  parallel_for(blocks, context.threads(), [&](Index k) {
-    const Index begin = N * k / blocks, end = N * (k + 1) / blocks;
-    BlockSums& s = sums[static_cast<std::size_t>(k)];
-    if (radial) {
-      s.C = Matrix::Zero(M, M);
-      s.PtP = Matrix::Zero(M, M);
-    } else {
-      s.G = Matrix::Zero(M, M);
-    }
-    if (need_U) s.U = Matrix::Zero(M, M);
-    s.b_main = Vector::Zero(M);
-    s.b_c = Vector::Zero(M);
-    KernelStacks st;
-    RadialWork work;
-    Matrix q1, q2, xc;
-    for (Index r = begin; r < end; r += chunk) {
-      const Index len = std::min(chunk, end - r);
-      const auto Xc = X.middleRows(r, len);
-      base.derivatives(Xc, q1, q2);
-      if (radial) {
-        xc = Xc.rowwise() - centre;
-        add_radial_chunk(*radial, xc, Zc, q1, q2, need_U, work, s);
-      } else {
-        add_stack_chunk(kernel, Xc, Z, q1, q2, need_U, st, s);
-      }
-      Index done = rows_done.fetch_add(len) + len;
-      if (options.progress)
-        options.progress->update("lite system", static_cast<double>(done) / static_cast<double>(N),
-                                 std::to_string(done) + "/" + std::to_string(N) + " rows");
-    }
-  });
+  // Blocks are shared between the processes of a distributed run too (kef/distributed_reduce.hpp);
+  // every process gets every block's sums and adds them in block order below.
+  const std::vector<BlockSums> sums = distributed_parts(
+      blocks, context, [] { return BlockSums(); },
+      [&](Index k, BlockSums& s) {
+        const Index begin = N * k / blocks, end = N * (k + 1) / blocks;
+        if (radial) {
+          s.C = Matrix::Zero(M, M);
+          s.PtP = Matrix::Zero(M, M);
+        } else {
+          s.G = Matrix::Zero(M, M);
+        }
+        if (need_U) s.U = Matrix::Zero(M, M);
+        s.b_main = Vector::Zero(M);
+        s.b_c = Vector::Zero(M);
+        KernelStacks st;
+        RadialWork work;
+        Matrix q1, q2, xc;
+        for (Index r = begin; r < end; r += chunk) {
+          const Index len = std::min(chunk, end - r);
+          const auto Xc = X.middleRows(r, len);
+          base.derivatives(Xc, q1, q2);
+          if (radial) {
+            xc = Xc.rowwise() - centre;
+            add_radial_chunk(*radial, xc, Zc, q1, q2, need_U, work, s);
+          } else {
+            add_stack_chunk(kernel, Xc, Z, q1, q2, need_U, st, s);
+          }
+          Index done = rows_done.fetch_add(len) + len;
+          if (options.progress)
+            options.progress->update("lite system", static_cast<double>(done) / static_cast<double>(N),
+                                     std::to_string(done) + "/" + std::to_string(N) + " rows");
+        }
+      },
+      [](BlockSums& s) { return std::tie(s.G, s.U, s.C, s.PtP, s.b_main, s.b_c); });
 
   LiteSystem out;
   out.rows = N;

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
 #include "kef/parallel.hpp"
 
@@ -17,11 +19,12 @@ constexpr double kMaxLabellingEntries = double(Index{1} << 28);
 
 // Per-block partial sums; for labelling p (column p of A, 1 = "first sample"):
 // aKa[p] = Σ_i a_i (K a)_i, aK1[p] = Σ_i a_i (K 1)_i, adiag[p] = Σ_i a_i K_ii. For the Gamma
-// approximation: squares = Σ_ij K_ij² over the block's rows (row sums and the diagonal go to
-// per-row vectors, written by the block that owns the row).
+// approximation: squares = Σ_ij K_ij² over the block's rows, and the block's row sums K1 and diagonal
+// (copied into per-row vectors afterwards: in a distributed run the block may be another process's).
 struct Partial {
   Vector aKa, aK1, adiag;
   double oneK1 = 0, trace = 0, squares = 0;
+  Vector k1, diag;
 };
 
 Index count_at_least(const Vector& v, double x) { return (v.array() >= x).count(); }
@@ -66,9 +69,10 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
   const Index rows = block_rows > 0 ? block_rows : std::clamp<Index>(kBlockEntries / N, 16, 512);
   const Index blocks = (N + rows - 1) / rows;
   Vector row_sums(N), diagonal(N);
-  // One partial per Gram block (max_groups = blocks), folded in block order.
-  const Partial total = ordered_reduce(
-      blocks, context.threads(), [] { return Partial(); },
+  // One partial per Gram block, shared between the processes of a distributed run
+  // (kef/distributed_reduce.hpp) and folded in block order.
+  std::vector<Partial> parts = distributed_parts(
+      blocks, context, [] { return Partial(); },
       [&](Index b, Partial& part) {
         const Index r0 = b * rows, len = std::min(rows, N - r0);
         const Matrix Kb = kernel.gram(Z.middleRows(r0, len), Z);
@@ -77,28 +81,33 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
         if (!Kb.allFinite())
           throw NumericalError("mmd: kernel values are not finite (rows " + std::to_string(r0) + "..)");
         const Matrix KA = Kb * A;
-        const Vector k1 = Kb.rowwise().sum();
-        Vector diag(len);
-        for (Index i = 0; i < len; ++i) diag[i] = Kb(i, r0 + i);
+        part.k1 = Kb.rowwise().sum();
+        part.diag.resize(len);
+        for (Index i = 0; i < len; ++i) part.diag[i] = Kb(i, r0 + i);
         const auto Ab = A.middleRows(r0, len);
         part.aKa = Ab.cwiseProduct(KA).colwise().sum().transpose();
-        part.aK1 = Ab.transpose() * k1;
-        part.adiag = Ab.transpose() * diag;
-        part.oneK1 = k1.sum();
-        part.trace = diag.sum();
+        part.aK1 = Ab.transpose() * part.k1;
+        part.adiag = Ab.transpose() * part.diag;
+        part.oneK1 = part.k1.sum();
+        part.trace = part.diag.sum();
         if (with_gamma) part.squares = Kb.squaredNorm();
-        row_sums.segment(r0, len) = k1;
-        diagonal.segment(r0, len) = diag;
       },
-      [](Partial& into, const Partial& part) {
-        into.aKa += part.aKa;
-        into.aK1 += part.aK1;
-        into.adiag += part.adiag;
-        into.oneK1 += part.oneK1;
-        into.trace += part.trace;
-        into.squares += part.squares;
-      },
-      blocks);
+      [](Partial& p) { return std::tie(p.aKa, p.aK1, p.adiag, p.oneK1, p.trace, p.squares, p.k1, p.diag); });
+  for (Index b = 0; b < blocks; ++b) {
+    const Partial& part = parts[static_cast<std::size_t>(b)];
+    row_sums.segment(b * rows, part.k1.size()) = part.k1;
+    diagonal.segment(b * rows, part.diag.size()) = part.diag;
+  }
+  Partial total = std::move(parts[0]);
+  for (Index b = 1; b < blocks; ++b) {
+    const Partial& part = parts[static_cast<std::size_t>(b)];
+    total.aKa += part.aKa;
+    total.aK1 += part.aK1;
+    total.adiag += part.adiag;
+    total.oneK1 += part.oneK1;
+    total.trace += part.trace;
+    total.squares += part.squares;
+  }
   const Vector& aKa = total.aKa;
   const Vector& aK1 = total.aK1;
   const Vector& adiag = total.adiag;

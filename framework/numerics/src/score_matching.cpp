@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
+#include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/parallel.hpp"
@@ -24,7 +26,7 @@ double chunked_mean(const Matrix& X, const Context& context, const std::vector<b
     Index used = 0;
   };
   const Sum sum = ordered_reduce(
-      chunks, context.threads(), [] { return Sum(); },
+      chunks, context, [] { return Sum(); },
       [&](Index c, Sum& part) {
         const Index begin = c * kEvalChunk, len = std::min(kEvalChunk, n - begin);
         const Vector v = term(X.middleRows(begin, len), begin);
@@ -40,7 +42,7 @@ double chunked_mean(const Matrix& X, const Context& context, const std::vector<b
         into.total += part.total;
         into.used += part.used;
       },
-      std::max<Index>(chunks, 1));
+      std::max<Index>(chunks, 1), [](Sum& s) { return std::tie(s.total, s.used); });
   const double total = sum.total;
   const Index used = sum.used;
   if (used_out) *used_out = used;

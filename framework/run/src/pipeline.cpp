@@ -436,7 +436,13 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
   if (write_output) check_output_target(plan.output_dir);
   std::unique_ptr<Progress> progress = options.quiet ? make_silent_progress() : make_stderr_progress();
   // The run's root context: every fit and evaluation gets a child keyed by its path.
-  const Context run(plan.seed, options.threads, progress.get(), kThreadsKey);
+  Context root(plan.seed, options.threads, progress.get(), kThreadsKey);
+  if (options.communicator) root.set_communicator(*options.communicator);
+  const Context& run = root;
+  // What only rank 0 does (the density plot) runs on that process alone: the others are not there to
+  // share its reductions.
+  Context rank0_only = root;
+  rank0_only.set_communicator(single_process());
 
   fs::path staging = write_output ? make_staging_dir(plan.output_dir) : fs::path();
   Json results;
@@ -574,7 +580,7 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
       }
     }
     step = "density plot";
-    if (plan.plot && write_output) write_run_plot(plan, fitted, models, staging, run, log);
+    if (plan.plot && write_output) write_run_plot(plan, fitted, models, staging, rank0_only, log);
     if (plan.plot && !write_output) log << "density plot: skipped, the run writes no output directory\n";
     step = "writing results";
     results["status"] = "complete";
@@ -635,10 +641,32 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
 }  // namespace
 
 RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
-  Plan plan = build_plan(path, options);
-  RunResult r = execute_plan(plan, options, true);
+  const Communicator& comm = options.communicator ? *options.communicator : single_process();
+  if (comm.size() == 1) {
+    Plan plan = build_plan(path, options);
+    RunResult r = execute_plan(plan, options, true);
+    RunSummary summary;
+    summary.output_dir = plan.output_dir;
+    summary.table = std::move(r.table);
+    return summary;
+  }
+  // A distributed run: every process reads and validates the file, its plugins and data, and rank 0
+  // checks the output directory; then they agree, so a bad input (on any process) is the same error
+  // on every process before any work, never a process waiting in a reduction for one that stopped.
+  std::optional<Plan> plan;
+  std::exception_ptr error;
+  try {
+    (void)Context::resolve_threads(options.threads, kThreadsKey);
+    plan.emplace(build_plan(path, options));
+    if (comm.rank() == 0) check_output_target(plan->output_dir);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  agree(comm, CollectiveStep::prepare, error);
+  // Only rank 0 writes: the others run the same fits and evaluations and keep nothing.
+  RunResult r = execute_plan(*plan, options, comm.rank() == 0);
   RunSummary summary;
-  summary.output_dir = plan.output_dir;
+  summary.output_dir = plan->output_dir;
   summary.table = std::move(r.table);
   return summary;
 }

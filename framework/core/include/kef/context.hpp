@@ -4,10 +4,10 @@
 // the work it is handed to. Components receive it in FitInput / EvalInput; numerical building blocks
 // take `const Context&` where kef 0.2 took `int threads`.
 //
-// Where the MPI communicator goes (issue #16): as one more member of Context, set on the root by the
-// host and copied unchanged into every child, read by the building blocks that reduce over rows
-// (lite system, meta-gradient, importance sampling). Because every such block already receives the
-// Context, adding it changes no signature. It is not here yet: a run is one process.
+// The processes of a distributed run (issue #16): the root carries a Communicator (kef/communicator.hpp),
+// set by the host with set_communicator() and copied unchanged into every child; the building blocks
+// that reduce over rows or draws (kef/distributed_reduce.hpp) read it, so distributing them changed
+// no signature. Without set_communicator() it is single_process(): the run is one process.
 //
 // Children. A component never draws from its caller's stream: it gets a child context. The root
 // derives a child from a full dotted path, `child("model.NAME.fit")`, whose stream is
@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "kef/communicator.hpp"
 #include "kef/progress.hpp"
 #include "kef/random.hpp"
 
@@ -43,6 +44,9 @@ class Context {
   Context child(std::uint64_t index, std::string_view label = {}) const;
 
   int threads() const { return threads_; }
+  // The processes this context's work is shared with; must outlive every context derived from this one.
+  const Communicator& communicator() const { return *communicator_; }
+  void set_communicator(const Communicator& communicator) { communicator_ = &communicator; }
   std::uint64_t seed() const { return seed_; }
   bool is_root() const { return root_; }
   // Labels from the root to here, joined by " / "; empty when none was given.
@@ -69,7 +73,8 @@ class Context {
     std::string prefixed(std::string_view task) const;
   };
 
-  Context(std::uint64_t seed, int threads, RandomStream rng, Progress* sink, std::string label);
+  Context(std::uint64_t seed, int threads, RandomStream rng, Progress* sink, std::string label,
+          const Communicator* communicator);
   Context make_child(RandomStream rng, std::string_view label) const;
 
   std::uint64_t seed_;
@@ -77,6 +82,7 @@ class Context {
   bool root_;
   RandomStream rng_;
   mutable LabelledProgress progress_;
+  const Communicator* communicator_;
 };
 
 }  // namespace kef

@@ -18,6 +18,10 @@ void set_default_threads(int threads);
 
 namespace detail {
 void pool_parallel_for(Index n, int threads, void (*body)(void*, Index), void* context);
+// Whether this thread is running the body of a parallel_for (of any thread count). A distributed
+// reduction (kef/distributed_reduce.hpp) started there runs on this process alone: the processes of a
+// run meet in a collective only from the code all of them run in the same order.
+bool in_parallel_body();
 }
 
 // Runs f(i) for i in [0, n) on up to `threads` threads. If any call throws, the exception of the

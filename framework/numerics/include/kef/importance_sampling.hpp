@@ -12,12 +12,17 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kef/base_measure.hpp"
+#include "kef/byte_codec.hpp"
+#include "kef/communicator.hpp"
 #include "kef/context.hpp"
+#include "kef/distributed_reduce.hpp"
 #include "kef/model.hpp"
 #include "kef/parallel.hpp"
 #include "kef/progress.hpp"
@@ -55,6 +60,8 @@ struct ShiftedMoments {
   double m2 = 0.0;    // Σ (r·e^{−shift} − mean)²
 
   static ShiftedMoments of(const Vector& log_r);
+  // What a distributed run exchanges (kef/byte_codec.hpp).
+  auto fields() { return std::tie(n, shift, mean, m2); }
   void merge(const ShiftedMoments& other);
 
   bool has_mass() const { return n > 0 && mean > 0.0; }
@@ -90,14 +97,21 @@ struct StreamReport {
 
 // Runs summarize(chunk, offset, log_r) -> Summary in parallel and reduce(const Summary&) in chunk
 // order. Chunks run in waves of a few per thread so that progress is reported and memory holds only
-// one wave's summaries, however large the budget.
+// one wave's summaries, however large the budget. Summary must be encodable (kef/byte_codec.hpp): in
+// a distributed run it crosses between processes.
 template <class Summary, class Summarize, class Reduce>
 StreamReport stream_chunks(const ProposalSource& source, const RandomStream& stream, const ChunkPlan& plan,
                            const Context& context, Summarize&& summarize, Reduce&& reduce) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const Index n_chunks = (plan.total + plan.chunk_size - 1) / plan.chunk_size;
-  const Index wave = 16 * static_cast<Index>(context.threads());
+  // Distributed over the processes of the run (kef/distributed_reduce.hpp): each takes consecutive
+  // chunks of every wave, and the chunks' summaries, minima and completion flags are exchanged, so every
+  // process reduces the same chunks in the same order.
+  const Communicator& comm = context.communicator();
+  const bool distributed = comm.size() > 1 && !detail::in_parallel_body();
+  const int ranks = distributed ? comm.size() : 1;
+  const Index wave = 16 * static_cast<Index>(context.threads()) * ranks;
   const bool timed = plan.max_seconds > 0.0;
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(timed ? plan.max_seconds : 0.0));
@@ -111,7 +125,7 @@ StreamReport stream_chunks(const ProposalSource& source, const RandomStream& str
     summaries.assign(static_cast<std::size_t>(wn), Summary{});
     done.assign(static_cast<std::size_t>(wn), 0);
     mins.assign(static_cast<std::size_t>(wn), std::numeric_limits<double>::infinity());
-    parallel_for(wn, context.threads(), [&](Index j) {
+    auto run_chunk = [&](Index j) {
       const Index chunk = w0 + j;
       // Chunk 0 always runs, so a time-limited estimate is never empty.
       if (timed && chunk > 0 && (expired.load(std::memory_order_relaxed) || Clock::now() >= deadline)) {
@@ -126,7 +140,38 @@ StreamReport stream_chunks(const ProposalSource& source, const RandomStream& str
       summaries[k] = summarize(chunk, offset, log_r);
       mins[k] = log_r.minCoeff();
       done[k] = 1;
-    });
+    };
+    if (!distributed) {
+      parallel_for(wn, context.threads(), [&](Index j) { run_chunk(j); });
+    } else {
+      const int rank = comm.rank();
+      const Index first = first_group_of_rank(wn, ranks, rank),
+                  last = first_group_of_rank(wn, ranks, rank + 1);
+      ByteWriter out;
+      std::exception_ptr error;
+      try {
+        parallel_for(last - first, context.threads(), [&](Index j) { run_chunk(first + j); });
+        for (Index j = first; j < last; ++j) {
+          const auto k = static_cast<std::size_t>(j);
+          encode(out, done[k]);
+          encode(out, mins[k]);
+          encode(out, summaries[k]);
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+      const std::vector<std::string> all = exchange(comm, CollectiveStep::reduce, out.take(), error);
+      for (int q = 0; q < ranks; ++q) {
+        if (q == rank) continue;
+        ByteReader in(all[static_cast<std::size_t>(q)]);
+        for (Index j = first_group_of_rank(wn, ranks, q); j < first_group_of_rank(wn, ranks, q + 1); ++j) {
+          const auto k = static_cast<std::size_t>(j);
+          decode(in, done[k]);
+          decode(in, mins[k]);
+          decode(in, summaries[k]);
+        }
+      }
+    }
     for (Index j = 0; j < wn; ++j) {
       const auto k = static_cast<std::size_t>(j);
       if (!done[k]) {

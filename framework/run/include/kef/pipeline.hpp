@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kef/communicator.hpp"
 #include "kef/config.hpp"
 #include "kef/dataset.hpp"
 #include "kef/model_archive.hpp"
@@ -19,6 +20,10 @@ struct RunOptions {
   std::optional<std::string> output_dir;     // replaces [output] dir
   int threads = 0;                            // 0: default_threads(); < 0: ConfigError naming --threads
   bool quiet = false;
+  // The processes of a distributed run (`mpirun -np K kef run`, kef/communicator.hpp), or null for one
+  // process. Every process runs the pipeline: they agree that all read and validated the inputs before
+  // any work, share the sums over rows and draws, and only rank 0 writes the output directory.
+  const Communicator* communicator = nullptr;
 };
 
 struct RunSummary {

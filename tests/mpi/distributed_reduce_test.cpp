@@ -1,0 +1,483 @@
+// Distributed reductions (kef/distributed_reduce.hpp) on K processes simulated in one: K threads, each
+// with a communicator whose all_gather meets the others'. Everything a distributed run adds (group
+// ownership, encoding, exchange, error agreement) runs as under mpirun; only MPI's transport is
+// replaced, and tests/mpi/mpirun_test.sh covers that with the real kef command.
+#include "kef/distributed_reduce.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "kef/byte_codec.hpp"
+#include "kef/communicator.hpp"
+#include "kef/context.hpp"
+#include "kef/error.hpp"
+#include "kef/importance_sampling.hpp"
+#include "kef/mmd_test.hpp"
+#include "kef/parallel.hpp"
+#include "kef/pipeline.hpp"
+#include "kef/random.hpp"
+#include "test_support.hpp"
+
+namespace kef {
+namespace {
+
+// The meeting point of K simulated processes: all_gather returns when all K have called it.
+class FakeWorld {
+ public:
+  explicit FakeWorld(int size)
+      : size_(size), slots_(static_cast<std::size_t>(size)), steps_(static_cast<std::size_t>(size)) {}
+  int size() const { return size_; }
+  std::vector<std::string> gather(int rank, CollectiveStep step, const std::string& payload) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const std::uint64_t generation = generation_;
+    slots_[static_cast<std::size_t>(rank)] = payload;
+    steps_[static_cast<std::size_t>(rank)] = step;
+    ++bytes_;
+    if (++arrived_ == size_) {
+      result_ = slots_;
+      result_steps_ = steps_;
+      arrived_ = 0;
+      ++generation_;
+      ++collectives_;
+      met_.notify_all();
+    } else {
+      met_.wait(lock, [&] { return generation_ != generation; });
+    }
+    for (CollectiveStep s : result_steps_)
+      if (s != step) throw std::logic_error("simulated processes out of step");
+    return result_;
+  }
+  int collectives() const { return collectives_; }
+
+ private:
+  int size_;
+  std::mutex mutex_;
+  std::condition_variable met_;
+  std::vector<std::string> slots_, result_;
+  std::vector<CollectiveStep> steps_, result_steps_;
+  int arrived_ = 0, collectives_ = 0;
+  std::uint64_t generation_ = 0, bytes_ = 0;
+};
+
+class FakeCommunicator final : public Communicator {
+ public:
+  FakeCommunicator(FakeWorld& world, int rank) : world_(&world), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return world_->size(); }
+  std::vector<std::string> all_gather(CollectiveStep step, const std::string& payload) const override {
+    return world_->gather(rank_, step, payload);
+  }
+
+ private:
+  FakeWorld* world_;
+  int rank_;
+};
+
+// Runs body(communicator, rank) on K threads; returns each rank's exception (or null).
+std::vector<std::exception_ptr> on_ranks(int K, const std::function<void(const Communicator&, int)>& body,
+                                         FakeWorld* world_out = nullptr) {
+  FakeWorld local(K);
+  FakeWorld& world = world_out ? *world_out : local;
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(K));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < K; ++r)
+    threads.emplace_back([&, r] {
+      const FakeCommunicator comm(world, r);
+      try {
+        body(comm, r);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(const Matrix& a, const Matrix& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+// Values of very different magnitudes: their sum depends on the order of the additions.
+std::vector<double> uneven_values(Index n) {
+  RandomStream rng(17, "uneven");
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = rng.normal() * std::pow(10.0, 8.0 * rng.uniform() - 4.0);
+  return v;
+}
+
+struct Part {
+  double sum = 0;
+  Index count = 0;
+  Matrix outer;    // Σ (x, x²)(x, x²)ᵀ
+  Vector scratch;  // workspace: never exchanged
+};
+
+Part part_init() {
+  Part p;
+  p.outer = Matrix::Zero(2, 2);
+  return p;
+}
+void part_combine(Part& into, const Part& p) {
+  into.sum += p.sum;
+  into.count += p.count;
+  into.outer += p.outer;
+}
+
+Part reduce_values(const std::vector<double>& v, const Context& context, Index max_groups,
+                   std::vector<Index>* touched = nullptr) {
+  const Index n = static_cast<Index>(v.size());
+  return ordered_reduce(
+      n, context, part_init,
+      [&](Index i, Part& p) {
+        const double x = v[static_cast<std::size_t>(i)];
+        p.sum += x;
+        ++p.count;
+        p.scratch = Vector::Constant(2, x);
+        Vector u(2);
+        u << x, x * x;
+        p.outer += u * u.transpose();
+        if (touched) (*touched)[static_cast<std::size_t>(i)] += 1;
+      },
+      part_combine, max_groups, [](Part& p) { return std::tie(p.sum, p.count, p.outer); });
+}
+
+// The brute-force twin: kef/parallel.hpp's ordered_reduce, one process, the same groups.
+Part reduce_values_one_process(const std::vector<double>& v, Index max_groups) {
+  return ordered_reduce(
+      static_cast<Index>(v.size()), 1, part_init,
+      [&](Index i, Part& p) {
+        const double x = v[static_cast<std::size_t>(i)];
+        p.sum += x;
+        ++p.count;
+        Vector u(2);
+        u << x, x * x;
+        p.outer += u * u.transpose();
+      },
+      part_combine, max_groups);
+}
+
+TEST(DistributedReduce, EveryRankGetsTheSingleProcessResultBitForBit) {
+  for (Index n : {1, 3, 7, 50, 301}) {
+    const std::vector<double> v = uneven_values(n);
+    for (Index groups : {1, 4, 8, 1000}) {
+      const Part want = reduce_values_one_process(v, groups);
+      for (int K = 1; K <= 5; ++K) {
+        std::vector<Part> got(static_cast<std::size_t>(K));
+        const auto errors = on_ranks(K, [&](const Communicator& comm, int r) {
+          Context c(1, 1);
+          c.set_communicator(comm);
+          got[static_cast<std::size_t>(r)] = reduce_values(v, c, groups);
+        });
+        for (int r = 0; r < K; ++r) {
+          ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << "rank " << r;
+          const Part& g = got[static_cast<std::size_t>(r)];
+          EXPECT_TRUE(same_bits(g.sum, want.sum))
+              << "n " << n << " groups " << groups << " K " << K << " rank " << r;
+          EXPECT_EQ(g.count, n);
+          EXPECT_TRUE(same_bits(g.outer, want.outer)) << "n " << n << " groups " << groups << " K " << K;
+        }
+      }
+    }
+  }
+}
+
+TEST(DistributedReduce, TheTestDataAreOrderSensitive) {
+  // Otherwise the test above could not tell a reduction in another order from the right one.
+  const std::vector<double> v = uneven_values(301);
+  double sequential = 0;
+  for (double x : v) sequential += x;
+  const Part grouped = reduce_values_one_process(v, 8);
+  EXPECT_FALSE(same_bits(sequential, grouped.sum));
+}
+
+TEST(DistributedReduce, EachItemIsAccumulatedOnExactlyOneRank) {
+  const std::vector<double> v = uneven_values(50);
+  const int K = 3;
+  std::vector<std::vector<Index>> touched(K, std::vector<Index>(50, 0));
+  on_ranks(K, [&](const Communicator& comm, int r) {
+    Context c(1, 1);
+    c.set_communicator(comm);
+    (void)reduce_values(v, c, 8, &touched[static_cast<std::size_t>(r)]);
+  });
+  for (Index i = 0; i < 50; ++i) {
+    Index total = 0;
+    for (int r = 0; r < K; ++r) total += touched[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)];
+    EXPECT_EQ(total, 1) << "item " << i;
+  }
+  // Rank 0 owns groups 0..1 of 8 (8·1/3 = 2): items [0, 12).
+  for (Index i = 0; i < 50; ++i) EXPECT_EQ(touched[0][static_cast<std::size_t>(i)], i < 12 ? 1 : 0) << i;
+}
+
+TEST(DistributedReduce, AnErrorOnOneRankIsTheSameErrorOnEveryRank) {
+  const std::vector<double> v = uneven_values(40);
+  // Items 33 and 25 fail: one process reports the lowest failing group's error (item 25's).
+  auto run = [&](const Context& c) {
+    return ordered_reduce(
+        40, c, [] { return 0.0; },
+        [&](Index i, double& s) {
+          if (i == 25 || i == 33) throw DataError("row " + std::to_string(i) + ": not finite");
+          s += v[static_cast<std::size_t>(i)];
+        },
+        [](double& a, double b) { a += b; }, 8, [](double& s) { return std::tie(s); });
+  };
+  const std::string want = test::message_of<DataError>([&] { run(Context(1, 1)); });
+  EXPECT_EQ(want, "row 25: not finite");
+  for (int K : {2, 3, 4}) {
+    const auto errors = on_ranks(K, [&](const Communicator& comm, int) {
+      Context c(1, 1);
+      c.set_communicator(comm);
+      run(c);
+    });
+    for (int r = 0; r < K; ++r) {
+      ASSERT_TRUE(errors[static_cast<std::size_t>(r)]) << "rank " << r << " of " << K << " did not fail";
+      try {
+        std::rethrow_exception(errors[static_cast<std::size_t>(r)]);
+      } catch (const DataError& e) {
+        EXPECT_EQ(std::string(e.what()), want) << "rank " << r << " of " << K;
+      } catch (...) {
+        ADD_FAILURE() << "rank " << r << ": not a DataError";
+      }
+    }
+  }
+}
+
+TEST(DistributedReduce, InsideAParallelLoopEachProcessReducesAlone) {
+  // The processes cannot meet from a parallel loop's bodies (their order differs between processes):
+  // a reduction there computes every group locally, and no collective happens.
+  const std::vector<double> v = uneven_values(64);
+  const Part want = reduce_values_one_process(v, 8);
+  FakeWorld world(2);
+  std::vector<double> got(4, 0.0);
+  on_ranks(
+      2,
+      [&](const Communicator& comm, int r) {
+        Context c(1, 2);
+        c.set_communicator(comm);
+        parallel_for(2, 2,
+                     [&](Index j) { got[static_cast<std::size_t>(2 * r + j)] = reduce_values(v, c, 8).sum; });
+      },
+      &world);
+  EXPECT_EQ(world.collectives(), 0);
+  for (double g : got) EXPECT_TRUE(same_bits(g, want.sum));
+}
+
+TEST(DistributedReduce, EncodingRoundTripsEveryType) {
+  Matrix m = Matrix::Random(3, 4);
+  Vector w = Vector::Random(5);
+  std::vector<Matrix> list = {Matrix::Random(2, 2), Matrix()};
+  double d = -0.0;
+  Index k = -7;
+  ByteWriter out;
+  encode(out, std::tie(m, w, list, d, k));
+  std::string bytes = out.take();
+  Matrix m2;
+  Vector w2;
+  std::vector<Matrix> list2;
+  double d2 = 1;
+  Index k2 = 0;
+  ByteReader in(bytes);
+  decode(in, std::tie(m2, w2, list2, d2, k2));
+  EXPECT_TRUE(in.at_end());
+  EXPECT_TRUE(same_bits(m, m2));
+  EXPECT_TRUE(same_bits(Matrix(w), Matrix(w2)));
+  ASSERT_EQ(list2.size(), 2u);
+  EXPECT_TRUE(same_bits(list[0], list2[0]));
+  EXPECT_EQ(list2[1].size(), 0);
+  EXPECT_TRUE(same_bits(d, d2));
+  EXPECT_EQ(k2, -7);
+  // A truncated message is an error, not a read past the end.
+  ByteReader short_in(std::string_view(bytes).substr(0, bytes.size() - 1));
+  EXPECT_THROW(decode(short_in, std::tie(m2, w2, list2, d2, k2)), Error);
+}
+
+TEST(DistributedReduce, MmdOnSeveralProcessesIsTheSingleProcessTest) {
+  // The Gram blocks' sums and their row sums and diagonals (the Gamma null needs them per row).
+  const test::PointPair p = test::random_points(90, 70, 3, 4, "mmd");
+  const KernelPtr k =
+      test::plugin_registry().make_kernel(test::config_from("type = \"gaussian\"\nsigma = 1.3"), {});
+  auto run = [&](const Context& c) {
+    RandomStream rng(6, "perm");
+    return mmd_test(*k, p.X, p.Y, 30, rng, c, 16, true);
+  };
+  const MmdTest want = run(Context(1, 1));
+  for (int K : {2, 3}) {
+    std::vector<MmdTest> got(static_cast<std::size_t>(K));
+    const auto errors = on_ranks(K, [&](const Communicator& comm, int r) {
+      Context c(1, 1);
+      c.set_communicator(comm);
+      got[static_cast<std::size_t>(r)] = run(c);
+    });
+    for (int r = 0; r < K; ++r) {
+      ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << "rank " << r;
+      const MmdTest& g = got[static_cast<std::size_t>(r)];
+      EXPECT_TRUE(same_bits(g.mmd2, want.mmd2)) << K;
+      EXPECT_TRUE(same_bits(g.mmd2_biased, want.mmd2_biased)) << K;
+      EXPECT_TRUE(same_bits(Matrix(g.permuted), Matrix(want.permuted))) << K;
+      EXPECT_TRUE(same_bits(g.gamma_p_value, want.gamma_p_value)) << K;
+    }
+  }
+}
+
+TEST(DistributedReduce, AnInputErrorOnOneProcessIsOneErrorOnEveryProcessBeforeAnyWork) {
+  // Rank 1 cannot read its data file (a file system the others see differently); rank 0 can. The
+  // processes agree after reading, so both throw rank 1's DataError and nothing is written.
+  const auto dir = test::temp_dir("mpi-one-bad");
+  std::string csv = "a,b\n";
+  RandomStream rng(2, "csv");
+  for (int i = 0; i < 200; ++i)
+    csv += std::to_string(rng.normal()) + "," + std::to_string(rng.normal()) + "\n";
+  test::write_file(dir, "data.csv", csv);
+  const std::string body = R"(
+[[model]]
+name = "lite"
+[model.estimator]
+type = "lite"
+inducing_points = 10
+[model.kernel]
+type = "gaussian"
+sigma = 1.0
+[model.base_measure]
+type = "gaussian"
+std = 3.0
+)";
+  const auto good = test::write_file(
+      dir, "good.toml", "schema_version = 1\n[data]\ntype = \"file\"\npath = \"data.csv\"\n" + body);
+  const auto bad = test::write_file(
+      dir, "bad.toml", "schema_version = 1\n[data]\ntype = \"file\"\npath = \"gone.csv\"\n" + body);
+  std::vector<std::exception_ptr> errors = on_ranks(2, [&](const Communicator& comm, int r) {
+    RunOptions o;
+    o.quiet = true;
+    o.threads = 1;
+    o.communicator = &comm;
+    o.output_dir = (dir / "out").string();
+    (void)run_pipeline((r == 0 ? good : bad).string(), o);
+  });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(errors[static_cast<std::size_t>(r)]) << "rank " << r << " did not fail";
+    try {
+      std::rethrow_exception(errors[static_cast<std::size_t>(r)]);
+    } catch (const DataError& e) {
+      EXPECT_TRUE(test::contains(e.what(), "gone.csv")) << "rank " << r << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "rank " << r << ": not a DataError: " << e.what();
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+// Whole pipelines on 1, 2 and 3 simulated processes: the lite, Nyström, importance-sampling, score
+// matching, FSSD and KSD sums are all distributed, and results.json must be the same text.
+nlohmann::json without_timing(nlohmann::json j) {
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto& [key, value] : j.items()) {
+      bool timing = false;
+      for (const std::string t : {"seconds", "evaluation_seconds", "proposals_per_second"})
+        timing = timing || key == t || (key.size() > t.size() && key.ends_with("." + t));
+      if (!timing) out[key] = without_timing(value);
+    }
+    return out;
+  } else if (j.is_array()) {
+    for (auto& value : j) value = without_timing(value);
+  }
+  return j;
+}
+
+const char* kPipeline = R"(schema_version = 1
+seed = 3
+[data]
+split = { test = 300, validation = 0 }
+[[model]]
+name = "lite"
+[model.estimator]
+type = "lite"
+inducing_points = 40
+[model.kernel]
+type = "gaussian"
+sigma = 1.2
+[model.base_measure]
+type = "gaussian"
+std = 3.0
+[[model]]
+name = "nystrom"
+[model.estimator]
+type = "nystrom"
+inducing_points = 25
+chunk_rows = 64
+[model.kernel]
+type = "gaussian"
+sigma = 1.2
+[model.base_measure]
+type = "gaussian"
+std = 3.0
+[[evaluate]]
+type = "log_likelihood"
+method = "importance"
+samples = 20000
+chunk_size = 512
+bound_percentile_samples = 5000
+bound_rho_samples = 5000
+bound_variance_samples = 5000
+[[evaluate]]
+type = "score_matching_loss"
+[[evaluate]]
+type = "fssd"
+J = 4
+null_draws = 100
+[[evaluate]]
+type = "ksd"
+bootstrap_draws = 20
+)";
+
+TEST(DistributedReduce, APipelineOnSeveralProcessesWritesTheSingleProcessResults) {
+  RandomStream rng(8, "rows");
+  Matrix X(1200, 2);
+  for (Index i = 0; i < X.rows(); ++i) {
+    X(i, 0) = rng.normal();
+    X(i, 1) = 0.5 * X(i, 0) * X(i, 0) + 0.5 * rng.normal();
+  }
+  const Config pipeline = Config::parse_string(kPipeline, "distributed.toml");
+  RunOptions options;
+  options.quiet = true;
+  options.threads = 1;
+  const nlohmann::json want = without_timing(
+      nlohmann::json::parse(run_pipeline(pipeline, InMemoryData{X, {}}, options).results_json));
+  ASSERT_EQ(want["status"], "complete");
+  for (int K : {2, 3}) {
+    FakeWorld world(K);
+    std::vector<std::string> got(static_cast<std::size_t>(K));
+    const auto errors = on_ranks(
+        K,
+        [&](const Communicator& comm, int r) {
+          RunOptions o = options;
+          o.communicator = &comm;
+          got[static_cast<std::size_t>(r)] = run_pipeline(pipeline, InMemoryData{X, {}}, o).results_json;
+        },
+        &world);
+    // Every distributed sum met: the lite and Nyström systems, Ẑ and the bound's three samples, the
+    // score matching loss, FSSD's and KSD's sums, at least.
+    EXPECT_GE(world.collectives(), 9) << K;
+    for (int r = 0; r < K; ++r) {
+      ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << "rank " << r << " of " << K;
+      EXPECT_EQ(without_timing(nlohmann::json::parse(got[static_cast<std::size_t>(r)])).dump(1), want.dump(1))
+          << "rank " << r << " of " << K;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kef

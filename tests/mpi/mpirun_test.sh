@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# `mpirun -np 2 kef run` against the single-process run, through the real kef command.
+#   same CONFIG: results.json equal bit for bit (every number as written, timing fields removed) and
+#                every other output file (saved models, plot) byte for byte.
+#   killed CONFIG: rank 1 is killed (SIGKILL) two seconds into a long run: mpirun must end rank 0 and
+#                fail within the timeout, naming the signal, and leave no output directory.
+#   fails CONFIG NEEDLE: exit status 2 from mpirun, the error (containing NEEDLE) printed once, no
+#                output directory, and no process left behind (the command returns at all).
+# Usage: mpirun_test.sh MODE KEF MPIEXEC WORKDIR CONFIG [NEEDLE]
+set -euo pipefail
+mode=$1 kef=$2 mpiexec=$3 work=$4 config=$5 needle=${6:-}
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work"
+mpi=("$mpiexec" -np 2 --oversubscribe)
+# OpenMPI refuses to start as root unless told twice (CI containers run as root).
+if [ "$(id -u)" -eq 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+# No network interface is needed between processes of one machine: shared memory and self only.
+export OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
+
+# The numbers of results.json (a JSON number is written with every digit kef prints, 17 significant),
+# without the fields that measure time.
+strip_timing() {
+  /usr/bin/python3 - "$1" <<'PY'
+import json, sys
+TIMING = ("seconds", "evaluation_seconds", "proposals_per_second")
+def timing(key):  # also a named evaluation's metric, "NAME.proposals_per_second"
+    return any(key == t or key.endswith("." + t) for t in TIMING)
+def strip(v):
+    if isinstance(v, dict):
+        return {k: strip(x) for k, x in v.items() if not timing(k)}
+    if isinstance(v, list):
+        return [strip(x) for x in v]
+    return v
+with open(sys.argv[1]) as f:
+    doc = json.load(f)
+print(json.dumps(strip(doc), sort_keys=True, indent=1))
+PY
+}
+
+case "$mode" in
+  same)
+    timeout 600 "$kef" run "$config" --threads 1 --quiet --output one > one.out
+    timeout 600 "${mpi[@]}" "$kef" run "$config" --threads 1 --quiet --output two > two.out
+    [ -f one/results.json ] && [ -f two/results.json ] || { echo "FAIL: a run wrote no results.json"; exit 1; }
+    grep -q '"status": "complete"' two/results.json || { echo "FAIL: the distributed run did not complete"; exit 1; }
+    strip_timing one/results.json > one.json
+    strip_timing two/results.json > two.json
+    if ! diff one.json two.json; then echo "FAIL: results.json differs between 1 and 2 processes"; exit 1; fi
+    # Every other file but the log (which holds times), byte for byte: the saved models, the plot.
+    (cd one && find . -type f ! -name results.json ! -name log.txt | sort) > one.files
+    (cd two && find . -type f ! -name results.json ! -name log.txt | sort) > two.files
+    diff one.files two.files || { echo "FAIL: the two runs wrote different files"; exit 1; }
+    [ -s one.files ] || { echo "FAIL: no saved model to compare"; exit 1; }
+    while read -r f; do
+      cmp "one/$f" "two/$f" || { echo "FAIL: $f differs between 1 and 2 processes"; exit 1; }
+    done < one.files
+    # Only rank 0 prints the summary.
+    [ "$(grep -c '^results: ' two.out)" -eq 1 ] || { echo "FAIL: the summary was not printed once"; cat two.out; exit 1; }
+    echo "same: $(wc -l < one.files) files and results.json identical"
+    ;;
+  fails)
+    set +e
+    timeout 300 "${mpi[@]}" "$kef" run "$config" --threads 1 --quiet --output out > out.txt 2> err.txt
+    status=$?
+    set -e
+    cat err.txt
+    [ "$status" -eq 2 ] || { echo "FAIL: mpirun exited with $status, expected 2"; exit 1; }
+    [ "$(grep -c "$needle" err.txt)" -eq 1 ] || { echo "FAIL: the error naming '$needle' was not printed exactly once"; exit 1; }
+    [ ! -e out ] || { echo "FAIL: a failed run left an output directory"; exit 1; }
+    echo "fails: exit 2, one message"
+    ;;
+  killed)
+    set +e
+    # $$ of the wrapper shell is kef's pid after exec.
+    timeout 300 "${mpi[@]}" bash -c \
+      'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then (sleep 2; kill -9 $$) & fi; exec "$@"' wrapper \
+      "$kef" run "$config" --threads 1 --quiet --output out > out.txt 2> err.txt
+    status=$?
+    set -e
+    cat err.txt
+    [ "$status" -ne 124 ] || { echo "FAIL: the run hung after a process was killed"; exit 1; }
+    [ "$status" -ne 0 ] || { echo "FAIL: mpirun succeeded although a process was killed"; exit 1; }
+    grep -q "signal 9" err.txt || { echo "FAIL: no message names the killed process"; exit 1; }
+    [ ! -e out ] || { echo "FAIL: a killed run left an output directory"; exit 1; }
+    echo "killed: mpirun exited with $status, no output"
+    ;;
+  *)
+    echo "usage: mpirun_test.sh same|killed|fails KEF MPIEXEC WORKDIR CONFIG [NEEDLE]" >&2
+    exit 2
+    ;;
+esac
