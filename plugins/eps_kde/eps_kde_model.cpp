@@ -5,6 +5,7 @@
 #include <numbers>
 #include <sstream>
 
+#include "kef/conditional_inputs.hpp"
 #include "kef/error.hpp"
 #include "kef/number_text.hpp"
 
@@ -89,13 +90,7 @@ Vector EpsKdeModel::log_unnormalized(const Matrix&) const {
 }
 
 void EpsKdeModel::check_inputs(const Matrix& X, const Matrix* Y) const {
-  if (X.cols() != input_dim())
-    throw DataError("eps_kde: inputs of " + std::to_string(X.cols()) + " columns, the model has " +
-                    std::to_string(input_dim()));
-  if (Y && (Y->cols() != target_dim() || Y->rows() != X.rows()))
-    throw DataError("eps_kde: targets of " + std::to_string(Y->rows()) + " x " + std::to_string(Y->cols()) +
-                    " for " + std::to_string(X.rows()) + " inputs and " + std::to_string(target_dim()) +
-                    " target columns");
+  check_conditional_inputs(*this, "eps_kde", X, Y);
 }
 
 std::vector<std::vector<Index>> EpsKdeModel::hoods_or_all(const Matrix& X) const {

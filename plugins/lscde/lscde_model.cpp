@@ -6,6 +6,7 @@
 #include <numbers>
 #include <sstream>
 
+#include "kef/conditional_inputs.hpp"
 #include "kef/error.hpp"
 #include "kef/number_text.hpp"
 
@@ -79,13 +80,7 @@ Vector LscdeModel::log_unnormalized(const Matrix&) const {
 }
 
 void LscdeModel::check_inputs(const Matrix& X, const Matrix* Y) const {
-  if (X.cols() != input_dim())
-    throw DataError("lscde: inputs of " + std::to_string(X.cols()) + " columns, the model has " +
-                    std::to_string(input_dim()));
-  if (Y && (Y->cols() != target_dim() || Y->rows() != X.rows()))
-    throw DataError("lscde: targets of " + std::to_string(Y->rows()) + " x " + std::to_string(Y->cols()) +
-                    " for " + std::to_string(X.rows()) + " inputs and " + std::to_string(target_dim()) +
-                    " target columns");
+  check_conditional_inputs(*this, "lscde", X, Y);
 }
 
 Matrix LscdeModel::log_input_weights(const Matrix& X) const {
