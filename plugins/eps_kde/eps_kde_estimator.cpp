@@ -13,22 +13,7 @@
 
 namespace kef::eps_kde {
 
-namespace {
-
-std::vector<double> log_grid(double lo, double hi, int points) {
-  std::vector<double> g;
-  for (int k = 0; k < points; ++k) g.push_back(std::pow(10.0, lo + (hi - lo) * k / (points - 1)));
-  return g;
-}
-
-void check_grid(const KeySites& sites, const char* key, const std::vector<double>& grid) {
-  if (grid.empty()) sites.fail(key, "the grid is empty");
-  for (double g : grid)
-    if (!(g > 0) || !std::isfinite(g))
-      sites.fail(key, "every value must be positive and finite (got " + number_text(g) + ")");
-}
-
-}  // namespace
+namespace {}  // namespace
 
 const OptionsSpec<EpsKdeKeys>& eps_kde_options() {
   using O = EpsKdeKeys;
@@ -45,22 +30,22 @@ const OptionsSpec<EpsKdeKeys>& eps_kde_options() {
         .optional()
         .positive();
     s.numbers(
-        "epsilon_grid", &O::epsilon_grid,
-        "candidate ε when `epsilon` is absent, as multiples of the median distance between training inputs",
-        std::vector<double>{0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5});
+         "epsilon_grid", &O::epsilon_grid,
+         "candidate ε when `epsilon` is absent, as multiples of the median distance between training inputs",
+         std::vector<double>{0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5})
+        .positive();
     s.numbers("bandwidth_grid", &O::bandwidth_grid,
               "candidate σ when `bandwidth` is absent (default 10^(−1.5 ... 1.5), 9 values)",
-              log_grid(-1.5, 1.5, 9));
+              log_grid(-1.5, 1.5, 9))
+        .positive();
     s.integer("folds", &O::folds, "K of the K-fold cross-validation", 5).at_least(2);
     return s;
   }();
   return spec;
 }
 
-EpsKdeEstimator::EpsKdeEstimator(const Config& cfg) : opt_(eps_kde_options().read(cfg)), sites_(cfg) {
-  if (!opt_.epsilon) check_grid(sites_, "epsilon_grid", opt_.epsilon_grid);
-  if (!opt_.bandwidth) check_grid(sites_, "bandwidth_grid", opt_.bandwidth_grid);
-}
+// The grids' values are checked by their key declarations (.positive(): non-empty, every element > 0).
+EpsKdeEstimator::EpsKdeEstimator(const Config& cfg) : opt_(eps_kde_options().read(cfg)), sites_(cfg) {}
 
 std::optional<FacetSet> EpsKdeEstimator::facets() const {
   return FacetSet{Facet::ConditionalDensity, Facet::ConditionalScore, Facet::ConditionalSampler};

@@ -18,19 +18,6 @@ namespace {
 
 constexpr std::int64_t kDefaultBasis = 100;  // Sugiyama et al.'s code: b = min(100, n)
 
-std::vector<double> log_grid(double lo, double hi, int points) {
-  std::vector<double> g;
-  for (int k = 0; k < points; ++k) g.push_back(std::pow(10.0, lo + (hi - lo) * k / (points - 1)));
-  return g;
-}
-
-void check_grid(const KeySites& sites, const char* key, const std::vector<double>& grid) {
-  if (grid.empty()) sites.fail(key, "the grid is empty");
-  for (double g : grid)
-    if (!(g > 0) || !std::isfinite(g))
-      sites.fail(key, "every value must be positive and finite (got " + number_text(g) + ")");
-}
-
 // exp(−‖a_i − c_l‖²/(2σ²)) for every row i of A and centre l of C.
 Matrix gaussian_factors(const Matrix& A, const Matrix& C, double sigma) {
   const double c = 0.5 / (sigma * sigma);
@@ -62,10 +49,11 @@ const OptionsSpec<LscdeKeys>& lscde_options() {
         .positive();
     s.numbers("sigma_grid", &O::sigma_grid,
               "candidate σ when `sigma` is absent (default 10^(−1.5 ... 1.5), 9 values)",
-              log_grid(-1.5, 1.5, 9));
+              log_grid(-1.5, 1.5, 9))
+        .positive();
     s.numbers("lambda_grid", &O::lambda_grid,
-              "candidate λ when `lambda` is absent (default 10^(−3 ... 1), 9 values)",
-              log_grid(-3.0, 1.0, 9));
+              "candidate λ when `lambda` is absent (default 10^(−3 ... 1), 9 values)", log_grid(-3.0, 1.0, 9))
+        .positive();
     s.integer("folds", &O::folds, "K of the K-fold cross-validation", 5).at_least(2);
     return s;
   }();
@@ -96,10 +84,8 @@ double lscde_criterion(const LscdeDesign& held_out, const Vector& alpha) {
   return 0.5 * alpha.dot(held_out.H * alpha) - held_out.h.dot(alpha);
 }
 
-LscdeEstimator::LscdeEstimator(const Config& cfg) : opt_(lscde_options().read(cfg)), sites_(cfg) {
-  if (!opt_.sigma) check_grid(sites_, "sigma_grid", opt_.sigma_grid);
-  if (!opt_.lambda) check_grid(sites_, "lambda_grid", opt_.lambda_grid);
-}
+// The grids' values are checked by their key declarations (.positive(): non-empty, every element > 0).
+LscdeEstimator::LscdeEstimator(const Config& cfg) : opt_(lscde_options().read(cfg)), sites_(cfg) {}
 
 std::optional<FacetSet> LscdeEstimator::facets() const {
   return FacetSet{Facet::ConditionalDensity, Facet::ConditionalScore, Facet::ConditionalSampler};

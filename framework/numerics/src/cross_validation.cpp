@@ -1,5 +1,6 @@
 #include "kef/cross_validation.hpp"
 
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -34,6 +35,13 @@ std::vector<Index> rows_outside_fold(const std::vector<Index>& folds, Index k) {
   for (std::size_t i = 0; i < folds.size(); ++i)
     if (folds[i] != k) out.push_back(static_cast<Index>(i));
   return out;
+}
+
+std::vector<double> log_grid(double lo, double hi, int points) {
+  if (points < 2) throw Error("log_grid: at least 2 points (got " + std::to_string(points) + ")");
+  std::vector<double> g;
+  for (int k = 0; k < points; ++k) g.push_back(std::pow(10.0, lo + (hi - lo) * k / (points - 1)));
+  return g;
 }
 
 }  // namespace kef

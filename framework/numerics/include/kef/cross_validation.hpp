@@ -16,4 +16,8 @@ std::vector<Index> random_folds(Index n, Index K, RandomStream& rng);
 std::vector<Index> rows_in_fold(const std::vector<Index>& folds, Index k);
 std::vector<Index> rows_outside_fold(const std::vector<Index>& folds, Index k);
 
+// A candidate grid for a search: `points` values 10^lo, …, 10^hi evenly spaced in the exponent
+// (points >= 2).
+std::vector<double> log_grid(double lo, double hi, int points);
+
 }  // namespace kef
