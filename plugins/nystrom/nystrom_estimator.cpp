@@ -78,7 +78,7 @@ const OptionsSpec<NystromOptions>& nystrom_options() {
         .positive()
         .at_most(1.0);
     s.integer("chunk_rows", &O::chunk_rows,
-              "rows per accumulation chunk (0: automatic, about 8 MB of features)", 0)
+              "rows per accumulation chunk (0: automatic, about 2 MB of features)", 0)
         .non_negative();
     return s;
   }();

@@ -8,7 +8,7 @@
 namespace kef {
 
 namespace {
-// Evaluation rows per chunk: the features are (rows·D) x (orders·m·D), kept to about 8 MB.
+// Evaluation rows per chunk: the features are (rows·D) x (orders·m·D), kept to about 2 MB.
 Index eval_chunk(const DerivativeBasis& basis) {
   return derivative_chunk_rows(basis.points.cols(), basis.atom_count());
 }

@@ -58,7 +58,7 @@ struct DerivativeSystem {
 
 struct DerivativeAccumulateOptions {
   bool need_BtB = true;  // false: h and G only (the full estimator's right-hand side)
-  Index chunk_rows = 0;  // rows per chunk; 0: about 8 MB of features per chunk
+  Index chunk_rows = 0;  // rows per chunk; 0: about 2 MB of features per chunk
   Progress* progress = nullptr;
 };
 
