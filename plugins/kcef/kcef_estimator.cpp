@@ -47,12 +47,17 @@ Vector median_input_bandwidths(const Matrix& X, const KeySites& sites) {
   return m * sd;
 }
 
-double median_target_bandwidth(const Matrix& Y, const KeySites& sites) {
-  const double m = median_pairwise_distance(Y);
-  if (!(m > 0) || !std::isfinite(m))
+// The reference code starts σ_y at its default k_y = exp(−‖y − y'‖²) on standardised targets, i.e.
+// σ_y = 1/√2 in kef's convention; in data units that is sd_y/√2 with sd_y the root mean column variance.
+// (A median heuristic on y fails on tied targets: crabs' binary y has median pairwise distance 0.)
+double reference_target_bandwidth(const Matrix& Y, const KeySites& sites) {
+  double var = 0.0;
+  for (Index d = 0; d < Y.cols(); ++d) var += std::pow(column_sd(Y, d), 2);
+  const double sd = std::sqrt(var / static_cast<double>(Y.cols()));
+  if (!(sd > 0) || !std::isfinite(sd))
     sites.fail("sigma_y",
-               "the median-heuristic distance of the targets is " + number_text(m) + "; give `sigma_y`");
-  return m;
+               "the targets are constant on the training split (sd " + number_text(sd) + "); give `sigma_y`");
+  return sd / std::sqrt(2.0);
 }
 
 }  // namespace
@@ -74,8 +79,9 @@ const OptionsSpec<KcefKeys>& kcef_options() {
         .optional()
         .positive();
     s.number("sigma_y", &O::sigma_y,
-             "bandwidth of the Gaussian kernel on y; absent: the median pairwise distance of the training "
-             "targets times a cross-validated scale from `scale_grid`")
+             "bandwidth of the Gaussian kernel on y; absent: sd_y/√2 (the reference code's start, exp(−‖y − "
+             "y'‖²) "
+             "on standardised y) times a cross-validated scale from `scale_grid`")
         .optional()
         .positive();
     s.numbers("lambda_grid", &O::lambda_grid,
@@ -83,7 +89,7 @@ const OptionsSpec<KcefKeys>& kcef_options() {
               log_grid(-5.0, -1.0, 5))
         .positive();
     s.numbers("scale_grid", &O::scale_grid,
-              "multipliers of the median-heuristic bandwidths searched when `sigma_x` or `sigma_y` is absent "
+              "multipliers of the default bandwidths searched when `sigma_x` or `sigma_y` is absent "
               "(default 1/4, 1/2, 1, 2, 4)",
               std::vector<double>{0.25, 0.5, 1.0, 2.0, 4.0})
         .positive();
@@ -219,7 +225,7 @@ ModelPtr KcefEstimator::fit(const FitInput& in) {
   if (opt_.sigma_y) {
     sy_candidates.push_back(*opt_.sigma_y);
   } else {
-    const double base = median_target_bandwidth(Y, sites_);
+    const double base = reference_target_bandwidth(Y, sites_);
     for (double c : opt_.scale_grid) sy_candidates.push_back(c * base);
   }
   const std::vector<double> lambdas = opt_.lambda ? std::vector<double>{*opt_.lambda} : opt_.lambda_grid;

@@ -290,6 +290,21 @@ TEST(Kcef, FitIsSeededAndIndependentOfTheThreadCount) {
   EXPECT_EQ(a.parameters().sigma_y, b.parameters().sigma_y);
 }
 
+// crabs' y is binary: more than half of the target pairs tie, so a median heuristic on y gives 0. The
+// default σ_y is sd_y/√2 times a grid scale (the reference code's start), finite for tied targets.
+TEST(Kcef, TiedBinaryTargetsGetTheReferenceBandwidth) {
+  RandomStream rng(12, "binary");
+  Matrix R(60, 2);
+  for (Index i = 0; i < 60; ++i) {
+    R(i, 0) = rng.normal();
+    R(i, 1) = i % 10 < 7 ? 1.0 : 0.0;  // 70% ones: 58% of the pairs tie
+  }
+  FitReport report;
+  fitted_model(R, "folds = 3\nscale_grid = [1.0]\nlambda = 1e-3", &report);
+  const double mean = R.col(1).mean(), sd = std::sqrt((R.col(1).array() - mean).square().mean());
+  EXPECT_NEAR(report.values.at("sigma_y"), sd / std::sqrt(2.0), 1e-15);
+}
+
 TEST(Kcef, SavedAndReloadedBitwise) {
   const KcefModel m = fitted_model(sine_rows(80, 8), "sigma_x = [0.6]\nsigma_y = 0.4\nlambda = 1e-3");
   const std::filesystem::path dir = test::temp_dir("kcef-save");
