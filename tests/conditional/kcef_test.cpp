@@ -282,7 +282,7 @@ TEST(Kcef, RecoversAHeteroscedasticSine) {
   EXPECT_LT(ll, truth_ll + 0.1) << "kcef " << ll << ", truth " << truth_ll;
 }
 
-TEST(Kcef, FitIsSeededAndIndependentOfTheThreadCount) {
+TEST(Kcef, FitIsIndependentOfTheContextThreadCount) {
   const Matrix R = sine_rows(120, 7);
   const KcefModel a = fitted_model(R, "folds = 4", nullptr, 1), b = fitted_model(R, "folds = 4", nullptr, 2);
   EXPECT_EQ(a.parameters().coefficients, b.parameters().coefficients);
