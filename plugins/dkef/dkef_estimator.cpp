@@ -61,7 +61,8 @@ const OptionsSpec<DkefOptions>& dkef_options() {
               "Adam steps on log λ (and q0) with the kernel frozen, α on the whole fit split", 50)
         .non_negative();
     s.integer("stage2_memory_mb", &O::stage2_memory_mb,
-              "memory for stage 2's derivative stacks when q0 learns (8·M·D·(2 N_fit + N_val) bytes): "
+              "memory for stage 2's derivative stacks when q0 learns (8·M·D·(2 N_fit + N_val) bytes; in a "
+              "distributed run each process holds its share): "
               "kept if they fit, else recomputed every step (0: always recompute); results do not "
               "depend on it",
               static_cast<std::int64_t>(FrozenKernelMetaProblem::kDefaultStackBudgetBytes >> 20))

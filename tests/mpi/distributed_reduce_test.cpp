@@ -14,20 +14,26 @@
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
+#include "kef/ais.hpp"
 #include "kef/byte_codec.hpp"
+#include "kef/closed_form_gradient.hpp"
 #include "kef/communicator.hpp"
 #include "kef/context.hpp"
 #include "kef/error.hpp"
+#include "kef/hmc.hpp"
 #include "kef/importance_sampling.hpp"
+#include "kef/lite_model.hpp"
 #include "kef/mmd_test.hpp"
 #include "kef/parallel.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/random.hpp"
+#include "kef/student_t_proposal.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -380,7 +386,9 @@ std = 3.0
 }
 
 // Whole pipelines on 1, 2 and 3 simulated processes: the lite, Nyström, importance-sampling, score
-// matching, FSSD and KSD sums are all distributed, and results.json must be the same text.
+// matching, FSSD and KSD sums are all distributed, and results.json must be the same text. Timing
+// fields go, and so do the durations some notes quote ("..., 0.0087 s"): they differ between any two
+// runs.
 nlohmann::json without_timing(nlohmann::json j) {
   if (j.is_object()) {
     nlohmann::json out = nlohmann::json::object();
@@ -389,6 +397,11 @@ nlohmann::json without_timing(nlohmann::json j) {
       for (const std::string t : {"seconds", "evaluation_seconds", "proposals_per_second"})
         timing = timing || key == t || (key.size() > t.size() && key.ends_with("." + t));
       if (!timing) out[key] = without_timing(value);
+      if (key == "notes" && out[key].is_array())
+        for (auto& note : out[key])
+          if (note.is_string())
+            note = std::regex_replace(note.get<std::string>(), std::regex(R"(\b[0-9.]+(e[-+]?[0-9]+)? s\b)"),
+                                      "T s");
     }
     return out;
   } else if (j.is_array()) {
@@ -477,6 +490,287 @@ TEST(DistributedReduce, APipelineOnSeveralProcessesWritesTheSingleProcessResults
           << "rank " << r << " of " << K;
     }
   }
+}
+
+// ---- DKEF (plugins/dkef, kef/closed_form_gradient.hpp) ----
+
+const std::string kDeepKernel = "type = \"deep\"\ncomponents = 1\nlayers = 2\nwidth = 4\nsigma_init = 1.3";
+const std::string kLearningQ0 = "type = \"generalized_normal\"\nmean = 0.1\nstd = 1.5\nbeta = 1.7";
+
+// 260 training and 230 validation rows: 11 and 10 row blocks, more than the 8 runs of blocks the
+// processes share, so runs of several blocks (and one straddling training and validation) occur.
+test::MetaProblem dkef_problem() {
+  return test::make_meta_problem(kDeepKernel, kLearningQ0, 3, 260, 230, 7, 31, "mpi-dkef");
+}
+
+TEST(DistributedReduce, DkefValidationLossIsTheSingleProcessOneAndTheGradientPathsLoss) {
+  const test::MetaProblem p = dkef_problem();
+  const double want =
+      closed_form_validation_loss(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc, Context(1, 1));
+  // The minibatch gradient's loss is summed in the same runs of blocks: the same number.
+  const ClosedFormGradient g = closed_form_validation_gradient(*p.kernel, *p.base, p.train, p.validation, p.Z,
+                                                               p.la, p.lc, Context(1, 2));
+  EXPECT_TRUE(same_bits(g.loss, want));
+  for (int K : {2, 3}) {
+    FakeWorld world(K);
+    std::vector<double> got(static_cast<std::size_t>(K));
+    const auto errors = on_ranks(
+        K,
+        [&](const Communicator& comm, int r) {
+          Context c(1, 1);
+          c.set_communicator(comm);
+          got[static_cast<std::size_t>(r)] =
+              closed_form_validation_loss(*p.kernel, *p.base, p.train, p.validation, p.Z, p.la, p.lc, c);
+        },
+        &world);
+    EXPECT_EQ(world.collectives(), 2) << K;  // the fit's sums, the loss's sum
+    for (int r = 0; r < K; ++r) {
+      ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << "rank " << r;
+      EXPECT_TRUE(same_bits(got[static_cast<std::size_t>(r)], want)) << "rank " << r << " of " << K;
+    }
+  }
+}
+
+TEST(DistributedReduce, DkefStage2IsTheSingleProcessOneWithAndWithoutKeptStacks) {
+  struct Outcome {
+    FrozenKernelGradient first, second;
+    double loss = 0;
+    bool keeps = false;
+  };
+  // Two gradients with q0 moved in between (stage 2's steps), then a loss at other λ.
+  auto run = [](test::MetaProblem& p, bool learns, std::size_t budget, const Context& c) {
+    const FrozenKernelMetaProblem frozen(*p.kernel, *p.base, p.train, p.validation, p.Z, learns, c, budget);
+    Outcome o;
+    o.keeps = frozen.keeps_stacks();
+    o.first = frozen.gradient(p.la, p.lc);
+    if (learns) p.base->set_parameters(p.base->parameters() - 0.05 * o.first.base);
+    o.second = frozen.gradient(p.la, p.lc);
+    o.loss = frozen.loss(0.3, 0.004);
+    return o;
+  };
+  auto same = [](const FrozenKernelGradient& a, const FrozenKernelGradient& b) {
+    return same_bits(a.loss, b.loss) && same_bits(Matrix(a.alpha), Matrix(b.alpha)) &&
+           same_bits(a.log_lambda_alpha, b.log_lambda_alpha) && same_bits(a.log_lambda_c, b.log_lambda_c) &&
+           same_bits(Matrix(a.base), Matrix(b.base));
+  };
+  for (bool learns : {false, true}) {
+    for (std::size_t budget : {FrozenKernelMetaProblem::kDefaultStackBudgetBytes, std::size_t{0}}) {
+      test::MetaProblem one = dkef_problem();
+      const Outcome want = run(one, learns, budget, Context(1, 1));
+      EXPECT_EQ(want.keeps, learns && budget > 0);
+      for (int K : {2, 3}) {
+        // Each simulated process has its own kernel and base measure (stage 2 moves q0's parameters).
+        std::vector<test::MetaProblem> problems;
+        for (int r = 0; r < K; ++r) problems.push_back(dkef_problem());
+        std::vector<Outcome> got(static_cast<std::size_t>(K));
+        FakeWorld world(K);
+        const auto errors = on_ranks(
+            K,
+            [&](const Communicator& comm, int r) {
+              Context c(1, 1);
+              c.set_communicator(comm);
+              got[static_cast<std::size_t>(r)] =
+                  run(problems[static_cast<std::size_t>(r)], learns, budget, c);
+            },
+            &world);
+        // The statistics; and with q0 learning two passes per gradient and one per loss.
+        EXPECT_EQ(world.collectives(), learns ? 1 + 2 + 2 + 1 : 1) << K;
+        for (int r = 0; r < K; ++r) {
+          ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << "rank " << r;
+          const Outcome& o = got[static_cast<std::size_t>(r)];
+          const std::string where = "learns " + std::to_string(learns) + " budget " + std::to_string(budget) +
+                                    " rank " + std::to_string(r) + " of " + std::to_string(K);
+          EXPECT_EQ(o.keeps, want.keeps) << where;
+          EXPECT_TRUE(same(o.first, want.first)) << where;
+          EXPECT_TRUE(same(o.second, want.second)) << where;
+          EXPECT_TRUE(same_bits(o.loss, want.loss)) << where;
+        }
+      }
+    }
+  }
+}
+
+// ---- HMC chains and AIS (kef/hmc.hpp, kef/ais.hpp) ----
+
+// A lite model of the DKEF problem's kernel and q0 (no exact sampler, so HMC).
+std::shared_ptr<LiteModel> hmc_model() {
+  const test::MetaProblem p = test::make_meta_problem(
+      "type = \"gaussian\"\nsigma = 1.1", "type = \"gaussian\"\nstd = 2.0", 2, 60, 30, 12, 41, "mpi-hmc");
+  RandomStream rng(5, "alpha");
+  return std::make_shared<LiteModel>(p.kernel, p.base, p.Z, Vector(0.3 * rng.normal_matrix(12, 1)));
+}
+
+TEST(DistributedReduce, HmcChainsOnSeveralProcessesAreTheSingleProcessDraws) {
+  const auto model = hmc_model();
+  HmcOptions o;
+  o.chains = 10;
+  o.chains_per_batch = 3;  // 4 groups, the last of one chain; 5 processes leave one without a group
+  o.warmup = 40;
+  o.samples = 30;
+  o.init = HmcInit::BaseMeasure;
+  auto run = [&](const Context& c, HmcDiagnostics& d) {
+    RandomStream rng(7, "hmc");
+    return run_hmc(*model, rng, o, c, &d);
+  };
+  HmcDiagnostics want_d;
+  const Matrix want = run(Context(1, 1), want_d);
+  for (int K : {2, 3, 5}) {
+    std::vector<Matrix> got(static_cast<std::size_t>(K));
+    std::vector<HmcDiagnostics> got_d(static_cast<std::size_t>(K));
+    FakeWorld world(K);
+    const auto errors = on_ranks(
+        K,
+        [&](const Communicator& comm, int r) {
+          Context c(1, 1);
+          c.set_communicator(comm);
+          got[static_cast<std::size_t>(r)] = run(c, got_d[static_cast<std::size_t>(r)]);
+        },
+        &world);
+    EXPECT_EQ(world.collectives(), 1) << K;
+    for (int r = 0; r < K; ++r) {
+      ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << "rank " << r;
+      const HmcDiagnostics& d = got_d[static_cast<std::size_t>(r)];
+      EXPECT_TRUE(same_bits(got[static_cast<std::size_t>(r)], want)) << "rank " << r << " of " << K;
+      EXPECT_EQ(d.acceptance_rate, want_d.acceptance_rate) << "rank " << r << " of " << K;
+      EXPECT_EQ(d.step_size, want_d.step_size) << "rank " << r << " of " << K;
+      EXPECT_EQ(d.divergences, want_d.divergences) << "rank " << r << " of " << K;
+      EXPECT_TRUE(same_bits(d.inverse_mass, want_d.inverse_mass)) << "rank " << r << " of " << K;
+      EXPECT_TRUE(same_bits(Matrix(d.ess), Matrix(want_d.ess))) << "rank " << r << " of " << K;
+    }
+  }
+}
+
+TEST(DistributedReduce, AHmcStartingPointErrorIsTheSingleProcessErrorOnEveryProcess) {
+  // Chains 4 and 7 (groups 1 and 2 of 3) start where log p~ is not finite: one process names chain 4.
+  const auto model = hmc_model();
+  HmcOptions o;
+  o.chains = 9;
+  o.chains_per_batch = 3;
+  o.warmup = 5;
+  o.samples = 5;
+  o.init = HmcInit::Points;
+  o.init_points = Matrix::Zero(9, 2);
+  for (Index c = 0; c < 9; ++c) o.init_points(c, 0) = 0.1 * static_cast<double>(c);
+  o.init_points(4, 1) = 1e200;
+  o.init_points(7, 1) = 1e200;
+  // With as many distinct rows as chains, chain c starts at row c.
+  auto run = [&](const Context& c) {
+    RandomStream rng(7, "hmc");
+    return run_hmc(*model, rng, o, c);
+  };
+  const std::string want = test::message_of<NumericalError>([&] { run(Context(1, 1)); });
+  ASSERT_TRUE(test::contains(want, "chain 4")) << want;
+  for (int K : {2, 3}) {
+    const auto errors = on_ranks(K, [&](const Communicator& comm, int) {
+      Context c(1, 1);
+      c.set_communicator(comm);
+      run(c);
+    });
+    for (int r = 0; r < K; ++r) {
+      ASSERT_TRUE(errors[static_cast<std::size_t>(r)]) << "rank " << r;
+      try {
+        std::rethrow_exception(errors[static_cast<std::size_t>(r)]);
+      } catch (const NumericalError& e) {
+        EXPECT_EQ(std::string(e.what()), want) << "rank " << r << " of " << K;
+      } catch (...) {
+        ADD_FAILURE() << "rank " << r << ": not a NumericalError";
+      }
+    }
+  }
+}
+
+TEST(DistributedReduce, AisOnSeveralProcessesIsTheSingleProcessEstimate) {
+  const auto model = hmc_model();
+  RandomStream data_rng(3, "ais-fit");
+  const StudentTProposal q = StudentTProposal::fit(2.0 * data_rng.normal_matrix(200, 2), 5.0);
+  AisOptions o;
+  o.particles = 40;
+  o.particles_per_batch = 16;  // 3 blocks and groups of particles
+  o.pilot_particles = 20;
+  o.temperatures = 8;
+  o.leapfrog_steps = 4;
+  struct Outcome {
+    AisPilot pilot;
+    AisResult forward;
+  };
+  auto run = [&](const Context& c) {
+    const RandomStream stream(11, "ais");
+    Outcome out;
+    out.pilot = ais_pilot(*model, q, stream.derive("pilot"), o, c);
+    out.forward = ais_forward(*model, q, out.pilot, stream.derive("forward"), o, c);
+    return out;
+  };
+  const Outcome want = run(Context(1, 1));
+  for (int K : {2, 3}) {
+    std::vector<Outcome> got(static_cast<std::size_t>(K));
+    const auto errors = on_ranks(K, [&](const Communicator& comm, int r) {
+      Context c(1, 1);
+      c.set_communicator(comm);
+      got[static_cast<std::size_t>(r)] = run(c);
+    });
+    for (int r = 0; r < K; ++r) {
+      ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << "rank " << r;
+      const Outcome& g = got[static_cast<std::size_t>(r)];
+      EXPECT_EQ(g.pilot.step_sizes, want.pilot.step_sizes) << "rank " << r << " of " << K;
+      EXPECT_TRUE(same_bits(Matrix(g.forward.log_weights), Matrix(want.forward.log_weights)))
+          << "rank " << r << " of " << K;
+      EXPECT_TRUE(same_bits(g.forward.log_z, want.forward.log_z)) << "rank " << r << " of " << K;
+      EXPECT_TRUE(same_bits(g.forward.mean_acceptance, want.forward.mean_acceptance)) << "rank " << r;
+      EXPECT_EQ(g.forward.divergences, want.forward.divergences) << "rank " << r;
+    }
+  }
+}
+
+// Whole pipelines of tests/mpi's mpirun configs, in process: results.json and the fitted models' log
+// densities and scores on the test rows, bit for bit.
+void expect_pipeline_on_processes_is_single(const std::string& file, const std::vector<int>& sizes) {
+  const std::filesystem::path path = test::source_dir() / "tests" / "mpi" / file;
+  const Config pipeline = Config::parse_file(path.string());
+  // The in-memory entry point (the configs' synthetic source is checked, not read): a banana of 1500 rows.
+  RandomStream data_rng(8, "rows");
+  Matrix X(1500, 2);
+  for (Index i = 0; i < X.rows(); ++i) {
+    X(i, 0) = 2.0 * data_rng.normal();
+    X(i, 1) = 0.3 * X(i, 0) * X(i, 0) + data_rng.normal();
+  }
+  RunOptions options;
+  options.quiet = true;
+  options.threads = 1;
+  const RunResult want = run_pipeline(pipeline, InMemoryData{X, {}}, options);
+  const nlohmann::json want_json = without_timing(nlohmann::json::parse(want.results_json));
+  ASSERT_EQ(want_json["status"], "complete");
+  RandomStream rng(12, "probe");
+  const Matrix probe = 1.5 * rng.normal_matrix(40, 2);
+  for (int K : sizes) {
+    std::vector<RunResult> got(static_cast<std::size_t>(K));
+    const auto errors = on_ranks(K, [&](const Communicator& comm, int r) {
+      RunOptions o = options;
+      o.communicator = &comm;
+      got[static_cast<std::size_t>(r)] = run_pipeline(pipeline, InMemoryData{X, {}}, o);
+    });
+    for (int r = 0; r < K; ++r) {
+      ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << file << " rank " << r << " of " << K;
+      const RunResult& g = got[static_cast<std::size_t>(r)];
+      EXPECT_EQ(without_timing(nlohmann::json::parse(g.results_json)).dump(1), want_json.dump(1))
+          << file << " rank " << r << " of " << K;
+      ASSERT_EQ(g.models.size(), want.models.size());
+      for (std::size_t m = 0; m < want.models.size(); ++m) {
+        EXPECT_TRUE(same_bits(Matrix(g.models[m].second->log_unnormalized(probe)),
+                              Matrix(want.models[m].second->log_unnormalized(probe))))
+            << file << " model " << want.models[m].first << " rank " << r << " of " << K;
+        EXPECT_TRUE(same_bits(g.models[m].second->score(probe), want.models[m].second->score(probe)))
+            << file << " model " << want.models[m].first << " rank " << r << " of " << K;
+      }
+    }
+  }
+}
+
+TEST(DistributedReduce, ADkefPipelineOnTwoAndThreeProcessesIsTheSingleProcessRun) {
+  expect_pipeline_on_processes_is_single("dkef_stage2.toml", {2, 3});
+}
+
+TEST(DistributedReduce, AnHmcAndAisPipelineOnTwoAndThreeProcessesIsTheSingleProcessRun) {
+  expect_pipeline_on_processes_is_single("hmc_ais.toml", {2, 3});
 }
 
 }  // namespace

@@ -21,16 +21,18 @@ fi
 export OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
 
 # The numbers of results.json (a JSON number is written with every digit kef prints, 17 significant),
-# without the fields that measure time.
+# without the fields that measure time (and the durations notes quote).
 strip_timing() {
   /usr/bin/python3 - "$1" <<'PY'
-import json, sys
+import json, re, sys
 TIMING = ("seconds", "evaluation_seconds", "proposals_per_second")
 def timing(key):  # also a named evaluation's metric, "NAME.proposals_per_second"
     return any(key == t or key.endswith("." + t) for t in TIMING)
-def strip(v):
+def strip(v, key=None):
+    if key == "notes" and isinstance(v, list):  # durations quoted in notes ("..., 0.0087 s")
+        return [re.sub(r"\b[0-9.]+(e[-+]?[0-9]+)? s\b", "T s", x) if isinstance(x, str) else x for x in v]
     if isinstance(v, dict):
-        return {k: strip(x) for k, x in v.items() if not timing(k)}
+        return {k: strip(x, k) for k, x in v.items() if not timing(k)}
     if isinstance(v, list):
         return [strip(x) for x in v]
     return v

@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
 #include "kef/hmc.hpp"
 #include "kef/parallel.hpp"
@@ -71,12 +72,24 @@ Moved transition(const Model& model, const Proposal& q, double beta, double eps,
 Vector log_ratio(const Model& model, const Proposal& q, const Matrix& X, const AisOptions& o,
                  const Context& ctx, double beta) {
   const Index n = X.rows(), B = o.particles_per_batch, blocks = (n + B - 1) / B;
+  // The blocks are shared between the processes of a distributed run, which all receive every value.
+  const std::vector<Vector> parts = distributed_parts(
+      blocks, ctx, [] { return Vector(); },
+      [&](Index b, Vector& part) {
+        const Index begin = b * B, len = std::min(B, n - begin);
+        const Matrix Xb = X.middleRows(begin, len);
+        part = model.log_unnormalized(Xb) - q.log_density(Xb);
+      },
+      [](Vector& part) { return std::tie(part); });
   Vector f(n);
-  parallel_for(blocks, ctx.threads(), [&](Index b) {
+  for (Index b = 0; b < blocks; ++b) {
     const Index begin = b * B, len = std::min(B, n - begin);
-    const Matrix Xb = X.middleRows(begin, len);
-    f.segment(begin, len) = model.log_unnormalized(Xb) - q.log_density(Xb);
-  });
+    if (parts[static_cast<std::size_t>(b)].size() != len)
+      throw Error("annealed importance sampling: the model returned " +
+                  std::to_string(parts[static_cast<std::size_t>(b)].size()) + " values for " +
+                  std::to_string(len) + " particles");
+    f.segment(begin, len) = parts[static_cast<std::size_t>(b)];
+  }
   for (Index i = 0; i < n; ++i)
     if (std::isnan(f[i]) || f[i] == std::numeric_limits<double>::infinity()) {
       std::ostringstream os;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
+#include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/lite_system.hpp"
@@ -26,6 +28,32 @@ struct RowBlock {
 // thread count either): only one wave's partial sums (M x M each for G and U) are alive at a time,
 // so memory stays flat when stage 2 fits on the whole fit split.
 constexpr Index kWave = 8;
+
+// The sums over all rows (a fit of α, the validation loss, stage 2's statistics) are ordered
+// reductions over the row blocks in at most kGroups contiguous runs of blocks (kef/parallel.hpp,
+// kef/distributed_reduce.hpp): each run adds its blocks in order, the runs are added in run order. The
+// runs depend only on the row count, so the sums are bitwise the same for any thread count and any
+// number of processes of a distributed run, which share the runs. At most kGroups partials (M x M
+// each) are alive at a time, as with the waves.
+constexpr Index kGroups = kWave;
+
+// This context without its processes: for work every process does whole (minibatches, whose stacks
+// the backward pass needs on the process that fits α).
+Context on_this_process(const Context& context) {
+  Context local = context;
+  local.set_communicator(single_process());
+  return local;
+}
+
+// into += x, where an empty partial (a run without rows of that kind) adds nothing.
+template <class T>
+void add_into(T& into, const T& x) {
+  if (x.size() == 0) return;
+  if (into.size() == 0)
+    into = x;
+  else
+    into += x;
+}
 
 template <class Work, class Reduce>
 void in_waves(Index n, int threads, Work&& work, Reduce&& reduce) {
@@ -73,44 +101,46 @@ struct Fit {
   Matrix U;  // symmetric, full
 };
 
-Fit fit_alpha(const Kernel& kernel, const BaseMeasure& base, const Matrix& train, const Matrix& Z, double la, double lc,
-              int threads) {
+// α on `train`. keep_stacks: each block's stacks stay in Fit::train for a backward pass, which needs
+// all of them here, so the caller passes a context of this process alone.
+Fit fit_alpha(const Kernel& kernel, const BaseMeasure& base, const Matrix& train, const Matrix& Z, double la,
+              double lc, const Context& context, bool keep_stacks) {
   const auto blocks = row_blocks(train.rows());
   const Index M = Z.rows();
   const auto nb = static_cast<Index>(blocks.size());
   Fit f;
-  f.train.resize(blocks.size());
+  if (keep_stacks) f.train.resize(blocks.size());
   const double inv_n = 1.0 / static_cast<double>(train.rows());
-  std::vector<Matrix> G(static_cast<std::size_t>(kWave)), U(static_cast<std::size_t>(kWave));
-  std::vector<Vector> b(static_cast<std::size_t>(kWave)), bc(static_cast<std::size_t>(kWave));
-  Matrix A = Matrix::Zero(M, M), Us = Matrix::Zero(M, M);
-  Vector bm = Vector::Zero(M), bcs = Vector::Zero(M);
-  in_waves(
-      nb, threads,
-      [&](Index i, Index slot) {
-        const auto bi = static_cast<std::size_t>(i), si = static_cast<std::size_t>(slot);
-        Stacks& s = f.train[bi];
-        s = stacks_of(kernel, base, train.middleRows(blocks[bi].begin, blocks[bi].rows), Z);
-        G[si] = Matrix::Zero(M, M);
-        U[si] = Matrix::Zero(M, M);
-        b[si] = Vector::Zero(M);
-        bc[si] = Vector::Zero(M);
-        add_lite_stack_terms(s.k, s.q1, s.q2, G[si], &U[si], b[si], bc[si]);
+  struct Sums {
+    Matrix G, U;
+    Vector b, bc;
+  };
+  Sums sums = ordered_reduce(
+      nb, context,
+      [&] {
+        return Sums{Matrix::Zero(M, M), Matrix::Zero(M, M), Vector::Zero(M), Vector::Zero(M)};
       },
-      [&](Index, Index slot) {
-        const auto si = static_cast<std::size_t>(slot);
-        A += G[si];
-        Us += U[si];
-        bm += b[si];
-        bcs += bc[si];
-      });
+      [&](Index i, Sums& q) {
+        const auto bi = static_cast<std::size_t>(i);
+        Stacks s = stacks_of(kernel, base, train.middleRows(blocks[bi].begin, blocks[bi].rows), Z);
+        add_lite_stack_terms(s.k, s.q1, s.q2, q.G, &q.U, q.b, q.bc);
+        if (keep_stacks) f.train[bi] = std::move(s);
+      },
+      [](Sums& into, const Sums& q) {
+        into.G += q.G;
+        into.U += q.U;
+        into.b += q.b;
+        into.bc += q.bc;
+      },
+      kGroups, [](Sums& q) { return std::tie(q.G, q.U, q.b, q.bc); });
+  Matrix A = std::move(sums.G), Us = std::move(sums.U);
   A *= inv_n;
   Us *= inv_n;
   f.U = Us.selfadjointView<Eigen::Lower>();
   A += lc * Us;
   A = Matrix(A.selfadjointView<Eigen::Lower>());
   A.diagonal().array() += la;
-  const Vector bv = (bm + lc * bcs) * inv_n;
+  const Vector bv = (sums.b + lc * sums.bc) * inv_n;
   f.factor = SpdFactor(A, "DKEF closed-form fit (G + λ_α I + λ_C U)");
   f.alpha = -f.factor.solve(bv);
   check_finite(f.alpha, "DKEF closed-form alpha");
@@ -125,25 +155,47 @@ struct ValidationBlock {
   Vector dalpha;        // B2ᵀ1 + B1ᵀ s
 };
 
+ValidationBlock validation_block(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
+                                 const Matrix& Z, const Vector& alpha, bool need_dalpha) {
+  ValidationBlock vb;
+  vb.st = stacks_of(kernel, base, X, Z);
+  vb.s.noalias() = vb.st.k.d1 * alpha;
+  vb.s += vb.st.q1;
+  Vector l = vb.st.q2;
+  l.noalias() += vb.st.k.d2 * alpha;
+  vb.loss_sum = l.sum() + 0.5 * vb.s.squaredNorm();
+  if (need_dalpha) {
+    vb.dalpha = vb.st.k.d2.colwise().sum().transpose();
+    vb.dalpha.noalias() += vb.st.k.d1.transpose() * vb.s;
+  }
+  return vb;
+}
+
 std::vector<ValidationBlock> validation_blocks(const Kernel& kernel, const BaseMeasure& base, const Matrix& V,
                                                const Matrix& Z, const Vector& alpha, bool need_dalpha, int threads) {
   const auto blocks = row_blocks(V.rows());
   std::vector<ValidationBlock> out(blocks.size());
   parallel_for(static_cast<Index>(blocks.size()), threads, [&](Index i) {
     const auto bi = static_cast<std::size_t>(i);
-    ValidationBlock& vb = out[bi];
-    vb.st = stacks_of(kernel, base, V.middleRows(blocks[bi].begin, blocks[bi].rows), Z);
-    vb.s.noalias() = vb.st.k.d1 * alpha;
-    vb.s += vb.st.q1;
-    Vector l = vb.st.q2;
-    l.noalias() += vb.st.k.d2 * alpha;
-    vb.loss_sum = l.sum() + 0.5 * vb.s.squaredNorm();
-    if (need_dalpha) {
-      vb.dalpha = vb.st.k.d2.colwise().sum().transpose();
-      vb.dalpha.noalias() += vb.st.k.d1.transpose() * vb.s;
-    }
+    out[bi] = validation_block(kernel, base, V.middleRows(blocks[bi].begin, blocks[bi].rows), Z, alpha,
+                               need_dalpha);
   });
   return out;
+}
+
+// Σ [lap + ½ s²] over the validation rows, in the runs of blocks of the distributed sums.
+double validation_loss_sum(const Kernel& kernel, const BaseMeasure& base, const Matrix& V, const Matrix& Z,
+                           const Vector& alpha, const Context& context) {
+  const auto blocks = row_blocks(V.rows());
+  return ordered_reduce(
+      static_cast<Index>(blocks.size()), context, [] { return 0.0; },
+      [&](Index i, double& sum) {
+        const auto bi = static_cast<std::size_t>(i);
+        sum +=
+            validation_block(kernel, base, V.middleRows(blocks[bi].begin, blocks[bi].rows), Z, alpha, false)
+                .loss_sum;
+      },
+      [](double& into, double x) { into += x; }, kGroups, [](double& sum) { return std::tie(sum); });
 }
 
 void check_inputs(const Matrix& train, const Matrix& validation, const Matrix& Z) {
@@ -165,12 +217,10 @@ double closed_form_validation_loss(const Kernel& kernel, const BaseMeasure& base
                                    const Matrix& validation, const Matrix& Z, double la, double lc,
                                    const Context& context) {
   check_inputs(train, validation, Z);
-  const int threads = context.threads();
-  Fit f = fit_alpha(kernel, base, train, Z, la, lc, threads);
-  auto vb = validation_blocks(kernel, base, validation, Z, f.alpha, false, threads);
-  double sum = 0;
-  for (const auto& b : vb) sum += b.loss_sum;
-  return sum / static_cast<double>(validation.rows());
+  // Both sums are shared between the processes of a distributed run.
+  const Fit f = fit_alpha(kernel, base, train, Z, la, lc, context, false);
+  return validation_loss_sum(kernel, base, validation, Z, f.alpha, context) /
+         static_cast<double>(validation.rows());
 }
 
 ClosedFormGradient closed_form_validation_gradient(const Kernel& kernel, const BaseMeasure& base,
@@ -180,18 +230,20 @@ ClosedFormGradient closed_form_validation_gradient(const Kernel& kernel, const B
   check_inputs(train, validation, Z);
   const int threads = context.threads();
   const Index Nt = train.rows(), Nv = validation.rows(), M = Z.rows(), D = Z.cols();
-  Fit f = fit_alpha(kernel, base, train, Z, la, lc, threads);
+  // A minibatch: every process computes it whole (its stacks feed the backward pass below).
+  Fit f = fit_alpha(kernel, base, train, Z, la, lc, on_this_process(context), true);
   auto vblocks = validation_blocks(kernel, base, validation, Z, f.alpha, true, threads);
   ClosedFormGradient out;
   out.alpha = f.alpha;
   out.jitter = f.factor.jitter();
   const double inv_v = 1.0 / static_cast<double>(Nv), inv_t = 1.0 / static_cast<double>(Nt);
-  double loss_sum = 0;
+  // The loss in the runs of blocks closed_form_validation_loss uses, so the two agree bitwise.
+  const double loss_sum = ordered_reduce(
+      static_cast<Index>(vblocks.size()), 1, [] { return 0.0; },
+      [&](Index i, double& sum) { sum += vblocks[static_cast<std::size_t>(i)].loss_sum; },
+      [](double& into, double x) { into += x; }, kGroups);
   Vector g = Vector::Zero(M);  // ∂J_v/∂α
-  for (const auto& b : vblocks) {
-    loss_sum += b.loss_sum;
-    g += b.dalpha;
-  }
+  for (const auto& b : vblocks) g += b.dalpha;
   out.loss = loss_sum * inv_v;
   if (!std::isfinite(out.loss)) throw NumericalError("DKEF validation loss is not finite");
   g *= inv_v;
@@ -270,7 +322,7 @@ struct FrozenKernelMetaProblem::Impl {
   const BaseMeasure& base;
   Matrix train, validation, Z;
   bool base_learns = false, keep = false;
-  int threads = 1;
+  Context context;  // its processes share every sum over the blocks
   std::vector<RowBlock> tblocks, vblocks;
   Index M = 0, D = 0, Nt = 0, Nv = 0;
   Matrix G, U, Gv;  // Σ B1ᵀB1, Σ B2ᵀB2, Σ B1vᵀB1v (unscaled, full symmetric)
@@ -280,9 +332,11 @@ struct FrozenKernelMetaProblem::Impl {
   double sum_q2v = 0, sq_q1v = 0;
   Vector base_parameters;  // q0's parameters at construction (must not change unless base_learns)
   Vector kernel_parameters;  // the kernel's at construction (must not change)
-  std::vector<Matrix> B1, B2, B1v;  // per block, only when `keep`
+  // Per block, only when `keep`, and only for the blocks this process sums (own_items): every sum
+  // over the blocks uses the same runs, so the same process meets the same blocks each time.
+  std::vector<Matrix> B1, B2, B1v;
 
-  Impl(const Kernel& k, const BaseMeasure& b) : kernel(k), base(b) {}
+  Impl(const Kernel& k, const BaseMeasure& b, const Context& c) : kernel(k), base(b), context(c) {}
 
   std::size_t block_count() const { return tblocks.size() + vblocks.size(); }
   bool is_train(std::size_t i) const { return i < tblocks.size(); }
@@ -292,8 +346,11 @@ struct FrozenKernelMetaProblem::Impl {
                                                       vblocks[i - tblocks.size()].rows));
   }
   // The block's kernel stacks: the kept ones, or recomputed into `scratch` (d2 only on training rows).
-  void stacks(std::size_t i, const Matrix& X, KernelStacks& scratch, const Matrix*& d1, const Matrix*& d2) const {
-    if (keep) {
+  void stacks(std::size_t i, const Matrix& X, KernelStacks& scratch, const Matrix*& d1,
+              const Matrix*& d2) const {
+    // (A block another process kept, met when the sums run on this process alone inside a parallel
+    // loop, is recomputed: bitwise the same stacks.)
+    if (keep && (is_train(i) ? B1[i].size() : B1v[i - tblocks.size()].size()) > 0) {
       if (is_train(i)) {
         d1 = &B1[i];
         d2 = &B2[i];
@@ -317,15 +374,13 @@ FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const Bas
                                                  const Matrix& train, const Matrix& validation,
                                                  const Matrix& Z, bool base_learns, const Context& context,
                                                  std::size_t stack_budget_bytes)
-    : impl_(std::make_unique<Impl>(kernel, base)) {
+    : impl_(std::make_unique<Impl>(kernel, base, context)) {
   check_inputs(train, validation, Z);
   Impl& p = *impl_;
   p.train = train;
   p.validation = validation;
   p.Z = Z;
   p.base_learns = base_learns;
-  p.threads = context.threads();
-  const int threads = p.threads;
   p.M = Z.rows();
   p.D = Z.cols();
   p.Nt = train.rows();
@@ -334,6 +389,10 @@ FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const Bas
   p.vblocks = row_blocks(p.Nv);
   p.base_parameters = base.parameters();
   p.kernel_parameters = kernel.parameters();
+  const std::size_t nt = p.tblocks.size();
+  // All rows' stacks, 8·M·D bytes per row (twice on training rows), as one process holds them: the
+  // decision (reported as stage2_stacks_in_memory) is the same for any number of processes, each of
+  // which then holds only its share (own_items).
   const double stack_bytes = 8.0 * static_cast<double>(p.M) * static_cast<double>(p.D) *
                              (2.0 * static_cast<double>(p.Nt) + static_cast<double>(p.Nv));
   p.keep = base_learns && stack_bytes <= static_cast<double>(stack_budget_bytes);
@@ -343,39 +402,43 @@ FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const Bas
     p.B1v.resize(p.vblocks.size());
   }
   const Index M = p.M;
-  p.G = Matrix::Zero(M, M);
-  p.U = Matrix::Zero(M, M);
-  p.Gv = Matrix::Zero(M, M);
-  p.c = p.cv = p.h1 = p.h2 = p.hv = Vector::Zero(M);
+  // Training blocks fill G, U, c, h1, h2; validation blocks Gv, cv, hv and the two scalars. A run of
+  // blocks holds only the kinds it met (an empty member adds nothing).
   struct Part {
-    Matrix G, U;
-    Vector c, h1, h2;
-    double sum_q2 = 0, sq_q1 = 0;
+    Matrix G, U, Gv;
+    Vector c, cv, h1, h2, hv;
+    double sum_q2v = 0, sq_q1v = 0;
   };
-  std::vector<Part> parts(static_cast<std::size_t>(kWave));
-  const std::size_t nt = p.tblocks.size();
-  in_waves(
-      static_cast<Index>(p.block_count()), threads,
-      [&](Index i, Index slot) {
+  auto zero_if_empty = [M](auto& x, Index cols) {
+    if (x.size() == 0) x.setZero(M, cols);
+  };
+  Part sums = ordered_reduce(
+      static_cast<Index>(p.block_count()), context, [] { return Part(); },
+      [&](Index i, Part& q) {
         const auto bi = static_cast<std::size_t>(i);
-        Part& q = parts[static_cast<std::size_t>(slot)];
         Stacks st = stacks_of(kernel, base, p.rows_of_block(bi), Z);
-        const bool tr = bi < nt;
-        q.G = Matrix::Zero(M, M);
-        add_gram_lower(st.k.d1, q.G);
-        q.c = st.k.d2.colwise().sum().transpose();
-        if (!base_learns) {
-          q.h1.noalias() = st.k.d1.transpose() * st.q1;
-          if (tr) q.h2.noalias() = st.k.d2.transpose() * st.q2;
-          q.sum_q2 = st.q2.sum();
-          q.sq_q1 = st.q1.squaredNorm();
-        }
-        if (tr) {
-          q.U = Matrix::Zero(M, M);
+        if (bi < nt) {
+          zero_if_empty(q.G, M);
+          zero_if_empty(q.U, M);
+          add_gram_lower(st.k.d1, q.G);
           add_gram_lower(st.k.d2, q.U);
+          add_into(q.c, Vector(st.k.d2.colwise().sum().transpose()));
+          if (!base_learns) {
+            add_into(q.h1, Vector(st.k.d1.transpose() * st.q1));
+            add_into(q.h2, Vector(st.k.d2.transpose() * st.q2));
+          }
+        } else {
+          zero_if_empty(q.Gv, M);
+          add_gram_lower(st.k.d1, q.Gv);
+          add_into(q.cv, Vector(st.k.d2.colwise().sum().transpose()));
+          if (!base_learns) {
+            add_into(q.hv, Vector(st.k.d1.transpose() * st.q1));
+            q.sum_q2v += st.q2.sum();
+            q.sq_q1v += st.q1.squaredNorm();
+          }
         }
         if (p.keep) {
-          if (tr) {
+          if (bi < nt) {
             p.B1[bi] = std::move(st.k.d1);
             p.B2[bi] = std::move(st.k.d2);
           } else {
@@ -383,29 +446,31 @@ FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const Bas
           }
         }
       },
-      [&](Index i, Index slot) {
-        const Part& q = parts[static_cast<std::size_t>(slot)];
-        if (static_cast<std::size_t>(i) < nt) {
-          p.G += q.G;
-          p.U += q.U;
-          p.c += q.c;
-          if (!base_learns) {
-            p.h1 += q.h1;
-            p.h2 += q.h2;
-          }
-        } else {
-          p.Gv += q.G;
-          p.cv += q.c;
-          if (!base_learns) {
-            p.hv += q.h1;
-            p.sum_q2v += q.sum_q2;
-            p.sq_q1v += q.sq_q1;
-          }
-        }
-      });
-  p.G = Matrix(p.G.selfadjointView<Eigen::Lower>());
-  p.U = Matrix(p.U.selfadjointView<Eigen::Lower>());
-  p.Gv = Matrix(p.Gv.selfadjointView<Eigen::Lower>());
+      [](Part& into, const Part& q) {
+        add_into(into.G, q.G);
+        add_into(into.U, q.U);
+        add_into(into.Gv, q.Gv);
+        add_into(into.c, q.c);
+        add_into(into.cv, q.cv);
+        add_into(into.h1, q.h1);
+        add_into(into.h2, q.h2);
+        add_into(into.hv, q.hv);
+        into.sum_q2v += q.sum_q2v;
+        into.sq_q1v += q.sq_q1v;
+      },
+      kGroups,
+      [](Part& q) { return std::tie(q.G, q.U, q.Gv, q.c, q.cv, q.h1, q.h2, q.hv, q.sum_q2v, q.sq_q1v); });
+  p.G = Matrix(sums.G.selfadjointView<Eigen::Lower>());
+  p.U = Matrix(sums.U.selfadjointView<Eigen::Lower>());
+  p.Gv = Matrix(sums.Gv.selfadjointView<Eigen::Lower>());
+  p.c = std::move(sums.c);
+  p.cv = std::move(sums.cv);
+  // While q0 learns these are recomputed at every evaluation; zeros stand for "not yet".
+  p.h1 = sums.h1.size() ? sums.h1 : Vector(Vector::Zero(M));
+  p.h2 = sums.h2.size() ? sums.h2 : Vector(Vector::Zero(M));
+  p.hv = sums.hv.size() ? sums.hv : Vector(Vector::Zero(M));
+  p.sum_q2v = sums.sum_q2v;
+  p.sq_q1v = sums.sq_q1v;
 }
 
 // One evaluation of the frozen-kernel problem; the gradient parts only if `grad` is set.
@@ -416,40 +481,46 @@ double FrozenKernelMetaProblem::evaluate(double la, double lc, FrozenKernelGradi
   const std::size_t nb = p.block_count(), nt = p.tblocks.size();
   Vector h1 = p.h1, h2 = p.h2, hv = p.hv;
   double sum_q2v = p.sum_q2v, sq_q1v = p.sq_q1v;
-  std::vector<Matrix> q1(nb), q2(nb);  // q0's derivatives per block (n x D), when q0 learns
+  std::vector<Matrix> q1(nb);  // q0's first derivatives per block (n x D), when q0 learns
   if (p.base_learns) {
-    // Pass 1: q0's derivatives and their products with the stacks, per block, added in block order.
+    // Pass 1: q0's derivatives and their products with the stacks, in the runs of blocks.
     struct Part {
-      Vector h1, h2;
-      double sum_q2 = 0, sq_q1 = 0;
+      Vector h1, h2, hv;
+      double sum_q2v = 0, sq_q1v = 0;
     };
-    std::vector<Part> parts(nb);
-    parallel_for(static_cast<Index>(nb), p.threads, [&](Index i) {
-      const auto bi = static_cast<std::size_t>(i);
-      const Matrix X = p.rows_of_block(bi);
-      p.base.derivatives(X, q1[bi], q2[bi]);
-      KernelStacks scratch;
-      const Matrix *d1 = nullptr, *d2 = nullptr;
-      p.stacks(bi, X, scratch, d1, d2);
-      const Eigen::Map<const Vector> v1(q1[bi].data(), q1[bi].size()), v2(q2[bi].data(), q2[bi].size());
-      Part& q = parts[bi];
-      q.h1.noalias() = d1->transpose() * v1;
-      if (d2) q.h2.noalias() = d2->transpose() * v2;
-      q.sum_q2 = v2.sum();
-      q.sq_q1 = v1.squaredNorm();
-    });
-    h1 = h2 = hv = Vector::Zero(M);
-    sum_q2v = sq_q1v = 0;
-    for (std::size_t i = 0; i < nb; ++i) {
-      if (i < nt) {
-        h1 += parts[i].h1;
-        h2 += parts[i].h2;
-      } else {
-        hv += parts[i].h1;
-        sum_q2v += parts[i].sum_q2;
-        sq_q1v += parts[i].sq_q1;
-      }
-    }
+    Part sums = ordered_reduce(
+        static_cast<Index>(nb), p.context, [] { return Part(); },
+        [&](Index i, Part& q) {
+          const auto bi = static_cast<std::size_t>(i);
+          const Matrix X = p.rows_of_block(bi);
+          Matrix q2;
+          p.base.derivatives(X, q1[bi], q2);
+          KernelStacks scratch;
+          const Matrix *d1 = nullptr, *d2 = nullptr;
+          p.stacks(bi, X, scratch, d1, d2);
+          const Eigen::Map<const Vector> v1(q1[bi].data(), q1[bi].size()), v2(q2.data(), q2.size());
+          if (bi < nt) {
+            add_into(q.h1, Vector(d1->transpose() * v1));
+            add_into(q.h2, Vector(d2->transpose() * v2));
+          } else {
+            add_into(q.hv, Vector(d1->transpose() * v1));
+            q.sum_q2v += v2.sum();
+            q.sq_q1v += v1.squaredNorm();
+          }
+        },
+        [](Part& into, const Part& q) {
+          add_into(into.h1, q.h1);
+          add_into(into.h2, q.h2);
+          add_into(into.hv, q.hv);
+          into.sum_q2v += q.sum_q2v;
+          into.sq_q1v += q.sq_q1v;
+        },
+        kGroups, [](Part& q) { return std::tie(q.h1, q.h2, q.hv, q.sum_q2v, q.sq_q1v); });
+    h1 = std::move(sums.h1);
+    h2 = std::move(sums.h2);
+    hv = std::move(sums.hv);
+    sum_q2v = sums.sum_q2v;
+    sq_q1v = sums.sq_q1v;
   } else if (p.base.parameters() != p.base_parameters) {
     throw std::logic_error("FrozenKernelMetaProblem: q0's parameters changed but base_learns is false");
   }
@@ -479,29 +550,36 @@ double FrozenKernelMetaProblem::evaluate(double la, double lc, FrozenKernelGradi
   if (p.base_learns && nq > 0) {
     // Pass 2: q0's adjoints, −B1 w/N and −λ_C B2 w/N on training rows, (B1v α + q1v)/Nv and 1/Nv on
     // validation rows, through BaseMeasure::backward; added in block order.
-    std::vector<Vector> parts(nb);
-    parallel_for(static_cast<Index>(nb), p.threads, [&](Index i) {
-      const auto bi = static_cast<std::size_t>(i);
-      const Matrix X = p.rows_of_block(bi);
-      KernelStacks scratch;
-      const Matrix *d1 = nullptr, *d2 = nullptr;
-      p.stacks(bi, X, scratch, d1, d2);
-      const Index n = X.rows();
-      Vector q1bar, q2bar;
-      if (bi < nt) {
-        q1bar.noalias() = -inv_t * (*d1 * w);
-        q2bar.noalias() = (-inv_t * lc) * (*d2 * w);
-      } else {
-        q1bar.noalias() = *d1 * alpha;
-        q1bar += Eigen::Map<const Vector>(q1[bi].data(), q1[bi].size());
-        q1bar *= inv_v;
-        q2bar = Vector::Constant(n * D, inv_v);
-      }
-      parts[bi] = Vector::Zero(nq);
-      p.base.backward(X, Vector(), Eigen::Map<const Matrix>(q1bar.data(), n, D),
-                      Eigen::Map<const Matrix>(q2bar.data(), n, D), parts[bi]);
-    });
-    for (const auto& v : parts) grad->base += v;
+    // The same runs of blocks as pass 1, so each process finds q1 of its own blocks.
+    grad->base = ordered_reduce(
+        static_cast<Index>(nb), p.context, [nq] { return Vector(Vector::Zero(nq)); },
+        [&](Index i, Vector& sum) {
+          const auto bi = static_cast<std::size_t>(i);
+          const Matrix X = p.rows_of_block(bi);
+          KernelStacks scratch;
+          const Matrix *d1 = nullptr, *d2 = nullptr;
+          p.stacks(bi, X, scratch, d1, d2);
+          const Index n = X.rows();
+          Vector q1bar, q2bar;
+          if (bi < nt) {
+            q1bar.noalias() = -inv_t * (*d1 * w);
+            q2bar.noalias() = (-inv_t * lc) * (*d2 * w);
+          } else {
+            if (q1[bi].size() == 0) {
+              Matrix unused;
+              p.base.derivatives(X, q1[bi], unused);
+            }
+            q1bar.noalias() = *d1 * alpha;
+            q1bar += Eigen::Map<const Vector>(q1[bi].data(), q1[bi].size());
+            q1bar *= inv_v;
+            q2bar = Vector::Constant(n * D, inv_v);
+          }
+          Vector block;  // backward() sets it (it does not add)
+          p.base.backward(X, Vector(), Eigen::Map<const Matrix>(q1bar.data(), n, D),
+                          Eigen::Map<const Matrix>(q2bar.data(), n, D), block);
+          sum += block;
+        },
+        [](Vector& into, const Vector& x) { into += x; }, kGroups, [](Vector& sum) { return std::tie(sum); });
   }
   if (!std::isfinite(grad->log_lambda_alpha) || !std::isfinite(grad->log_lambda_c))
     throw NumericalError("DKEF stage-2 gradient (log λ) is not finite");

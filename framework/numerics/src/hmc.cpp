@@ -8,11 +8,13 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "kef/base_measure.hpp"
+#include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
-#include "kef/parallel.hpp"
 #include "kef/number_text.hpp"
+#include "kef/parallel.hpp"
 
 namespace kef {
 namespace {
@@ -52,12 +54,17 @@ struct Chain {
   std::string first_error;
   double accept_stat_sum = 0;
   Matrix draws;  // samples x D
+
+  // What run_hmc reads of a finished chain: what processes of a distributed run exchange.
+  auto fields() {
+    return std::tie(eps, inv_mass, accepted, divergences, warmup_divergences, error_divergences, first_error,
+                    accept_stat_sum, draws);
+  }
 };
 
 [[noreturn]] void bad_option(const std::string& name, const std::string& expected, const std::string& got) {
   throw ConfigError("HMC option `" + name + "`: expected " + expected + ", got " + got);
 }
-
 
 bool row_finite(const Matrix& M, Index r) { return M.row(r).array().isFinite().all(); }
 
@@ -444,11 +451,25 @@ Matrix run_hmc(const Model& model, RandomStream& rng, const HmcOptions& o, const
     ch.draws.resize(o.samples, D);
   }
   const Index groups = (o.chains + o.chains_per_batch - 1) / o.chains_per_batch;
-  ProgressTicker ticker(o, o.chains * (o.warmup + o.samples * o.thinning));
-  parallel_for(groups, context.threads(), [&](Index g) {
-    const Index first = g * o.chains_per_batch, n = std::min(o.chains_per_batch, o.chains - first);
-    run_group(model, o, &chains[static_cast<std::size_t>(first)], n, X0.middleRows(first, n), ticker);
-  });
+  auto first_chain = [&](Index g) { return std::min(g * o.chains_per_batch, o.chains); };
+  // The groups are shared between the processes of a distributed run (kef/distributed_reduce.hpp):
+  // each runs its groups' chains, from the chains' own streams, and every process receives every
+  // chain's draws and statistics, so every one holds the single-process result. Progress counts
+  // this process's chains.
+  const auto [own_first, own_last] = own_items(groups, context, groups);
+  ProgressTicker ticker(
+      o, (first_chain(own_last) - first_chain(own_first)) * (o.warmup + o.samples * o.thinning));
+  std::vector<std::vector<Chain>> ran = distributed_parts(
+      groups, context, [] { return std::vector<Chain>(); },
+      [&](Index g, std::vector<Chain>& part) {
+        const Index first = first_chain(g), n = first_chain(g + 1) - first;
+        part.assign(chains.begin() + first, chains.begin() + first + n);
+        run_group(model, o, part.data(), n, X0.middleRows(first, n), ticker);
+      },
+      [](std::vector<Chain>& part) { return std::tie(part); });
+  for (Index g = 0; g < groups; ++g)
+    for (std::size_t j = 0; j < ran[static_cast<std::size_t>(g)].size(); ++j)
+      chains[static_cast<std::size_t>(first_chain(g)) + j] = std::move(ran[static_cast<std::size_t>(g)][j]);
   if (o.progress) o.progress->done(o.progress_task, "sampled");
 
   Matrix out(o.samples * o.chains, D);

@@ -2,7 +2,8 @@
 // Flat binary encoding of the partial results that processes of a distributed run exchange
 // (kef/distributed_reduce.hpp). Both ends are the same build on the same kind of machine, so values
 // are copied as their bytes: a double arrives bitwise as it left. Encodable: arithmetic values, Eigen
-// dense matrices and vectors (shape then entries), std::vector and std::tuple of encodables (a tuple
+// dense matrices and vectors (shape then entries), std::string (length then bytes), std::vector and
+// std::tuple of encodables (a tuple
 // of references, std::tie(a, b), encodes the referenced members), and any class with a member
 // `fields()` returning such a tuple of its members.
 #include <cstddef>
@@ -68,6 +69,10 @@ void encode(ByteWriter& w, T&& value) {
                                    static_cast<std::int64_t>(value.cols())};
     w.raw(shape, sizeof shape);
     w.raw(value.data(), sizeof(typename V::Scalar) * static_cast<std::size_t>(value.size()));
+  } else if constexpr (std::is_same_v<V, std::string>) {
+    const std::int64_t n = static_cast<std::int64_t>(value.size());
+    w.raw(&n, sizeof n);
+    w.raw(value.data(), value.size());
   } else if constexpr (detail::IsStdVector<V>::value) {
     const std::int64_t n = static_cast<std::int64_t>(value.size());
     w.raw(&n, sizeof n);
@@ -92,6 +97,11 @@ void decode(ByteReader& r, T&& value) {
     r.raw(shape, sizeof shape);
     value.resize(static_cast<Index>(shape[0]), static_cast<Index>(shape[1]));
     r.raw(value.data(), sizeof(typename V::Scalar) * static_cast<std::size_t>(value.size()));
+  } else if constexpr (std::is_same_v<V, std::string>) {
+    std::int64_t n = 0;
+    r.raw(&n, sizeof n);
+    value.resize(static_cast<std::size_t>(n));
+    r.raw(value.data(), value.size());
   } else if constexpr (detail::IsStdVector<V>::value) {
     std::int64_t n = 0;
     r.raw(&n, sizeof n);

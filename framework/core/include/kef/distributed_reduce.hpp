@@ -69,6 +69,19 @@ auto distributed_parts(Index groups, const Context& context, Init&& init, Comput
   return parts;
 }
 
+// The items [first, last) of [0, n) this process accumulates in ordered_reduce(n, context, ...,
+// max_groups, ...): all of them on one process or inside a parallel loop body. For work that keeps
+// per-item state (a block's derivative stacks) across several reductions over the same items: each
+// process keeps only its own items', and every reduction finds them where it needs them.
+inline std::pair<Index, Index> own_items(Index n, const Context& context, Index max_groups) {
+  const Communicator& comm = context.communicator();
+  if (comm.size() == 1 || detail::in_parallel_body()) return {0, n};
+  const Index groups = std::max<Index>(1, std::min(n, max_groups));
+  const Index g0 = first_group_of_rank(groups, comm.size(), comm.rank());
+  const Index g1 = first_group_of_rank(groups, comm.size(), comm.rank() + 1);
+  return {g0 * n / groups, g1 * n / groups};
+}
+
 // ordered_reduce (kef/parallel.hpp) over the processes and threads of `context`: the same groups, the
 // same result on every process, bitwise equal to ordered_reduce(n, context.threads(), ...).
 template <class Init, class Accumulate, class Combine, class Fields>

@@ -14,7 +14,10 @@
 // step sizes unchanged, so their transitions do not depend on their own particles and the weights stay
 // unbiased. Determinism: temperature t's transition draws from stream.derive(t) (HMC chains are the
 // particles in fixed groups, each with its own derived stream), f is evaluated in fixed particle blocks,
-// and the weights are reduced in particle order: bitwise the same for any thread count.
+// and the weights are reduced in particle order: bitwise the same for any thread count. In a distributed
+// run each temperature's transition (run_hmc's groups of particles_per_batch particles) and f's blocks
+// are shared between the processes (two exchanges of the particles per temperature), with the
+// single-process result on every process.
 #include <string>
 #include <vector>
 

@@ -9,7 +9,11 @@
 // Threads: both batches are split into row blocks of about 25 rows whose boundaries depend only on the
 // batch sizes; the stacks, their contributions to G, U, b, the loss and ∂J/∂α, and each block's
 // backward pass run in parallel over blocks, and the partial results are added in block order, so the
-// results are bitwise identical for any thread count (tested for 1, 2 and 3).
+// results are bitwise identical for any thread count (tested for 1, 2 and 3). G, U, b and the loss
+// are added in at most 8 runs of consecutive blocks (each run in block order, then the runs in
+// order); closed_form_validation_loss shares these runs between the processes of a distributed run
+// (kef/distributed_reduce.hpp) with the single-process result, and equals the gradient's loss bitwise.
+// The gradient (a minibatch) is computed whole by every process.
 #include <cstddef>
 #include <memory>
 
@@ -55,6 +59,10 @@ double closed_form_validation_loss(const Kernel& kernel, const BaseMeasure& base
 // block at every evaluation (through Kernel::derivatives only; no backward pass), with bitwise the
 // same results. q0's derivatives are re-read at every evaluation; if q0 does not learn, evaluating
 // after its parameters changed is a std::logic_error.
+//
+// Processes: the statistics and q0's two passes are ordered reductions over at most 8 runs of blocks,
+// shared between the processes of a distributed run (each keeps only its own blocks' stacks; whether
+// they are kept is decided on all rows' stacks, as by one process), bitwise the single-process result.
 //
 // Equal to closed_form_validation_gradient's loss and λ/q0 gradients up to rounding (the expanded
 // quadratic form adds O(ε·(αᵀB1vᵀB1v α + |q1v|²)/Nv) to the loss); the same fixed row blocks and

@@ -12,7 +12,9 @@
 // kef::parallel_for. Each chain draws only from its own stream (root.derive(chain)), and the groups
 // depend only on the options, so samples are bitwise identical for any thread count. (Changing
 // `chains_per_batch` may change the last bits, since a model's arithmetic per row can depend on the
-// batch shape.)
+// batch shape.) In a distributed run (kef/distributed_reduce.hpp) the groups are shared between the
+// processes, which exchange the finished chains' draws and statistics: every process returns the
+// single-process samples and diagnostics bit for bit.
 //
 // Output order: samples are interleaved, row s·chains + c holds kept draw s of chain c; so the first
 // k·chains rows hold the first k draws of every chain, and a prefix is balanced across chains.
