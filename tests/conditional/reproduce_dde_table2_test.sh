@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/reproduce-dde-table2.sh --quick end to end: converts the 16 data sets, runs every config for
-# two splits, and writes a table with a finite mean ± sd for both methods on every data set; the data
+# two splits, and writes a table with a finite mean ± sd for the three methods (ε-KDE, LSCDE, and DDE at the
+# quick mode's 100 iterations) on every data set; the data
 # converter's row counts are checked against the papers' n (UN3: 125 complete rows of 210).
 #   reproduce_dde_table2_test.sh KEF REPO OUT
 set -euo pipefail
@@ -12,7 +13,9 @@ fail() { echo "reproduce_dde_table2_test: $*" >&2; exit 1; }
 rows=$(grep -c '^| [A-Za-z0-9]* | -\{0,1\}[0-9]' "$out/table.md" || true)
 [ "$rows" -eq 16 ] || fail "table.md has $rows data rows, expected 16"
 if grep -qiE 'nan|inf' "$out/table.md"; then fail "table.md has a non-finite cell"; fi
-[ "$(($(wc -l < "$out/summary.csv") - 1))" -eq $((16 * 2 * 2)) ] || fail "summary.csv does not have 64 rows"
+[ "$(($(wc -l < "$out/summary.csv") - 1))" -eq $((16 * 2 * 3)) ] || fail "summary.csv does not have 96 rows"
+grep -q '| DDE (kef) | DDE (paper) |' "$out/table.md" || fail "table.md has no DDE column"
+grep -q 'DDE trained for 100 iterations' "$out/table.md" || fail "table.md does not state DDE's budget"
 for pair in geyser:299 UN3:125 crabs:200 CobarOre:38 ufc:372; do
   set_name=${pair%%:*}; n=${pair##*:}
   got=$(($(wc -l < "$out/data/$set_name.csv") - 1))
