@@ -160,8 +160,8 @@ Trainer::Trainer(KernelExpansion f, network::Network generator, network::Network
 
 namespace {
 
-// (x, y) side by side; the unconditional case (x with no columns) is y itself, without a copy's cost
-// mattering (only the conditional case calls this).
+// The blocks side by side. Only the conditional case joins: the unconditional one (cond_dim = 0) keeps
+// its rows as they are, so it computes exactly what it did before the conditional extension.
 Matrix beside(const Matrix& left, const Matrix& right) {
   Matrix out(left.rows(), left.cols() + right.cols());
   out << left, right;
