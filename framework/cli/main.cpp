@@ -17,7 +17,6 @@
 
 #include "cli_support.hpp"
 #include "distributed_run.hpp"
-#include "sample_given.hpp"
 #include "kef/allocator.hpp"
 #include "kef/bandwidth_rule.hpp"
 #include "kef/bar_plot.hpp"
@@ -40,6 +39,7 @@
 #include "kef/progress.hpp"
 #include "kef/registry.hpp"
 #include "kef/target.hpp"
+#include "sample_given.hpp"
 #include "test_command.hpp"
 
 namespace fs = std::filesystem;
@@ -573,10 +573,12 @@ int main(int argc, char** argv) {
                                     "a target with --sampler kahmc|rwm");
   sample->add_option("model_dir", sample_dir, "saved model directory (or give a target with --target)");
   sample->add_option("-n", sample_n, "number of samples")->required()->check(integer_in(1, kMaxSamples));
-  sample->add_option("--out", sample_out, "output .npy (n x D; with --given, n rows per row of X)")->required();
-  sample->add_option("--given", sample_given,
-                     "conditional models: a .npy or .csv of inputs x (the model's input columns, data units); "
-                     "-n draws of y for each row");
+  sample->add_option("--out", sample_out, "output .npy (n x D; with --given, n rows per row of X)")
+      ->required();
+  sample->add_option(
+      "--given", sample_given,
+      "conditional models: a .npy or .csv of inputs x (the model's input columns, data units); "
+      "-n draws of y for each row");
   sample->add_option("--seed", sample_seed, "seed (default 0)")->check(seed_value());
   sample->add_option("--threads", threads, "worker threads (results do not depend on it)")
       ->check(integer_in(1, kMaxThreads));
@@ -719,8 +721,9 @@ int main(int argc, char** argv) {
     if (score->parsed()) return finish(cmd_score(registry, model_dir, data, out, score_flags, plugin_paths));
     if (sample->parsed() && !sample_given.empty()) {
       if (sampler_flags.sampler != "hmc" || !sampler_flags.target.empty())
-        throw kef::ConfigError("--given: samples a saved conditional model with its own sampler; it does not "
-                               "combine with --sampler or --target");
+        throw kef::ConfigError(
+            "--given: samples a saved conditional model with its own sampler; it does not "
+            "combine with --sampler or --target");
       load_default_plugins(registry, plugin_paths);
       return finish(kef_cli::cmd_sample_given(registry, sample_dir, sample_given, sample_n, sample_out,
                                               sample_seed, threads, quiet));
