@@ -1,24 +1,31 @@
 #!/usr/bin/env bash
-# Reproduces the LSCDE, ε-KDE and KCEF columns of DDE's Table 2 (Dai et al., AISTATS 2019): the negative
+# Reproduces the DDE, LSCDE, ε-KDE and KCEF columns of DDE's Table 2 (Dai et al., AISTATS 2019): the negative
 # log-likelihood of p(y | x) on 16 conditional benchmarks, mean ± sd over random 50/50 splits, with x
 # and y standardised by the training statistics (configs/paper/dde/conditional/), beside the paper's.
 #
-#   scripts/reproduce-dde-table2.sh [--quick] [--out DIR] [--raw DIR] [--seeds S,S,...] [--threads N] [KEF]
+#   scripts/reproduce-dde-table2.sh [--quick] [--out DIR] [--raw DIR] [--seeds S,S,...] [--threads N]
+#                                   [--dde-iterations N] [--collect-only] [--sets LIST] [KEF]
 #
 #   KEF          the kef executable (default: build/bin/kef of this repository)
 #   --out DIR    where the data, runs and table go (default: runs/dde-table2)
 #   --raw DIR    the staged R data sets (default: ../shared/data next to the repository)
-#   --quick      smoke test: splits 0 and 1 only (every data set, the full grids); seconds
+#   --quick      smoke test: splits 0 and 1 of three small sets (CobarOre, UN3, geyser; --sets
+#                overrides), the full grids, DDE for 100 iterations; seconds
+#   --sets LIST  only these data sets (comma-separated; default all 16)
 #   --seeds LIST the splits (default 0,1,...,19: 20 splits); split S is `--set seed=S`, which
 #                reshuffles the rows before the 50/50 split
 #   --threads N  passed to kef run (results do not depend on it)
+#   --dde-iterations N  training iterations of dde_conditional (default: the config's, the reference's
+#                50000; --quick: 100, a smoke test of the column, not a result)
+#   --collect-only  run nothing: tabulate the runs of --seeds already in DIR (e.g. splits run by
+#                separate invocations); --dde-iterations then only labels the table
 #
 # Writes DIR/data/<set>.csv (scripts/dde_conditional_data.py), DIR/<set>/seed-S/ (one kef run each),
 # DIR/summary.csv (set, seed, model, conditional_nll) and DIR/table.md (mean ± sd per set and method,
 # the paper's numbers beside them). Exits non-zero, naming the run, as soon as a run fails.
 set -euo pipefail
 
-usage() { sed -n '6,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "reproduce-dde-table2: $*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,13 +35,21 @@ raw="$repo/../shared/data"
 threads=()
 seeds=()
 quick=0
+collect_only=0
+dde_iterations=""
+sets_given=()
 kef_given=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
+    --collect-only) collect_only=1 ;;
     --out) [ $# -ge 2 ] || usage; out="$2"; shift ;;
     --raw) [ $# -ge 2 ] || usage; raw="$2"; shift ;;
     --threads) [ $# -ge 2 ] || usage; threads=(--threads "$2"); shift ;;
+    --dde-iterations)
+      [ $# -ge 2 ] || usage
+      [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "reproduce-dde-table2: --dde-iterations: '$2' is not a positive integer" >&2; exit 2; }
+      dde_iterations="$2"; shift ;;
     --seeds)
       [ $# -ge 2 ] || usage
       IFS=, read -r -a seeds <<< "$2"
@@ -42,6 +57,11 @@ while [ $# -gt 0 ]; do
       for s in "${seeds[@]}"; do
         [[ "$s" =~ ^[0-9]+$ ]] || { echo "reproduce-dde-table2: --seeds: '$s' is not a seed (expected integers, e.g. 0,1,2)" >&2; exit 2; }
       done
+      shift ;;
+    --sets)
+      [ $# -ge 2 ] || usage
+      IFS=, read -r -a sets_given <<< "$2"
+      [ "${#sets_given[@]}" -gt 0 ] || { echo "reproduce-dde-table2: --sets: empty list" >&2; exit 2; }
       shift ;;
     -h|--help) usage ;;
     -*) echo "reproduce-dde-table2: unknown option $1" >&2; usage ;;
@@ -52,6 +72,9 @@ done
 if [ "${#seeds[@]}" -eq 0 ]; then
   if [ "$quick" -eq 1 ]; then seeds=(0 1); else seeds=($(seq 0 19)); fi
 fi
+if [ -z "$dde_iterations" ] && [ "$quick" -eq 1 ]; then dde_iterations=100; fi
+dde_set=()
+if [ -n "$dde_iterations" ]; then dde_set=(--set "model.dde_conditional.estimator.iterations=$dde_iterations"); fi
 
 python=/usr/bin/python3
 [ -x "$kef" ] || die "no kef executable at $kef (build it, or pass its path)"
@@ -60,14 +83,25 @@ python=/usr/bin/python3
 
 configs="$repo/configs/paper/dde/conditional"
 sets=(geyser caution ftcollinssnow highway snowgeese GAGurine topo CobarOre mcycle BigMac2003 cpus crabs birthwt gilgais UN3 ufc)
+if [ "${#sets_given[@]}" -gt 0 ]; then
+  for set in "${sets_given[@]}"; do
+    [ -f "$configs/$set.toml" ] || { echo "reproduce-dde-table2: --sets: no data set '$set' (expected some of: ${sets[*]})" >&2; exit 2; }
+  done
+  sets=("${sets_given[@]}")
+elif [ "$quick" -eq 1 ]; then
+  sets=(CobarOre UN3 geyser)
+fi
 mkdir -p "$out"
-"$python" "$repo/scripts/dde_conditional_data.py" "$out/data" "$raw" || die "converting the data failed"
+if [ "$collect_only" -eq 0 ]; then
+  "$python" "$repo/scripts/dde_conditional_data.py" "$out/data" "$raw" || die "converting the data failed"
+fi
 
 for s in "${seeds[@]}"; do
+  [ "$collect_only" -eq 0 ] || break
   for set in "${sets[@]}"; do
     run="$out/$set/seed-$s"
     rm -rf "$run"
-    if ! "$kef" run "$configs/$set.toml" --quiet "${threads[@]}" --set "seed=$s" \
+    if ! "$kef" run "$configs/$set.toml" --quiet "${threads[@]}" "${dde_set[@]}" --set "seed=$s" \
         --set "data.path=$(cd "$out/data" && pwd)/$set.csv" --output "$run" > "$out/last-run.log" 2>&1; then
       cat "$out/last-run.log" >&2
       die "run $set, split $s failed (log above)"
@@ -75,9 +109,9 @@ for s in "${seeds[@]}"; do
   done
 done
 
-"$python" - "$out" "${seeds[*]}" "${sets[@]}" <<'PY'
+"$python" - "$out" "${seeds[*]}" "${dde_iterations:-50000}" "${sets[@]}" <<'PY'
 import json, math, sys
-out, seeds, sets = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+out, seeds, dde_iterations, sets = sys.argv[1], sys.argv[2].split(), sys.argv[3], sys.argv[4:]
 # DDE Table 2 (Dai et al. 2019), the ε-KDE and LSCDE columns (mean ± sd over 20 splits; "mecycle" there).
 paper = {
     "geyser": ((1.11, 0.02), (0.7, 0.01)), "caution": ((1.25, 0.19), (1.19, 0.02)),
@@ -89,6 +123,13 @@ paper = {
     "birthwt": ((1.48, 0.01), (1.43, 0.01)), "gilgais": ((1.35, 0.03), (0.73, 0.05)),
     "UN3": ((1.78, 0.14), (1.42, 0.12)), "ufc": ((1.40, 0.02), (1.03, 0.01)),
 }
+# The DDE column of the same table.
+paper_dde = {
+    "geyser": (0.55, 0.07), "caution": (0.95, 0.19), "ftcollinssnow": (1.49, 0.14), "highway": (1.18, 0.30),
+    "snowgeese": (0.42, 0.31), "GAGurine": (0.43, 0.15), "topo": (1.02, 0.31), "CobarOre": (1.45, 0.23),
+    "mcycle": (0.60, 0.15), "BigMac2003": (0.47, 0.36), "cpus": (-0.63, 0.77), "crabs": (-0.60, 0.26),
+    "birthwt": (1.22, 0.15), "gilgais": (0.61, 0.10), "UN3": (1.03, 0.09), "ufc": (1.03, 0.10),
+}
 # The KCEF column (Arbel & Gretton 2018); None: "N/A" in the paper (numerically unstable there).
 paper_kcef = {
     "geyser": (1.21, 0.04), "caution": (0.99, 0.01), "ftcollinssnow": (1.46, 0.0), "highway": (1.17, 0.01),
@@ -96,12 +137,14 @@ paper_kcef = {
     "mcycle": (0.56, 0.01), "BigMac2003": (0.59, 0.01), "cpus": None, "crabs": None,
     "birthwt": (1.18, 0.13), "gilgais": (0.65, 0.08), "UN3": (1.15, 0.21), "ufc": (0.96, 0.14),
 }
-models = ["eps_kde", "lscde", "kcef"]
+models = ["eps_kde", "lscde", "kcef", "dde_conditional"]
 rows, cells = [], {}
 for st in sets:
     for s in seeds:
         r = json.load(open(f"{out}/{st}/seed-{s}/results.json"))
         for m in models:
+            if m not in r["models"]:
+                continue
             v = r["models"][m]["metrics"]["conditional_nll"]
             rows.append((st, s, m, v))
             cells.setdefault((st, m), []).append(v)
@@ -113,17 +156,28 @@ def ms(v):
     mean = sum(v) / len(v)
     sd = math.sqrt(sum((x - mean) ** 2 for x in v) / (len(v) - 1)) if len(v) > 1 else 0.0
     return mean, sd
+with_dde = any(k[1] == "dde_conditional" for k in cells)
+with_kcef = any(k[1] == "kcef" for k in cells)
 lines = [f"Negative log-likelihood of p(y | x) (standardised units), mean ± sd over {len(seeds)} splits "
-         "(sd with divisor n − 1); the paper's numbers (DDE Table 2) beside.", "",
-         "| data set | ε-KDE (kef) | ε-KDE (paper) | LSCDE (kef) | LSCDE (paper) | KCEF (kef) | KCEF (paper) |",
-         "|---|---|---|---|---|---|---|"]
+         "(sd with divisor n − 1); the paper's numbers (DDE Table 2) beside."
+         + (f" DDE trained for {dde_iterations} iterations." if with_dde else ""), "",
+         "| data set | ε-KDE (kef) | ε-KDE (paper) | LSCDE (kef) | LSCDE (paper) |"
+         + (" KCEF (kef) | KCEF (paper) |" if with_kcef else "")
+         + (" DDE (kef) | DDE (paper) |" if with_dde else ""),
+         "|---|---|---|---|---|" + ("---|---|" if with_kcef else "") + ("---|---|" if with_dde else "")]
 for st in sets:
     (pe, pes), (pl, pls) = paper[st]
     e, l = ms(cells[(st, "eps_kde")]), ms(cells[(st, "lscde")])
-    k, pk = ms(cells[(st, "kcef")]), paper_kcef[st]
-    pk_text = "N/A" if pk is None else f"{pk[0]:.2f} ± {pk[1]:.2f}"
-    lines.append(f"| {st} | {e[0]:.2f} ± {e[1]:.2f} | {pe:.2f} ± {pes:.2f} | {l[0]:.2f} ± {l[1]:.2f} | {pl:.2f} ± {pls:.2f} "
-                 f"| {k[0]:.2f} ± {k[1]:.2f} | {pk_text} |")
+    line = f"| {st} | {e[0]:.2f} ± {e[1]:.2f} | {pe:.2f} ± {pes:.2f} | {l[0]:.2f} ± {l[1]:.2f} | {pl:.2f} ± {pls:.2f} |"
+    if with_kcef:
+        k = ms(cells[(st, "kcef")]) if (st, "kcef") in cells else None
+        pk = paper_kcef[st]
+        line += (f" {k[0]:.2f} ± {k[1]:.2f} |" if k else " – |") + (" N/A |" if pk is None else f" {pk[0]:.2f} ± {pk[1]:.2f} |")
+    if with_dde:
+        pd, pds = paper_dde[st]
+        d = ms(cells[(st, "dde_conditional")]) if (st, "dde_conditional") in cells else None
+        line += (f" {d[0]:.2f} ± {d[1]:.2f} |" if d else " – |") + f" {pd:.2f} ± {pds:.2f} |"
+    lines.append(line)
 open(f"{out}/table.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

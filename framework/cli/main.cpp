@@ -39,6 +39,7 @@
 #include "kef/progress.hpp"
 #include "kef/registry.hpp"
 #include "kef/target.hpp"
+#include "sample_given.hpp"
 #include "test_command.hpp"
 
 namespace fs = std::filesystem;
@@ -394,6 +395,7 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
                            " does not exist");
   load_default_plugins(registry, plugin_paths);
   const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
+  kef_cli::refuse_conditional_without_given(saved, model_dir);
   kef::require_unconditional(saved, model_dir, "kef sample");
   kef::HmcOptions options = flags.hmc;
   options.context = "model " + model_dir + " (kef sample)";
@@ -563,7 +565,7 @@ int main(int argc, char** argv) {
   eval->add_flag("--quiet", eval_opts.quiet, "no progress output");
   eval->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
 
-  std::string sample_dir, sample_out;
+  std::string sample_dir, sample_out, sample_given;
   long sample_n = 0;
   std::uint64_t sample_seed = 0;
   auto* sample = app.add_subcommand("sample",
@@ -571,7 +573,12 @@ int main(int argc, char** argv) {
                                     "a target with --sampler kahmc|rwm");
   sample->add_option("model_dir", sample_dir, "saved model directory (or give a target with --target)");
   sample->add_option("-n", sample_n, "number of samples")->required()->check(integer_in(1, kMaxSamples));
-  sample->add_option("--out", sample_out, "output .npy (n x D)")->required();
+  sample->add_option("--out", sample_out, "output .npy (n x D; with --given, n rows per row of X)")
+      ->required();
+  sample->add_option(
+      "--given", sample_given,
+      "conditional models: a .npy or .csv of inputs x (the model's input columns, data units); "
+      "-n draws of y for each row");
   sample->add_option("--seed", sample_seed, "seed (default 0)")->check(seed_value());
   sample->add_option("--threads", threads, "worker threads (results do not depend on it)")
       ->check(integer_in(1, kMaxThreads));
@@ -712,6 +719,15 @@ int main(int argc, char** argv) {
     }
     if (plugins->parsed()) return finish(cmd_plugins(registry, plugin_paths, describe));
     if (score->parsed()) return finish(cmd_score(registry, model_dir, data, out, score_flags, plugin_paths));
+    if (sample->parsed() && !sample_given.empty()) {
+      if (sampler_flags.sampler != "hmc" || !sampler_flags.target.empty())
+        throw kef::ConfigError(
+            "--given: samples a saved conditional model with its own sampler; it does not "
+            "combine with --sampler or --target");
+      load_default_plugins(registry, plugin_paths);
+      return finish(kef_cli::cmd_sample_given(registry, sample_dir, sample_given, sample_n, sample_out,
+                                              sample_seed, threads, quiet));
+    }
     if (sample->parsed())
       return finish(cmd_sample(registry, sample_dir, sample_n, sample_out, sample_seed, threads, quiet,
                                sampler_flags, plugin_paths));

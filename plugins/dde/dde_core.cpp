@@ -1,6 +1,8 @@
 #include "dde_core.hpp"
 
 #include <cmath>
+#include <limits>
+#include <numbers>
 #include <sstream>
 #include <utility>
 
@@ -73,9 +75,46 @@ double mean(const Vector& v) { return v.sum() / static_cast<double>(v.size()); }
 }  // namespace
 
 network::Network make_generator(const Architecture& a) {
-  return make_mlp(a.noise_dim, a.width, a.generator_depth, a.dim);
+  return make_mlp(a.noise_dim + a.cond_dim, a.width, a.generator_depth, a.dim);
 }
-network::Network make_dual(const Architecture& a) { return make_mlp(a.dim, a.width, a.dual_depth, 1); }
+network::Network make_dual(const Architecture& a) {
+  return make_mlp(a.cond_dim + a.dim, a.width, a.dual_depth, 1);
+}
+
+Matrix BaseMeasure::points(const Matrix& raw) const {
+  if (kind == Kind::box)
+    return ((raw.array().rowwise() * (b - a).transpose().array()).rowwise() + a.transpose().array()).matrix();
+  return ((raw.array().rowwise() * b.transpose().array()).rowwise() + a.transpose().array()).matrix();
+}
+
+Vector BaseMeasure::log_density(const Matrix& Y) const {
+  Vector out(Y.rows());
+  if (kind == Kind::box) {
+    const double log_p0 = -(b - a).array().log().sum();
+    for (Index i = 0; i < Y.rows(); ++i) {
+      const bool in = (Y.row(i).transpose().array() >= a.array()).all() &&
+                      (Y.row(i).transpose().array() <= b.array()).all();
+      out[i] = in ? log_p0 : -std::numeric_limits<double>::infinity();
+    }
+    return out;
+  }
+  const double log_c =
+      -0.5 * static_cast<double>(dim()) * std::log(2.0 * std::numbers::pi) - b.array().log().sum();
+  for (Index i = 0; i < Y.rows(); ++i)
+    out[i] = log_c - 0.5 * ((Y.row(i).transpose() - a).array() / b.array()).square().sum();
+  return out;
+}
+
+void BaseMeasure::score_and_laplacian(const Matrix& Y, Matrix& score, Matrix& laplacian) const {
+  if (kind == Kind::box) {
+    score.setZero(Y.rows(), dim());
+    laplacian.setZero(Y.rows(), dim());
+    return;
+  }
+  const Eigen::RowVectorXd inv_var = b.array().square().inverse().matrix().transpose();
+  score = -((Y.rowwise() - a.transpose()).array().rowwise() * inv_var.array()).matrix();
+  laplacian = (-inv_var).replicate(Y.rows(), 1);
+}
 
 IterationDraws IterationDraws::draw(RandomStream& rng, Index batch, Index noise_dim, Index dim,
                                     const TrainerOptions& o) {
@@ -86,10 +125,14 @@ IterationDraws IterationDraws::draw(RandomStream& rng, Index batch, Index noise_
   for (Index r = 0; r < o.rounds; ++r) {
     for (Index s = 0; s < o.dual_steps; ++s) {
       d.xi_dual.push_back(normal_rows(rng, batch, noise_dim));
-      Matrix u(batch, dim);
-      for (Index j = 0; j < dim; ++j)
-        for (Index i = 0; i < batch; ++i) u(i, j) = rng.uniform();
-      d.u_dual.push_back(std::move(u));
+      if (o.base == BaseMeasure::Kind::gaussian) {
+        d.u_dual.push_back(normal_rows(rng, batch, dim));
+      } else {
+        Matrix u(batch, dim);
+        for (Index j = 0; j < dim; ++j)
+          for (Index i = 0; i < batch; ++i) u(i, j) = rng.uniform();
+        d.u_dual.push_back(std::move(u));
+      }
     }
     d.xi_generator.push_back(normal_rows(rng, batch, noise_dim));
   }
@@ -98,11 +141,15 @@ IterationDraws IterationDraws::draw(RandomStream& rng, Index batch, Index noise_
 
 Trainer::Trainer(KernelExpansion f, network::Network generator, network::Network dual, Vector lo, Vector hi,
                  TrainerOptions options, std::string where)
+    : Trainer(std::move(f), std::move(generator), std::move(dual),
+              BaseMeasure::box(std::move(lo), std::move(hi)), options, std::move(where)) {}
+
+Trainer::Trainer(KernelExpansion f, network::Network generator, network::Network dual, BaseMeasure p0,
+                 TrainerOptions options, std::string where)
     : f_(std::move(f)),
       generator_(std::move(generator)),
       dual_(std::move(dual)),
-      lo_(std::move(lo)),
-      hi_(std::move(hi)),
+      p0_(std::move(p0)),
       o_(options),
       where_(std::move(where)),
       adam_f_(o_.adam, where_ + " (f step)"),
@@ -111,9 +158,26 @@ Trainer::Trainer(KernelExpansion f, network::Network generator, network::Network
   if (o_.eta > 0.0) rkhs_gram_ = f_.gram(f_.points);
 }
 
-Matrix Trainer::box_points(const Matrix& u) const {
-  return ((u.array().rowwise() * (hi_ - lo_).transpose().array()).rowwise() + lo_.transpose().array())
-      .matrix();
+namespace {
+
+// The blocks side by side. Only the conditional case joins: the unconditional one (cond_dim = 0) keeps
+// its rows as they are, so it computes exactly what it did before the conditional extension.
+Matrix beside(const Matrix& left, const Matrix& right) {
+  Matrix out(left.rows(), left.cols() + right.cols());
+  out << left, right;
+  return out;
+}
+
+}  // namespace
+
+Matrix Trainer::sampler_rows(const Matrix& xi, const Matrix& cond) const {
+  if (o_.cond_dim == 0) return generator_.value(xi);
+  return beside(cond, generator_.value(beside(xi, cond)));
+}
+
+Matrix Trainer::base_rows(const Matrix& raw, const Matrix& cond) const {
+  if (o_.cond_dim == 0) return p0_.points(raw);
+  return beside(cond, p0_.points(raw));
 }
 
 double Trainer::f_loss(const Matrix& batch, const Matrix& xq, Vector* grad) const {
@@ -152,12 +216,24 @@ double Trainer::dual_loss(const Matrix& xq, const Matrix& xu, Vector* grad) cons
   return loss;
 }
 
-double Trainer::generator_loss(const Matrix& xi, Vector* grad) const {
-  // −mean f(g(ξ)) + (1/λ) mean ν(g(ξ)); the adjoint of g's output is (−∇f + (1/λ)∇ν)/B.
+double Trainer::generator_loss(const Matrix& xi, Vector* grad, const Matrix& cond) const {
+  // −mean f(g(ξ)) + (1/λ) mean ν(g(ξ)); the adjoint of g's output is (−∇f + (1/λ)∇ν)/B. Conditional:
+  // f and ν at (x, g(ξ, x)), and the adjoint is the y block of their input gradients.
   const Index B = xi.rows();
+  const Index C = o_.cond_dim;
+  if (C > 0 && (cond.rows() != B || cond.cols() != C))
+    throw Error(where_ + ": the sampler step's conditioning inputs are " + std::to_string(cond.rows()) +
+                " x " + std::to_string(cond.cols()) + " (expected " + std::to_string(B) + " x " +
+                std::to_string(C) + ")");
   network::Network::Tape gtape, ntape;
-  Matrix x, v;
-  generator_.forward(xi, 0, x, grad ? &gtape : nullptr);
+  Matrix x, v, input, y;
+  if (C > 0) {
+    input = beside(xi, cond);
+    generator_.forward(input, 0, y, grad ? &gtape : nullptr);
+    x = beside(cond, y);
+  } else {
+    generator_.forward(xi, 0, x, grad ? &gtape : nullptr);
+  }
   dual_.forward(x, 0, v, grad ? &ntape : nullptr);
   const double inv_lambda = 1.0 / o_.lambda;
   Vector fx;
@@ -173,7 +249,12 @@ double Trainer::generator_loss(const Matrix& xi, Vector* grad) const {
     dual_.backward(x, ntape, Matrix::Constant(B, 1, inv_lambda * w), nullptr, &gx);
     gx -= w * grad_f;
     grad->setZero(generator_.parameter_count());
-    generator_.backward(xi, gtape, gx, grad, nullptr);
+    if (C > 0) {
+      const Matrix gy = gx.rightCols(x.cols() - C);
+      generator_.backward(input, gtape, gy, grad, nullptr);
+    } else {
+      generator_.backward(xi, gtape, gx, grad, nullptr);
+    }
   }
   return loss;
 }
@@ -188,8 +269,10 @@ void Trainer::check(double loss, const char* step, long index) const {
 
 IterationLosses Trainer::iteration(const Matrix& batch, const IterationDraws& d, long index) {
   IterationLosses L;
+  // Conditional: the sampler and p0 draw y for the minibatch's own inputs x (the paper's x ~ D).
+  const Matrix cond = o_.cond_dim > 0 ? Matrix(batch.leftCols(o_.cond_dim)) : Matrix();
   {  // f step (the sampler's rows are constants here)
-    const Matrix xq = generator_.value(d.xi_f);
+    const Matrix xq = sampler_rows(d.xi_f, cond);
     Vector g;
     L.f = f_loss(batch, xq, &g);
     check(L.f, "f step (kernel expansion α)", index);
@@ -199,15 +282,15 @@ IterationLosses Trainer::iteration(const Matrix& batch, const IterationDraws& d,
   for (Index r = 0; r < o_.rounds; ++r) {
     for (Index s = 0; s < o_.dual_steps; ++s) {
       const std::size_t k = static_cast<std::size_t>(r * o_.dual_steps + s);
-      const Matrix xq = generator_.value(d.xi_dual[k]);
+      const Matrix xq = sampler_rows(d.xi_dual[k], cond);
       Vector g;
-      L.dual = dual_loss(xq, box_points(d.u_dual[k]), &g);
+      L.dual = dual_loss(xq, base_rows(d.u_dual[k], cond), &g);
       check(L.dual, "dual step (network ν)", index);
       if (o_.clip > 0.0) clip_global_norm(g, o_.clip);
       dual_.set_parameters(rms_nu_.step(dual_.parameters(), g));
     }
     Vector g;
-    L.generator = generator_loss(d.xi_generator[static_cast<std::size_t>(r)], &g);
+    L.generator = generator_loss(d.xi_generator[static_cast<std::size_t>(r)], &g, cond);
     check(L.generator, "sampler step (network g)", index);
     if (o_.clip > 0.0 && o_.clip_generator) clip_global_norm(g, o_.clip);
     generator_.set_parameters(adam_g_.step(generator_.parameters(), g));

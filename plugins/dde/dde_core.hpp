@@ -9,7 +9,14 @@
 // pieces here are what the estimator, the model and the tests share: the expansion with its input
 // gradient, the networks' architecture, the three losses with their exact gradients, and one training
 // iteration on given draws (so that a test can feed the reference implementation's draws).
+//
+// The conditional extension (docs/math.md §16.5; the paper's Remark after (18)) is the same saddle point
+// with f a function of (x, y), the sampler g(ξ, x) drawing y for the inputs x of the minibatch, ν(x, y),
+// and p0 a density of y alone. One implementation serves both: the conditioning inputs are the first
+// `cond_dim` columns of every row that f and ν see, and an extra input of the sampler (cond_dim = 0:
+// the unconditional case, computed exactly as before).
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kef/adam.hpp"
@@ -43,11 +50,33 @@ struct Architecture {
   Index width = 128;          // hidden units of both networks
   Index generator_depth = 4;  // linear layers of g: noise_dim → width → … → width → D
   Index dual_depth = 3;       // linear layers of ν: D → width → … → width → 1
+  Index cond_dim = 0;         // conditional: columns of x, an extra input of g (ξ, x) and of ν (x, y)
 };
 // ReLU between the linear layers, none after the last; Glorot-uniform weights, zero biases (the
 // reference's initialisation, drawn by initialize()).
 network::Network make_generator(const Architecture& a);
 network::Network make_dual(const Architecture& a);
+
+// p0, the base measure of the sampled coordinates (y, or every coordinate when unconditional): uniform
+// on the box [a, b] (a = lo, b = hi; the unconditional DDE's) or N(a, diag(b²)) (a = mean, b = sd; the
+// conditional DDE's, as Arbel and Gretton's KCEF). `points` maps the raw draws (U(0, 1) for the box,
+// N(0, 1) for the Gaussian) to draws of p0.
+struct BaseMeasure {
+  enum class Kind { box, gaussian };
+  Kind kind = Kind::box;
+  Vector a, b;
+
+  static BaseMeasure box(Vector lo, Vector hi) { return {Kind::box, std::move(lo), std::move(hi)}; }
+  static BaseMeasure gaussian(Vector mean, Vector sd) {
+    return {Kind::gaussian, std::move(mean), std::move(sd)};
+  }
+  Index dim() const { return a.size(); }
+  Matrix points(const Matrix& raw) const;
+  // log p0 of each row (−∞ outside the box).
+  Vector log_density(const Matrix& Y) const;
+  // ∇ log p0 and its diagonal second derivatives (0 for the box, inside it).
+  void score_and_laplacian(const Matrix& Y, Matrix& score, Matrix& laplacian) const;
+};
 
 struct TrainerOptions {
   double lambda = 1.0;  // λ: the sampler minimises −E_q f + (1/λ) E_q ν
@@ -58,6 +87,8 @@ struct TrainerOptions {
   bool clip_generator = true;
   AdamOptions adam{1e-4, 0.9, 0.999, 1e-8};
   RmsPropOptions rmsprop{1e-4, 0.99, 1e-8};
+  Index cond_dim = 0;  // the leading columns of the rows that are conditioning inputs x
+  BaseMeasure::Kind base = BaseMeasure::Kind::box;  // which raw draws IterationDraws makes for p0
 };
 
 // The random inputs of one iteration, in the order the reference consumes them: ξ for the f step;
@@ -82,8 +113,11 @@ class Trainer {
   // lo, hi: the box of p0 (hi > lo in every coordinate). `where` names the estimator in errors.
   Trainer(KernelExpansion f, network::Network generator, network::Network dual, Vector lo, Vector hi,
           TrainerOptions options, std::string where);
+  Trainer(KernelExpansion f, network::Network generator, network::Network dual, BaseMeasure p0,
+          TrainerOptions options, std::string where);
 
-  // One f step, then `rounds` × (dual_steps ν steps, one sampler step) on the given minibatch.
+  // One f step, then `rounds` × (dual_steps ν steps, one sampler step) on the given minibatch, whose
+  // rows are (x, y) with x the first cond_dim columns (the sampler draws y for those x).
   // NumericalError naming the step and network when a loss or gradient is not finite.
   IterationLosses iteration(const Matrix& batch, const IterationDraws& draws, long index = 0);
 
@@ -92,10 +126,15 @@ class Trainer {
   double f_loss(const Matrix& batch, const Matrix& xq, Vector* grad) const;
   // ν step, in ν's parameters: sampler rows X_q, box rows X_u.
   double dual_loss(const Matrix& xq, const Matrix& xu, Vector* grad) const;
-  // sampler step, in g's parameters, at noise ξ.
-  double generator_loss(const Matrix& xi, Vector* grad) const;
+  // sampler step, in g's parameters, at noise ξ (and conditioning inputs `cond`, one row per row of ξ,
+  // when cond_dim > 0).
+  double generator_loss(const Matrix& xi, Vector* grad, const Matrix& cond = Matrix()) const;
 
-  Matrix box_points(const Matrix& u) const;  // lo + (hi − lo) ∘ u, row by row
+  // The rows f and ν see for sampler draws at noise ξ: g(ξ), or (x, g(ξ, x)) for the inputs `cond`.
+  Matrix sampler_rows(const Matrix& xi, const Matrix& cond = Matrix()) const;
+  // The rows for p0 draws: p0.points(raw), or (x, p0.points(raw)).
+  Matrix base_rows(const Matrix& raw, const Matrix& cond = Matrix()) const;
+  Matrix box_points(const Matrix& u) const { return p0_.points(u); }
 
   const KernelExpansion& f() const { return f_; }
   KernelExpansion& f() { return f_; }
@@ -103,14 +142,15 @@ class Trainer {
   network::Network& generator() { return generator_; }
   const network::Network& dual() const { return dual_; }
   network::Network& dual() { return dual_; }
-  const Vector& lo() const { return lo_; }
-  const Vector& hi() const { return hi_; }
+  const Vector& lo() const { return p0_.a; }
+  const Vector& hi() const { return p0_.b; }
+  const BaseMeasure& base() const { return p0_; }
 
  private:
   void check(double loss, const char* step, long index) const;
   KernelExpansion f_;
   network::Network generator_, dual_;
-  Vector lo_, hi_;
+  BaseMeasure p0_;
   TrainerOptions o_;
   std::string where_;
   Matrix rkhs_gram_;  // K(Z, Z) when η > 0

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "dde_conditional_model.hpp"
 #include "dde_model.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
@@ -12,17 +13,22 @@ namespace kef::dde {
 
 namespace {
 
-OptionsSpec<DdeOptions> make_spec() {
+// The keys of both estimators; `conditional` selects the defaults of the reference's conditional
+// configurations (dde/conditional/default_configs: widths 64, ξ of dimension 64, three layers each) and
+// the keys only one of the two has.
+OptionsSpec<DdeOptions> make_spec(bool conditional) {
   using O = DdeOptions;
   OptionsSpec<O> s;
+  const std::int64_t width = conditional ? 64 : 128, gen_depth = conditional ? 3 : 4;
   s.integer("iterations", &O::iterations, "training iterations (one minibatch each)", 50000).at_least(1);
   s.integer("batch_size", &O::batch_size,
             "B: data rows per minibatch, and sampler and box draws per step (at most the training rows)", 100)
       .at_least(1);
-  s.integer("noise_dim", &O::noise_dim, "dimension of the sampler's input ξ ~ N(0, I)", 128).at_least(1);
-  s.integer("width", &O::width, "hidden units of every hidden layer of the sampler and the dual", 128)
+  s.integer("noise_dim", &O::noise_dim, "dimension of the sampler's input ξ ~ N(0, I)", width).at_least(1);
+  s.integer("width", &O::width, "hidden units of every hidden layer of the sampler and the dual", width)
       .at_least(1);
-  s.integer("generator_depth", &O::generator_depth, "linear layers of the sampler g (ReLU between them)", 4)
+  s.integer("generator_depth", &O::generator_depth, "linear layers of the sampler g (ReLU between them)",
+            gen_depth)
       .at_least(1);
   s.integer("dual_depth", &O::dual_depth, "linear layers of the dual ν (ReLU between them)", 3).at_least(1);
   s.integer("rounds", &O::rounds, "rounds of (dual steps, one sampler step) per f step", 5).at_least(1);
@@ -33,19 +39,29 @@ OptionsSpec<DdeOptions> make_spec() {
       .non_negative();
   s.integer("report_every", &O::report_every, "iterations per progress line and loss-curve point", 100)
       .at_least(1);
-  s.string(
-       "sampler_correction", &O::sampler_correction,
-       "how the model samples: the sampler's draws (none) or importance resampling of them against log p~ "
-       "with weights exp(λf − ν) (importance)",
-       std::string("none"))
-      .one_of({"none", "importance"});
-  s.integer("correction_candidates", &O::correction_candidates,
-            "sampler draws per returned row when sampler_correction = \"importance\"", 10)
-      .at_least(2);
-  s.integer("diagnostic_samples", &O::diagnostic_samples,
-            "sampler draws for the fit's diagnostic of the sampler's distance from the model (0: none)",
-            10000)
-      .non_negative();
+  if (conditional) {
+    s.string(
+         "base_measure", &O::base_measure,
+         "p0 of y: N(mean, (base_sd · sd)²) of the training targets (gaussian; the paper's, after Arbel and "
+         "Gretton) or uniform on their box (uniform: log p = −∞ for a y outside it)",
+         std::string("gaussian"))
+        .one_of({"gaussian", "uniform"});
+    s.number("base_sd", &O::base_sd, "the Gaussian p0's standard deviation in units of the targets' own", 1.0)
+        .positive();
+  } else {
+    s.string("sampler_correction", &O::sampler_correction,
+             "how the model samples: the sampler's draws (none) or importance resampling of them against log "
+             "p~ with weights exp(λf − ν) (importance)",
+             std::string("none"))
+        .one_of({"none", "importance"});
+    s.integer("correction_candidates", &O::correction_candidates,
+              "sampler draws per returned row when sampler_correction = \"importance\"", 10)
+        .at_least(2);
+    s.integer("diagnostic_samples", &O::diagnostic_samples,
+              "sampler draws for the fit's diagnostic of the sampler's distance from the model (0: none)",
+              10000)
+        .non_negative();
+  }
   s.number("learning_rate", &O::learning_rate,
            "learning rate of every update (Adam for f and g, RMSprop for ν)", 1e-4)
       .positive();
@@ -53,7 +69,10 @@ OptionsSpec<DdeOptions> make_spec() {
            1.0)
       .positive();
   s.number("eta", &O::eta, "η: the f step's RKHS penalty (η/2)‖f‖²_H", 0.0).non_negative();
-  s.number("f_bd", &O::f_bd, "kernel bandwidth factor: σ² = f_bd · (median pairwise distance)²", 0.1)
+  s.number("f_bd", &O::f_bd,
+           conditional ? "kernel bandwidth factor: σ² = f_bd · (median pairwise distance of the (x, y) rows)²"
+                       : "kernel bandwidth factor: σ² = f_bd · (median pairwise distance)²",
+           0.1)
       .positive();
   s.number("clip", &O::clip, "global gradient-norm clip of every update (0: no clipping)", 5.0)
       .non_negative();
@@ -77,10 +96,97 @@ void fisher_yates(std::vector<Index>& perm, RandomStream& rng) {
     std::swap(perm[i], perm[static_cast<std::size_t>(rng.uniform_int(i + 1))]);
 }
 
+TrainerOptions trainer_options(const DdeOptions& opt, Index cond_dim, BaseMeasure::Kind base) {
+  TrainerOptions to;
+  to.lambda = opt.lambda;
+  to.eta = opt.eta;
+  to.rounds = opt.rounds;
+  to.dual_steps = opt.dual_steps;
+  to.clip = opt.clip;
+  to.clip_generator = opt.clip_generator;
+  to.adam = AdamOptions{opt.learning_rate, opt.beta1, opt.beta2, opt.adam_epsilon};
+  to.rmsprop = RmsPropOptions{opt.learning_rate, opt.rmsprop_alpha, opt.rmsprop_epsilon};
+  to.cond_dim = cond_dim;
+  to.base = base;
+  return to;
+}
+
+// f over the training rows (or m seeded ones), γ by the median heuristic on the rows, α ~ N(0, sd²), the
+// two networks Glorot-initialised: the same draws, in the same order, for both estimators.
+Trainer make_trainer(const Matrix& rows, const Architecture& arch, BaseMeasure p0, const TrainerOptions& to,
+                     const DdeOptions& opt, const FitInput& in, const std::string& where) {
+  KernelExpansion f;
+  if (opt.inducing_points > 0) {
+    RandomStream pick = in.context.rng().derive("inducing");
+    f.points = random_rows(rows, opt.inducing_points, pick);
+  } else {
+    f.points = rows;
+  }
+  f.gamma = bandwidth_gamma(rows, opt.f_bd);
+  RandomStream init = in.context.rng().derive("init");
+  f.alpha = opt.alpha_init_sd * init.normal_matrix(f.points.rows(), 1).col(0);
+  network::Network g = make_generator(arch), nu = make_dual(arch);
+  g.initialize(init);
+  nu.initialize(init);
+  return Trainer(std::move(f), std::move(g), std::move(nu), std::move(p0), to, where);
+}
+
+// The alternating algorithm over minibatches of `rows` (both estimators; conditional rows are (x, y)):
+// minibatches as the reference, a fresh permutation per pass and ⌊N / B⌋ full batches of it; the mean
+// losses per block of report_every iterations as curves and progress. Returns the last iteration's.
+IterationLosses train(Trainer& trainer, const Matrix& rows, const DdeOptions& opt, const TrainerOptions& to,
+                      Index base_dim, const FitInput& in, const std::string& label) {
+  const Index N = rows.rows(), B = std::min<Index>(opt.batch_size, N), batches = N / B;
+  RandomStream shuffle = in.context.rng().derive("minibatches");
+  RandomStream noise = in.context.rng().derive("noise");
+  std::vector<Index> perm(static_cast<std::size_t>(N));
+  Index next = batches;
+  auto& curves = in.report.curves;
+  double sf = 0.0, sd = 0.0, sg = 0.0;
+  long block = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  IterationLosses last;
+  for (long it = 1; it <= opt.iterations; ++it) {
+    if (next == batches) {
+      fisher_yates(perm, shuffle);
+      next = 0;
+    }
+    const Matrix batch =
+        gather_rows(rows, perm, static_cast<std::size_t>(next * B), static_cast<std::size_t>(B));
+    ++next;
+    const IterationDraws draws = IterationDraws::draw(noise, B, opt.noise_dim, base_dim, to);
+    last = trainer.iteration(batch, draws, it);
+    sf += last.f;
+    sd += last.dual;
+    sg += last.generator;
+    ++block;
+    if (it % opt.report_every == 0 || it == opt.iterations) {
+      const double b = static_cast<double>(block);
+      curves["f_loss"].emplace_back(it, sf / b);
+      curves["dual_loss"].emplace_back(it, sd / b);
+      curves["sampler_loss"].emplace_back(it, sg / b);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::ostringstream msg;
+      msg << "iteration " << it << " of " << opt.iterations << ": mean losses f " << sf / b << ", dual "
+          << sd / b << ", sampler " << sg / b << " (" << secs / static_cast<double>(it) << " s/iteration)";
+      in.context.progress().update(label, static_cast<double>(it) / static_cast<double>(opt.iterations),
+                                   msg.str());
+      sf = sd = sg = 0.0;
+      block = 0;
+    }
+  }
+  return last;
+}
+
 }  // namespace
 
 const OptionsSpec<DdeOptions>& dde_options() {
-  static const OptionsSpec<DdeOptions> spec = make_spec();
+  static const OptionsSpec<DdeOptions> spec = make_spec(false);
+  return spec;
+}
+
+const OptionsSpec<DdeOptions>& dde_conditional_options() {
+  static const OptionsSpec<DdeOptions> spec = make_spec(true);
   return spec;
 }
 
@@ -124,72 +230,11 @@ ModelPtr DdeEstimator::fit(const FitInput& in) {
       throw DataError("dde: column " + std::to_string(d) +
                       " of the training data is constant, so p0 (uniform on the data box) has no density");
 
-  Architecture arch{D, opt_.noise_dim, opt_.width, opt_.generator_depth, opt_.dual_depth};
-  KernelExpansion f;
-  if (opt_.inducing_points > 0) {
-    RandomStream pick = in.context.rng().derive("inducing");
-    f.points = random_rows(X, opt_.inducing_points, pick);
-  } else {
-    f.points = X;
-  }
-  f.gamma = bandwidth_gamma(X, opt_.f_bd);
-  RandomStream init = in.context.rng().derive("init");
-  f.alpha = opt_.alpha_init_sd * init.normal_matrix(f.points.rows(), 1).col(0);
-  network::Network g = make_generator(arch), nu = make_dual(arch);
-  g.initialize(init);
-  nu.initialize(init);
+  const Architecture arch{D, opt_.noise_dim, opt_.width, opt_.generator_depth, opt_.dual_depth};
+  const TrainerOptions to = trainer_options(opt_, 0, BaseMeasure::Kind::box);
+  Trainer trainer = make_trainer(X, arch, BaseMeasure::box(lo, hi), to, opt_, in, sites_.where());
 
-  TrainerOptions to;
-  to.lambda = opt_.lambda;
-  to.eta = opt_.eta;
-  to.rounds = opt_.rounds;
-  to.dual_steps = opt_.dual_steps;
-  to.clip = opt_.clip;
-  to.clip_generator = opt_.clip_generator;
-  to.adam = AdamOptions{opt_.learning_rate, opt_.beta1, opt_.beta2, opt_.adam_epsilon};
-  to.rmsprop = RmsPropOptions{opt_.learning_rate, opt_.rmsprop_alpha, opt_.rmsprop_epsilon};
-  Trainer trainer(std::move(f), std::move(g), std::move(nu), lo, hi, to, sites_.where());
-
-  // Minibatches as the reference: a fresh permutation per pass, ⌊N / B⌋ full batches of it.
-  const Index B = std::min<Index>(opt_.batch_size, N), batches = N / B;
-  RandomStream shuffle = in.context.rng().derive("minibatches");
-  RandomStream noise = in.context.rng().derive("noise");
-  std::vector<Index> perm(static_cast<std::size_t>(N));
-  Index next = batches;
-  auto& curves = in.report.curves;
-  double sf = 0.0, sd = 0.0, sg = 0.0;
-  long block = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  IterationLosses last;
-  for (long it = 1; it <= opt_.iterations; ++it) {
-    if (next == batches) {
-      fisher_yates(perm, shuffle);
-      next = 0;
-    }
-    const Matrix batch =
-        gather_rows(X, perm, static_cast<std::size_t>(next * B), static_cast<std::size_t>(B));
-    ++next;
-    const IterationDraws draws = IterationDraws::draw(noise, B, arch.noise_dim, D, to);
-    last = trainer.iteration(batch, draws, it);
-    sf += last.f;
-    sd += last.dual;
-    sg += last.generator;
-    ++block;
-    if (it % opt_.report_every == 0 || it == opt_.iterations) {
-      const double b = static_cast<double>(block);
-      curves["f_loss"].emplace_back(it, sf / b);
-      curves["dual_loss"].emplace_back(it, sd / b);
-      curves["sampler_loss"].emplace_back(it, sg / b);
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::ostringstream msg;
-      msg << "iteration " << it << " of " << opt_.iterations << ": mean losses f " << sf / b << ", dual "
-          << sd / b << ", sampler " << sg / b << " (" << secs / static_cast<double>(it) << " s/iteration)";
-      in.context.progress().update("dde training",
-                                   static_cast<double>(it) / static_cast<double>(opt_.iterations), msg.str());
-      sf = sd = sg = 0.0;
-      block = 0;
-    }
-  }
+  const IterationLosses last = train(trainer, X, opt_, to, D, in, "dde training");
   in.report.iterations = opt_.iterations;
   in.report.values["gamma"] = trainer.f().gamma;
   in.report.values["kernel_centres"] = static_cast<double>(trainer.f().points.rows());
@@ -214,6 +259,82 @@ ModelPtr DdeEstimator::fit(const FitInput& in) {
          << "effective sample size " << 100.0 * d.ess_fraction << "% and KL(q ‖ p) ≈ " << d.kl;
     in.report.notes.push_back(note.str());
   }
+  return model;
+}
+
+}  // namespace kef::dde
+
+namespace kef::dde {
+
+DdeConditionalEstimator::DdeConditionalEstimator(const Config& cfg)
+    : opt_(dde_conditional_options().read(cfg)), sites_(cfg) {}
+
+void DdeConditionalEstimator::check(const DataShape& data) const {
+  if (data.target_dim == 0)
+    sites_.fail(
+        "",
+        "dde_conditional fits a conditional density p(y | x) and the data have no target columns; set "
+        "[data] targets");
+  if (opt_.inducing_points > data.train_rows && data.train_rows > 0)
+    sites_.fail("inducing_points", "exceeds the training rows (expected at most " +
+                                       std::to_string(data.train_rows) + ", got " +
+                                       std::to_string(opt_.inducing_points) + ")");
+}
+
+std::optional<FacetSet> DdeConditionalEstimator::facets() const {
+  return FacetSet{Facet::ConditionalDensity, Facet::ConditionalScore, Facet::ConditionalSampler,
+                  Facet::ApproximateSampler};
+}
+
+ModelPtr DdeConditionalEstimator::fit(const FitInput& in) {
+  if (!in.roles.conditional())
+    sites_.fail(
+        "",
+        "dde_conditional fits a conditional density p(y | x) and the data have no target columns; set "
+        "[data] targets");
+  const Matrix X = in.roles.inputs_of(in.train), Y = in.roles.targets_of(in.train);
+  const Index N = X.rows(), Dx = X.cols(), Dy = Y.cols();
+  if (N < 2)
+    throw DataError("dde_conditional: needs at least 2 training rows (got " + std::to_string(N) + ")");
+  if (!X.allFinite() || !Y.allFinite()) throw DataError("dde_conditional: the training data are not finite");
+  if (opt_.inducing_points > N)
+    sites_.fail("inducing_points", "exceeds the training rows (expected at most " + std::to_string(N) +
+                                       ", got " + std::to_string(opt_.inducing_points) + ")");
+  // p0 of y from the training targets: N(mean, (base_sd · sd)²) or uniform on their box.
+  BaseMeasure p0;
+  const bool gaussian = opt_.base_measure == "gaussian";
+  if (gaussian) {
+    const Vector mean = Y.colwise().mean().transpose();
+    const Vector sd =
+        ((Y.rowwise() - mean.transpose()).array().square().colwise().sum() / static_cast<double>(N - 1))
+            .sqrt()
+            .transpose();
+    p0 = BaseMeasure::gaussian(mean, opt_.base_sd * sd);
+  } else {
+    p0 = BaseMeasure::box(Y.colwise().minCoeff().transpose(), Y.colwise().maxCoeff().transpose());
+  }
+  for (Index d = 0; d < Dy; ++d)
+    if (!(gaussian ? p0.b[d] > 0.0 : p0.b[d] > p0.a[d]))
+      throw DataError("dde_conditional: target column " + std::to_string(d) +
+                      " of the training data is constant, so p0 of y has no density");
+  // The rows f and ν see are (x, y), in that order whatever the data's column order.
+  Matrix rows(N, Dx + Dy);
+  rows << X, Y;
+  Architecture arch{Dy, opt_.noise_dim, opt_.width, opt_.generator_depth, opt_.dual_depth, Dx};
+  const TrainerOptions to =
+      trainer_options(opt_, Dx, gaussian ? BaseMeasure::Kind::gaussian : BaseMeasure::Kind::box);
+  Trainer trainer = make_trainer(rows, arch, std::move(p0), to, opt_, in, sites_.where());
+  const IterationLosses last = train(trainer, rows, opt_, to, Dy, in, "dde_conditional training");
+  in.report.iterations = opt_.iterations;
+  in.report.values["gamma"] = trainer.f().gamma;
+  in.report.values["kernel_centres"] = static_cast<double>(trainer.f().points.rows());
+  in.report.values["final_f_loss"] = last.f;
+  in.report.values["final_dual_loss"] = last.dual;
+  in.report.values["final_sampler_loss"] = last.generator;
+  in.context.progress().done("dde_conditional training", std::to_string(opt_.iterations) + " iterations");
+  auto model = std::make_shared<DdeConditionalModel>(trainer.f(), opt_.lambda, arch, trainer.generator(),
+                                                     trainer.dual(), trainer.base());
+  model->set_fit_info({{"f_bd", opt_.f_bd}, {"learning_rate", opt_.learning_rate}});
   return model;
 }
 

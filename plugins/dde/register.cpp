@@ -1,3 +1,4 @@
+#include "dde_conditional_model.hpp"
 #include "dde_estimator.hpp"
 #include "dde_model.hpp"
 #include "kef/sdk/plugin.hpp"
@@ -12,7 +13,8 @@ void register_dde(kef::PluginRegistrar& r) {
       "with a learned sampler";
   est.reference = "Dai, Dai, Gretton, Song, Schuurmans, He 2019 (AISTATS); docs/math.md §16";
   est.keys = kef::dde::dde_options().keys();
-  est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian, kef::Facet::ApproximateSampler};
+  est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian,
+                kef::Facet::ApproximateSampler};
   r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts&, const kef::BuildContext&) {
     return std::make_unique<kef::dde::DdeEstimator>(cfg);
   });
@@ -22,6 +24,28 @@ void register_dde(kef::PluginRegistrar& r) {
   model.summary = "Saved DDE model: kernel centres, α, the data box, sampler and dual network parameters";
   model.reference = "docs/math.md §16";
   r.add_model_loader(model, &kef::dde::DdeModel::load);
+
+  kef::ComponentInfo cest;
+  cest.type = "dde_conditional";
+  cest.summary =
+      "Doubly dual embedding for p(y | x): a Gaussian-kernel conditional exponential family over (x, y) with "
+      "a "
+      "learned conditional sampler g(xi, x)";
+  cest.reference =
+      "Dai, Dai, Gretton, Song, Schuurmans, He 2019 (AISTATS), the conditional extension; docs/math.md §16.5";
+  cest.keys = kef::dde::dde_conditional_options().keys();
+  cest.facets = {kef::Facet::ConditionalDensity, kef::Facet::ConditionalScore, kef::Facet::ConditionalSampler,
+                 kef::Facet::ApproximateSampler};
+  r.add_estimator(cest, [](const kef::Config& cfg, const kef::EstimatorParts&, const kef::BuildContext&) {
+    return std::make_unique<kef::dde::DdeConditionalEstimator>(cfg);
+  });
+
+  kef::ComponentInfo cmodel;
+  cmodel.type = "dde_conditional";
+  cmodel.summary =
+      "Saved conditional DDE model: kernel centres (x, y), α, p0 of y, sampler and dual network parameters";
+  cmodel.reference = "docs/math.md §16.5";
+  r.add_model_loader(cmodel, &kef::dde::DdeConditionalModel::load);
 }
 
 }  // namespace

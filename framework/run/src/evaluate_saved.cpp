@@ -57,8 +57,8 @@ void require_unconditional(const SavedModel& saved, const std::string& model_dir
   throw ConfigError(command + ": the model at " + model_dir +
                     " is a conditional density p(y | x) (fitted with [data] targets: " + roles + "), and " +
                     command +
-                    " works on densities of whole rows; conditional scoring, evaluation and sampling "
-                    "(`kef sample --given`) are not implemented yet");
+                    " works on densities of whole rows; conditional scoring and evaluation of a saved model "
+                    "are not implemented (conditional sampling is `kef sample MODEL_DIR --given X.npy`)");
 }
 
 Matrix read_saved_model_input(const std::filesystem::path& file, const std::vector<std::string>& columns,

@@ -1,0 +1,172 @@
+#include "dde_conditional_model.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+
+#include "kef/conditional_inputs.hpp"
+#include "kef/error.hpp"
+#include "kef/normal_fill.hpp"
+
+namespace kef::dde {
+
+DdeConditionalModel::DdeConditionalModel(KernelExpansion f, double lambda, Architecture arch,
+                                         network::Network generator, network::Network dual, BaseMeasure p0)
+    : f_(std::move(f)),
+      lambda_(lambda),
+      arch_(arch),
+      generator_(std::move(generator)),
+      dual_(std::move(dual)),
+      p0_(std::move(p0)) {
+  if (arch_.cond_dim < 1 || f_.dim() != arch_.cond_dim + arch_.dim || p0_.dim() != arch_.dim)
+    throw ModelFileError("dde_conditional: kernel centres of " + std::to_string(f_.dim()) + " columns, " +
+                         std::to_string(arch_.cond_dim) + " input and " + std::to_string(arch_.dim) +
+                         " target columns, a base measure of " + std::to_string(p0_.dim()) +
+                         " (expected centres of input + target columns and p0 of the target columns)");
+}
+
+FacetSet DdeConditionalModel::facets() const {
+  return {Facet::ConditionalDensity, Facet::ConditionalScore, Facet::ConditionalSampler,
+          Facet::ApproximateSampler};
+}
+
+Vector DdeConditionalModel::log_unnormalized(const Matrix&) const {
+  throw ConfigError(
+      "model dde_conditional is a conditional density p(y | x) and has no log density of whole rows");
+}
+
+Matrix DdeConditionalModel::joint(const Matrix& X, const Matrix& Y) const {
+  Matrix Z(X.rows(), X.cols() + Y.cols());
+  Z << X, Y;
+  return Z;
+}
+
+Vector DdeConditionalModel::log_unnormalized(const Matrix& X, const Matrix& Y) const {
+  check_conditional_inputs(*this, "dde_conditional", X, &Y);
+  return lambda_ * f_.values(joint(X, Y)) + p0_.log_density(Y);
+}
+
+Matrix DdeConditionalModel::score(const Matrix& X, const Matrix& Y) const {
+  Matrix s, lap;
+  score_and_laplacian(X, Y, s, lap);
+  return s;
+}
+
+// ∇_y (λ f + log p0) and the diagonal of its Hessian in y: the y block of f's input derivatives.
+void DdeConditionalModel::score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& score,
+                                              Matrix& laplacian) const {
+  check_conditional_inputs(*this, "dde_conditional", X, &Y);
+  Matrix lap_f;
+  const Matrix grad_f = f_.gradient(joint(X, Y), &lap_f);
+  Matrix s0, l0;
+  p0_.score_and_laplacian(Y, s0, l0);
+  score = lambda_ * grad_f.rightCols(target_dim()) + s0;
+  laplacian = lambda_ * lap_f.rightCols(target_dim()) + l0;
+}
+
+Matrix DdeConditionalModel::sample(const Matrix& X, RandomStream& rng) const {
+  check_conditional_inputs(*this, "dde_conditional", X, nullptr);
+  Matrix input(X.rows(), arch_.noise_dim + input_dim());
+  input << normal_rows(rng, X.rows(), arch_.noise_dim), X;
+  return generator_.value(input);
+}
+
+std::string DdeConditionalModel::describe() const {
+  std::ostringstream os;
+  os << "dde_conditional: p(y | x) with f over " << f_.points.rows()
+     << " kernel centres (x, y) (Gaussian, gamma " << f_.gamma << "), lambda " << lambda_ << ", p0 of y "
+     << (p0_.kind == BaseMeasure::Kind::gaussian ? "Gaussian" : "uniform on the training box")
+     << "; sampler g(xi, x) " << arch_.generator_depth << " ReLU layers of " << arch_.width
+     << " from xi of dimension " << arch_.noise_dim << " (" << generator_.parameter_count()
+     << " parameters), dual nu(x, y) " << arch_.dual_depth << " layers (" << dual_.parameter_count()
+     << " parameters); " << input_dim() << " input and " << target_dim() << " target columns";
+  return os.str();
+}
+
+void DdeConditionalModel::save(ModelWriter& w) const {
+  Config& m = w.manifest();
+  m.set("input_dim", static_cast<std::int64_t>(input_dim()));
+  m.set("target_dim", static_cast<std::int64_t>(target_dim()));
+  m.set("gamma", f_.gamma);
+  m.set("lambda", lambda_);
+  m.set("noise_dim", static_cast<std::int64_t>(arch_.noise_dim));
+  m.set("width", static_cast<std::int64_t>(arch_.width));
+  m.set("generator_depth", static_cast<std::int64_t>(arch_.generator_depth));
+  m.set("dual_depth", static_cast<std::int64_t>(arch_.dual_depth));
+  m.set("base_measure", std::string(p0_.kind == BaseMeasure::Kind::gaussian ? "gaussian" : "uniform"));
+  for (const auto& [k, v] : fit_info_) m.set(k, v);
+  w.write_array("points", f_.points);
+  w.write_array("alpha", f_.alpha);
+  w.write_array("base_a", p0_.a);
+  w.write_array("base_b", p0_.b);
+  w.write_array("generator_parameters", generator_.parameters());
+  w.write_array("dual_parameters", dual_.parameters());
+}
+
+namespace {
+
+Vector read_vector(const ModelReader& r, const std::string& name, Index size) {
+  const Matrix a = r.read_array(name);
+  if (a.cols() != 1 || a.rows() != size)
+    r.fail(name + ".npy has shape " + std::to_string(a.rows()) + " x " + std::to_string(a.cols()) +
+           ", expected a vector of " + std::to_string(size));
+  if (!a.allFinite()) r.fail(name + ".npy has non-finite values");
+  return a.col(0);
+}
+
+Index positive_integer(const ModelReader& r, const char* key) {
+  if (!r.manifest().has(key)) r.fail(std::string("model.toml has no `") + key + "`");
+  const std::int64_t v = r.manifest().integer(key);
+  if (v < 1)
+    r.fail(std::string("model.toml `") + key + "` must be at least 1 (got " + std::to_string(v) + ")");
+  return static_cast<Index>(v);
+}
+
+double positive_number(const ModelReader& r, const char* key) {
+  if (!r.manifest().has(key)) r.fail(std::string("model.toml has no `") + key + "`");
+  const double v = r.manifest().number(key);
+  if (!(v > 0.0) || !std::isfinite(v))
+    r.fail(std::string("model.toml `") + key + "` must be a finite number > 0");
+  return v;
+}
+
+}  // namespace
+
+ModelPtr DdeConditionalModel::load(const ModelReader& r, Registry& /*registry*/) {
+  Architecture a;
+  a.cond_dim = positive_integer(r, "input_dim");
+  a.dim = positive_integer(r, "target_dim");
+  a.noise_dim = positive_integer(r, "noise_dim");
+  a.width = positive_integer(r, "width");
+  a.generator_depth = positive_integer(r, "generator_depth");
+  a.dual_depth = positive_integer(r, "dual_depth");
+  KernelExpansion f;
+  f.gamma = positive_number(r, "gamma");
+  const double lambda = positive_number(r, "lambda");
+  f.points = r.read_array("points");
+  if (f.points.cols() != a.cond_dim + a.dim || f.points.rows() < 1)
+    r.fail("points.npy has shape " + std::to_string(f.points.rows()) + " x " +
+           std::to_string(f.points.cols()) + ", expected n x " + std::to_string(a.cond_dim + a.dim));
+  if (!f.points.allFinite()) r.fail("points.npy has non-finite values");
+  f.alpha = read_vector(r, "alpha", f.points.rows());
+  if (!r.manifest().has("base_measure")) r.fail("model.toml has no `base_measure`");
+  const std::string kind = r.manifest().string("base_measure");
+  Vector ba = read_vector(r, "base_a", a.dim), bb = read_vector(r, "base_b", a.dim);
+  BaseMeasure p0;
+  if (kind == "gaussian") {
+    if (!(bb.array() > 0.0).all()) r.fail("base_b.npy (the Gaussian p0's sd) must be positive");
+    p0 = BaseMeasure::gaussian(std::move(ba), std::move(bb));
+  } else if (kind == "uniform") {
+    if (!((bb - ba).array() > 0.0).all()) r.fail("base_b.npy must exceed base_a.npy in every coordinate");
+    p0 = BaseMeasure::box(std::move(ba), std::move(bb));
+  } else {
+    r.fail("model.toml `base_measure` must be \"gaussian\" or \"uniform\" (got \"" + kind + "\")");
+  }
+  network::Network g = make_generator(a), nu = make_dual(a);
+  g.set_parameters(read_vector(r, "generator_parameters", g.parameter_count()));
+  nu.set_parameters(read_vector(r, "dual_parameters", nu.parameter_count()));
+  return std::make_shared<DdeConditionalModel>(std::move(f), lambda, a, std::move(g), std::move(nu),
+                                               std::move(p0));
+}
+
+}  // namespace kef::dde

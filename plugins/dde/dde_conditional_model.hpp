@@ -1,0 +1,67 @@
+#pragma once
+// A fitted conditional DDE model (docs/math.md §16.5): log p~(y | x) = λ f(x, y) + log p0(y) with
+// f = Σ_i α_i k((x_i, y_i), (x, y)) and p0 the base measure of y (Gaussian or uniform on the training
+// targets' box); its score and Laplacian in y; and draws y = g(ξ, x), ξ ~ N(0, I), of the learned
+// conditional sampler: fast, but draws of q(y | x), only as close to p(y | x) as training made it (the
+// facet ApproximateSampler qualifies the conditional sampler here). The normaliser Z(x) is unknown:
+// conditional_log_likelihood integrates p~(y | x) over y by quadrature.
+//
+// Saved as type "dde_conditional": model.toml (input_dim, target_dim, gamma, lambda, the architecture,
+// the base measure's kind) and .npy arrays points (rows (x, y)), alpha, base_a, base_b (lo and hi, or
+// mean and sd), generator_parameters, dual_parameters. All float64: a reloaded model is bitwise the same.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dde_core.hpp"
+#include "kef/conditional_model.hpp"
+#include "kef/model.hpp"
+#include "kef/model_archive.hpp"
+#include "kef/registry.hpp"
+
+namespace kef::dde {
+
+class DdeConditionalModel final : public Model, public ConditionalModel {
+ public:
+  // arch.cond_dim = columns of x, arch.dim = columns of y; f's points have cond_dim + dim columns.
+  DdeConditionalModel(KernelExpansion f, double lambda, Architecture arch, network::Network generator,
+                      network::Network dual, BaseMeasure p0);
+
+  Index dim() const override { return input_dim() + target_dim(); }
+  std::string type_name() const override { return "dde_conditional"; }
+  FacetSet facets() const override;
+  Vector log_unnormalized(const Matrix& X) const override;  // ConfigError: a conditional model
+  const ConditionalModel* conditional() const override { return this; }
+
+  Index input_dim() const override { return arch_.cond_dim; }
+  Index target_dim() const override { return arch_.dim; }
+  Vector log_unnormalized(const Matrix& X, const Matrix& Y) const override;
+  Matrix score(const Matrix& X, const Matrix& Y) const override;
+  void score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& score, Matrix& laplacian) const override;
+  // Row n: g(ξ_n, x_n) with ξ_n ~ N(0, I) (one N(0, I) row of noise_dim per row of X, in row order).
+  Matrix sample(const Matrix& X, RandomStream& rng) const override;
+
+  std::string describe() const override;
+  bool can_save() const override { return true; }
+  void save(ModelWriter& writer) const override;
+  static ModelPtr load(const ModelReader& reader, Registry& registry);
+
+  const KernelExpansion& expansion() const { return f_; }
+  double lambda() const { return lambda_; }
+  const Architecture& architecture() const { return arch_; }
+  const network::Network& generator() const { return generator_; }
+  const network::Network& dual() const { return dual_; }
+  const BaseMeasure& base() const { return p0_; }
+  void set_fit_info(std::vector<std::pair<std::string, double>> info) { fit_info_ = std::move(info); }
+
+ private:
+  Matrix joint(const Matrix& X, const Matrix& Y) const;
+  KernelExpansion f_;
+  double lambda_;
+  Architecture arch_;
+  network::Network generator_, dual_;
+  BaseMeasure p0_;
+  std::vector<std::pair<std::string, double>> fit_info_;
+};
+
+}  // namespace kef::dde
