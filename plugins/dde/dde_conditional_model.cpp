@@ -103,55 +103,26 @@ void DdeConditionalModel::save(ModelWriter& w) const {
   w.write_array("dual_parameters", dual_.parameters());
 }
 
-namespace {
-
-Vector read_vector(const ModelReader& r, const std::string& name, Index size) {
-  const Matrix a = r.read_array(name);
-  if (a.cols() != 1 || a.rows() != size)
-    r.fail(name + ".npy has shape " + std::to_string(a.rows()) + " x " + std::to_string(a.cols()) +
-           ", expected a vector of " + std::to_string(size));
-  if (!a.allFinite()) r.fail(name + ".npy has non-finite values");
-  return a.col(0);
-}
-
-Index positive_integer(const ModelReader& r, const char* key) {
-  if (!r.manifest().has(key)) r.fail(std::string("model.toml has no `") + key + "`");
-  const std::int64_t v = r.manifest().integer(key);
-  if (v < 1)
-    r.fail(std::string("model.toml `") + key + "` must be at least 1 (got " + std::to_string(v) + ")");
-  return static_cast<Index>(v);
-}
-
-double positive_number(const ModelReader& r, const char* key) {
-  if (!r.manifest().has(key)) r.fail(std::string("model.toml has no `") + key + "`");
-  const double v = r.manifest().number(key);
-  if (!(v > 0.0) || !std::isfinite(v))
-    r.fail(std::string("model.toml `") + key + "` must be a finite number > 0");
-  return v;
-}
-
-}  // namespace
-
 ModelPtr DdeConditionalModel::load(const ModelReader& r, Registry& /*registry*/) {
   Architecture a;
-  a.cond_dim = positive_integer(r, "input_dim");
-  a.dim = positive_integer(r, "target_dim");
-  a.noise_dim = positive_integer(r, "noise_dim");
-  a.width = positive_integer(r, "width");
-  a.generator_depth = positive_integer(r, "generator_depth");
-  a.dual_depth = positive_integer(r, "dual_depth");
+  a.cond_dim = r.positive_integer("input_dim");
+  a.dim = r.positive_integer("target_dim");
+  a.noise_dim = r.positive_integer("noise_dim");
+  a.width = r.positive_integer("width");
+  a.generator_depth = r.positive_integer("generator_depth");
+  a.dual_depth = r.positive_integer("dual_depth");
   KernelExpansion f;
-  f.gamma = positive_number(r, "gamma");
-  const double lambda = positive_number(r, "lambda");
+  f.gamma = r.positive_number("gamma");
+  const double lambda = r.positive_number("lambda");
   f.points = r.read_array("points");
   if (f.points.cols() != a.cond_dim + a.dim || f.points.rows() < 1)
     r.fail("points.npy has shape " + std::to_string(f.points.rows()) + " x " +
            std::to_string(f.points.cols()) + ", expected n x " + std::to_string(a.cond_dim + a.dim));
   if (!f.points.allFinite()) r.fail("points.npy has non-finite values");
-  f.alpha = read_vector(r, "alpha", f.points.rows());
+  f.alpha = r.read_vector("alpha", f.points.rows());
   if (!r.manifest().has("base_measure")) r.fail("model.toml has no `base_measure`");
   const std::string kind = r.manifest().string("base_measure");
-  Vector ba = read_vector(r, "base_a", a.dim), bb = read_vector(r, "base_b", a.dim);
+  Vector ba = r.read_vector("base_a", a.dim), bb = r.read_vector("base_b", a.dim);
   BaseMeasure p0;
   if (kind == "gaussian") {
     if (!(bb.array() > 0.0).all()) r.fail("base_b.npy (the Gaussian p0's sd) must be positive");
@@ -163,8 +134,8 @@ ModelPtr DdeConditionalModel::load(const ModelReader& r, Registry& /*registry*/)
     r.fail("model.toml `base_measure` must be \"gaussian\" or \"uniform\" (got \"" + kind + "\")");
   }
   network::Network g = make_generator(a), nu = make_dual(a);
-  g.set_parameters(read_vector(r, "generator_parameters", g.parameter_count()));
-  nu.set_parameters(read_vector(r, "dual_parameters", nu.parameter_count()));
+  g.set_parameters(r.read_vector("generator_parameters", g.parameter_count()));
+  nu.set_parameters(r.read_vector("dual_parameters", nu.parameter_count()));
   return std::make_shared<DdeConditionalModel>(std::move(f), lambda, a, std::move(g), std::move(nu),
                                                std::move(p0));
 }

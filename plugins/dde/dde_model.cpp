@@ -156,63 +156,34 @@ void DdeModel::save(ModelWriter& w) const {
   w.write_array("dual_parameters", dual_.parameters());
 }
 
-namespace {
-
-Vector read_vector(const ModelReader& r, const std::string& name, Index size) {
-  const Matrix a = r.read_array(name);
-  if (a.cols() != 1 || a.rows() != size)
-    r.fail(name + ".npy has shape " + std::to_string(a.rows()) + " x " + std::to_string(a.cols()) +
-           ", expected a vector of " + std::to_string(size));
-  if (!a.allFinite()) r.fail(name + ".npy has non-finite values");
-  return a.col(0);
-}
-
-Index positive_integer(const ModelReader& r, const char* key) {
-  if (!r.manifest().has(key)) r.fail(std::string("model.toml has no `") + key + "`");
-  const std::int64_t v = r.manifest().integer(key);
-  if (v < 1)
-    r.fail(std::string("model.toml `") + key + "` must be at least 1 (got " + std::to_string(v) + ")");
-  return static_cast<Index>(v);
-}
-
-double positive_number(const ModelReader& r, const char* key) {
-  if (!r.manifest().has(key)) r.fail(std::string("model.toml has no `") + key + "`");
-  const double v = r.manifest().number(key);
-  if (!(v > 0.0) || !std::isfinite(v))
-    r.fail(std::string("model.toml `") + key + "` must be a finite number > 0");
-  return v;
-}
-
-}  // namespace
-
 ModelPtr DdeModel::load(const ModelReader& r, Registry& /*registry*/) {
   Architecture a;
-  a.dim = positive_integer(r, "dim");
-  a.noise_dim = positive_integer(r, "noise_dim");
-  a.width = positive_integer(r, "width");
-  a.generator_depth = positive_integer(r, "generator_depth");
-  a.dual_depth = positive_integer(r, "dual_depth");
+  a.dim = r.positive_integer("dim");
+  a.noise_dim = r.positive_integer("noise_dim");
+  a.width = r.positive_integer("width");
+  a.generator_depth = r.positive_integer("generator_depth");
+  a.dual_depth = r.positive_integer("dual_depth");
   KernelExpansion f;
-  f.gamma = positive_number(r, "gamma");
-  const double lambda = positive_number(r, "lambda");
+  f.gamma = r.positive_number("gamma");
+  const double lambda = r.positive_number("lambda");
   f.points = r.read_array("points");
   if (f.points.cols() != a.dim || f.points.rows() < 1)
     r.fail("points.npy has shape " + std::to_string(f.points.rows()) + " x " +
            std::to_string(f.points.cols()) + ", expected n x " + std::to_string(a.dim));
   if (!f.points.allFinite()) r.fail("points.npy has non-finite values");
-  f.alpha = read_vector(r, "alpha", f.points.rows());
-  Vector lo = read_vector(r, "box_lo", a.dim), hi = read_vector(r, "box_hi", a.dim);
+  f.alpha = r.read_vector("alpha", f.points.rows());
+  Vector lo = r.read_vector("box_lo", a.dim), hi = r.read_vector("box_hi", a.dim);
   if (!((hi - lo).array() > 0.0).all()) r.fail("box_hi.npy must exceed box_lo.npy in every coordinate");
   network::Network g = make_generator(a), nu = make_dual(a);
-  g.set_parameters(read_vector(r, "generator_parameters", g.parameter_count()));
-  nu.set_parameters(read_vector(r, "dual_parameters", nu.parameter_count()));
+  g.set_parameters(r.read_vector("generator_parameters", g.parameter_count()));
+  nu.set_parameters(r.read_vector("dual_parameters", nu.parameter_count()));
   SamplerCorrection c;
   if (r.manifest().has("sampler_correction")) {
     const std::string kind = r.manifest().string("sampler_correction");
     if (kind != "none" && kind != "importance")
       r.fail("model.toml `sampler_correction` must be \"none\" or \"importance\" (got \"" + kind + "\")");
     c.importance = kind == "importance";
-    c.candidates = positive_integer(r, "correction_candidates");
+    c.candidates = r.positive_integer("correction_candidates");
   }
   auto model = std::make_shared<DdeModel>(std::move(f), lambda, a, std::move(g), std::move(nu), std::move(lo),
                                           std::move(hi));

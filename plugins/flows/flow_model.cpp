@@ -27,18 +27,9 @@ void write_made(ModelWriter& w, const std::string& prefix, const Made& m) {
     w.write_array(prefix + "_degrees" + std::to_string(l), degrees_vector(m.degrees().hidden[l]));
 }
 
-Vector read_vector(const ModelReader& r, const std::string& name, Index size) {
-  const Matrix a = r.read_array(name);
-  if (a.cols() != 1 || a.rows() != size)
-    r.fail(name + ".npy has shape " + std::to_string(a.rows()) + " x " + std::to_string(a.cols()) +
-           ", expected a vector of " + std::to_string(size));
-  if (!a.allFinite()) r.fail(name + ".npy has non-finite values");
-  return a.col(0);
-}
-
 std::vector<Index> read_degrees(const ModelReader& r, const std::string& name, Index size, Index lo,
                                 Index hi) {
-  const Vector v = read_vector(r, name, size);
+  const Vector v = r.read_vector(name, size);
   std::vector<Index> out;
   for (Index i = 0; i < size; ++i) {
     if (v[i] != std::round(v[i]) || v[i] < static_cast<double>(lo) || v[i] > static_cast<double>(hi))
@@ -206,7 +197,7 @@ ModelPtr FlowModel::load(const ModelReader& r, Registry& /*registry*/) {
     if (a.components > 0) r.fail("model.toml: coupling layers take no mixture base (`components` must be 0)");
   }
   const std::string kind = m.string("kind");
-  const Vector shift = read_vector(r, "shift", a.dim), scale = read_vector(r, "scale", a.dim);
+  const Vector shift = r.read_vector("shift", a.dim), scale = r.read_vector("scale", a.dim);
   if ((scale.array() <= 0.0).any()) r.fail("scale.npy has entries <= 0");
   std::vector<MadeDegrees> degrees;
   for (Index k = 0; k < a.layers && !a.coupling; ++k)
@@ -220,21 +211,21 @@ ModelPtr FlowModel::load(const ModelReader& r, Registry& /*registry*/) {
     }
   }();
   auto load_net = [&](network::Network& net, const std::string& name) {
-    net.set_parameters(read_vector(r, name, net.parameter_count()));
+    net.set_parameters(r.read_vector(name, net.parameter_count()));
   };
   for (Index k = 0; k < a.layers; ++k) {
     const std::string s = std::to_string(k);
     if (a.coupling) {
       Coupling& c = density.coupling(k);
-      c.set_parameters(read_vector(r, "coupling" + s + "_parameters", c.parameter_count()));
+      c.set_parameters(r.read_vector("coupling" + s + "_parameters", c.parameter_count()));
     } else {
       load_net(density.made(k).net(), "made" + s + "_parameters");
     }
     if (a.batch_norm) {
       auto& bn = density.batch_norm(k);
       load_net(bn, "bn" + s + "_parameters");
-      const Vector mean = read_vector(r, "bn" + s + "_mean", a.dim),
-                   var = read_vector(r, "bn" + s + "_variance", a.dim);
+      const Vector mean = r.read_vector("bn" + s + "_mean", a.dim),
+                   var = r.read_vector("bn" + s + "_variance", a.dim);
       if ((var.array() < 0.0).any()) r.fail("bn" + s + "_variance.npy has negative entries");
       static_cast<network::BatchNorm&>(bn.layer(0)).set_running_statistics(mean, var);
     }

@@ -123,13 +123,36 @@ Matrix ModelReader::read_array(const std::string& name) const {
   }
 }
 
+Vector ModelReader::read_vector(const std::string& name, Index size) const {
+  const Matrix a = read_array(name);
+  if (a.cols() != 1 || a.rows() != size)
+    fail(name + ".npy has shape " + std::to_string(a.rows()) + " x " + std::to_string(a.cols()) +
+         ", expected a vector of " + std::to_string(size));
+  if (!a.allFinite()) fail(name + ".npy has non-finite values");
+  return a.col(0);
+}
+
+Index ModelReader::positive_integer(const char* key) const {
+  if (!manifest_.has(key)) fail(std::string("model.toml has no `") + key + "`");
+  const std::int64_t v = manifest_.integer(key);
+  if (v < 1) fail(std::string("model.toml `") + key + "` must be at least 1 (got " + std::to_string(v) + ")");
+  return static_cast<Index>(v);
+}
+
+double ModelReader::positive_number(const char* key) const {
+  if (!manifest_.has(key)) fail(std::string("model.toml has no `") + key + "`");
+  const double v = manifest_.number(key);
+  if (!(v > 0.0) || !std::isfinite(v))
+    fail(std::string("model.toml `") + key + "` must be a finite number > 0");
+  return v;
+}
+
 void ModelReader::restore_parameters(const std::string& section, Component& component) const {
   if (component.parameter_count() == 0) return;
   Matrix theta = read_array(section + "_parameters");
   if (theta.size() != component.parameter_count())
     fail(section + "_parameters.npy has " + std::to_string(theta.size()) + " values, the " +
-         component.type_name() + " " + section + " expects " +
-         std::to_string(component.parameter_count()));
+         component.type_name() + " " + section + " expects " + std::to_string(component.parameter_count()));
   component.set_parameters(Eigen::Map<const Vector>(theta.data(), theta.size()));
 }
 
@@ -150,7 +173,8 @@ BaseMeasurePtr ModelReader::read_base_measure(const std::string& section, Regist
 
 Index ModelReader::dim() const {
   if (!manifest_.has("dim")) return -1;
-  if (!manifest_.holds_integer("dim") || manifest_.integer("dim") < 1) fail("`dim` must be a positive integer");
+  if (!manifest_.holds_integer("dim") || manifest_.integer("dim") < 1)
+    fail("`dim` must be a positive integer");
   return manifest_.integer("dim");
 }
 

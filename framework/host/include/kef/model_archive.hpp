@@ -20,7 +20,7 @@ class Registry;
 class ModelWriter {
  public:
   ModelWriter(std::filesystem::path dir, std::string model_type);
-  Config& manifest() { return manifest_; }  // top-level keys of model.toml
+  Config& manifest() { return manifest_; }                         // top-level keys of model.toml
   void write_array(const std::string& name, const Matrix& array);  // name.npy, 2-D
   void write_array(const std::string& name, const Vector& array);  // name.npy, 1-D
   // [section] = the component's resolved config; its parameters go to section_parameters.npy.
@@ -49,6 +49,12 @@ class ModelReader {
   // The model's dimension (`dim` in model.toml), passed to rebuilt components; −1 when absent.
   Index dim() const;
   Matrix read_array(const std::string& name) const;
+  // The checked reads every model's load needs: a finite column vector of `size` entries (name.npy),
+  // and a manifest key that must exist and be an integer ≥ 1 or a finite number > 0. Failures are
+  // ModelFileErrors naming model.toml or the array, its shape and what was expected.
+  Vector read_vector(const std::string& name, Index size) const;
+  Index positive_integer(const char* key) const;
+  double positive_number(const char* key) const;
   KernelPtr read_kernel(const std::string& section, Registry& registry) const;
   BaseMeasurePtr read_base_measure(const std::string& section, Registry& registry) const;
   const std::filesystem::path& dir() const { return dir_; }
@@ -77,8 +83,9 @@ ModelPtr load_model(const std::filesystem::path& dir, Registry& registry);
 // for models saved without one, e.g. by kef 0.2). ModelFileError when the record is inconsistent
 // (shapes, non-finite values, log_abs_det disagreeing with the matrix, column count).
 struct SavedModel {
-  ModelPtr model;           // in model coordinates
-  DataTransform transform;  // data units -> model coordinates (make_data_units_model, kef/data_units_model.hpp)
+  ModelPtr model;  // in model coordinates
+  DataTransform
+      transform;  // data units -> model coordinates (make_data_units_model, kef/data_units_model.hpp)
 };
 SavedModel load_saved_model(const std::filesystem::path& dir, Registry& registry);
 DataTransform read_data_transform(const ModelReader& reader, Index dim);
