@@ -18,8 +18,12 @@ FUZZ_SECONDS ?= 30
 # The DDE example pipeline and the Table 1/2 smoke tests (109, 70 and 17 s under the sanitizers on a
 # loaded machine, which took CI past 45 minutes) run training loops whose code dde_test, the
 # lscde/eps_kde suites and the conditional likelihood tests run under them; so does
-# AnEasyGaussianIsNotFlagged (35 s), whose estimator the other reliability tests cover.
-SANITIZE_EXCLUDE ?= ^(sdk_consumer|reproduce_dkef_quick|reproduce_dkef_real_quick|reproduce_dde_table1_quick|reproduce_dde_table2_quick|DdeCli\.ExamplePipelineRuns|bkl_experiment2_quick|bkl_experiment3_quick|LogLikelihoodReliability\.(AnEasyGaussianIsNotFlagged|AFittedLiteModelAgreesWithQuadrature|ASpikeFarFromQ0IsFlaggedWithQ0OnlyAndRightWithTheDefensiveMixture|HeavyTailsAreFlaggedWithQ0OnlyAndRightWithTheNewEstimators|ANarrowBaseMeasureIsFlaggedAndTheDefensiveEstimateIsRight)|Ais\.SyntheticTruthsAgainstTheirExactNormaliser)$$
+# AnEasyGaussianIsNotFlagged (35 s), whose estimator the other reliability tests cover. Session 10
+# (CI at 51 min): the conditional DDE's convergence test (136 s under the sanitizers; its gradients and
+# estimator are tested there), the two clustered-mixture pipelines (43, 31 s; the mixture's unit tests
+# stay), KCEF's sine recovery (31 s; its derivative and twin tests stay) and the causal-discovery
+# recovery (22 s; the PC algorithm's unit tests stay).
+SANITIZE_EXCLUDE ?= ^(sdk_consumer|DdeConditionalEstimator\.ApproachesTheTrueConditionalLogLikelihood|ClusterMixture\.PipelineOnMixtureOfRingsWithInner(Lite|Dkef)|Kcef\.RecoversAHeteroscedasticSine|KernelCausalDiscovery\.RecoversTheCpdagOfANonlinearColliderForAnyThreadCount|reproduce_dkef_quick|reproduce_dkef_real_quick|reproduce_dde_table1_quick|reproduce_dde_table2_quick|DdeCli\.ExamplePipelineRuns|bkl_experiment2_quick|bkl_experiment3_quick|LogLikelihoodReliability\.(AnEasyGaussianIsNotFlagged|AFittedLiteModelAgreesWithQuadrature|ASpikeFarFromQ0IsFlaggedWithQ0OnlyAndRightWithTheDefensiveMixture|HeavyTailsAreFlaggedWithQ0OnlyAndRightWithTheNewEstimators|ANarrowBaseMeasureIsFlaggedAndTheDefensiveEstimateIsRight)|Ais\.SyntheticTruthsAgainstTheirExactNormaliser)$$
 
 .PHONY: all deps configure build demo test test-sanitize fuzz bench install clean format
 
