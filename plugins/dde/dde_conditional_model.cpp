@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "kef/conditional_inputs.hpp"
+#include "dde_archive.hpp"
 #include "kef/error.hpp"
 #include "kef/normal_fill.hpp"
 
@@ -87,39 +88,18 @@ void DdeConditionalModel::save(ModelWriter& w) const {
   Config& m = w.manifest();
   m.set("input_dim", static_cast<std::int64_t>(input_dim()));
   m.set("target_dim", static_cast<std::int64_t>(target_dim()));
-  m.set("gamma", f_.gamma);
-  m.set("lambda", lambda_);
-  m.set("noise_dim", static_cast<std::int64_t>(arch_.noise_dim));
-  m.set("width", static_cast<std::int64_t>(arch_.width));
-  m.set("generator_depth", static_cast<std::int64_t>(arch_.generator_depth));
-  m.set("dual_depth", static_cast<std::int64_t>(arch_.dual_depth));
+  save_expansion_and_networks(w, f_, lambda_, arch_, generator_, dual_);
   m.set("base_measure", std::string(p0_.kind == BaseMeasure::Kind::gaussian ? "gaussian" : "uniform"));
   for (const auto& [k, v] : fit_info_) m.set(k, v);
-  w.write_array("points", f_.points);
-  w.write_array("alpha", f_.alpha);
   w.write_array("base_a", p0_.a);
   w.write_array("base_b", p0_.b);
-  w.write_array("generator_parameters", generator_.parameters());
-  w.write_array("dual_parameters", dual_.parameters());
 }
 
 ModelPtr DdeConditionalModel::load(const ModelReader& r, Registry& /*registry*/) {
   Architecture a;
   a.cond_dim = r.positive_integer("input_dim");
   a.dim = r.positive_integer("target_dim");
-  a.noise_dim = r.positive_integer("noise_dim");
-  a.width = r.positive_integer("width");
-  a.generator_depth = r.positive_integer("generator_depth");
-  a.dual_depth = r.positive_integer("dual_depth");
-  KernelExpansion f;
-  f.gamma = r.positive_number("gamma");
-  const double lambda = r.positive_number("lambda");
-  f.points = r.read_array("points");
-  if (f.points.cols() != a.cond_dim + a.dim || f.points.rows() < 1)
-    r.fail("points.npy has shape " + std::to_string(f.points.rows()) + " x " +
-           std::to_string(f.points.cols()) + ", expected n x " + std::to_string(a.cond_dim + a.dim));
-  if (!f.points.allFinite()) r.fail("points.npy has non-finite values");
-  f.alpha = r.read_vector("alpha", f.points.rows());
+  SavedParts p = load_expansion_and_networks(r, a);
   if (!r.manifest().has("base_measure")) r.fail("model.toml has no `base_measure`");
   const std::string kind = r.manifest().string("base_measure");
   Vector ba = r.read_vector("base_a", a.dim), bb = r.read_vector("base_b", a.dim);
@@ -133,11 +113,8 @@ ModelPtr DdeConditionalModel::load(const ModelReader& r, Registry& /*registry*/)
   } else {
     r.fail("model.toml `base_measure` must be \"gaussian\" or \"uniform\" (got \"" + kind + "\")");
   }
-  network::Network g = make_generator(a), nu = make_dual(a);
-  g.set_parameters(r.read_vector("generator_parameters", g.parameter_count()));
-  nu.set_parameters(r.read_vector("dual_parameters", nu.parameter_count()));
-  return std::make_shared<DdeConditionalModel>(std::move(f), lambda, a, std::move(g), std::move(nu),
-                                               std::move(p0));
+  return std::make_shared<DdeConditionalModel>(std::move(p.f), p.lambda, a, std::move(p.generator),
+                                               std::move(p.dual), std::move(p0));
 }
 
 }  // namespace kef::dde

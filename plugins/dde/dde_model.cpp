@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "dde_archive.hpp"
 #include "kef/error.hpp"
 #include "kef/normal_fill.hpp"
 
@@ -139,44 +140,20 @@ std::string DdeModel::describe() const {
 void DdeModel::save(ModelWriter& w) const {
   Config& m = w.manifest();
   m.set("dim", static_cast<std::int64_t>(dim()));
-  m.set("gamma", f_.gamma);
-  m.set("lambda", lambda_);
-  m.set("noise_dim", static_cast<std::int64_t>(arch_.noise_dim));
-  m.set("width", static_cast<std::int64_t>(arch_.width));
-  m.set("generator_depth", static_cast<std::int64_t>(arch_.generator_depth));
-  m.set("dual_depth", static_cast<std::int64_t>(arch_.dual_depth));
+  save_expansion_and_networks(w, f_, lambda_, arch_, generator_, dual_);
   m.set("sampler_correction", std::string(correction_.importance ? "importance" : "none"));
   m.set("correction_candidates", static_cast<std::int64_t>(correction_.candidates));
   for (const auto& [k, v] : fit_info_) m.set(k, v);
-  w.write_array("points", f_.points);
-  w.write_array("alpha", f_.alpha);
   w.write_array("box_lo", lo_);
   w.write_array("box_hi", hi_);
-  w.write_array("generator_parameters", generator_.parameters());
-  w.write_array("dual_parameters", dual_.parameters());
 }
 
 ModelPtr DdeModel::load(const ModelReader& r, Registry& /*registry*/) {
   Architecture a;
   a.dim = r.positive_integer("dim");
-  a.noise_dim = r.positive_integer("noise_dim");
-  a.width = r.positive_integer("width");
-  a.generator_depth = r.positive_integer("generator_depth");
-  a.dual_depth = r.positive_integer("dual_depth");
-  KernelExpansion f;
-  f.gamma = r.positive_number("gamma");
-  const double lambda = r.positive_number("lambda");
-  f.points = r.read_array("points");
-  if (f.points.cols() != a.dim || f.points.rows() < 1)
-    r.fail("points.npy has shape " + std::to_string(f.points.rows()) + " x " +
-           std::to_string(f.points.cols()) + ", expected n x " + std::to_string(a.dim));
-  if (!f.points.allFinite()) r.fail("points.npy has non-finite values");
-  f.alpha = r.read_vector("alpha", f.points.rows());
+  SavedParts p = load_expansion_and_networks(r, a);
   Vector lo = r.read_vector("box_lo", a.dim), hi = r.read_vector("box_hi", a.dim);
   if (!((hi - lo).array() > 0.0).all()) r.fail("box_hi.npy must exceed box_lo.npy in every coordinate");
-  network::Network g = make_generator(a), nu = make_dual(a);
-  g.set_parameters(r.read_vector("generator_parameters", g.parameter_count()));
-  nu.set_parameters(r.read_vector("dual_parameters", nu.parameter_count()));
   SamplerCorrection c;
   if (r.manifest().has("sampler_correction")) {
     const std::string kind = r.manifest().string("sampler_correction");
@@ -185,8 +162,8 @@ ModelPtr DdeModel::load(const ModelReader& r, Registry& /*registry*/) {
     c.importance = kind == "importance";
     c.candidates = r.positive_integer("correction_candidates");
   }
-  auto model = std::make_shared<DdeModel>(std::move(f), lambda, a, std::move(g), std::move(nu), std::move(lo),
-                                          std::move(hi));
+  auto model = std::make_shared<DdeModel>(std::move(p.f), p.lambda, a, std::move(p.generator),
+                                          std::move(p.dual), std::move(lo), std::move(hi));
   model->set_correction(c);
   return model;
 }

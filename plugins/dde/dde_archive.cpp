@@ -1,0 +1,46 @@
+#include "dde_archive.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace kef::dde {
+
+void save_expansion_and_networks(ModelWriter& w, const KernelExpansion& f, double lambda,
+                                 const Architecture& a, const network::Network& generator,
+                                 const network::Network& dual) {
+  Config& m = w.manifest();
+  m.set("gamma", f.gamma);
+  m.set("lambda", lambda);
+  m.set("noise_dim", static_cast<std::int64_t>(a.noise_dim));
+  m.set("width", static_cast<std::int64_t>(a.width));
+  m.set("generator_depth", static_cast<std::int64_t>(a.generator_depth));
+  m.set("dual_depth", static_cast<std::int64_t>(a.dual_depth));
+  w.write_array("points", f.points);
+  w.write_array("alpha", f.alpha);
+  w.write_array("generator_parameters", generator.parameters());
+  w.write_array("dual_parameters", dual.parameters());
+}
+
+SavedParts load_expansion_and_networks(const ModelReader& r, Architecture& a) {
+  a.noise_dim = r.positive_integer("noise_dim");
+  a.width = r.positive_integer("width");
+  a.generator_depth = r.positive_integer("generator_depth");
+  a.dual_depth = r.positive_integer("dual_depth");
+  KernelExpansion f;
+  f.gamma = r.positive_number("gamma");
+  const double lambda = r.positive_number("lambda");
+  f.points = r.read_array("points");
+  const Index columns = a.cond_dim + a.dim;
+  if (f.points.cols() != columns || f.points.rows() < 1)
+    r.fail("points.npy has shape " + std::to_string(f.points.rows()) + " x " +
+           std::to_string(f.points.cols()) + ", expected n x " + std::to_string(columns));
+  if (!f.points.allFinite()) r.fail("points.npy has non-finite values");
+  f.alpha = r.read_vector("alpha", f.points.rows());
+  SavedParts p{std::move(f), lambda, make_generator(a), make_dual(a)};
+  p.generator.set_parameters(r.read_vector("generator_parameters", p.generator.parameter_count()));
+  p.dual.set_parameters(r.read_vector("dual_parameters", p.dual.parameter_count()));
+  return p;
+}
+
+}  // namespace kef::dde
