@@ -107,10 +107,23 @@ def _overrides(settings):
 # ---------------------------------------------------------------------------------------------------
 # Models
 
-def _model_sample(self, n, seed=0, *, threads=0, quiet=None, chains=4, warmup=500,
+def _model_sample(self, n, seed=0, *, given=None, threads=0, quiet=None, chains=4, warmup=500,
                   leapfrog_steps=10, step_size=0.1):
     """n draws in data units: the model's exact sampler when it has one, HMC otherwise (as
-    `kef sample MODEL_DIR` with the same seed and options). Returns an (n, dim) array."""
+    `kef sample MODEL_DIR` with the same seed and options). Returns an (n, dim) array.
+
+    given (conditional models p(y | x) only): the inputs x, an (m, input columns) float64 array in
+    data units; returns n draws of y for each row, (m * n, dim) full rows in the data's column order,
+    n consecutive rows per row of given, as `kef sample MODEL_DIR --given X -n n` with the same seed.
+    """
+    if given is not None:
+        draws, approximate = self._sample_given(given, int(n), int(seed), int(threads), _quiet(quiet))
+        if not _quiet(quiet):
+            print("[kef] drawn with the model's " +
+                  ("approximate conditional sampler: draws from its learned q(y | x), not exact "
+                   "draws from its density" if approximate else "exact conditional sampler"),
+                  file=sys.stderr)
+        return draws
     draws, summary = self._sample(int(n), int(seed), int(threads), _quiet(quiet), int(chains),
                                   int(warmup), int(leapfrog_steps), float(step_size))
     if summary is not None and not _quiet(quiet):
@@ -141,15 +154,29 @@ def load(directory, *, quiet=None):
 # ---------------------------------------------------------------------------------------------------
 # Pipelines
 
-def _run_in_memory(toml, source, X, columns, settings, threads, quiet, write, output, from_file):
+def _comm_handle(comm):
+    """An mpi4py communicator as the Fortran handle _kef takes (comm.py2f()), or -1 for none."""
+    if comm is None:
+        return -1
+    if not hasattr(comm, "py2f") or not hasattr(comm, "Get_size"):
+        raise TypeError(f"comm: expected an mpi4py communicator (e.g. mpi4py.MPI.COMM_WORLD), got "
+                        f"{builtins.type(comm).__name__}")
+    if not _kef._with_mpi:
+        raise ConfigError("comm: this kef was built without MPI (KEF_WITH_MPI off or MPI not found), "
+                          "so it cannot share a run between processes; call without comm=")
+    return int(comm.py2f())
+
+
+def _run_in_memory(toml, source, X, columns, settings, threads, quiet, write, output, from_file,
+                   comm):
     results, models, table, log, out = _kef._run_in_memory(
         toml, source, X, list(columns or []), _overrides(settings), int(threads), _quiet(quiet),
-        bool(write), os.fspath(output) if output else "", from_file)
+        bool(write), os.fspath(output) if output else "", from_file, _comm_handle(comm))
     return json.loads(results), dict(models)
 
 
 def run(config, X=None, *, set=None, columns=None, write=None, output=None, threads=0, quiet=None,
-        return_models=False):
+        return_models=False, comm=None):
     """Runs a pipeline and returns its results.json as a dict.
 
     config: a pipeline file's path. Without X this is `kef run FILE` (the output directory is written;
@@ -157,6 +184,9 @@ def run(config, X=None, *, set=None, columns=None, write=None, output=None, thre
     source (its host keys split, standardize, ... still apply); then nothing is written unless
     write=True. set: overrides as {"model.NAME.kernel.sigma": 2.0, ...} (`--set`). With
     return_models=True (in-memory runs only) returns (results, {name: Model}).
+    comm: an mpi4py communicator (under `mpirun -np K python3 ...`): the K processes share the run's
+    sums as `mpirun -np K kef run` does and every one returns the same results, bitwise those of one
+    process; only rank 0 writes. Every process must make the same call (with X: the same matrix).
     """
     path = os.fspath(config)
     if X is None:
@@ -167,10 +197,10 @@ def run(config, X=None, *, set=None, columns=None, write=None, output=None, thre
             raise ConfigError("write=False: a pipeline file's run writes its output directory; give X "
                               "for a run in memory")
         text, out, table = _kef._run_file(path, _overrides(set), int(threads), _quiet(quiet),
-                                          os.fspath(output) if output else "")
+                                          os.fspath(output) if output else "", _comm_handle(comm))
         return json.loads(text)
     results, models = _run_in_memory("", path, X, columns, set, threads, quiet, bool(write), output,
-                                     True)
+                                     True, comm)
     return (results, models) if return_models else results
 
 
@@ -181,7 +211,7 @@ def validate(config, X=None, *, set=None, columns=None, quiet=None):
 
 
 def fit(X, estimator, kernel=None, base_measure=None, *, validation=None, data=None, parts=None,
-        seed=0, threads=0, quiet=None, columns=None):
+        seed=0, threads=0, quiet=None, columns=None, comm=None):
     """Fits one model to the rows of X (N x D float64) and returns it (a kef.Model, in data units).
 
     estimator, kernel, base_measure: the [model.estimator], [model.kernel] and [model.base_measure]
@@ -190,7 +220,8 @@ def fit(X, estimator, kernel=None, base_measure=None, *, validation=None, data=N
     validation: rows of X held out as the validation split (a fraction in [0, 1) or a count), for
     estimators that use one. data: more [data] host keys ({"standardize": True}, ...).
     The same fit as `kef run` on a pipeline with these tables, X as its data file, no test split and
-    the same seed: bitwise the same model.
+    the same seed: bitwise the same model. comm: an mpi4py communicator, as for kef.run (every process
+    passes the same X and gets the same model).
     """
     data_table = dict(data or {})
     split = dict(data_table.pop("split", {}) or {})
@@ -206,7 +237,8 @@ def fit(X, estimator, kernel=None, base_measure=None, *, validation=None, data=N
     text += _toml_table("model.base_measure", base_measure, "base_measure")
     for name, table in (parts or {}).items():
         text += _toml_table(f"model.{name}", table, f"parts[{name!r}]")
-    _, models = _run_in_memory(text, "kef.fit", X, columns, None, threads, quiet, False, None, False)
+    _, models = _run_in_memory(text, "kef.fit", X, columns, None, threads, quiet, False, None, False,
+                               comm)
     return models["model"]
 
 

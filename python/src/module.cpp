@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/conditional_sampling.hpp"
 #include "kef/context.hpp"
 #include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
@@ -30,6 +32,9 @@
 #include "kef/plugin_permissions.hpp"
 #include "kef/progress.hpp"
 #include "kef/registry.hpp"
+#ifdef KEF_PYTHON_MPI
+#include "mpi_communicator.hpp"
+#endif
 
 namespace py = pybind11;
 namespace fs = std::filesystem;
@@ -73,48 +78,77 @@ struct PyModel {
 
 std::string type_name(const py::handle& obj) { return py::str(py::type::of(obj).attr("__name__")); }
 
-// A NumPy argument as a kef::Matrix (copied: kef's interfaces take an owning column-major Matrix).
-// `dim` >= 0 checks the column count against a model's dimension.
-kef::Matrix to_matrix(const py::handle& obj, const std::string& arg, kef::Index dim = -1,
-                      const std::string& model = std::string()) {
+// A NumPy argument, checked and read in place: float64, 2-D, C or Fortran order, non-empty, finite,
+// with `dim` (>= 0) columns when a model's dimension is known. Nothing is copied or converted.
+struct ArrayArg {
+  py::array array;  // keeps the NumPy array alive
+  const double* data = nullptr;
+  kef::Index rows = 0, cols = 0;
+  bool fortran = false;  // column-major (kef's own layout): usable in place
+
+  double at(kef::Index i, kef::Index j) const { return fortran ? data[j * rows + i] : data[i * cols + j]; }
+  // Rows [first, first + count) as kef's column-major matrix (a copy of those rows only).
+  kef::Matrix rows_block(kef::Index first, kef::Index count) const {
+    if (fortran)
+      return Eigen::Map<const kef::Matrix, 0, Eigen::OuterStride<>>(data + first, count, cols,
+                                                                    Eigen::OuterStride<>(rows));
+    return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+        data + first * cols, count, cols);
+  }
+};
+
+ArrayArg checked_array(const py::handle& obj, const std::string& arg, kef::Index dim = -1,
+                       const std::string& model = std::string()) {
   if (!py::isinstance<py::array>(obj))
     throw py::type_error(arg + ": expected a numpy.ndarray of float64, got " + type_name(obj));
-  auto a = py::reinterpret_borrow<py::array>(obj);
-  if (!a.dtype().is(py::dtype::of<double>()))
-    throw py::type_error(arg + ": expected dtype float64, got " + std::string(py::str(a.dtype())) +
+  ArrayArg a;
+  a.array = py::reinterpret_borrow<py::array>(obj);
+  if (!a.array.dtype().is(py::dtype::of<double>()))
+    throw py::type_error(arg + ": expected dtype float64, got " + std::string(py::str(a.array.dtype())) +
                          "; kef does not convert silently: pass " + arg + ".astype(numpy.float64)");
-  if (a.ndim() != 2)
-    throw kef::DataError(arg + ": expected a 2-D array (rows x columns), got " + std::to_string(a.ndim()) +
-                         " dimension(s)" + (a.ndim() == 1 ? "; one column: " + arg + ".reshape(-1, 1)" : ""));
-  const bool c_order = (a.flags() & py::array::c_style) != 0;
-  const bool f_order = (a.flags() & py::array::f_style) != 0;
+  if (a.array.ndim() != 2)
+    throw kef::DataError(arg + ": expected a 2-D array (rows x columns), got " +
+                         std::to_string(a.array.ndim()) + " dimension(s)" +
+                         (a.array.ndim() == 1 ? "; one column: " + arg + ".reshape(-1, 1)" : ""));
+  const bool c_order = (a.array.flags() & py::array::c_style) != 0;
+  const bool f_order = (a.array.flags() & py::array::f_style) != 0;
   if (!c_order && !f_order)
-    throw kef::DataError(arg + ": not contiguous (a strided view, strides " + std::to_string(a.strides(0)) +
-                         ", " + std::to_string(a.strides(1)) + "); pass numpy.ascontiguousarray(" + arg +
+    throw kef::DataError(arg + ": not contiguous (a strided view, strides " +
+                         std::to_string(a.array.strides(0)) + ", " + std::to_string(a.array.strides(1)) +
+                         "); pass numpy.ascontiguousarray(" + arg + ")");
+  a.rows = static_cast<kef::Index>(a.array.shape(0));
+  a.cols = static_cast<kef::Index>(a.array.shape(1));
+  // An array that is both (one row or one column) is read as Fortran order: the same bytes.
+  a.fortran = f_order;
+  if (a.rows == 0 || a.cols == 0)
+    throw kef::DataError(arg + ": empty array (" + std::to_string(a.rows) + " x " + std::to_string(a.cols) +
                          ")");
-  const auto rows = static_cast<kef::Index>(a.shape(0));
-  const auto cols = static_cast<kef::Index>(a.shape(1));
-  if (rows == 0 || cols == 0)
-    throw kef::DataError(arg + ": empty array (" + std::to_string(rows) + " x " + std::to_string(cols) + ")");
-  if (dim >= 0 && cols != dim)
-    throw kef::DataError(arg + ": has " + std::to_string(cols) + " columns, " + model + " has dimension " +
+  if (dim >= 0 && a.cols != dim)
+    throw kef::DataError(arg + ": has " + std::to_string(a.cols) + " columns, " + model + " has dimension " +
                          std::to_string(dim));
-  const auto* data = static_cast<const double*>(a.data());
-  kef::Matrix m(rows, cols);
-  if (f_order)
-    std::memcpy(m.data(), data, sizeof(double) * static_cast<std::size_t>(rows * cols));
-  else
-    m = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(data, rows,
-                                                                                                 cols);
-  for (kef::Index j = 0; j < cols; ++j)
-    for (kef::Index i = 0; i < rows; ++i)
-      if (!std::isfinite(m(i, j))) {
-        std::ostringstream v;
-        v << m(i, j);
-        throw kef::DataError(arg + ": row " + std::to_string(i) + ", column " + std::to_string(j) + " is " +
-                             v.str() + " (expected finite values)");
-      }
-  return m;
+  a.data = static_cast<const double*>(a.array.data());
+  // A scan in memory order; only when it finds something, the first non-finite value in row order.
+  const std::size_t total = static_cast<std::size_t>(a.rows) * static_cast<std::size_t>(a.cols);
+  bool finite = true;
+  for (std::size_t k = 0; k < total && finite; ++k) finite = std::isfinite(a.data[k]);
+  if (!finite)
+    for (kef::Index i = 0; i < a.rows; ++i)
+      for (kef::Index j = 0; j < a.cols; ++j)
+        if (!std::isfinite(a.at(i, j))) {
+          std::ostringstream v;
+          v << a.at(i, j);
+          throw kef::DataError(arg + ": row " + std::to_string(i) + ", column " + std::to_string(j) + " is " +
+                               v.str() + " (expected finite values)");
+        }
+  return a;
+}
+
+// A NumPy argument as a kef::Matrix (a copy: kef's model and evaluator interfaces take an owning
+// column-major Matrix).
+kef::Matrix to_matrix(const py::handle& obj, const std::string& arg, kef::Index dim = -1,
+                      const std::string& model = std::string()) {
+  const ArrayArg a = checked_array(obj, arg, dim, model);
+  return a.rows_block(0, a.rows);
 }
 
 py::array to_numpy(const kef::Matrix& m) {
@@ -122,39 +156,79 @@ py::array to_numpy(const kef::Matrix& m) {
   std::memcpy(out.mutable_data(), m.data(), sizeof(double) * static_cast<std::size_t>(m.size()));
   return out;
 }
-py::array to_numpy(const kef::Vector& v) {
-  py::array_t<double> out(v.size());
-  std::memcpy(out.mutable_data(), v.data(), sizeof(double) * static_cast<std::size_t>(v.size()));
-  return out;
+
+// X as a run's data: a Fortran-order array is read in place (InMemoryData::values), a C-order one is
+// copied once into kef's column-major layout. `arg` must outlive the run.
+kef::InMemoryData in_memory_data(const ArrayArg& arg, const std::vector<std::string>& columns) {
+  kef::InMemoryData data;
+  if (arg.fortran) {
+    data.values = arg.data;
+    data.values_rows = arg.rows;
+    data.values_cols = arg.cols;
+  } else {
+    data.samples = arg.rows_block(0, arg.rows);
+  }
+  data.columns = columns;
+  return data;
 }
 
-// Values a model returns are checked as `kef score` checks them: no silent NaN.
-void require_finite(const kef::Matrix& values, const PyModel& model, const std::string& what) {
-  for (kef::Index i = 0; i < values.rows(); ++i)
-    if (!values.row(i).allFinite())
-      throw kef::NumericalError(model.what + ": the model's " + what + " is not finite at row " +
-                                std::to_string(i) + " of X");
+// `body(options)` (called with the GIL released) on one process (comm_handle < 0) or on the processes
+// of an mpi4py communicator (comm_handle = comm.py2f(), its Fortran handle). With processes: rank 0
+// alone shows progress; afterwards the processes agree, so a failure on any process raises the error of
+// the lowest failing rank on every process (as `mpirun kef run` exits alike on every process), and
+// `finish(result, comm)` runs before that agreement (e.g. rank 0 reading the output it wrote).
+template <class Result, class Body>
+Result on_processes(long long comm_handle, kef::RunOptions& options, Body&& body) {
+  if (comm_handle < 0) {
+    py::gil_scoped_release release;
+    return body(options);
+  }
+#ifdef KEF_PYTHON_MPI
+  py::gil_scoped_release release;
+  if (!kef_mpi::mpi_ready())
+    throw kef::ConfigError(
+        "comm: MPI is not initialised in this process (or already finalised); import mpi4py.MPI and pass "
+        "one of its communicators, e.g. comm=MPI.COMM_WORLD");
+  kef_mpi::MpiCommunicator processes(MPI_Comm_f2c(static_cast<MPI_Fint>(comm_handle)));
+  options.communicator = &processes;
+  if (processes.rank() != 0) options.quiet = true;
+  Result result{};
+  std::exception_ptr error;
+  try {
+    result = body(options);
+  } catch (const kef::Error& e) {
+    error = std::current_exception();
+    processes.set_failure(std::string("kef: ") + e.kind() + ": " + e.what());
+  } catch (const std::exception& e) {
+    error = std::current_exception();
+    processes.set_failure(std::string("kef: internal error: ") + e.what());
+  }
+  kef::agree(processes, kef::CollectiveStep::finish, error);  // throws the lowest failing rank's error
+  return result;
+#else
+  throw kef::ConfigError(
+      "comm: this kef was built without MPI (KEF_WITH_MPI off or MPI not found), so it "
+      "cannot share a run between processes; call without comm=");
+#endif
 }
 
 // kef.run / kef.fit on an in-memory matrix: (results JSON, [(name, model)], summary table, log).
 py::tuple run_in_memory(const std::string& toml, const std::string& source, const py::handle& X,
                         const std::vector<std::string>& columns, const std::vector<std::string>& overrides,
-                        int threads, bool quiet, bool write, const std::string& output_dir, bool from_file) {
-  kef::InMemoryData data;
-  data.samples = to_matrix(X, "X");
-  data.columns = columns;
+                        int threads, bool quiet, bool write, const std::string& output_dir, bool from_file,
+                        long long comm) {
+  const ArrayArg x = checked_array(X, "X");
+  const kef::InMemoryData data = in_memory_data(x, columns);
   kef::RunOptions options;
   options.overrides = overrides;
   options.threads = threads;
   options.quiet = quiet;
   if (!output_dir.empty()) options.output_dir = output_dir;
-  kef::RunResult r;
-  {
-    py::gil_scoped_release release;
+  kef::RunResult r = on_processes<kef::RunResult>(comm, options, [&](const kef::RunOptions& o) {
     const kef::Config config =
         from_file ? kef::Config::parse_file(source) : kef::Config::parse_string(toml, source);
-    r = kef::run_pipeline(config, data, options, write);
-  }
+    return kef::run_pipeline(config, data, o, write);
+  });
   py::list models;
   for (std::size_t i = 0; i < r.fitted.size(); ++i) {
     kef::SavedModel saved{r.fitted[i].second, r.data.transform};
@@ -166,24 +240,40 @@ py::tuple run_in_memory(const std::string& toml, const std::string& source, cons
                         r.output_dir ? py::cast(r.output_dir->string()) : py::none());
 }
 
-// kef.run on a pipeline file: `kef run FILE` exactly; returns (results.json's text, output directory).
+// kef.run on a pipeline file: `kef run FILE` exactly; returns (results.json's text, output directory,
+// summary table). With processes, rank 0 reads results.json and sends its text to the others (they
+// need not share its file system).
 py::tuple run_file(const std::string& path, const std::vector<std::string>& overrides, int threads,
-                   bool quiet, const std::string& output_dir) {
+                   bool quiet, const std::string& output_dir, long long comm) {
   kef::RunOptions options;
   options.overrides = overrides;
   options.threads = threads;
   options.quiet = quiet;
   if (!output_dir.empty()) options.output_dir = output_dir;
-  kef::RunSummary s;
-  {
-    py::gil_scoped_release release;
-    s = kef::run_pipeline(path, options);
-  }
-  std::ifstream f(s.output_dir / "results.json");
-  if (!f) throw kef::DataError((s.output_dir / "results.json").string() + ": cannot read the run's results");
-  std::stringstream text;
-  text << f.rdbuf();
-  return py::make_tuple(text.str(), s.output_dir.string(), s.table);
+  struct Out {
+    kef::RunSummary summary;
+    std::string results;
+  };
+  Out out = on_processes<Out>(comm, options, [&](const kef::RunOptions& o) {
+    Out r;
+    r.summary = kef::run_pipeline(path, o);
+    const kef::Communicator& c = o.communicator ? *o.communicator : kef::single_process();
+    std::exception_ptr error;
+    if (c.rank() == 0) try {
+        std::ifstream f(r.summary.output_dir / "results.json");
+        if (!f)
+          throw kef::DataError((r.summary.output_dir / "results.json").string() +
+                               ": cannot read the run's results");
+        std::stringstream text;
+        text << f.rdbuf();
+        r.results = text.str();
+      } catch (...) {
+        error = std::current_exception();
+      }
+    r.results = kef::exchange(c, kef::CollectiveStep::finish, r.results, error)[0];
+    return r;
+  });
+  return py::make_tuple(out.results, out.summary.output_dir.string(), out.summary.table);
 }
 
 // kef.validate: every check a run makes before its first fit (`kef validate`), on the file's data or X.
@@ -197,9 +287,8 @@ void validate(const std::string& path, const py::handle& X, const std::vector<st
     kef::validate_pipeline(path, options);
     return;
   }
-  kef::InMemoryData data;
-  data.samples = to_matrix(X, "X");
-  data.columns = columns;
+  const ArrayArg x = checked_array(X, "X");
+  const kef::InMemoryData data = in_memory_data(x, columns);
   py::gil_scoped_release release;
   kef::validate_pipeline(kef::Config::parse_file(path), data, options);
 }
@@ -214,8 +303,49 @@ std::shared_ptr<PyModel> load(const std::string& dir, bool quiet) {
   return std::make_shared<PyModel>(std::move(saved), dir, "the model at " + dir);
 }
 
+// `block_values(rows)` on X's rows in the blocks `kef score` uses (kef::for_model_row_blocks), each
+// block copied into a kef matrix and its values written into a new (N, width) array (1-D when
+// `vector`): beyond X and the result, one block's memory, and the command's bits. Checked as `kef
+// score` checks its output: no silent NaN.
+template <class BlockValues>
+py::array by_row_blocks(const PyModel& m, const ArrayArg& x, kef::Index width, bool vector,
+                        const std::string& what, BlockValues&& block_values) {
+  py::array out = vector ? py::array(py::array_t<double>(x.rows))
+                         : py::array(py::array_t<double, py::array::f_style>({x.rows, width}));
+  double* dst = static_cast<double*>(out.mutable_data());
+  kef::Index bad_row = -1;
+  {
+    py::gil_scoped_release release;
+    kef::for_model_row_blocks(x.rows, [&](kef::Index first, kef::Index count) {
+      if (bad_row >= 0) return;
+      const kef::Matrix values = block_values(x.rows_block(first, count));
+      for (kef::Index i = 0; i < count && bad_row < 0; ++i)
+        if (!values.row(i).allFinite()) bad_row = first + i;
+      for (kef::Index j = 0; j < width; ++j)  // column j of the block into column j of the result
+        std::memcpy(dst + j * x.rows + first, values.col(j).data(),
+                    sizeof(double) * static_cast<std::size_t>(count));
+    });
+  }
+  if (bad_row >= 0)
+    throw kef::NumericalError(m.what + ": the model's " + what + " is not finite at row " +
+                              std::to_string(bad_row) + " of X");
+  return out;
+}
+
+// log_density and score take whole rows of an unconditional density, as `kef score` does.
+void require_whole_rows(const PyModel& m, const std::string& call) {
+  if (m.saved.model->conditional() == nullptr && !m.saved.transform.roles.conditional()) return;
+  throw kef::ConfigError("kef.Model." + call + ": " + m.what +
+                         " is a conditional density p(y | x) (columns: " +
+                         kef::conditional_columns_text(m.saved, m.saved.model->conditional()) + "); " + call +
+                         " takes whole rows of an unconditional density, as `kef score` does (conditional "
+                         "scoring of a model is not implemented; evaluate it with kef.run and a pipeline's "
+                         "conditional evaluators, or draw from it with model.sample(n, given=X))");
+}
+
 py::array log_density(const PyModel& m, const py::handle& X, bool normalized) {
-  const kef::Matrix x = to_matrix(X, "X", m.dim(), m.what);
+  require_whole_rows(m, "log_density");
+  const ArrayArg x = checked_array(X, "X", m.dim(), m.what);
   std::optional<double> log_z;
   if (normalized) {
     log_z = m.saved.model->log_normalizer();
@@ -225,25 +355,19 @@ py::array log_density(const PyModel& m, const py::handle& X, bool normalized) {
           ") has no known normalising constant; use log_density(X) for log p~, or estimate "
           "the log-likelihood with kef.log_likelihood(model, X)");
   }
-  kef::Matrix values(x.rows(), 1);
-  {
-    py::gil_scoped_release release;
-    values.col(0) = m.data_units->log_unnormalized(x);
+  return by_row_blocks(m, x, 1, true, "log density", [&](const kef::Matrix& rows) {
+    kef::Matrix values(rows.rows(), 1);
+    values.col(0) = m.data_units->log_unnormalized(rows);
     if (log_z) values.col(0).array() -= *log_z;
-  }
-  require_finite(values, m, "log density");
-  return to_numpy(kef::Vector(values.col(0)));
+    return values;
+  });
 }
 
 py::array score(const PyModel& m, const py::handle& X) {
-  const kef::Matrix x = to_matrix(X, "X", m.dim(), m.what);
-  kef::Matrix values;
-  {
-    py::gil_scoped_release release;
-    values = m.data_units->score(x);
-  }
-  require_finite(values, m, "score");
-  return to_numpy(values);
+  require_whole_rows(m, "score");
+  const ArrayArg x = checked_array(X, "X", m.dim(), m.what);
+  return by_row_blocks(m, x, m.dim(), false, "score",
+                       [&](const kef::Matrix& rows) { return m.data_units->score(rows); });
 }
 
 // `kef sample MODEL_DIR` (the hmc sampler): the model's exact sampler when it has one, HMC otherwise, in
@@ -251,7 +375,11 @@ py::array score(const PyModel& m, const py::handle& X) {
 py::tuple sample(const PyModel& m, long long n, std::uint64_t seed, int threads, bool quiet, long long chains,
                  long long warmup, long long leapfrog_steps, double step_size) {
   if (n < 1) throw kef::ConfigError("n: expected a positive number of samples, got " + std::to_string(n));
-  kef::require_unconditional(m.saved, m.name, "kef.Model.sample");
+  if (m.saved.model->conditional() != nullptr || m.saved.transform.roles.conditional())
+    throw kef::ConfigError("kef.Model.sample: " + m.what + " is a conditional density p(y | x) (columns: " +
+                           kef::conditional_columns_text(m.saved, m.saved.model->conditional()) +
+                           "); give the inputs to draw y for: model.sample(n, given=X), X with one row per x "
+                           "(the input columns, in data units)");
   kef::HmcOptions options;
   options.chains = chains;
   options.warmup = warmup;
@@ -270,6 +398,22 @@ py::tuple sample(const PyModel& m, long long n, std::uint64_t seed, int threads,
         kef::draw_samples(*m.saved.model, n, context.rng(), options, context, &diag));
   }
   return py::make_tuple(to_numpy(X), diag.ran ? py::cast(diag.summary()) : py::none());
+}
+
+// Model.sample(n, given=X) on a conditional model: n draws of y for each row x of `given` (the input
+// columns, data units), as `kef sample MODEL_DIR --given X` draws them with the same seed. Returns
+// (full rows in the data's column order, whether the sampler is approximate).
+py::tuple sample_given(const PyModel& m, const py::handle& given, long long n, std::uint64_t seed,
+                       int threads, bool quiet) {
+  const kef::Matrix x = to_matrix(given, "given");
+  kef::ConditionalDraws draws;
+  {
+    py::gil_scoped_release release;
+    auto shown = quiet ? kef::make_silent_progress() : kef::make_stderr_progress();
+    kef::Context context = kef::Context(seed, threads, shown.get(), "threads").child("sample");
+    draws = kef::sample_conditional(m.saved, x, static_cast<kef::Index>(n), context, "given", "n", m.what);
+  }
+  return py::make_tuple(to_numpy(draws.rows), draws.approximate);
 }
 
 void save(const PyModel& m, const std::string& dir, bool quiet) {
@@ -351,8 +495,27 @@ PYBIND11_MODULE(_kef, m) {
       .def_property_readonly("can_sample", [](const PyModel& p) { return p.saved.model->can_sample(); })
       .def("log_density", &log_density, py::arg("X"), py::arg("normalized") = false)
       .def("score", &score, py::arg("X"))
+      .def_property_readonly("conditional",
+                             [](const PyModel& p) {
+                               return p.saved.model->conditional() != nullptr ||
+                                      p.saved.transform.roles.conditional();
+                             })
+      .def_property_readonly("column_roles",
+                             [](const PyModel& p) {
+                               return kef::conditional_columns_text(p.saved, p.saved.model->conditional());
+                             })
       .def("_sample", &sample)
+      .def("_sample_given", &sample_given)
       .def("_save", &save);
+
+  // The row block of log_density, score and `kef score` (tests size inputs to span several).
+  m.attr("_row_block") = kef::kModelRowBlock;
+  m.attr("_with_mpi") =
+#ifdef KEF_PYTHON_MPI
+      true;
+#else
+      false;
+#endif
 
   m.def("_run_in_memory", &run_in_memory);
   m.def("_run_file", &run_file);

@@ -3,8 +3,9 @@
 
 The layers, lowest first, are the KEF_LAYERS list of framework/CMakeLists.txt: a file in
 framework/<layer>/ may include headers of its own layer and of the layers before it, and standard or
-third-party headers; framework/cli (the kef command, above every layer, with its own private
-headers) may include any layer. A header is found by its file name in the
+third-party headers; framework/mpi (the MPI communicator of the command and the Python module) and
+framework/cli (the kef command, which may also include mpi's header), above every layer, with their
+own private headers, may include any layer. A header is found by its file name in the
 layers' include/kef and src folders; a name that two layers both define is an error too, since the
 build could not tell them apart.
 
@@ -15,6 +16,8 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# The folders above every layer, lowest first.
+ABOVE = ['mpi', 'cli']
 
 
 def layers_of(source_dir):
@@ -47,15 +50,18 @@ def main():
                     if key in header_layer and header_layer[key] != layer:
                         problems.append(f'{rel}: header `{key}` is defined in both {header_layer[key]} and {layer}')
                     header_layer[key] = layer
-    rank['cli'] = len(layers)
-    for dirpath, _, names in os.walk(os.path.join(framework, 'cli')):
-        for name in sorted(names):
-            files.append(('cli', os.path.join(dirpath, name)))
-            if name.endswith(('.hpp', '.h')):
-                if name in header_layer:
-                    problems.append(f'framework/cli/{name}: header `{name}` is defined in both '
-                                    f'{header_layer[name]} and cli')
-                header_layer[name] = 'cli'
+    # Above libkef: framework/mpi (the MPI communicator, linked into the command and the Python
+    # module) and framework/cli (the command, which may include mpi's header too).
+    for above in ABOVE:
+        rank[above] = len(rank)
+        for dirpath, _, names in os.walk(os.path.join(framework, above)):
+            for name in sorted(names):
+                files.append((above, os.path.join(dirpath, name)))
+                if name.endswith(('.hpp', '.h')):
+                    if name in header_layer:
+                        problems.append(f'framework/{above}/{name}: header `{name}` is defined in both '
+                                        f'{header_layer[name]} and {above}')
+                    header_layer[name] = above
     checked = 0
     for layer, path in files:
         if not path.endswith(('.hpp', '.h', '.cpp')):
@@ -72,7 +78,7 @@ def main():
                     problems.append(f'{os.path.relpath(path, source_dir)}:{lineno}: includes "{target}", '
                                     'which no layer defines')
                     continue
-                if layer == 'cli':
+                if layer in ABOVE and target_layer not in ABOVE:
                     continue
                 if rank[target_layer] > rank[layer]:
                     problems.append(f'{os.path.relpath(path, source_dir)}:{lineno}: layer `{layer}` includes '

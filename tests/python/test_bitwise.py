@@ -187,3 +187,30 @@ def test_in_memory_run_writes_when_asked(tmp_path, data):
     assert on_disk["models"]["model"]["metrics"] == results["models"]["model"]["metrics"]
     saved = kef.load(tmp_path / "out" / results["models"]["model"]["model_dir"])
     np.testing.assert_array_equal(saved.log_density(X_test), models["model"].log_density(X_test))
+
+
+def test_fortran_order_is_read_in_place_and_blocks_are_the_commands(tmp_path, kef_exe, data):
+    """A Fortran-order X is read in place by fits (no copy before kef's own splits), a C-order X is
+    copied once: the same model either way. log_density and score evaluate X in the row blocks
+    `kef score` uses, so on more rows than a block they give the command's bits, in either order, for
+    a kernel model, a normalised baseline and a standardised fit (its data-units transform)."""
+    X, _ = data
+    block = kef._kef._row_block
+    big = np.random.default_rng(1).normal(size=(block + 1001, 2))  # two blocks, the second odd-sized
+    np.save(tmp_path / "big.npy", big)
+    models = {
+        "lite": kef.fit(X, LITE, KERNEL, BASE, seed=11, quiet=True),
+        "gaussian": kef.fit(X, {"type": "gaussian_fit"}, quiet=True),
+        "standardized": kef.fit(X, LITE, KERNEL, BASE, data={"standardize": True}, seed=11, quiet=True),
+    }
+    fortran = kef.fit(np.asfortranarray(X), LITE, KERNEL, BASE, seed=11, quiet=True)
+    assert np.array_equal(fortran.log_density(big[:500]), models["lite"].log_density(big[:500]))
+    assert np.array_equal(fortran.score(big[:500]), models["lite"].score(big[:500]))
+    for name, m in models.items():
+        m.save(tmp_path / name)
+        run_kef(kef_exe, "score", str(tmp_path / name), "--data", str(tmp_path / "big.npy"),
+                "--out", str(tmp_path / f"{name}.npy"), "--quiet")
+        command = np.load(tmp_path / f"{name}.npy")
+        for rows in (big, np.asfortranarray(big)):
+            assert np.array_equal(m.log_density(rows), command[:, 0]), name
+            assert np.array_equal(m.score(rows), command[:, 1:]), name

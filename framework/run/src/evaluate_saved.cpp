@@ -97,9 +97,12 @@ Matrix score_saved_model(const SavedModel& saved, const Matrix& X, bool normaliz
   }
   const ModelPtr model = make_data_units_model(saved.model, saved.transform);
   Matrix result(X.rows(), 1 + model->dim());
-  result.col(0) = model->log_unnormalized(X);
+  for_model_row_blocks(X.rows(), [&](Index first, Index count) {
+    const Matrix rows = X.middleRows(first, count);
+    result.col(0).segment(first, count) = model->log_unnormalized(rows);
+    result.block(first, 1, count, model->dim()) = model->score(rows);
+  });
   if (log_z) result.col(0).array() -= *log_z;
-  result.rightCols(model->dim()) = model->score(X);
   return result;
 }
 

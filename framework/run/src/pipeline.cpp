@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <iomanip>
@@ -32,12 +34,6 @@ namespace kef {
 using namespace pipeline_detail;
 
 namespace {
-
-std::string join_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 const KeyList& top_level_keys() {
   static const KeyList keys = {
@@ -671,10 +667,66 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
   return summary;
 }
 
+namespace {
+
+// A fingerprint of a caller's matrix and column names: what the processes of a distributed in-memory
+// run compare before any work (each passes its own copy; different data would make every shared sum
+// meaningless). 64-bit words of the values' bytes through a multiply-xorshift mix, seeded by the shape:
+// it tells different inputs apart, it does not resist a deliberate collision.
+std::string data_fingerprint(const InMemoryData& data) {
+  const Eigen::Map<const Matrix> X = data.matrix();
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint64_t>(X.rows());
+  const auto mix = [&h](std::uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+  };
+  mix(static_cast<std::uint64_t>(X.cols()));
+  const double* values = X.data();
+  for (Index i = 0; i < X.size(); ++i) {
+    std::uint64_t bits;
+    std::memcpy(&bits, values + i, sizeof bits);
+    mix(bits);
+  }
+  for (const std::string& c : data.columns) {
+    mix(c.size());
+    for (const char ch : c) mix(static_cast<unsigned char>(ch));
+  }
+  std::ostringstream out;
+  out << X.rows() << " x " << X.cols() << ", fingerprint " << std::hex << h;
+  return out.str();
+}
+
+}  // namespace
+
 RunResult run_pipeline(const Config& pipeline, const InMemoryData& data, const RunOptions& options,
                        bool write_output) {
-  Plan plan = build_in_memory_plan(pipeline, data, options);
-  return execute_plan(plan, options, write_output);
+  const Communicator& comm = options.communicator ? *options.communicator : single_process();
+  if (comm.size() == 1) {
+    Plan plan = build_in_memory_plan(pipeline, data, options);
+    return execute_plan(plan, options, write_output);
+  }
+  // A distributed run on in-memory data (the Python package under mpi4py): every process builds and
+  // checks the plan on its own copy of the matrix, and the processes agree on success and on the data
+  // (the same values and names on every process) before any work. Only rank 0 writes.
+  std::optional<Plan> plan;
+  std::exception_ptr error;
+  std::string fingerprint;
+  try {
+    (void)Context::resolve_threads(options.threads, kThreadsKey);
+    fingerprint = data_fingerprint(data);
+    plan.emplace(build_in_memory_plan(pipeline, data, options));
+    if (comm.rank() == 0 && write_output) check_output_target(plan->output_dir);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  const std::vector<std::string> prints = exchange(comm, CollectiveStep::prepare, fingerprint, error);
+  for (int q = 1; q < comm.size(); ++q)
+    if (prints[static_cast<std::size_t>(q)] != prints[0])
+      throw DataError("distributed run: the processes were given different data (rank 0: " + prints[0] +
+                      "; rank " + std::to_string(q) + ": " + prints[static_cast<std::size_t>(q)] +
+                      "); every process must pass the same matrix and column names");
+  return execute_plan(*plan, options, write_output && comm.rank() == 0);
 }
 
 }  // namespace kef

@@ -74,8 +74,8 @@ Index split_count(const Config& split, const char* key, Index n) {
   // Integers are counts, floats fractions of the rows.
   if (split.holds_integer(key)) {
     if (v < 0 || v >= static_cast<double>(n))
-      split.fail(key, "count out of range (expected 0 <= count < " + std::to_string(n) +
-                          " rows, got " + std::to_string(static_cast<Index>(v)) + ")");
+      split.fail(key, "count out of range (expected 0 <= count < " + std::to_string(n) + " rows, got " +
+                          std::to_string(static_cast<Index>(v)) + ")");
     return static_cast<Index>(v);
   }
   if (!(v >= 0 && v < 1))
@@ -137,7 +137,8 @@ void record_transform(Dataset& out, const char* kind, const Matrix& A, const Vec
 }
 
 std::string column_name(const std::vector<std::string>& columns, Index d) {
-  return static_cast<std::size_t>(d) < columns.size() ? columns[static_cast<std::size_t>(d)] : "x" + std::to_string(d);
+  return static_cast<std::size_t>(d) < columns.size() ? columns[static_cast<std::size_t>(d)]
+                                                      : "x" + std::to_string(d);
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -149,8 +150,9 @@ std::string joined(const std::vector<std::string>& names) {
 // Steps that change which variables there are, or add noise, leave no exact density to compare with.
 void refuse_with_truth(const Config& data, const SourceData& raw, const char* key) {
   if (raw.truth)
-    data.fail(key, "this source has an exact density of its own columns, which the step would make wrong "
-                   "(it is meant for data files)");
+    data.fail(key,
+              "this source has an exact density of its own columns, which the step would make wrong "
+              "(it is meant for data files)");
 }
 
 Matrix without_columns(const Matrix& X, const std::vector<Index>& keep) {
@@ -169,7 +171,8 @@ void exclude_columns(const Config& data, SourceData& raw, PreprocessingReport& r
   for (const auto& name : names) {
     auto it = std::find(raw.columns.begin(), raw.columns.end(), name);
     if (it == raw.columns.end())
-      data.fail("exclude", "no column \"" + name + "\" in the data (its columns: " + joined(raw.columns) + ")");
+      data.fail("exclude",
+                "no column \"" + name + "\" in the data (its columns: " + joined(raw.columns) + ")");
     const auto k = static_cast<std::size_t>(it - raw.columns.begin());
     if (drop[k]) data.fail("exclude", "column \"" + name + "\" is listed twice");
     drop[k] = true;
@@ -293,7 +296,8 @@ Matrix column_correlations(const Matrix& X) {
 void drop_correlated(const Config& data, Dataset& out) {
   const double threshold = data.number("drop_correlated");
   if (!(threshold > 0.0 && threshold < 1.0))
-    data.fail("drop_correlated", "expected a correlation threshold in (0, 1), got " + std::to_string(threshold));
+    data.fail("drop_correlated",
+              "expected a correlation threshold in (0, 1), got " + std::to_string(threshold));
   if (out.train.rows() < 2) data.fail("drop_correlated", "needs at least 2 training rows");
   for (;;) {
     const Matrix C = column_correlations(out.train);
@@ -333,11 +337,13 @@ void check_preprocessing_keys(const Config& data) {
   if (data.has("exclude")) (void)data.strings("exclude");
   if (data.has("targets")) (void)data.strings("targets");
   if (data.has("drop_correlated")) (void)data.number("drop_correlated");
-  const bool scaled = (data.has("standardize") && data.boolean("standardize")) || (data.has("whiten") && data.boolean("whiten"));
+  const bool scaled = (data.has("standardize") && data.boolean("standardize")) ||
+                      (data.has("whiten") && data.boolean("whiten"));
   if (data.has("statistics_rows") && !scaled)
     data.fail("statistics_rows", "applies to `standardize` and `whiten`, and neither is set");
   if (data.has("statistics_rows") && data.integer("statistics_rows") < 2)
-    data.fail("statistics_rows", "expected at least 2 rows, got " + std::to_string(data.integer("statistics_rows")));
+    data.fail("statistics_rows",
+              "expected at least 2 rows, got " + std::to_string(data.integer("statistics_rows")));
 }
 
 // Training rows the standardize/whiten statistics use: the first `statistics_rows` of the (shuffled)
@@ -380,7 +386,8 @@ Matrix whitening_map(const Matrix& cov, const Config& data, const std::string& b
 // A caller's matrix as a source's rows: the checks a data file gets (finite values, one name per
 // column, at least one row), with positional names x0, x1, ... when it has none.
 SourceData checked_in_memory_data(const InMemoryData& in) {
-  const Index N = in.samples.rows(), D = in.samples.cols();
+  const Eigen::Map<const Matrix> X = in.matrix();
+  const Index N = X.rows(), D = X.cols();
   if (N == 0 || D == 0)
     throw DataError("in-memory data: the matrix is " + std::to_string(N) + " x " + std::to_string(D) +
                     " (expected at least one row and one column)");
@@ -402,14 +409,14 @@ SourceData checked_in_memory_data(const InMemoryData& in) {
   }
   for (Index d = 0; d < D; ++d)
     for (Index n = 0; n < N; ++n)
-      if (!std::isfinite(in.samples(n, d))) {
+      if (!std::isfinite(X(n, d))) {
         std::ostringstream got;
-        got << in.samples(n, d);
+        got << X(n, d);
         throw DataError("in-memory data: row " + std::to_string(n) + " (0-based), column " +
                         raw.columns[static_cast<std::size_t>(d)] +
                         ": non-finite value (expected a finite number, got " + got.str() + ")");
       }
-  raw.samples = in.samples;
+  raw.samples = X;
   raw.truth = in.truth;  // its dimension is checked with the splits
   return raw;
 }
@@ -507,8 +514,9 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng) {
     Config split = data.table("split");
     split.validate({KeySpec::number("test", "test rows: a fraction in [0, 1) or an integer count", 0.1),
                     KeySpec::number("validation", "validation rows: fraction or count", 0.0),
-                    KeySpec::string("rule", "counts: `test` and `validation` as given; dkef: test = floor(10% of "
-                                            "the rows), validation = min(floor(10% of the rest), 1000)",
+                    KeySpec::string("rule",
+                                    "counts: `test` and `validation` as given; dkef: test = floor(10% of "
+                                    "the rows), validation = min(floor(10% of the rest), 1000)",
                                     std::string("counts"))
                         .one_of({"counts", "dkef"})});
     const auto [n_test, n_val] = split_sizes(split, n, report);
@@ -546,7 +554,8 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng) {
   if (standardize && whiten) data.fail("whiten", "choose one of `standardize` and `whiten`");
   if (standardize || whiten) {
     const Index D = out.train.cols();
-    if (out.train.rows() < 2) data.fail(standardize ? "standardize" : "whiten", "needs at least 2 training rows");
+    if (out.train.rows() < 2)
+      data.fail(standardize ? "standardize" : "whiten", "needs at least 2 training rows");
     const Index n_stats = out.preprocessing.statistics_rows = statistics_row_count(data, out.train.rows());
     Vector mean = out.train.topRows(n_stats).colwise().mean().transpose();
     Matrix centred = out.train.topRows(n_stats).rowwise() - mean.transpose();
@@ -557,12 +566,15 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng) {
       for (Index d = 0; d < D; ++d)
         if (!(sd[d] > 0))
           throw DataError(data.where("standardize") + ": column " +
-                          (static_cast<std::size_t>(d) < out.columns.size() ? out.columns[static_cast<std::size_t>(d)] : std::to_string(d)) +
+                          (static_cast<std::size_t>(d) < out.columns.size()
+                               ? out.columns[static_cast<std::size_t>(d)]
+                               : std::to_string(d)) +
                           " is constant in the training split and cannot be standardised");
       A = sd.cwiseInverse().asDiagonal();
     } else {
       Matrix cov = centred.transpose() * centred / static_cast<double>(n_stats);
-      check_finite_statistics(out.train.topRows(n_stats), mean, cov.diagonal(), out.columns, data.where("whiten"));
+      check_finite_statistics(out.train.topRows(n_stats), mean, cov.diagonal(), out.columns,
+                              data.where("whiten"));
       if (!out.roles.conditional()) {
         A = whitening_map(cov, data, "");
       } else {
@@ -613,8 +625,8 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, const InMe
     data.validate(data_host_key_specs());
   }
   SourceData raw = checked_in_memory_data(in);
-  raw.provenance = "in-memory matrix (" + std::to_string(in.samples.rows()) + " x " +
-                   std::to_string(in.samples.cols()) + ")" +
+  raw.provenance = "in-memory matrix (" + std::to_string(in.matrix().rows()) + " x " +
+                   std::to_string(in.matrix().cols()) + ")" +
                    (data.type() ? ", replacing [data] type = \"" + *data.type() + "\"" : std::string());
   return prepare_loaded(data, std::move(raw), rng);
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Running a TOML pipeline: data -> split -> fit each [[model]] -> save -> each [[evaluate]] ->
 // results.json, all written atomically into the output directory.
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -16,9 +17,9 @@
 namespace kef {
 
 struct RunOptions {
-  std::vector<std::string> overrides;        // "a.b.c=value"
-  std::optional<std::string> output_dir;     // replaces [output] dir
-  int threads = 0;                            // 0: default_threads(); < 0: ConfigError naming --threads
+  std::vector<std::string> overrides;     // "a.b.c=value"
+  std::optional<std::string> output_dir;  // replaces [output] dir
+  int threads = 0;                        // 0: default_threads(); < 0: ConfigError naming --threads
   bool quiet = false;
   // The processes of a distributed run (`mpirun -np K kef run`, kef/communicator.hpp), or null for one
   // process. Every process runs the pipeline: they agree that all read and validated the inputs before
@@ -49,6 +50,17 @@ struct InMemoryData {
   Matrix samples;                    // N x D, one row per sample, split by [data] split
   std::vector<std::string> columns;  // D names, or empty
   ModelPtr truth;  // the rows' exact density, when the caller knows it (evaluators needing it); or none
+  // Or, when `samples` is empty, the caller's N x D values in column-major order, read in place (not
+  // copied; the Python package passes Fortran-order NumPy arrays so). The memory must stay valid and
+  // unchanged until the call returns.
+  const double* values = nullptr;
+  Index values_rows = 0, values_cols = 0;
+
+  // The rows: `samples`, or the caller's values.
+  Eigen::Map<const Matrix> matrix() const {
+    if (samples.size() > 0 || values == nullptr) return {samples.data(), samples.rows(), samples.cols()};
+    return {values, values_rows, values_cols};
+  }
 };
 
 struct RunResult {
@@ -69,7 +81,10 @@ struct RunResult {
 // RunOptions::overrides applied first. With `write_output` the output directory is written as by the
 // file run ([output] dir, or RunOptions::output_dir); without it nothing touches the disk and
 // results.json's model_dir entries are null. The same plan, fits and evaluations as the file run: the
-// same data as a CSV file give bitwise the same metrics and models.
+// same data as a CSV file give bitwise the same metrics and models. With a RunOptions::communicator of
+// K > 1 processes every process calls it with its own copy of the same data: they agree that every
+// one built the plan and that the data (values and column names, compared by a fingerprint) are the
+// same, before any work (DataError on every process otherwise); only rank 0 writes.
 RunResult run_pipeline(const Config& pipeline, const InMemoryData& data, const RunOptions& options,
                        bool write_output = false);
 // `kef validate` of the same: every check a run makes before its first fit.
@@ -78,13 +93,13 @@ void validate_pipeline(const Config& pipeline, const InMemoryData& data, const R
 // `kef eval`: one evaluator on saved models, with a data file as the test split.
 struct SavedEvalOptions {
   std::string model_dir;
-  std::string against_dir;               // second model of comparative evaluators (optional)
+  std::string against_dir;  // second model of comparative evaluators (optional)
   std::string data_file;
   std::vector<std::string> columns;
-  std::string evaluator;                 // evaluator type
-  std::vector<std::string> settings;     // "key=value" for the evaluator
+  std::string evaluator;              // evaluator type
+  std::vector<std::string> settings;  // "key=value" for the evaluator
   std::uint64_t seed = 0;
-  int threads = 0;                       // as RunOptions::threads
+  int threads = 0;  // as RunOptions::threads
   bool quiet = false;
 };
 // The evaluator runs in the model's coordinates on the data mapped there; log-likelihoods come back in
@@ -136,6 +151,17 @@ void require_unconditional(const SavedModel& saved, const std::string& model_dir
 Matrix score_saved_model(const SavedModel& saved, const Matrix& X, bool normalize,
                          const std::string& model_dir);
 
+// How `kef score` and the Python package's log_density/score evaluate a model on many rows: in
+// consecutive blocks of kModelRowBlock rows from row 0, so that what a model builds per row (a kernel
+// matrix K(X, Z) of N x M, a network's activations) is one block's, whatever N. A row's value can
+// differ in its last bit with its position in a block (vectorised loops finish blocks in scalar code),
+// so both use these same blocks and agree bit for bit. `block(first, count)` is called in row order.
+inline constexpr Index kModelRowBlock = 65536;
+template <class Block>
+void for_model_row_blocks(Index rows, Block&& block) {
+  for (Index first = 0; first < rows; first += kModelRowBlock)
+    block(first, std::min(kModelRowBlock, rows - first));
+}
 
 // Components that come with the framework itself (the `file` data source, the `lite` model loader):
 // the same as registry.add_core_components(). Not needed before loading a saved model (the registry
