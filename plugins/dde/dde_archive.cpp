@@ -16,6 +16,8 @@ void save_expansion_and_networks(ModelWriter& w, const KernelExpansion& f, doubl
   m.set("width", static_cast<std::int64_t>(a.width));
   m.set("generator_depth", static_cast<std::int64_t>(a.generator_depth));
   m.set("dual_depth", static_cast<std::int64_t>(a.dual_depth));
+  // Only when ν's width differs from g's: models of one width keep kef 0.3's manifest.
+  if (a.dual_hidden() != a.width) m.set("dual_width", static_cast<std::int64_t>(a.dual_hidden()));
   w.write_array("points", f.points);
   w.write_array("alpha", f.alpha);
   w.write_array("generator_parameters", generator.parameters());
@@ -27,6 +29,7 @@ SavedParts load_expansion_and_networks(const ModelReader& r, Architecture& a) {
   a.width = r.positive_integer("width");
   a.generator_depth = r.positive_integer("generator_depth");
   a.dual_depth = r.positive_integer("dual_depth");
+  a.dual_width = r.manifest().has("dual_width") ? r.positive_integer("dual_width") : 0;
   KernelExpansion f;
   f.gamma = r.positive_number("gamma");
   const double lambda = r.positive_number("lambda");

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <sstream>
 
-#include "kef/conditional_inputs.hpp"
 #include "dde_archive.hpp"
+#include "kef/conditional_inputs.hpp"
 #include "kef/error.hpp"
 #include "kef/normal_fill.hpp"
 
@@ -79,8 +79,9 @@ std::string DdeConditionalModel::describe() const {
      << (p0_.kind == BaseMeasure::Kind::gaussian ? "Gaussian" : "uniform on the training box")
      << "; sampler g(xi, x) " << arch_.generator_depth << " ReLU layers of " << arch_.width
      << " from xi of dimension " << arch_.noise_dim << " (" << generator_.parameter_count()
-     << " parameters), dual nu(x, y) " << arch_.dual_depth << " layers (" << dual_.parameter_count()
-     << " parameters); " << input_dim() << " input and " << target_dim() << " target columns";
+     << " parameters), dual nu(x, y) " << arch_.dual_depth << " layers of " << arch_.dual_hidden() << " ("
+     << dual_.parameter_count() << " parameters); " << input_dim() << " input and " << target_dim()
+     << " target columns";
   return os.str();
 }
 

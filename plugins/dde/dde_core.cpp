@@ -78,7 +78,7 @@ network::Network make_generator(const Architecture& a) {
   return make_mlp(a.noise_dim + a.cond_dim, a.width, a.generator_depth, a.dim);
 }
 network::Network make_dual(const Architecture& a) {
-  return make_mlp(a.cond_dim + a.dim, a.width, a.dual_depth, 1);
+  return make_mlp(a.cond_dim + a.dim, a.dual_hidden(), a.dual_depth, 1);
 }
 
 Matrix BaseMeasure::points(const Matrix& raw) const {

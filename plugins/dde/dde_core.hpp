@@ -47,10 +47,14 @@ struct KernelExpansion {
 struct Architecture {
   Index dim = 2;              // D
   Index noise_dim = 128;      // dimension of ξ
-  Index width = 128;          // hidden units of both networks
+  Index width = 128;          // hidden units of g (and of ν unless dual_width is set)
   Index generator_depth = 4;  // linear layers of g: noise_dim → width → … → width → D
   Index dual_depth = 3;       // linear layers of ν: D → width → … → width → 1
   Index cond_dim = 0;         // conditional: columns of x, an extra input of g (ξ, x) and of ν (x, y)
+  Index dual_width = 0;       // hidden units of ν when they differ from g's ([model.dual] width); 0: width
+
+  Index generator_width() const { return width; }
+  Index dual_hidden() const { return dual_width > 0 ? dual_width : width; }
 };
 // ReLU between the linear layers, none after the last; Glorot-uniform weights, zero biases (the
 // reference's initialisation, drawn by initialize()).

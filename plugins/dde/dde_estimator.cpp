@@ -6,6 +6,7 @@
 
 #include "dde_conditional_model.hpp"
 #include "dde_model.hpp"
+#include "dde_parts.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 
@@ -178,6 +179,48 @@ IterationLosses train(Trainer& trainer, const Matrix& rows, const DdeOptions& op
   return last;
 }
 
+// The networks' shapes: the estimator's keys (or their defaults), replaced by what [model.sampler] and
+// [model.dual] set. A value given both as an estimator key and in a part's table is a ConfigError naming
+// both places (the flat `width` sets both networks, so it collides with either table's width).
+DdeOptions with_parts(DdeOptions opt, const Config& cfg, const Parts& parts) {
+  const KeySites flat(cfg);
+  const auto collide = [&](const KeySites& part, const char* part_key, const char* flat_key) {
+    if (cfg.has(flat_key))
+      throw ConfigError(
+          part.where(part_key) + " and " + flat.where(flat_key) +
+          ": both set the network's shape; keep one (the estimator's keys describe both networks, "
+          "the part tables one each)");
+  };
+  const Index flat_width = opt.width;
+  Index dual_width = flat_width;
+  if (const auto g = parts.get<SamplerNetwork>("sampler")) {
+    if (g->noise_dim) {
+      collide(g->sites, "noise_dim", "noise_dim");
+      opt.noise_dim = *g->noise_dim;
+    }
+    if (g->width) {
+      collide(g->sites, "width", "width");
+      opt.width = *g->width;
+    }
+    if (g->depth) {
+      collide(g->sites, "depth", "generator_depth");
+      opt.generator_depth = *g->depth;
+    }
+  }
+  if (const auto nu = parts.get<DualNetwork>("dual")) {
+    if (nu->width) {
+      collide(nu->sites, "width", "width");
+      dual_width = *nu->width;
+    }
+    if (nu->depth) {
+      collide(nu->sites, "depth", "dual_depth");
+      opt.dual_depth = *nu->depth;
+    }
+  }
+  opt.dual_width = dual_width == opt.width ? 0 : dual_width;
+  return opt;
+}
+
 }  // namespace
 
 const OptionsSpec<DdeOptions>& dde_options() {
@@ -198,7 +241,8 @@ double bandwidth_gamma(const Matrix& X, double f_bd) {
   return 0.5 / (f_bd * m * m);
 }
 
-DdeEstimator::DdeEstimator(const Config& cfg) : opt_(dde_options().read(cfg)), sites_(cfg) {}
+DdeEstimator::DdeEstimator(const Config& cfg, const Parts& parts)
+    : opt_(with_parts(dde_options().read(cfg), cfg, parts)), sites_(cfg) {}
 
 void DdeEstimator::check(const DataShape& data) const {
   if (data.target_dim > 0)
@@ -230,7 +274,8 @@ ModelPtr DdeEstimator::fit(const FitInput& in) {
       throw DataError("dde: column " + std::to_string(d) +
                       " of the training data is constant, so p0 (uniform on the data box) has no density");
 
-  const Architecture arch{D, opt_.noise_dim, opt_.width, opt_.generator_depth, opt_.dual_depth};
+  const Architecture arch{D, opt_.noise_dim, opt_.width, opt_.generator_depth, opt_.dual_depth,
+                          0, opt_.dual_width};
   const TrainerOptions to = trainer_options(opt_, 0, BaseMeasure::Kind::box);
   Trainer trainer = make_trainer(X, arch, BaseMeasure::box(lo, hi), to, opt_, in, sites_.where());
 
@@ -266,8 +311,8 @@ ModelPtr DdeEstimator::fit(const FitInput& in) {
 
 namespace kef::dde {
 
-DdeConditionalEstimator::DdeConditionalEstimator(const Config& cfg)
-    : opt_(dde_conditional_options().read(cfg)), sites_(cfg) {}
+DdeConditionalEstimator::DdeConditionalEstimator(const Config& cfg, const Parts& parts)
+    : opt_(with_parts(dde_conditional_options().read(cfg), cfg, parts)), sites_(cfg) {}
 
 void DdeConditionalEstimator::check(const DataShape& data) const {
   if (data.target_dim == 0)
@@ -320,7 +365,8 @@ ModelPtr DdeConditionalEstimator::fit(const FitInput& in) {
   // The rows f and ν see are (x, y), in that order whatever the data's column order.
   Matrix rows(N, Dx + Dy);
   rows << X, Y;
-  Architecture arch{Dy, opt_.noise_dim, opt_.width, opt_.generator_depth, opt_.dual_depth, Dx};
+  Architecture arch{Dy, opt_.noise_dim, opt_.width, opt_.generator_depth, opt_.dual_depth,
+                    Dx, opt_.dual_width};
   const TrainerOptions to =
       trainer_options(opt_, Dx, gaussian ? BaseMeasure::Kind::gaussian : BaseMeasure::Kind::box);
   Trainer trainer = make_trainer(rows, arch, std::move(p0), to, opt_, in, sites_.where());

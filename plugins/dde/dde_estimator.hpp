@@ -20,6 +20,7 @@ struct DdeOptions {
   double base_sd = 1.0;
   double learning_rate = 1e-4, lambda = 1.0, eta = 0.0, f_bd = 0.1, clip = 5.0, alpha_init_sd = 0.1;
   bool clip_generator = true;
+  std::int64_t dual_width = 0;  // not a key: ν's hidden units from [model.dual] when they differ; 0: width
   double beta1 = 0.9, beta2 = 0.999, adam_epsilon = 1e-8, rmsprop_alpha = 0.99, rmsprop_epsilon = 1e-8;
 };
 const OptionsSpec<DdeOptions>& dde_options();
@@ -29,7 +30,8 @@ const OptionsSpec<DdeOptions>& dde_conditional_options();
 
 class DdeEstimator final : public Estimator {
  public:
-  explicit DdeEstimator(const Config& cfg);
+  // `parts`: [model.sampler] and [model.dual] when the pipeline has them (dde_parts.hpp).
+  explicit DdeEstimator(const Config& cfg, const Parts& parts = Parts());
   ModelPtr fit(const FitInput& input) override;
   void check(const DataShape& data) const override;
   std::optional<FacetSet> facets() const override;
@@ -48,7 +50,7 @@ class DdeEstimator final : public Estimator {
 // ν(x, y), p0 a density of y (Gaussian by default, as the paper's experiments after Arbel and Gretton).
 class DdeConditionalEstimator final : public Estimator {
  public:
-  explicit DdeConditionalEstimator(const Config& cfg);
+  explicit DdeConditionalEstimator(const Config& cfg, const Parts& parts = Parts());
   ModelPtr fit(const FitInput& input) override;
   void check(const DataShape& data) const override;
   std::optional<FacetSet> facets() const override;

@@ -1,11 +1,40 @@
 #include "dde_conditional_model.hpp"
 #include "dde_estimator.hpp"
 #include "dde_model.hpp"
+#include "dde_parts.hpp"
 #include "kef/sdk/plugin.hpp"
 
 namespace {
 
+// The parts [model.sampler] and [model.dual] both estimators take (dde_parts.hpp).
+const std::vector<kef::PartSpec>& network_parts() {
+  static const std::vector<kef::PartSpec> parts = {
+      {"sampler", kef::dde::SamplerNetwork::kInterface, false,
+       "the sampler network g: noise_dim, width, depth (instead of the estimator's noise_dim, width, "
+       "generator_depth)"},
+      {"dual", kef::dde::DualNetwork::kInterface, false,
+       "the dual network ν: width, depth (instead of the estimator's width, dual_depth)"}};
+  return parts;
+}
+
 void register_dde(kef::PluginRegistrar& r) {
+  kef::ComponentInfo sampler;
+  sampler.type = "relu";
+  sampler.summary = "DDE's sampler network g(ξ) (or g(ξ, x)): ReLU between Glorot-initialised linear layers";
+  sampler.reference = "Dai et al. 2019 §5; the reference implementation's generator; docs/math.md §16";
+  sampler.keys = kef::dde::relu_sampler_keys();
+  r.add<kef::dde::SamplerNetwork>(sampler, [](const kef::Config& cfg, const kef::BuildContext&) {
+    return std::make_unique<kef::dde::ReluSampler>(cfg);
+  });
+  kef::ComponentInfo dual;
+  dual.type = "relu";
+  dual.summary = "DDE's dual network ν(x) (or ν(x, y)): ReLU between Glorot-initialised linear layers";
+  dual.reference = "Dai et al. 2019 §5; the reference implementation's dual; docs/math.md §16";
+  dual.keys = kef::dde::relu_dual_keys();
+  r.add<kef::dde::DualNetwork>(dual, [](const kef::Config& cfg, const kef::BuildContext&) {
+    return std::make_unique<kef::dde::ReluDual>(cfg);
+  });
+
   kef::ComponentInfo est;
   est.type = "dde";
   est.summary =
@@ -15,9 +44,11 @@ void register_dde(kef::PluginRegistrar& r) {
   est.keys = kef::dde::dde_options().keys();
   est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian,
                 kef::Facet::ApproximateSampler};
-  r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts&, const kef::BuildContext&) {
-    return std::make_unique<kef::dde::DdeEstimator>(cfg);
-  });
+  est.parts = network_parts();
+  r.add_estimator(est,
+                  [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext&) {
+                    return std::make_unique<kef::dde::DdeEstimator>(cfg, parts.parts);
+                  });
 
   kef::ComponentInfo model;
   model.type = "dde";
@@ -36,9 +67,11 @@ void register_dde(kef::PluginRegistrar& r) {
   cest.keys = kef::dde::dde_conditional_options().keys();
   cest.facets = {kef::Facet::ConditionalDensity, kef::Facet::ConditionalScore, kef::Facet::ConditionalSampler,
                  kef::Facet::ApproximateSampler};
-  r.add_estimator(cest, [](const kef::Config& cfg, const kef::EstimatorParts&, const kef::BuildContext&) {
-    return std::make_unique<kef::dde::DdeConditionalEstimator>(cfg);
-  });
+  cest.parts = network_parts();
+  r.add_estimator(cest,
+                  [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext&) {
+                    return std::make_unique<kef::dde::DdeConditionalEstimator>(cfg, parts.parts);
+                  });
 
   kef::ComponentInfo cmodel;
   cmodel.type = "dde_conditional";
