@@ -18,7 +18,13 @@ void save_expansion_and_networks(ModelWriter& w, const KernelExpansion& f, doubl
   m.set("dual_depth", static_cast<std::int64_t>(a.dual_depth));
   // Only when ν's width differs from g's: models of one width keep kef 0.3's manifest.
   if (a.dual_hidden() != a.width) m.set("dual_width", static_cast<std::int64_t>(a.dual_hidden()));
-  w.write_array("points", f.points);
+  if (f.random_features()) {
+    m.set("basis", std::string("random_features"));
+    w.write_array("omega", f.omega);
+    w.write_array("phase", f.phase);
+  } else {
+    w.write_array("points", f.points);
+  }
   w.write_array("alpha", f.alpha);
   w.write_array("generator_parameters", generator.parameters());
   w.write_array("dual_parameters", dual.parameters());
@@ -33,13 +39,19 @@ SavedParts load_expansion_and_networks(const ModelReader& r, Architecture& a) {
   KernelExpansion f;
   f.gamma = r.positive_number("gamma");
   const double lambda = r.positive_number("lambda");
-  f.points = r.read_array("points");
   const Index columns = a.cond_dim + a.dim;
-  if (f.points.cols() != columns || f.points.rows() < 1)
-    r.fail("points.npy has shape " + std::to_string(f.points.rows()) + " x " +
-           std::to_string(f.points.cols()) + ", expected n x " + std::to_string(columns));
-  if (!f.points.allFinite()) r.fail("points.npy has non-finite values");
-  f.alpha = r.read_vector("alpha", f.points.rows());
+  const std::string basis = r.manifest().has("basis") ? r.manifest().string("basis") : "centres";
+  if (basis != "centres" && basis != "random_features")
+    r.fail("basis = \"" + basis + "\": expected \"centres\" or \"random_features\"");
+  const char* array = basis == "random_features" ? "omega" : "points";
+  Matrix& rows = basis == "random_features" ? f.omega : f.points;
+  rows = r.read_array(array);
+  if (rows.cols() != columns || rows.rows() < 1)
+    r.fail(std::string(array) + ".npy has shape " + std::to_string(rows.rows()) + " x " +
+           std::to_string(rows.cols()) + ", expected n x " + std::to_string(columns));
+  if (!rows.allFinite()) r.fail(std::string(array) + ".npy has non-finite values");
+  if (f.random_features()) f.phase = r.read_vector("phase", f.omega.rows());
+  f.alpha = r.read_vector("alpha", rows.rows());
   SavedParts p{std::move(f), lambda, make_generator(a), make_dual(a)};
   p.generator.set_parameters(r.read_vector("generator_parameters", p.generator.parameter_count()));
   p.dual.set_parameters(r.read_vector("dual_parameters", p.dual.parameter_count()));

@@ -74,8 +74,9 @@ Matrix DdeConditionalModel::sample(const Matrix& X, RandomStream& rng) const {
 
 std::string DdeConditionalModel::describe() const {
   std::ostringstream os;
-  os << "dde_conditional: p(y | x) with f over " << f_.points.rows()
-     << " kernel centres (x, y) (Gaussian, gamma " << f_.gamma << "), lambda " << lambda_ << ", p0 of y "
+  os << "dde_conditional: p(y | x) with f over " << f_.alpha.size()
+     << (f_.random_features() ? " random Fourier features" : " kernel centres")
+     << " of (x, y) (Gaussian, gamma " << f_.gamma << "), lambda " << lambda_ << ", p0 of y "
      << (p0_.kind == BaseMeasure::Kind::gaussian ? "Gaussian" : "uniform on the training box")
      << "; sampler g(xi, x) " << arch_.generator_depth << " ReLU layers of " << arch_.width
      << " from xi of dimension " << arch_.noise_dim << " (" << generator_.parameter_count()

@@ -15,6 +15,13 @@
 namespace kef::dde {
 
 Matrix KernelExpansion::gram(const Matrix& Y) const {
+  if (random_features()) {
+    // √(2/m) cos(Y Ωᵀ + b)
+    const double scale = std::sqrt(2.0 / static_cast<double>(omega.rows()));
+    Matrix A = Y * omega.transpose();
+    A.rowwise() += phase.transpose();
+    return scale * A.array().cos().matrix();
+  }
   const Index m = Y.rows(), n = points.rows(), D = points.cols();
   Matrix K(m, n);
   // Direct differences (not ‖y‖² − 2y·z + ‖z‖²): exact zeros at coinciding points, no cancellation.
@@ -31,6 +38,18 @@ Matrix KernelExpansion::gram(const Matrix& Y) const {
 Vector KernelExpansion::values(const Matrix& Y) const { return gram(Y) * alpha; }
 
 Matrix KernelExpansion::gradient(const Matrix& Y, Matrix* laplacian, Vector* values) const {
+  if (random_features()) {
+    // ∇_y Σ_j α_j √(2/m) cos(ω_jᵀy + b_j) = −Σ_j α_j √(2/m) sin(ω_jᵀy + b_j) ω_j;
+    // ∂²_d f = −Σ_j α_j √(2/m) cos(ω_jᵀy + b_j) ω_jd² = −Φ(Y) (α ∘ Ω²)_d.
+    const double scale = std::sqrt(2.0 / static_cast<double>(omega.rows()));
+    Matrix A = Y * omega.transpose();
+    A.rowwise() += phase.transpose();
+    const Matrix Phi = scale * A.array().cos().matrix();
+    if (values) *values = Phi * alpha;
+    const Matrix S = -scale * A.array().sin().matrix();
+    if (laplacian) *laplacian = -(Phi * (omega.array().square().colwise() * alpha.array()).matrix());
+    return S * (omega.array().colwise() * alpha.array()).matrix();
+  }
   // ∇_y Σ α_i e^{−γ‖y − z_i‖²} = −2γ Σ α_i k_i (y − z_i) = −2γ [(Kα) y − K (α ∘ Z)];
   // ∂²_d f = Σ α_i k_i (4γ² (y_d − z_id)² − 2γ) (docs/math.md §16).
   const Matrix K = gram(Y);
@@ -53,7 +72,13 @@ Matrix KernelExpansion::gradient(const Matrix& Y, Matrix* laplacian, Vector* val
   return G;
 }
 
-double KernelExpansion::rkhs_norm2() const { return alpha.dot(gram(points) * alpha); }
+double KernelExpansion::rkhs_norm2() const {
+  return random_features() ? alpha.squaredNorm() : alpha.dot(gram(points) * alpha);
+}
+
+Matrix KernelExpansion::rkhs_gram() const {
+  return random_features() ? Matrix(Matrix::Identity(alpha.size(), alpha.size())) : gram(points);
+}
 
 namespace {
 
@@ -155,7 +180,7 @@ Trainer::Trainer(KernelExpansion f, network::Network generator, network::Network
       adam_f_(o_.adam, where_ + " (f step)"),
       adam_g_(o_.adam, where_ + " (sampler step)"),
       rms_nu_(o_.rmsprop, where_ + " (dual step)") {
-  if (o_.eta > 0.0) rkhs_gram_ = f_.gram(f_.points);
+  if (o_.eta > 0.0) rkhs_gram_ = f_.rkhs_gram();
 }
 
 namespace {

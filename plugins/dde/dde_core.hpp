@@ -27,21 +27,29 @@
 
 namespace kef::dde {
 
-// f(y) = Σ_i α_i exp(−γ ‖y − z_i‖²) over the rows z_i of `points`.
+// f(y) = Σ_i α_i exp(−γ ‖y − z_i‖²) over the rows z_i of `points` (kernel centres, the paper's), or
+// f(y) = Σ_j α_j φ_j(y) over m random Fourier features of the same kernel (Rahimi and Recht 2007),
+// φ_j(y) = √(2/m) cos(ω_jᵀ y + b_j), ω_j ~ N(0, 2γ I), b_j ~ U(0, 2π), so that E[φ(x)ᵀφ(y)] = k(x, y):
+// the rows ω_j of `omega` and `phase` b, with `points` empty. Every member below serves both.
 struct KernelExpansion {
-  Matrix points;  // n x D
-  Vector alpha;   // n
+  Matrix points;  // n x D (kernel centres)
+  Vector alpha;   // n, or m
   double gamma = 1.0;
+  Matrix omega;  // m x D (random features; empty for kernel centres)
+  Vector phase;  // m
 
-  Index dim() const { return points.cols(); }
-  // K(Y, Z): |Y| x n.
+  bool random_features() const { return omega.rows() > 0; }
+  Index dim() const { return random_features() ? omega.cols() : points.cols(); }
+  // The basis functions at the rows of Y: K(Y, Z) (|Y| x n) or Φ(Y) (|Y| x m).
   Matrix gram(const Matrix& Y) const;
   Vector values(const Matrix& Y) const;
   // ∇_y f at the rows of Y (|Y| x D); with laplacian, also the diagonal second derivatives ∂²_d f; with
-  // values, f itself (from the same kernel matrix).
+  // values, f itself (from the same basis matrix).
   Matrix gradient(const Matrix& Y, Matrix* laplacian = nullptr, Vector* values = nullptr) const;
-  // ‖f‖²_H = αᵀ K(Z, Z) α.
+  // ‖f‖²_H = αᵀ G α: G = K(Z, Z) for centres; for random features the norm in the features' space,
+  // G = I (f's norm in the RKHS of the finite feature kernel φ(x)ᵀφ(y)).
   double rkhs_norm2() const;
+  Matrix rkhs_gram() const;
 };
 
 struct Architecture {
@@ -157,7 +165,7 @@ class Trainer {
   BaseMeasure p0_;
   TrainerOptions o_;
   std::string where_;
-  Matrix rkhs_gram_;  // K(Z, Z) when η > 0
+  Matrix rkhs_gram_;  // f_.rkhs_gram() when η > 0
   Adam adam_f_, adam_g_;
   RmsProp rms_nu_;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <numbers>
 #include <sstream>
 
 #include "dde_conditional_model.hpp"
@@ -36,6 +38,11 @@ OptionsSpec<DdeOptions> make_spec(bool conditional) {
   s.integer("dual_steps", &O::dual_steps, "RMSprop steps on ν per round", 3).at_least(1);
   s.integer("inducing_points", &O::inducing_points,
             "kernel centres of f: 0 for every training row (the paper's), m > 0 for m seeded training rows",
+            0)
+      .non_negative();
+  s.integer("random_features", &O::random_features,
+            "f over this many random Fourier features of the Gaussian kernel (Rahimi and Recht) instead of "
+            "kernel centres; 0: kernel centres (the paper's)",
             0)
       .non_negative();
   s.integer("report_every", &O::report_every, "iterations per progress line and loss-curve point", 100)
@@ -117,15 +124,22 @@ TrainerOptions trainer_options(const DdeOptions& opt, Index cond_dim, BaseMeasur
 Trainer make_trainer(const Matrix& rows, const Architecture& arch, BaseMeasure p0, const TrainerOptions& to,
                      const DdeOptions& opt, const FitInput& in, const std::string& where) {
   KernelExpansion f;
-  if (opt.inducing_points > 0) {
+  f.gamma = bandwidth_gamma(rows, opt.f_bd);
+  if (opt.random_features > 0) {
+    // ω ~ N(0, 2γ I), the Gaussian kernel's spectral density, and b ~ U(0, 2π), from their own stream.
+    RandomStream features = in.context.rng().derive("features");
+    f.omega = std::sqrt(2.0 * f.gamma) * features.normal_matrix(opt.random_features, rows.cols());
+    f.phase.resize(opt.random_features);
+    for (Index j = 0; j < opt.random_features; ++j) f.phase(j) = 2.0 * std::numbers::pi * features.uniform();
+  } else if (opt.inducing_points > 0) {
     RandomStream pick = in.context.rng().derive("inducing");
     f.points = random_rows(rows, opt.inducing_points, pick);
   } else {
     f.points = rows;
   }
-  f.gamma = bandwidth_gamma(rows, opt.f_bd);
   RandomStream init = in.context.rng().derive("init");
-  f.alpha = opt.alpha_init_sd * init.normal_matrix(f.points.rows(), 1).col(0);
+  const Index basis = f.random_features() ? opt.random_features : f.points.rows();
+  f.alpha = opt.alpha_init_sd * init.normal_matrix(basis, 1).col(0);
   network::Network g = make_generator(arch), nu = make_dual(arch);
   g.initialize(init);
   nu.initialize(init);
@@ -221,6 +235,14 @@ DdeOptions with_parts(DdeOptions opt, const Config& cfg, const Parts& parts) {
   return opt;
 }
 
+// f's basis is kernel centres (all rows or `inducing_points` of them) or random features, not both.
+void check_basis(const DdeOptions& opt, const KeySites& sites) {
+  if (opt.random_features > 0 && opt.inducing_points > 0)
+    sites.fail("random_features",
+               "and inducing_points are both set: f is over random features or over kernel "
+               "centres (inducing_points of them), not both; set one");
+}
+
 }  // namespace
 
 const OptionsSpec<DdeOptions>& dde_options() {
@@ -242,7 +264,9 @@ double bandwidth_gamma(const Matrix& X, double f_bd) {
 }
 
 DdeEstimator::DdeEstimator(const Config& cfg, const Parts& parts)
-    : opt_(with_parts(dde_options().read(cfg), cfg, parts)), sites_(cfg) {}
+    : opt_(with_parts(dde_options().read(cfg), cfg, parts)), sites_(cfg) {
+  check_basis(opt_, sites_);
+}
 
 void DdeEstimator::check(const DataShape& data) const {
   if (data.target_dim > 0)
@@ -282,7 +306,8 @@ ModelPtr DdeEstimator::fit(const FitInput& in) {
   const IterationLosses last = train(trainer, X, opt_, to, D, in, "dde training");
   in.report.iterations = opt_.iterations;
   in.report.values["gamma"] = trainer.f().gamma;
-  in.report.values["kernel_centres"] = static_cast<double>(trainer.f().points.rows());
+  in.report.values[trainer.f().random_features() ? "random_features" : "kernel_centres"] =
+      static_cast<double>(trainer.f().alpha.size());
   in.report.values["final_f_loss"] = last.f;
   in.report.values["final_dual_loss"] = last.dual;
   in.report.values["final_sampler_loss"] = last.generator;
@@ -312,7 +337,9 @@ ModelPtr DdeEstimator::fit(const FitInput& in) {
 namespace kef::dde {
 
 DdeConditionalEstimator::DdeConditionalEstimator(const Config& cfg, const Parts& parts)
-    : opt_(with_parts(dde_conditional_options().read(cfg), cfg, parts)), sites_(cfg) {}
+    : opt_(with_parts(dde_conditional_options().read(cfg), cfg, parts)), sites_(cfg) {
+  check_basis(opt_, sites_);
+}
 
 void DdeConditionalEstimator::check(const DataShape& data) const {
   if (data.target_dim == 0)
@@ -373,7 +400,8 @@ ModelPtr DdeConditionalEstimator::fit(const FitInput& in) {
   const IterationLosses last = train(trainer, rows, opt_, to, Dy, in, "dde_conditional training");
   in.report.iterations = opt_.iterations;
   in.report.values["gamma"] = trainer.f().gamma;
-  in.report.values["kernel_centres"] = static_cast<double>(trainer.f().points.rows());
+  in.report.values[trainer.f().random_features() ? "random_features" : "kernel_centres"] =
+      static_cast<double>(trainer.f().alpha.size());
   in.report.values["final_f_loss"] = last.f;
   in.report.values["final_dual_loss"] = last.dual;
   in.report.values["final_sampler_loss"] = last.generator;

@@ -14,7 +14,7 @@ namespace kef::dde {
 struct DdeOptions {
   std::int64_t iterations = 50000, batch_size = 100, noise_dim = 128, width = 128, generator_depth = 4,
                dual_depth = 3, rounds = 5, dual_steps = 3, inducing_points = 0, report_every = 100,
-               correction_candidates = 10, diagnostic_samples = 10000;
+               correction_candidates = 10, diagnostic_samples = 10000, random_features = 0;
   std::string sampler_correction = "none";
   std::string base_measure = "gaussian";  // dde_conditional: p0 of y
   double base_sd = 1.0;

@@ -129,11 +129,13 @@ SamplerDiagnostic DdeModel::diagnose(Index m, RandomStream& rng) const {
 
 std::string DdeModel::describe() const {
   std::ostringstream os;
-  os << "dde: f over " << f_.points.rows() << " kernel centres (Gaussian, gamma " << f_.gamma << "), lambda "
-     << lambda_ << ", p0 uniform on the data box; sampler " << arch_.generator_depth << " ReLU layers of "
-     << arch_.width << " from xi of dimension " << arch_.noise_dim << " (" << generator_.parameter_count()
-     << " parameters), dual " << arch_.dual_depth << " layers of " << arch_.dual_hidden() << " ("
-     << dual_.parameter_count() << " parameters), dimension " << dim();
+  os << "dde: f over " << f_.alpha.size()
+     << (f_.random_features() ? " random Fourier features" : " kernel centres") << " (Gaussian, gamma "
+     << f_.gamma << "), lambda " << lambda_ << ", p0 uniform on the data box; sampler "
+     << arch_.generator_depth << " ReLU layers of " << arch_.width << " from xi of dimension "
+     << arch_.noise_dim << " (" << generator_.parameter_count() << " parameters), dual " << arch_.dual_depth
+     << " layers of " << arch_.dual_hidden() << " (" << dual_.parameter_count() << " parameters), dimension "
+     << dim();
   return os.str();
 }
 
