@@ -57,6 +57,11 @@ OptionsSpec<DdeOptions> make_spec(bool conditional) {
     s.number("base_sd", &O::base_sd, "the Gaussian p0's standard deviation in units of the targets' own", 1.0)
         .positive();
   } else {
+    s.number("box_margin", &O::box_margin,
+             "p0 is uniform on the training box widened by this fraction of its side on each end (0: the "
+             "data's bounding box, the paper's; a held-out row outside the box has density 0, log p = −∞)",
+             0.0)
+        .non_negative();
     s.string("sampler_correction", &O::sampler_correction,
              "how the model samples: the sampler's draws (none) or importance resampling of them against log "
              "p~ with weights exp(λf − ν) (importance)",
@@ -292,11 +297,14 @@ ModelPtr DdeEstimator::fit(const FitInput& in) {
   if (opt_.inducing_points > N)
     sites_.fail("inducing_points", "exceeds the training rows (expected at most " + std::to_string(N) +
                                        ", got " + std::to_string(opt_.inducing_points) + ")");
-  const Vector lo = X.colwise().minCoeff().transpose(), hi = X.colwise().maxCoeff().transpose();
+  Vector lo = X.colwise().minCoeff().transpose(), hi = X.colwise().maxCoeff().transpose();
   for (Index d = 0; d < D; ++d)
     if (!(hi[d] > lo[d]))
       throw DataError("dde: column " + std::to_string(d) +
                       " of the training data is constant, so p0 (uniform on the data box) has no density");
+  const Vector side = hi - lo;
+  lo -= opt_.box_margin * side;
+  hi += opt_.box_margin * side;
 
   const Architecture arch{D, opt_.noise_dim, opt_.width, opt_.generator_depth, opt_.dual_depth,
                           0, opt_.dual_width};

@@ -18,7 +18,8 @@ struct DdeOptions {
   std::string sampler_correction = "none";
   std::string base_measure = "gaussian";  // dde_conditional: p0 of y
   double base_sd = 1.0;
-  double learning_rate = 1e-4, lambda = 1.0, eta = 0.0, f_bd = 0.1, clip = 5.0, alpha_init_sd = 0.1;
+  double learning_rate = 1e-4, lambda = 1.0, eta = 0.0, f_bd = 0.1, clip = 5.0, alpha_init_sd = 0.1,
+         box_margin = 0.0;
   bool clip_generator = true;
   std::int64_t dual_width = 0;  // not a key: ν's hidden units from [model.dual] when they differ; 0: width
   double beta1 = 0.9, beta2 = 0.999, adam_epsilon = 1e-8, rmsprop_alpha = 0.99, rmsprop_epsilon = 1e-8;
