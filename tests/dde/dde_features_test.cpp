@@ -10,6 +10,7 @@
 #include "dde_core.hpp"
 #include "dde_estimator.hpp"
 #include "dde_model.hpp"
+#include "expansion_check.hpp"
 #include "kef/context.hpp"
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
@@ -47,20 +48,7 @@ TEST(DdeRandomFeatures, InputGradientAndLaplacianAgainstCentralDifferences) {
   RandomStream rng(3, "rows");
   const KernelExpansion f = features(30, 3, 0.6, 4);
   const Matrix Y = rng.normal_matrix(5, 3);
-  Matrix lap;
-  Vector values;
-  const Matrix G = f.gradient(Y, &lap, &values);
-  EXPECT_EQ(values, f.values(Y));
-  const double h = 1e-4;
-  for (Index b = 0; b < Y.rows(); ++b)
-    for (Index d = 0; d < 3; ++d) {
-      Matrix p = Y.row(b), m = Y.row(b);
-      p(0, d) += h;
-      m(0, d) -= h;
-      const double fp = f.values(p)[0], fm = f.values(m)[0], f0 = f.values(Y.row(b))[0];
-      EXPECT_NEAR(G(b, d), (fp - fm) / (2 * h), 1e-8 * (1 + std::abs(G(b, d))));
-      EXPECT_NEAR(lap(b, d), (fp - 2 * f0 + fm) / (h * h), 1e-5 * (1 + std::abs(lap(b, d))));
-    }
+  test_check::expect_derivatives_match_central_differences(f, Y);
   // Values against the definition.
   double direct = 0.0;
   for (Index j = 0; j < 30; ++j)

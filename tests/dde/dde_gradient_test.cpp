@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "dde_core.hpp"
+#include "expansion_check.hpp"
 #include "test_support.hpp"
 
 namespace kef::dde {
@@ -83,18 +84,7 @@ TEST(DdeGradient, ExpansionInputGradientAndLaplacian) {
   RandomStream rng(7, "data");
   KernelExpansion f{rng.normal_matrix(25, 3), rng.normal_matrix(25, 1).col(0), 0.4};
   const Matrix Y = rng.normal_matrix(6, 3);
-  Matrix lap;
-  const Matrix G = f.gradient(Y, &lap);
-  const double h = 1e-4;
-  for (Index b = 0; b < Y.rows(); ++b)
-    for (Index d = 0; d < 3; ++d) {
-      Matrix p = Y.row(b), m = Y.row(b);
-      p(0, d) += h;
-      m(0, d) -= h;
-      const double fp = f.values(p)[0], fm = f.values(m)[0], f0 = f.values(Y.row(b))[0];
-      EXPECT_NEAR(G(b, d), (fp - fm) / (2 * h), 1e-8 * (1 + std::abs(G(b, d))));
-      EXPECT_NEAR(lap(b, d), (fp - 2 * f0 + fm) / (h * h), 1e-5 * (1 + std::abs(lap(b, d))));
-    }
+  test_check::expect_derivatives_match_central_differences(f, Y);
   // Values against the definition, term by term.
   double direct = 0.0;
   for (Index i = 0; i < 25; ++i)
