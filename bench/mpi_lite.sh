@@ -7,12 +7,8 @@
 set -euo pipefail
 build=${1:-build}
 N=${2:-2000000} D=${3:-10} M=${4:-300}
-kef=$(cd "$build" && pwd)/bin/kef
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-export OMPI_MCA_btl=self,vader
+source "$(dirname "${BASH_SOURCE[0]}")/mpi_common.sh"
+mpi_bench_setup "$build"
 cat > lite.toml <<TOML
 schema_version = 1
 seed = 1
