@@ -172,11 +172,24 @@ kef::InMemoryData in_memory_data(const ArrayArg& arg, const std::vector<std::str
   return data;
 }
 
+// What rank 0 sends the other processes at the end of a distributed call: for a file run the text of the
+// results.json it wrote (the others need not share its file system); nothing for an in-memory run,
+// whose results every process holds.
+struct FileRun {
+  kef::RunSummary summary;
+  std::string results;  // results.json's text (rank 0 reads it)
+};
+std::string shared_text(const FileRun& r) { return r.results; }
+void take_shared(FileRun& r, const std::vector<std::string>& all) { r.results = all[0]; }
+std::string shared_text(const kef::RunResult&) { return std::string(); }
+void take_shared(kef::RunResult&, const std::vector<std::string>&) {}
+
 // `body(options)` (called with the GIL released) on one process (comm_handle < 0) or on the processes
 // of an mpi4py communicator (comm_handle = comm.py2f(), its Fortran handle). With processes: rank 0
-// alone shows progress; afterwards the processes agree, so a failure on any process raises the error of
-// the lowest failing rank on every process (as `mpirun kef run` exits alike on every process), and
-// `finish(result, comm)` runs before that agreement (e.g. rank 0 reading the output it wrote).
+// alone shows progress; afterwards one closing exchange carries every process's outcome and rank 0's
+// shared_text, so a failure on any process raises the error of the lowest failing rank on every
+// process (as `mpirun kef run` exits alike on every process), and no process can be left waiting in a
+// second collective.
 template <class Result, class Body>
 Result on_processes(long long comm_handle, kef::RunOptions& options, Body&& body) {
   if (comm_handle < 0) {
@@ -194,8 +207,10 @@ Result on_processes(long long comm_handle, kef::RunOptions& options, Body&& body
   if (processes.rank() != 0) options.quiet = true;
   Result result{};
   std::exception_ptr error;
+  std::string payload;
   try {
     result = body(options);
+    if (processes.rank() == 0) payload = shared_text(result);
   } catch (const kef::Error& e) {
     error = std::current_exception();
     processes.set_failure(std::string("kef: ") + e.kind() + ": " + e.what());
@@ -203,7 +218,8 @@ Result on_processes(long long comm_handle, kef::RunOptions& options, Body&& body
     error = std::current_exception();
     processes.set_failure(std::string("kef: internal error: ") + e.what());
   }
-  kef::agree(processes, kef::CollectiveStep::finish, error);  // throws the lowest failing rank's error
+  // Throws the lowest failing rank's error on every process; otherwise every process gets rank 0's text.
+  take_shared(result, kef::exchange(processes, kef::CollectiveStep::finish, payload, error));
   return result;
 #else
   throw kef::ConfigError(
@@ -250,27 +266,19 @@ py::tuple run_file(const std::string& path, const std::vector<std::string>& over
   options.threads = threads;
   options.quiet = quiet;
   if (!output_dir.empty()) options.output_dir = output_dir;
-  struct Out {
-    kef::RunSummary summary;
-    std::string results;
-  };
-  Out out = on_processes<Out>(comm, options, [&](const kef::RunOptions& o) {
-    Out r;
+  FileRun out = on_processes<FileRun>(comm, options, [&](const kef::RunOptions& o) {
+    FileRun r;
     r.summary = kef::run_pipeline(path, o);
     const kef::Communicator& c = o.communicator ? *o.communicator : kef::single_process();
-    std::exception_ptr error;
-    if (c.rank() == 0) try {
-        std::ifstream f(r.summary.output_dir / "results.json");
-        if (!f)
-          throw kef::DataError((r.summary.output_dir / "results.json").string() +
-                               ": cannot read the run's results");
-        std::stringstream text;
-        text << f.rdbuf();
-        r.results = text.str();
-      } catch (...) {
-        error = std::current_exception();
-      }
-    r.results = kef::exchange(c, kef::CollectiveStep::finish, r.results, error)[0];
+    if (c.rank() == 0) {
+      std::ifstream f(r.summary.output_dir / "results.json");
+      if (!f)
+        throw kef::DataError((r.summary.output_dir / "results.json").string() +
+                             ": cannot read the run's results");
+      std::stringstream text;
+      text << f.rdbuf();
+      r.results = text.str();
+    }
     return r;
   });
   return py::make_tuple(out.results, out.summary.output_dir.string(), out.summary.table);
