@@ -41,15 +41,9 @@ int run_distributed(const std::string& file, kef::RunOptions options) {
     try {
       if (options.threads > 0) kef::set_default_threads(options.threads);
       summary = kef::run_pipeline(file, options);
-    } catch (const kef::Error& e) {
-      error = std::current_exception();
-      world.set_failure(std::string("kef: ") + e.kind() + ": " + e.what());
-    } catch (const std::exception& e) {
-      error = std::current_exception();
-      world.set_failure(std::string("kef: internal error: ") + e.what());
     } catch (...) {
       error = std::current_exception();
-      world.set_failure("kef: internal error: unknown exception");
+      world.set_failure(error);
     }
     const kef::AgreedStatus agreed = kef::agree_status(world, error);
     if (agreed.failed_rank < 0) {

@@ -74,6 +74,18 @@ std::vector<std::string> MpiCommunicator::all_gather(kef::CollectiveStep step,
   return out;
 }
 
+void MpiCommunicator::set_failure(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const kef::Error& e) {
+    set_failure(std::string("kef: ") + e.kind() + ": " + e.what());
+  } catch (const std::exception& e) {
+    set_failure(std::string("kef: internal error: ") + e.what());
+  } catch (...) {
+    set_failure(std::string("kef: internal error: unknown exception"));
+  }
+}
+
 bool mpi_ready() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ class MpiCommunicator final : public kef::Communicator {
   // This process's error, printed if the processes turn out to be out of step at the closing agreement
   // (the others cannot learn it: they wait in another collective).
   void set_failure(std::string message) { failure_ = std::move(message); }
+  // The same for a caught exception: "kef: KIND: message" for a kef::Error, an internal error otherwise.
+  void set_failure(const std::exception_ptr& error);
 
  private:
   MPI_Comm comm_;

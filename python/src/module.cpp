@@ -211,12 +211,9 @@ Result on_processes(long long comm_handle, kef::RunOptions& options, Body&& body
   try {
     result = body(options);
     if (processes.rank() == 0) payload = shared_text(result);
-  } catch (const kef::Error& e) {
+  } catch (...) {
     error = std::current_exception();
-    processes.set_failure(std::string("kef: ") + e.kind() + ": " + e.what());
-  } catch (const std::exception& e) {
-    error = std::current_exception();
-    processes.set_failure(std::string("kef: internal error: ") + e.what());
+    processes.set_failure(error);
   }
   // Throws the lowest failing rank's error on every process; otherwise every process gets rank 0's text.
   take_shared(result, kef::exchange(processes, kef::CollectiveStep::finish, payload, error));
