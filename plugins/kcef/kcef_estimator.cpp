@@ -10,6 +10,7 @@
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/number_text.hpp"
+#include "kef/score_matching.hpp"
 
 namespace kef::kcef {
 
@@ -159,12 +160,6 @@ KcefModel kcef_solve(const KcefSystem& sys, const Matrix& X, const Matrix& Y, co
   return KcefModel(std::move(p));
 }
 
-double conditional_score_matching_loss(const ConditionalModel& model, const Matrix& X, const Matrix& Y) {
-  Matrix g, l;
-  model.score_and_laplacian(X, Y, g, l);
-  return (l.array() + 0.5 * g.array().square()).rowwise().sum().mean();
-}
-
 KcefEstimator::KcefEstimator(const Config& cfg) : opt_(kcef_options().read(cfg)), sites_(cfg) {}
 
 std::optional<FacetSet> KcefEstimator::facets() const {
@@ -241,6 +236,8 @@ ModelPtr KcefEstimator::fit(const FitInput& in) {
             std::to_string(sy_candidates.size()) + " σ_y x " + std::to_string(lambdas.size()) + " λ");
     // total[(x·|σ_y| + y)·|λ| + l]: the sum over folds, in fold order.
     std::vector<double> total(sx_candidates.size() * sy_candidates.size() * lambdas.size(), 0.0);
+    // The held-out loss of a candidate, on this process alone: every process runs the whole search.
+    const Context fold_context(0, 1);
     for (Index k = 0; k < K; ++k) {
       const std::vector<Index> tr = rows_outside_fold(folds, k), te = rows_in_fold(folds, k);
       const Matrix Xtr = gather_rows(X, tr), Ytr = gather_rows(Y, tr), Xte = gather_rows(X, te),
@@ -253,7 +250,7 @@ ModelPtr KcefEstimator::fit(const FitInput& in) {
             try {
               const KcefModel m =
                   kcef_solve(sys, Xtr, Ytr, sx_candidates[x], sy_candidates[y], opt_.q0_sd, lambdas[l]);
-              loss = conditional_score_matching_loss(m, Xte, Yte);
+              loss = conditional_score_matching_loss(m, Xte, Yte, fold_context);
             } catch (const NumericalError&) {
               // A candidate whose system does not factorise is never chosen.
             }

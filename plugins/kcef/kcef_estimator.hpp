@@ -44,10 +44,6 @@ KcefSystem kcef_system(const Matrix& X, const Matrix& Y, const Vector& sigma_x, 
 KcefModel kcef_solve(const KcefSystem& system, const Matrix& X, const Matrix& Y, const Vector& sigma_x,
                      double sigma_y, double q0_sd, double lambda, double* jitter = nullptr);
 
-// The conditional score-matching loss of a model on pairs (X, Y): the mean over rows of
-// Σ_j [∂²_(y_j) log p~(y | x) + ½ (∂_(y_j) log p~(y | x))²] (docs/math.md §17.4).
-double conditional_score_matching_loss(const ConditionalModel& model, const Matrix& X, const Matrix& Y);
-
 class KcefEstimator final : public Clonable<KcefEstimator, Estimator> {
  public:
   explicit KcefEstimator(const Config& cfg);

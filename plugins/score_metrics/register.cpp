@@ -22,6 +22,11 @@ void register_score_metrics(kef::PluginRegistrar& r) {
   add(r, "score_matching_loss",
       "Held-out score-matching loss J = mean Σ_d [∂²_d log p~ + ½(∂_d log p~)²] (and J of the truth when known)",
       "DKEF eq. 4; docs/math.md §1", Metric::ScoreMatching, false, kef::Facet::Laplacian);
+  add(r, "conditional_score_matching_loss",
+      "Held-out conditional score-matching loss in y, J = mean Σ_d [∂²_(y_d) log p~(y | x) + ½(∂_(y_d) log p~(y | x))²] "
+      "over a split's pairs (x, y)",
+      "Arbel & Gretton 2018; docs/math.md §17.4", Metric::ConditionalScoreMatching, false,
+      kef::Facet::ConditionalScore);
   add(r, "fisher_divergence", "½ mean ‖∇log p~ − ∇log p0‖² against the exact score of a synthetic source",
       "docs/math.md §1", Metric::FisherDivergence, true, kef::Facet::Score);
   add(r, "true_log_likelihood", "Mean log density of the true distribution on the split (a reference value)",
@@ -30,5 +35,6 @@ void register_score_metrics(kef::PluginRegistrar& r) {
 
 }  // namespace
 
-KEF_PLUGIN("score_metrics", "0.1.0", "Score matching loss, Fisher divergence, true log-likelihood",
+KEF_PLUGIN("score_metrics", "0.1.0",
+           "Score matching loss (of a density and of a conditional density), Fisher divergence, true log-likelihood",
            register_score_metrics)

@@ -17,6 +17,8 @@ const char* metric_name(Metric m) {
       return "fisher_divergence";
     case Metric::TrueLogLikelihood:
       return "true_log_likelihood";
+    case Metric::ConditionalScoreMatching:
+      return "conditional_score_matching_loss";
   }
   return "score_metrics";
 }
@@ -26,6 +28,9 @@ KeyList split_keys() { return {split_key("which held-out split to evaluate on")}
 
 void ScoreEvaluator::check(const DataShape& data) const {
   if (data.rows(split_) == 0) sites_.fail("split", "the " + split_ + " split is empty");
+  if (metric_ == Metric::ConditionalScoreMatching && data.target_dim == 0)
+    sites_.fail("type", "scores a conditional density p(y | x) in y, and the data have no target columns "
+                        "([data] targets)");
 }
 
 ScoreEvaluator::ScoreEvaluator(Metric metric, const Config& cfg)
@@ -34,6 +39,19 @@ ScoreEvaluator::ScoreEvaluator(Metric metric, const Config& cfg)
 EvaluationResult ScoreEvaluator::evaluate(const EvalInput& in) {
   const Matrix& X = evaluation_rows(in, split_, sites_, metric_name(metric_));
   EvaluationResult r;
+  if (metric_ == Metric::ConditionalScoreMatching) {
+    const ConditionalModel* c = in.model.conditional();
+    if (!c)
+      sites_.fail("type", "model " + in.model_name + " (" + in.model.type_name() +
+                              ") is not a conditional density p(y | x)");
+    if (!in.data.roles.conditional())
+      sites_.fail("type", "scores a conditional density in y, and the data have no target columns ([data] targets)");
+    // The model's own units: a conditional score-matching loss has no change-of-units rule as simple as a
+    // log-likelihood's (each target column's scale enters squared), so it is reported as fitted.
+    r.metrics.emplace_back("conditional_score_matching_loss",
+                           conditional_score_matching_loss(*c, in.data.inputs(X), in.data.targets(X), in.context));
+    return r;
+  }
   const Model* truth = in.data.truth.get();
   if (metric_ != Metric::ScoreMatching && !truth)
     sites_.fail("type", "needs the exact density of the data source, and this source has none");

@@ -33,7 +33,8 @@ for _cls in (Error, ConfigError, DataError, PluginError, ModelFileError, Numeric
 del _cls
 __all__ = [
     "fit", "run", "validate", "load", "evaluate", "fssd", "ksd", "log_likelihood",
-    "score_matching_loss", "mmd", "Model", "Error", "ConfigError", "DataError",
+    "score_matching_loss", "mmd", "conditional_log_likelihood", "conditional_score_matching_loss",
+    "Model", "Error", "ConfigError", "DataError",
     "PluginError", "ModelFileError", "NumericalError", "quiet",
 ]
 
@@ -279,3 +280,5 @@ ksd = _evaluator("ksd")
 log_likelihood = _evaluator("log_likelihood")
 score_matching_loss = _evaluator("score_matching_loss")
 mmd = _evaluator("mmd")
+conditional_log_likelihood = _evaluator("conditional_log_likelihood")
+conditional_score_matching_loss = _evaluator("conditional_score_matching_loss")

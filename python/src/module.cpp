@@ -24,7 +24,7 @@
 
 #include "kef/conditional_sampling.hpp"
 #include "kef/context.hpp"
-#include "kef/data_units_model.hpp"
+#include "kef/model_rows.hpp"
 #include "kef/error.hpp"
 #include "kef/hmc.hpp"
 #include "kef/model_archive.hpp"
@@ -64,13 +64,13 @@ kef::Registry& registry(bool quiet) {
 // A model: as fitted (model coordinates) with the map from data units, and the same in data units.
 struct PyModel {
   kef::SavedModel saved;
-  kef::ModelPtr data_units;  // make_data_units_model(saved.model, saved.transform)
+  kef::ModelRows rows;  // log density and score of rows in data units, what `kef score` computes
   std::string name;          // the directory it was loaded from, or its [[model]] name (progress labels)
   std::string what;          // for messages: "the model at DIR", "model NAME (kef.fit)"
 
   PyModel(kef::SavedModel s, std::string n, std::string w)
       : saved(std::move(s)),
-        data_units(kef::make_data_units_model(saved.model, saved.transform)),
+        rows(saved),
         name(std::move(n)),
         what(std::move(w)) {}
   kef::Index dim() const { return saved.model->dim(); }
@@ -337,42 +337,28 @@ py::array by_row_blocks(const PyModel& m, const ArrayArg& x, kef::Index width, b
   return out;
 }
 
-// log_density and score take whole rows of an unconditional density, as `kef score` does.
-void require_whole_rows(const PyModel& m, const std::string& call) {
-  if (m.saved.model->conditional() == nullptr && !m.saved.transform.roles.conditional()) return;
-  throw kef::ConfigError("kef.Model." + call + ": " + m.what +
-                         " is a conditional density p(y | x) (columns: " +
-                         kef::conditional_columns_text(m.saved, m.saved.model->conditional()) + "); " + call +
-                         " takes whole rows of an unconditional density, as `kef score` does (conditional "
-                         "scoring of a model is not implemented; evaluate it with kef.run and a pipeline's "
-                         "conditional evaluators, or draw from it with model.sample(n, given=X))");
-}
-
+// log_density and score take whole rows, as `kef score` does: for a conditional model x and y are the
+// columns of its roles, and the values are log p~(y | x) and ∇_y log p~(y | x).
 py::array log_density(const PyModel& m, const py::handle& X, bool normalized) {
-  require_whole_rows(m, "log_density");
   const ArrayArg x = checked_array(X, "X", m.dim(), m.what);
-  std::optional<double> log_z;
-  if (normalized) {
-    log_z = m.saved.model->log_normalizer();
-    if (!log_z)
-      throw kef::ConfigError(
-          "normalized=True: " + m.what + " (" + m.saved.model->type_name() +
-          ") has no known normalising constant; use log_density(X) for log p~, or estimate "
-          "the log-likelihood with kef.log_likelihood(model, X)");
-  }
+  if (normalized && !m.rows.has_exact_normalizer())
+    throw kef::ConfigError(
+        "normalized=True: " + m.what + " (" + m.saved.model->type_name() + ") has no known normalising constant" +
+        (m.rows.conditional() ? " Z(x); use log_density(X) for log p~(y | x), or estimate the conditional "
+                                "log-likelihood with kef.conditional_log_likelihood(model, X)"
+                              : "; use log_density(X) for log p~, or estimate the log-likelihood with "
+                                "kef.log_likelihood(model, X)"));
   return by_row_blocks(m, x, 1, true, "log density", [&](const kef::Matrix& rows) {
     kef::Matrix values(rows.rows(), 1);
-    values.col(0) = m.data_units->log_unnormalized(rows);
-    if (log_z) values.col(0).array() -= *log_z;
+    values.col(0) = m.rows.log_density(rows, normalized);
     return values;
   });
 }
 
 py::array score(const PyModel& m, const py::handle& X) {
-  require_whole_rows(m, "score");
   const ArrayArg x = checked_array(X, "X", m.dim(), m.what);
-  return by_row_blocks(m, x, m.dim(), false, "score",
-                       [&](const kef::Matrix& rows) { return m.data_units->score(rows); });
+  return by_row_blocks(m, x, m.rows.score_columns(), false, "score",
+                       [&](const kef::Matrix& rows) { return m.rows.score(rows); });
 }
 
 // `kef sample MODEL_DIR` (the hmc sampler): the model's exact sampler when it has one, HMC otherwise, in

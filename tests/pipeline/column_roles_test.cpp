@@ -16,6 +16,7 @@
 #include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
+#include "kef/npy.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/random.hpp"
 #include "test_support.hpp"
@@ -293,8 +294,8 @@ Registry& fixture_registry() {
 TEST(ColumnRoles, SavedConditionalModelsKeepTheirRolesAndBlockMaps) {
   const fs::path dir = test::temp_dir("roles-save");
   const Matrix X = conditional_rows(300);
-  const Config pipeline =
-      Config::parse_string(linear_gaussian_pipeline("targets = [\"y\"]\nwhiten = true"), "lg.toml");
+  const Config pipeline = Config::parse_string(
+      linear_gaussian_pipeline("targets = [\"y\"]\nwhiten = true\nshuffle = false\nsplit = { test = 30 }"), "lg.toml");
   RunOptions options;
   options.quiet = true;
   options.output_dir = (dir / "run").string();
@@ -311,11 +312,20 @@ TEST(ColumnRoles, SavedConditionalModelsKeepTheirRolesAndBlockMaps) {
   const Matrix test = X.bottomRows(30);
   EXPECT_EQ(reloaded->conditional()->log_unnormalized(test.leftCols(2), test.rightCols(1)),
             r.models[0].second->conditional()->log_unnormalized(test.leftCols(2), test.rightCols(1)));
-  // The commands that take whole rows refuse it, naming the roles.
-  const std::string msg = test::message_of<ConfigError>(
-      [&] { score_saved_model(saved, X.topRows(3), false, (dir / "run" / "models" / "lg").string()); });
-  EXPECT_NE(msg.find("kef score"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("inputs x [a, b], targets y [y]"), std::string::npos) << msg;
+  // `kef score` on whole rows (a, b, y): log p(y | x) and ∂_y, in data units. The fixture's density is
+  // normalised (log Z(x) = 0), so --normalize changes nothing, and the values are the direct formula
+  // on the raw training rows (the fit is equivariant under the whitening: see the test above).
+  const std::string model_dir = (dir / "run" / "models" / "lg").string();
+  const Matrix scored = score_saved_model(saved, test, true, model_dir);
+  ASSERT_EQ(scored.rows(), test.rows());
+  ASSERT_EQ(scored.cols(), 2);
+  EXPECT_EQ(scored, score_saved_model(saved, test, false, model_dir));
+  EXPECT_EQ(scored.col(0), reloaded->conditional()->log_unnormalized(test.leftCols(2), test.rightCols(1)));
+  EXPECT_EQ(scored.col(1), reloaded->conditional()->score(test.leftCols(2), test.rightCols(1)));
+  for (Index n = 0; n < test.rows(); ++n)
+    EXPECT_NEAR(scored(n, 0), direct_log_density(X.topRows(270), test.row(n).transpose()), 1e-9) << "row " << n;
+  // The columns the roles name, wherever they are: x and y are read from each row by the saved roles.
+  EXPECT_EQ(saved.transform.roles.targets, std::vector<Index>{2});
   // A saved record whose map mixes the two roles is refused on load.
   const fs::path toml = dir / "run" / "models" / "lg" / "model.toml";
   std::stringstream text;
@@ -353,7 +363,7 @@ TEST(ColumnRoles, ValidateRefusesTargetsWithAnUnconditionalEstimatorAndTheRevers
       << msg;
 }
 
-TEST(ColumnRoles, TheCommandRunsAConditionalPipelineAndItsRowCommandsRefuseTheModel) {
+TEST(ColumnRoles, TheCommandRunsAConditionalPipelineAndScoresAndEvaluatesItsModel) {
   const fs::path dir = test::temp_dir("roles-cli");
   test::write_file(dir, "data.csv", csv_text(kColumns, conditional_rows(200)));
   const fs::path cfg = test::write_file(
@@ -370,10 +380,49 @@ TEST(ColumnRoles, TheCommandRunsAConditionalPipelineAndItsRowCommandsRefuseTheMo
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("inputs x [a, b], targets y [y]"), std::string::npos) << r.output;
-  r = test::kef_cmd("score " + model + " --data " + (dir / "data.csv").string() + " --out " +
+  // kef score: log p(y | x) and ∂_y per row, in data units: what the reloaded model gives.
+  const std::string data = (dir / "data.csv").string();
+  r = test::kef_cmd("score " + model + " --data " + data + " --normalize --quiet --out " +
                     (dir / "score.npy").string(), env);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Matrix scored = read_npy(dir / "score.npy");
+  const Matrix rows = conditional_rows(200);
+  Registry registry;
+  register_core_components(registry);
+  registry.load_plugins(plugin_search_path({test::plugin_dir().string(), KEF_PIPELINE_FIXTURE_DIR}));
+  const SavedModel saved = load_saved_model(model, registry);
+  ASSERT_EQ(scored.rows(), 200);
+  ASSERT_EQ(scored.cols(), 2);
+  const ModelPtr in_data_units = make_data_units_model(saved.model, saved.transform);
+  for (Index n = 0; n < 200; ++n) {
+    const Matrix x = rows.row(n).head(2), y = rows.row(n).tail(1);
+    EXPECT_NEAR(scored(n, 0), in_data_units->conditional()->log_unnormalized(x, y)[0], 1e-12) << n;
+    EXPECT_NEAR(scored(n, 1), in_data_units->conditional()->score(x, y)(0, 0), 1e-12) << n;
+  }
+  // kef eval with the conditional evaluators: the log-likelihood is the mean of the scored log densities
+  // (the fixture's Z(x) is exact), the score-matching loss the direct mean in the model's coordinates.
+  r = test::kef_cmd("eval " + model + " --data " + data +
+                        " --type conditional_log_likelihood --quiet --out " + (dir / "ll.json").string(),
+                    env);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NEAR(test::read_json(dir / "ll.json")["metrics"]["conditional_log_likelihood"].get<double>(),
+              scored.col(0).mean(), 1e-12);
+  r = test::kef_cmd("eval " + model + " --data " + data +
+                        " --type conditional_score_matching_loss --quiet --out " + (dir / "sm.json").string(),
+                    env);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Matrix z = saved.transform.to_model(rows);
+  Matrix sz, lz;
+  saved.model->conditional()->score_and_laplacian(z.leftCols(2), z.rightCols(1), sz, lz);
+  const Json sm = test::read_json(dir / "sm.json");
+  EXPECT_NEAR(sm["metrics"]["conditional_score_matching_loss"].get<double>(),
+              (lz.array() + 0.5 * sz.array().square()).rowwise().sum().mean(), 1e-12);
+  EXPECT_EQ(sm["metric_spaces"]["conditional_score_matching_loss"], "standardized");
+  // An evaluator of densities of whole rows is refused, naming what the model lacks.
+  r = test::kef_cmd("eval " + model + " --data " + data + " --type score_matching_loss", env);
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find("kef score"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kef eval --type score_matching_loss"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Laplacian"), std::string::npos) << r.output;
   // validate with an unconditional estimator names `targets` and the estimator, exit 2.
   const fs::path bad = test::write_file(
       dir, "bad.toml",

@@ -83,6 +83,23 @@ double score_matching_loss(const Model& model, const Matrix& X, const Context& c
       nullptr);
 }
 
+double conditional_score_matching_loss(const ConditionalModel& model, const Matrix& X, const Matrix& Y,
+                                       const Context& context) {
+  if (X.rows() != Y.rows())
+    throw Error("conditional score matching: " + std::to_string(X.rows()) + " inputs x for " +
+                std::to_string(Y.rows()) + " targets y");
+  return chunked_mean(
+      X, context, nullptr,
+      [&](const auto& block, Index offset) {
+        Matrix s, l;
+        model.score_and_laplacian(block, Y.middleRows(offset, block.rows()), s, l);
+        check_rows_finite(s, offset, "the model's score in y", nullptr);
+        check_rows_finite(l, offset, "the model's second derivatives in y", nullptr);
+        return Vector((l.array() + 0.5 * s.array().square()).rowwise().sum());
+      },
+      nullptr);
+}
+
 double fisher_divergence(const Model& model, const Model& truth, const Matrix& X, const Context& context,
                          const std::vector<bool>* rows) {
   return chunked_mean(

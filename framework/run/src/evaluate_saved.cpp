@@ -5,10 +5,12 @@
 #include <filesystem>
 #include <optional>
 
+#include "kef/conditional_sampling.hpp"
 #include "kef/data_io.hpp"
 #include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
+#include "kef/model_rows.hpp"
 #include "kef/parallel.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/progress.hpp"
@@ -56,9 +58,8 @@ void require_unconditional(const SavedModel& saved, const std::string& model_dir
   const std::string roles = column_roles_text(saved.transform, saved.model->dim());
   throw ConfigError(command + ": the model at " + model_dir +
                     " is a conditional density p(y | x) (fitted with [data] targets: " + roles + "), and " +
-                    command +
-                    " works on densities of whole rows; conditional scoring and evaluation of a saved model "
-                    "are not implemented (conditional sampling is `kef sample MODEL_DIR --given X.npy`)");
+                    command + " without --given draws whole rows; draw y for given inputs x with `" + command +
+                    " " + model_dir + " --given X.npy`");
 }
 
 Matrix read_saved_model_input(const std::filesystem::path& file, const std::vector<std::string>& columns,
@@ -85,24 +86,19 @@ Matrix read_saved_model_input(const std::filesystem::path& file, const std::vect
 
 Matrix score_saved_model(const SavedModel& saved, const Matrix& X, bool normalize,
                          const std::string& model_dir) {
-  require_unconditional(saved, model_dir, "kef score");
-  std::optional<double> log_z;
-  if (normalize) {
-    log_z = saved.model->log_normalizer();
-    if (!log_z)
-      throw ConfigError("--normalize: the model at " + model_dir + " (" + saved.model->type_name() +
-                        ") has no known normalising constant; kef score does not estimate one. Drop "
-                        "--normalize for log p~, or estimate the log-likelihood with `kef eval --type "
-                        "log_likelihood`");
-  }
-  const ModelPtr model = make_data_units_model(saved.model, saved.transform);
-  Matrix result(X.rows(), 1 + model->dim());
+  const ModelRows rows(saved);
+  if (normalize && !rows.has_exact_normalizer())
+    throw ConfigError("--normalize: the model at " + model_dir + " (" + saved.model->type_name() +
+                      ") has no known normalising constant" + (rows.conditional() ? " Z(x)" : "") +
+                      "; kef score does not estimate one. Drop --normalize for " + rows.quantity(false) +
+                      ", or estimate the log-likelihood with `kef eval --type " +
+                      (rows.conditional() ? "conditional_log_likelihood" : "log_likelihood") + "`");
+  Matrix result(X.rows(), 1 + rows.score_columns());
   for_model_row_blocks(X.rows(), [&](Index first, Index count) {
-    const Matrix rows = X.middleRows(first, count);
-    result.col(0).segment(first, count) = model->log_unnormalized(rows);
-    result.block(first, 1, count, model->dim()) = model->score(rows);
+    const Matrix block = X.middleRows(first, count);
+    result.col(0).segment(first, count) = rows.log_density(block, normalize);
+    result.block(first, 1, count, rows.score_columns()) = rows.score(block);
   });
-  if (log_z) result.col(0).array() -= *log_z;
   return result;
 }
 
@@ -131,8 +127,11 @@ EvaluationResult evaluate_model(Registry& registry, const ModelEvalInput& in,
   const ComponentInfo& info =
       saved_evaluator_info(registry, in.evaluator, in.other != nullptr, in.against_name, in.against_hint);
   const SavedModel& saved = *in.model;
-  require_unconditional(saved, in.model_name, in.command);
   const ModelPtr model = saved.model;
+  // What the evaluator needs of the models, checked as a pipeline checks it: a conditional model meets
+  // the evaluators of conditional densities, a density of whole rows the others.
+  require_facets(*model, info.facets, in.command + " --type " + info.type, in.model_name);
+  if (in.other) require_facets(*in.other->model, info.facets, in.command + " --type " + info.type, in.other_name);
   const ModelPtr other = in.other ? in.other->model : nullptr;
   if (other && other->dim() != model->dim())
     throw DataError(in.other_name + ": dimension " + std::to_string(other->dim()) + ", the model at " +
@@ -151,6 +150,8 @@ EvaluationResult evaluate_model(Registry& registry, const ModelEvalInput& in,
   data.test = saved.transform.to_model(*in.rows);
   data.columns = saved.transform.columns;
   data.transform = saved.transform;
+  // A conditional model's evaluators split each row into x and y by the roles it was fitted with.
+  if (const ConditionalModel* c = model->conditional()) data.roles = conditional_roles(saved, *c);
   data.train.resize(0, data.test.cols());
   data.validation.resize(0, data.test.cols());
   data.provenance = in.provenance;
@@ -186,7 +187,6 @@ EvaluationResult evaluate_saved_model(Registry& registry, const SavedEvalOptions
   (void)saved_evaluator_info(registry, cfg, !o.against_dir.empty(), "--against", "--against MODEL_DIR");
 
   const SavedModel saved = load_saved_model(o.model_dir, registry);
-  require_unconditional(saved, o.model_dir, "kef eval");
   SavedModel saved_other;
   if (!o.against_dir.empty()) saved_other = load_saved_model(o.against_dir, registry);
   const Matrix rows = read_saved_model_input(o.data_file, o.columns, saved, o.model_dir);

@@ -128,7 +128,7 @@ struct ModelEvalInput {
   int threads = 0;
   std::string threads_key = "threads";
   bool quiet = false;
-  std::string command = "kef eval";  // for require_unconditional's message
+  std::string command = "kef eval";  // names the caller in messages
 };
 EvaluationResult evaluate_model(Registry& registry, const ModelEvalInput& input,
                                 std::vector<std::pair<std::string, std::string>>* metric_spaces = nullptr);
@@ -141,13 +141,14 @@ Matrix read_saved_model_input(const std::filesystem::path& file, const std::vect
 
 // The column roles of a saved model, as "inputs x [a, b], targets y [c]" ("" for unconditional data).
 std::string column_roles_text(const DataTransform& transform, Index dim);
-// `kef score`, `kef eval` and `kef sample` take whole rows of an unconditional density: ConfigError
-// naming `command`, the model and its roles when the model was fitted with [data] targets.
+// `kef sample` without --given draws whole rows of an unconditional density: ConfigError naming
+// `command`, the model and its roles when the model was fitted with [data] targets.
 void require_unconditional(const SavedModel& saved, const std::string& model_dir, const std::string& command);
 
-// `kef score`: N x (1 + D), log p~ then its gradient, in data units (Jacobian included). With
-// `normalize`, log p = log p~ − log Z, which needs a known normaliser (Model::log_normalizer());
-// ConfigError naming the model otherwise.
+// `kef score`: N x (1 + D), log p~ then its gradient, in data units (Jacobian included); for a
+// conditional model N x (1 + |y|), log p~(y | x) then ∇_y (kef/model_rows.hpp). With `normalize`,
+// log p = log p~ − log Z (log Z(x)), which needs a known normaliser; ConfigError naming the model
+// otherwise.
 Matrix score_saved_model(const SavedModel& saved, const Matrix& X, bool normalize,
                          const std::string& model_dir);
 
