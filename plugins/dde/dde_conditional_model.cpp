@@ -1,6 +1,8 @@
 #include "dde_conditional_model.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <sstream>
 
@@ -65,11 +67,68 @@ void DdeConditionalModel::score_and_laplacian(const Matrix& X, const Matrix& Y, 
   laplacian = lambda_ * lap_f.rightCols(target_dim()) + l0;
 }
 
-Matrix DdeConditionalModel::sample(const Matrix& X, RandomStream& rng) const {
+Matrix DdeConditionalModel::sampler_draws(const Matrix& X, RandomStream& rng) const {
   check_conditional_inputs(*this, "dde_conditional", X, nullptr);
   Matrix input(X.rows(), arch_.noise_dim + input_dim());
   input << normal_rows(rng, X.rows(), arch_.noise_dim), X;
   return generator_.value(input);
+}
+
+Vector DdeConditionalModel::log_importance_weights(const Matrix& X, const Matrix& Y) const {
+  check_conditional_inputs(*this, "dde_conditional", X, &Y);
+  const Matrix Z = joint(X, Y);
+  Vector lw = lambda_ * f_.values(Z) - dual_.value(Z).col(0);
+  const Vector log_p0 = p0_.log_density(Y);
+  for (Index i = 0; i < lw.size(); ++i)
+    if (log_p0[i] == -std::numeric_limits<double>::infinity()) lw[i] = log_p0[i];
+  return lw;
+}
+
+namespace {
+// Each row of X repeated k times, consecutively.
+Matrix repeat_rows(const Matrix& X, Index k) {
+  Matrix out(X.rows() * k, X.cols());
+  for (Index i = 0; i < X.rows(); ++i) out.middleRows(i * k, k) = X.row(i).replicate(k, 1);
+  return out;
+}
+}  // namespace
+
+Matrix DdeConditionalModel::sample(const Matrix& X, RandomStream& rng) const {
+  if (!correction_.importance) return sampler_draws(X, rng);
+  const Index k = correction_.candidates;
+  const Matrix Xk = repeat_rows(X, k);
+  const Matrix cand = sampler_draws(Xk, rng);
+  const Vector lw = log_importance_weights(Xk, cand);
+  Matrix out(X.rows(), target_dim());
+  for (Index n = 0; n < X.rows(); ++n) {
+    try {
+      out.row(n) = importance_resample(cand.middleRows(n * k, k), lw.segment(n * k, k), 1, rng);
+    } catch (const NumericalError& e) {
+      throw NumericalError("dde_conditional: input row " + std::to_string(n) + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+DdeConditionalModel::Diagnostic DdeConditionalModel::diagnose(const Matrix& inputs, Index per_input,
+                                                              RandomStream& rng) const {
+  const Matrix Xk = repeat_rows(inputs, per_input);
+  const Vector lw = log_importance_weights(Xk, sampler_draws(Xk, rng));
+  Diagnostic d;
+  d.ess_fraction_min = std::numeric_limits<double>::infinity();
+  for (Index n = 0; n < inputs.rows(); ++n) {
+    const SamplerDiagnostic one = diagnose_log_weights(lw.segment(n * per_input, per_input));
+    d.mean.ess_fraction += one.ess_fraction;
+    d.mean.kl += one.kl;
+    d.ess_fraction_min = std::min(d.ess_fraction_min, one.ess_fraction);
+  }
+  const double m = static_cast<double>(inputs.rows());
+  d.mean.ess_fraction /= m;
+  d.mean.kl /= m;
+  Index outside = 0;
+  for (Index i = 0; i < lw.size(); ++i) outside += std::isfinite(lw[i]) ? 0 : 1;
+  d.mean.outside_box = static_cast<double>(outside) / static_cast<double>(lw.size());
+  return d;
 }
 
 std::string DdeConditionalModel::describe() const {
@@ -82,7 +141,7 @@ std::string DdeConditionalModel::describe() const {
      << " from xi of dimension " << arch_.noise_dim << " (" << generator_.parameter_count()
      << " parameters), dual nu(x, y) " << arch_.dual_depth << " layers of " << arch_.dual_hidden() << " ("
      << dual_.parameter_count() << " parameters); " << input_dim() << " input and " << target_dim()
-     << " target columns";
+     << " target columns" << (correction_.importance ? "; draws importance-resampled from " + std::to_string(correction_.candidates) + " sampler draws per x" : std::string());
   return os.str();
 }
 
@@ -92,6 +151,7 @@ void DdeConditionalModel::save(ModelWriter& w) const {
   m.set("target_dim", static_cast<std::int64_t>(target_dim()));
   save_expansion_and_networks(w, f_, lambda_, arch_, generator_, dual_);
   m.set("base_measure", std::string(p0_.kind == BaseMeasure::Kind::gaussian ? "gaussian" : "uniform"));
+  write_correction(w, correction_);
   for (const auto& [k, v] : fit_info_) m.set(k, v);
   w.write_array("base_a", p0_.a);
   w.write_array("base_b", p0_.b);
@@ -115,8 +175,10 @@ ModelPtr DdeConditionalModel::load(const ModelReader& r, Registry& /*registry*/)
   } else {
     r.fail("model.toml `base_measure` must be \"gaussian\" or \"uniform\" (got \"" + kind + "\")");
   }
-  return std::make_shared<DdeConditionalModel>(std::move(p.f), p.lambda, a, std::move(p.generator),
-                                               std::move(p.dual), std::move(p0));
+  auto model = std::make_shared<DdeConditionalModel>(std::move(p.f), p.lambda, a, std::move(p.generator),
+                                                     std::move(p.dual), std::move(p0));
+  model->set_correction(read_correction(r));
+  return model;
 }
 
 }  // namespace kef::dde

@@ -62,19 +62,26 @@ OptionsSpec<DdeOptions> make_spec(bool conditional) {
              "data's bounding box, the paper's; a held-out row outside the box has density 0, log p = −∞)",
              0.0)
         .non_negative();
-    s.string("sampler_correction", &O::sampler_correction,
-             "how the model samples: the sampler's draws (none) or importance resampling of them against log "
-             "p~ with weights exp(λf − ν) (importance)",
-             std::string("none"))
-        .one_of({"none", "importance"});
-    s.integer("correction_candidates", &O::correction_candidates,
-              "sampler draws per returned row when sampler_correction = \"importance\"", 10)
-        .at_least(2);
-    s.integer("diagnostic_samples", &O::diagnostic_samples,
-              "sampler draws for the fit's diagnostic of the sampler's distance from the model (0: none)",
-              10000)
-        .non_negative();
   }
+  s.string("sampler_correction", &O::sampler_correction,
+           conditional ? "how the model samples y given x: the sampler's draws (none) or importance resampling, "
+                         "per x, of correction_candidates draws against log p~(y | x) with weights exp(λf − ν) "
+                         "(importance)"
+                       : "how the model samples: the sampler's draws (none) or importance resampling of them "
+                         "against log p~ with weights exp(λf − ν) (importance)",
+           std::string("none"))
+      .one_of({"none", "importance"});
+  s.integer("correction_candidates", &O::correction_candidates,
+            conditional ? "sampler draws per returned row (per given x) when sampler_correction = \"importance\""
+                        : "sampler draws per returned row when sampler_correction = \"importance\"",
+            10)
+      .at_least(2);
+  s.integer("diagnostic_samples", &O::diagnostic_samples,
+            conditional ? "sampler draws for the fit's diagnostic of the sampler's distance from the model, "
+                          "spread over min(100, n) training inputs x (at least 2 each; 0: none)"
+                        : "sampler draws for the fit's diagnostic of the sampler's distance from the model (0: none)",
+            10000)
+      .non_negative();
   s.number("learning_rate", &O::learning_rate,
            "learning rate of every update (Adam for f and g, RMSprop for ν)", 1e-4)
       .positive();
@@ -417,6 +424,26 @@ ModelPtr DdeConditionalEstimator::fit(const FitInput& in) {
   auto model = std::make_shared<DdeConditionalModel>(trainer.f(), opt_.lambda, arch, trainer.generator(),
                                                      trainer.dual(), trainer.base());
   model->set_fit_info({{"f_bd", opt_.f_bd}, {"learning_rate", opt_.learning_rate}});
+  model->set_correction(
+      SamplerCorrection{opt_.sampler_correction == "importance", opt_.correction_candidates});
+  if (opt_.diagnostic_samples > 0) {
+    // Draws given min(100, n) training inputs, picked with their own stream.
+    RandomStream diag = in.context.rng().derive("diagnostic");
+    const Matrix inputs = random_rows(X, std::min<Index>(100, N), diag);
+    const Index per_input = std::max<Index>(2, opt_.diagnostic_samples / inputs.rows());
+    const DdeConditionalModel::Diagnostic d = model->diagnose(inputs, per_input, diag);
+    in.report.values["sampler_outside_box"] = d.mean.outside_box;
+    in.report.values["sampler_ess_fraction"] = d.mean.ess_fraction;
+    in.report.values["sampler_ess_fraction_min"] = d.ess_fraction_min;
+    in.report.values["sampler_kl_estimate"] = d.mean.kl;
+    std::ostringstream note;
+    note << "sampler diagnostic on " << per_input << " draws given each of " << inputs.rows()
+         << " training inputs x (weights exp(λf − ν), exact only for the optimal dual): "
+         << 100.0 * d.mean.outside_box << "% where p0(y) = 0; per x, effective sample size "
+         << 100.0 * d.mean.ess_fraction << "% on average (" << 100.0 * d.ess_fraction_min
+         << "% at the worst x) and KL(q(y | x) ‖ p(y | x)) ≈ " << d.mean.kl << " on average";
+    in.report.notes.push_back(note.str());
+  }
   return model;
 }
 

@@ -26,7 +26,7 @@ struct DdeOptions {
 };
 const OptionsSpec<DdeOptions>& dde_options();
 // dde_conditional's keys: the same, with the reference's conditional defaults (widths 64, ξ of dimension
-// 64, three layers each), the base measure of y instead of the sampler correction and diagnostic.
+// 64, three layers each), and the base measure of y instead of the box margin.
 const OptionsSpec<DdeOptions>& dde_conditional_options();
 
 class DdeEstimator final : public Estimator {

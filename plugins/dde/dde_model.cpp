@@ -64,32 +64,6 @@ Vector DdeModel::log_importance_weights(const Matrix& X) const {
   return lw;
 }
 
-Matrix importance_resample(const Matrix& candidates, const Vector& log_w, Index n, RandomStream& rng) {
-  double top = -std::numeric_limits<double>::infinity();
-  for (Index i = 0; i < log_w.size(); ++i) {
-    if (std::isnan(log_w[i]) || log_w[i] == std::numeric_limits<double>::infinity())
-      throw NumericalError("dde importance resampling: log weight " + std::to_string(i) + " is " +
-                           std::to_string(log_w[i]));
-    top = std::max(top, log_w[i]);
-  }
-  if (!std::isfinite(top))
-    throw NumericalError(
-        "dde importance resampling: every candidate has weight 0 (all outside the data box)");
-  Vector cum(log_w.size());
-  double s = 0.0;
-  for (Index i = 0; i < log_w.size(); ++i) cum[i] = (s += std::exp(log_w[i] - top));
-  Matrix out(n, candidates.cols());
-  for (Index k = 0; k < n; ++k) {
-    const double u = rng.uniform() * s;
-    Index i = static_cast<Index>(std::upper_bound(cum.data(), cum.data() + cum.size(), u) - cum.data());
-    i = std::min<Index>(i, cum.size() - 1);
-    // Only when u rounded up to s can the clamped index be a zero-weight row: step back to a weighted one.
-    while (i > 0 && log_w[i] == -std::numeric_limits<double>::infinity()) --i;
-    out.row(k) = candidates.row(i);
-  }
-  return out;
-}
-
 Matrix DdeModel::sample(Index n, RandomStream& rng) const {
   if (!correction_.importance) return sampler_draws(n, rng);
   // n · candidates draws of the sampler, then n rows resampled from all of them.
@@ -98,33 +72,7 @@ Matrix DdeModel::sample(Index n, RandomStream& rng) const {
 }
 
 SamplerDiagnostic DdeModel::diagnose(Index m, RandomStream& rng) const {
-  const Vector lw = log_importance_weights(sampler_draws(m, rng));
-  SamplerDiagnostic d;
-  double top = -std::numeric_limits<double>::infinity(), sum_lw = 0.0;
-  Index inside = 0;
-  for (Index i = 0; i < m; ++i)
-    if (std::isfinite(lw[i])) {
-      ++inside;
-      top = std::max(top, lw[i]);
-      sum_lw += lw[i];
-    }
-  d.outside_box = static_cast<double>(m - inside) / static_cast<double>(m);
-  if (inside == 0) {
-    d.ess_fraction = 0.0;
-    d.kl = std::numeric_limits<double>::infinity();
-    return d;
-  }
-  double s1 = 0.0, s2 = 0.0;
-  for (Index i = 0; i < m; ++i)
-    if (std::isfinite(lw[i])) {
-      const double w = std::exp(lw[i] - top);
-      s1 += w;
-      s2 += w * w;
-    }
-  const double k = static_cast<double>(inside);
-  d.ess_fraction = s1 * s1 / (k * s2);
-  d.kl = top + std::log(s1 / k) - sum_lw / k;
-  return d;
+  return diagnose_log_weights(log_importance_weights(sampler_draws(m, rng)));
 }
 
 std::string DdeModel::describe() const {
@@ -143,8 +91,7 @@ void DdeModel::save(ModelWriter& w) const {
   Config& m = w.manifest();
   m.set("dim", static_cast<std::int64_t>(dim()));
   save_expansion_and_networks(w, f_, lambda_, arch_, generator_, dual_);
-  m.set("sampler_correction", std::string(correction_.importance ? "importance" : "none"));
-  m.set("correction_candidates", static_cast<std::int64_t>(correction_.candidates));
+  write_correction(w, correction_);
   for (const auto& [k, v] : fit_info_) m.set(k, v);
   w.write_array("box_lo", lo_);
   w.write_array("box_hi", hi_);
@@ -156,17 +103,9 @@ ModelPtr DdeModel::load(const ModelReader& r, Registry& /*registry*/) {
   SavedParts p = load_expansion_and_networks(r, a);
   Vector lo = r.read_vector("box_lo", a.dim), hi = r.read_vector("box_hi", a.dim);
   if (!((hi - lo).array() > 0.0).all()) r.fail("box_hi.npy must exceed box_lo.npy in every coordinate");
-  SamplerCorrection c;
-  if (r.manifest().has("sampler_correction")) {
-    const std::string kind = r.manifest().string("sampler_correction");
-    if (kind != "none" && kind != "importance")
-      r.fail("model.toml `sampler_correction` must be \"none\" or \"importance\" (got \"" + kind + "\")");
-    c.importance = kind == "importance";
-    c.candidates = r.positive_integer("correction_candidates");
-  }
   auto model = std::make_shared<DdeModel>(std::move(p.f), p.lambda, a, std::move(p.generator),
                                           std::move(p.dual), std::move(lo), std::move(hi));
-  model->set_correction(c);
+  model->set_correction(read_correction(r));
   return model;
 }
 

@@ -13,30 +13,12 @@
 #include <vector>
 
 #include "dde_core.hpp"
+#include "sampler_correction.hpp"
 #include "kef/model.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/registry.hpp"
 
 namespace kef::dde {
-
-// How DdeModel::sample draws: the sampler's draws as they are, or importance resampling of
-// `candidates` sampler draws per returned row against log p~ (weights from the dual, below).
-struct SamplerCorrection {
-  bool importance = false;
-  Index candidates = 10;
-};
-
-// How far the sampler q is from the model p, from m sampler draws and the log weights
-// log w = log p~ − log q ≈ λ f − ν (the dual at its optimum is log(q / p0)):
-struct SamplerDiagnostic {
-  double outside_box = 0.0;   // fraction of draws outside the box, where p~ = 0
-  double ess_fraction = 0.0;  // (Σ w)² / (m Σ w²) over the draws inside the box: 1 when q = p there
-  double kl = 0.0;  // log mean w − mean log w over the draws inside: an estimate of KL(q ‖ p) there
-};
-
-// Rows drawn with replacement from `candidates` with probabilities ∝ exp(log_w) (multinomial, by the
-// cumulative sum; entries −∞ have probability 0). Error when every log weight is −∞ or any is NaN/+∞.
-Matrix importance_resample(const Matrix& candidates, const Vector& log_w, Index n, RandomStream& rng);
 
 class DdeModel final : public Model {
  public:

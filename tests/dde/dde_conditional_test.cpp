@@ -316,7 +316,8 @@ TEST(DdeConditionalEstimator, BadInputIsRefusedClearly) {
   // Keys: the unconditional-only ones are unknown here, bad values name the key.
   Registry& reg = test::plugin_registry();
   for (const std::string bad :
-       {"sampler_correction = \"none\"", "base_measure = \"laplace\"", "base_sd = 0", "width = 0"}) {
+       {"box_margin = 0.1", "sampler_correction = \"mcmc\"", "correction_candidates = 1",
+        "base_measure = \"laplace\"", "base_sd = 0", "width = 0"}) {
     const std::string key = bad.substr(0, bad.find(' '));
     const std::string m = test::message_of<ConfigError>([&] {
       reg.make_estimator(test::config_from("type = \"dde_conditional\"\n" + bad + "\n"),
