@@ -6,7 +6,8 @@
 # several seeds.
 #
 #   scripts/reproduce-dde-table1.sh [--quick] [--out DIR] [--seeds S,S,...] [--iterations N]
-#                                   [--datasets two_moons,rings,grid] [--threads N] [--collect] [KEF]
+#                                   [--datasets two_moons,rings,grid] [--threads N] [--collect]
+#                                   [--resample] [KEF]
 #
 #   KEF           the kef executable (default: build/bin/kef of this repository)
 #   --out DIR     where the runs go (default: runs/dde-table1)
@@ -15,12 +16,15 @@
 #   --datasets    which of the three (default all)
 #   --threads N   passed to kef (results do not depend on it)
 #   --collect     run nothing: write the table from the runs already in DIR
+#   --resample    fit nothing: redo the timed draws of the saved models already in DIR (same seeds, so the
+#                 same draws), e.g. on an idle machine, then write the table
 #   --quick       smoke test: 30 DDE iterations, 500 draws, 300 test rows, two seeds; the numbers mean
 #                 nothing, the runs and the table are exercised
 #
-# Writes DIR/<dataset>/seed<s>/{dde,kef}/ (one kef run each), DIR/<dataset>/seed<s>/<model>.sample_seconds
-# and DIR/table.md (mean ± sd over the seeds beside the paper's numbers). Stops, naming the run, as
-# soon as one fails.
+# Writes DIR/<dataset>/seed<s>/{dde,kef}/ (one kef run each), DIR/<dataset>/seed<s>/<model>.sample_seconds,
+# <model>.sample.log (kef sample's report) and, for HMC, <model>.min_ess (its smallest effective sample
+# size over the coordinates), and DIR/table.md (mean ± sd over the seeds beside the paper's numbers,
+# with HMC's time scaled to 10⁴ effective draws). Stops, naming the run, as soon as one fails.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,12 +32,13 @@ repo=$(cd "$here/.." && pwd)
 die() { echo "reproduce-dde-table1: $*" >&2; exit 2; }
 usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
-kef="$repo/build/bin/kef" kef_given=0 out="runs/dde-table1" quick=0 collect=0
+kef="$repo/build/bin/kef" kef_given=0 out="runs/dde-table1" quick=0 collect=0 resample=0
 seeds=(1 2 3) iterations=20000 datasets=(two_moons rings grid) threads=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --collect) collect=1 ;;
+    --resample) resample=1 ;;
     --out) [ $# -ge 2 ] || usage; out="$2"; shift ;;
     --threads) [ $# -ge 2 ] || usage; threads=(--threads "$2"); shift ;;
     --iterations)
@@ -77,7 +82,7 @@ test_rows() {
 }
 
 # One run: kef run CONFIG into DIR with the cell's settings, then the timed 10⁴ draws of the saved model.
-run_cell() {
+fit_cell() {
   local dataset=$1 seed=$2 model=$3 config=$4 dir=$5
   local test val n
   test=$(test_rows "$dataset")
@@ -96,28 +101,41 @@ run_cell() {
   echo "reproduce-dde-table1: $dataset seed $seed $model" >&2
   "$kef" run "$config" --output "$dir" --quiet "${threads[@]}" "${sets[@]}" > "$dir.log" 2>&1 ||
     { cat "$dir.log" >&2; die "kef run failed: $dataset seed $seed $model (log: $dir.log)"; }
+}
+
+# The timed draws of a saved model: 10⁴ draws by `kef sample` (the process included), its report kept
+# for HMC's effective sample size.
+sample_cell() {
+  local dataset=$1 seed=$2 model=$3 dir=$4
+  [ -d "$dir/models/$model" ] || die "no saved model at $dir/models/$model (run without --resample first)"
   local t0 t1
   t0=$(date +%s.%N)
   # Exit 3: HMC's chains mixed poorly (kef sample's R̂ / ESS check). The draws are kept and the cell is
   # marked in the table, since a poorly mixing KEF+HMC is part of what Table 1 compares.
   local status=0
-  rm -f "$dir.poor_mixing"
-  "$kef" sample "$dir/models/$model" -n "$draws" --out "$dir.samples.npy" --seed "$seed" --quiet "${threads[@]}" ||
-    status=$?
+  rm -f "$dir.poor_mixing" "$dir.min_ess"
+  "$kef" sample "$dir/models/$model" -n "$draws" --out "$dir.samples.npy" --seed "$seed" "${threads[@]}" \
+    2> "$dir.sample.log" || status=$?
   t1=$(date +%s.%N)
   case $status in
     0) ;;
     3) touch "$dir.poor_mixing" ;;
-    *) die "kef sample failed (exit $status): $dataset seed $seed $model" ;;
+    *) cat "$dir.sample.log" >&2; die "kef sample failed (exit $status): $dataset seed $seed $model" ;;
   esac
   awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f\n", b - a}' > "$dir.sample_seconds"
+  # "HMC: 4 chains x (...); ...; min ESS 123; ..." when HMC ran (not for DDE's sampler network).
+  sed -n 's/.*HMC: .*; min ESS \([^;]*\);.*/\1/p' "$dir.sample.log" | head -n 1 > "$dir.min_ess.tmp"
+  if [ -s "$dir.min_ess.tmp" ]; then mv "$dir.min_ess.tmp" "$dir.min_ess"; else rm -f "$dir.min_ess.tmp"; fi
 }
 
 if [ "$collect" -eq 0 ]; then
   for dataset in "${datasets[@]}"; do
     for seed in "${seeds[@]}"; do
-      run_cell "$dataset" "$seed" dde "$configs/table1_dde.toml" "$out/$dataset/seed$seed/dde"
-      run_cell "$dataset" "$seed" kef "$configs/table1_kef.toml" "$out/$dataset/seed$seed/kef"
+      for model in dde kef; do
+        dir="$out/$dataset/seed$seed/$model"
+        [ "$resample" -eq 1 ] || fit_cell "$dataset" "$seed" "$model" "$configs/table1_$model.toml" "$dir"
+        sample_cell "$dataset" "$seed" "$model" "$dir"
+      done
     done
   done
 fi
@@ -136,15 +154,19 @@ def cell(values, digits):
 
 print(f"# DDE Table 1 (kef): MMD² ×10⁻³ between {draws} model draws and the test rows, and the seconds "
       f"`kef sample` takes to draw them; mean ± sd over seeds. DDE: {iterations} iterations, draws from "
-      "the sampler network; KEF: Nyström (m = 50, σ and λ by held-out score matching), draws by HMC.\n")
-print("| data | DDE MMD | KEF MMD | DDE sample (s) | KEF+HMC sample (s) | seeds | paper: DDE / KEF MMD, DDE / KEF+HMC s |")
-print("|---|---|---|---|---|---|---|")
+      "the sampler network; KEF: Nyström (m = 50, σ and λ by held-out score matching), draws by HMC. "
+      f"HMC's min ESS is the smallest effective sample size over the coordinates of its {draws} draws; "
+      f"\"equal ESS\" scales its time to {draws} effective draws (seconds × {draws} / min ESS), the sampler "
+      "network's draws being independent.\n")
+print("| data | DDE MMD | KEF MMD | DDE sample (s) | KEF+HMC sample (s) | HMC min ESS | KEF+HMC at equal ESS (s) | seeds | paper: DDE / KEF MMD, DDE / KEF+HMC s |")
+print("|---|---|---|---|---|---|---|---|---|")
 for d in datasets:
     base = os.path.join(out, d)
     seeds = sorted(s for s in os.listdir(base) if s.startswith("seed")) if os.path.isdir(base) else []
     mmd = {"dde": [], "kef": []}
     secs = {"dde": [], "kef": []}
     poor = 0
+    ess, equal = [], []
     for s in seeds:
         for m in ("dde", "kef"):
             res = os.path.join(base, s, m, "results.json")
@@ -154,10 +176,17 @@ for d in datasets:
             if os.path.exists(t):
                 secs[m].append(float(open(t).read()))
             poor += os.path.exists(os.path.join(base, s, m + ".poor_mixing"))
+        e = os.path.join(base, s, "kef.min_ess")
+        t = os.path.join(base, s, "kef.sample_seconds")
+        if os.path.exists(e) and os.path.exists(t):
+            value = float(open(e).read())
+            ess.append(value)
+            if value > 0:
+                equal.append(float(open(t).read()) * float(draws) / value)
     p = paper[d]
     hmc = f" (HMC mixed poorly in {poor} of {len(secs['kef'])} runs)" if poor else ""
     print(f"| {d} | {cell(mmd['dde'], 2)} | {cell(mmd['kef'], 2)} | {cell(secs['dde'], 3)} | {cell(secs['kef'], 2)}{hmc} | "
-          f"{len(seeds)} | {p[0]} / {p[1]}, {p[2]} / {p[3]} |")
+          f"{cell(ess, 0)} | {cell(equal, 1)} | {len(seeds)} | {p[0]} / {p[1]}, {p[2]} / {p[3]} |")
 PY
 mv "$out/table.md.tmp" "$out/table.md"
 echo "reproduce-dde-table1: wrote $out/table.md" >&2

@@ -2,7 +2,8 @@
 # Usage: reproduce_dde_table1_test.sh KEF REPO OUT
 # scripts/reproduce-dde-table1.sh --quick must succeed and write, for each data set, a results.json
 # with the MMD of both models (DDE's marked as measuring its approximate sampler), the timed draws,
-# and a table with a mean ± sd row per data set beside the paper's numbers. A bad option exits 2.
+# HMC's min ESS (and none for DDE's sampler network), and a table with a mean ± sd row per data set
+# beside the paper's numbers; --resample redoes the same draws without fitting. A bad option exits 2.
 set -uo pipefail
 kef="$1" repo="$2" out="$3"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -15,6 +16,8 @@ for d in two_moons rings grid; do
       [ -s "$out/$d/seed$s/$m.sample_seconds" ] || fail "no $out/$d/seed$s/$m.sample_seconds"
     done
     grep -q '"sampler_approximate"' "$out/$d/seed$s/dde/results.json" || fail "DDE's MMD is not marked approximate ($d seed $s)"
+    grep -Eq '^[0-9.e+-]+$' "$out/$d/seed$s/kef.min_ess" || fail "no HMC min ESS in $out/$d/seed$s/kef.min_ess"
+    [ ! -e "$out/$d/seed$s/dde.min_ess" ] || fail "an ESS for DDE's sampler network ($d seed $s)"
   done
 done
 table="$out/table.md"
@@ -23,6 +26,12 @@ for d in two_moons rings grid; do
   row=$(grep "^| $d |" "$table") || fail "row $d missing from $table"
   [ "$(grep -o ' ± ' <<< "$row" | wc -l)" -ge 4 ] || fail "row $d lacks mean ± sd cells: $row"
 done
+# --resample: the same seeds give the same draws, and nothing is refitted.
+cp "$out/grid/seed1/kef.samples.npy" "$out-first.npy"
+fitted=$(stat -c %Y "$out/grid/seed1/kef/results.json")
+bash "$script" --quick --resample --datasets grid --seeds 1 --out "$out" "$kef" || fail "--resample exited with $?"
+cmp -s "$out/grid/seed1/kef.samples.npy" "$out-first.npy" || fail "--resample drew other samples"
+[ "$(stat -c %Y "$out/grid/seed1/kef/results.json")" = "$fitted" ] || fail "--resample refitted the model"
 bash "$script" --seeds 1,x --out "$out-bad" "$kef" 2> "$out-bad.err"
 [ $? -eq 2 ] || fail "a bad --seeds did not exit 2"
 grep -q "'x' is not a seed" "$out-bad.err" || fail "the --seeds error does not name the value: $(cat "$out-bad.err")"
