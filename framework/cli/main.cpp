@@ -1,4 +1,5 @@
-// The kef command: run, validate, plugins, score, eval, sample, montage, lineplot, barplot, test.
+// The kef command: run, validate, plugins, score, eval, sample, test, and the figure commands (montage,
+// lineplot, barplot, scatterplot: figure_commands.cpp).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,9 +18,9 @@
 
 #include "cli_support.hpp"
 #include "distributed_run.hpp"
+#include "figure_commands.hpp"
 #include "kef/allocator.hpp"
 #include "kef/bandwidth_rule.hpp"
-#include "kef/bar_plot.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/hmc.hpp"
@@ -27,7 +28,6 @@
 #include "kef/kahmc.hpp"
 #include "kef/kernel_causal_discovery.hpp"
 #include "kef/linalg.hpp"
-#include "kef/line_plot.hpp"
 #include "kef/mmd_test.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/model_target.hpp"
@@ -35,7 +35,6 @@
 #include "kef/parallel.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/plugin_permissions.hpp"
-#include "kef/png_montage.hpp"
 #include "kef/progress.hpp"
 #include "kef/registry.hpp"
 #include "kef/target.hpp"
@@ -473,34 +472,6 @@ int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const s
   return 0;
 }
 
-// `kef lineplot LABEL=FILE.csv ... --out FIG.png`: the series are read and checked before the figure is
-// drawn, and the PNG appears only when complete.
-int cmd_lineplot(const std::vector<std::string>& specs, const std::string& out,
-                 const kef::LinePlotOptions& options) {
-  std::vector<kef::LineSeries> series;
-  for (const auto& spec : specs) {
-    // The last '=' splits: labels may contain one ("θ = 1/2"), file names rarely do.
-    const auto eq = spec.rfind('=');
-    if (eq == std::string::npos || eq + 1 == spec.size())
-      throw kef::ConfigError("lineplot: series `" + spec + "`: expected LABEL=FILE.csv");
-    series.push_back(kef::read_line_series(spec.substr(eq + 1), spec.substr(0, eq)));
-  }
-  kef::LinePlotResult r = kef::write_line_plot(out, series, options);
-  for (const auto& n : r.notes) std::cerr << "[kef] note: " << n << "\n";
-  std::cerr << "[kef] wrote " << r.width << " x " << r.height << " pixels to " << out << "\n";
-  return 0;
-}
-
-// `kef barplot FILE.csv --out FIG.png`: the long table (panel, bar, value) is read and checked before
-// the figure is drawn, and the PNG appears only when complete.
-int cmd_barplot(const std::string& csv, const std::string& out, const kef::BarPlotOptions& options) {
-  const std::vector<kef::BarPanel> panels = kef::read_bar_panels(csv);
-  kef::BarPlotResult r = kef::write_bar_plot(out, panels, options);
-  for (const auto& n : r.notes) std::cerr << "[kef] note: " << n << "\n";
-  std::cerr << "[kef] wrote " << r.width << " x " << r.height << " pixels to " << out << "\n";
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -587,62 +558,8 @@ int main(int argc, char** argv) {
   SamplerFlags sampler_flags;
   add_sampler_flags(sample, sampler_flags);
 
-  std::vector<std::string> montage_inputs;
-  std::string montage_out;
-  int montage_columns = 1;
-  int montage_width = 0;
-  auto* montage = app.add_subcommand(
-      "montage", "Paste PNG figures into one, row by row (e.g. density.png of several runs)");
-  montage->add_option("inputs", montage_inputs, "input PNG files, in reading order")->required();
-  montage->add_option("--out", montage_out, "output PNG")->required();
-  montage
-      ->add_option("--width", montage_width,
-                   "scale the result to this many pixels across (default: no scaling)")
-      ->check(integer_in(0, 100000));
-  montage->add_option("--columns", montage_columns, "images per row (default 1: stacked vertically)")
-      ->check(integer_in(1, 10000));
-
-  std::vector<std::string> lineplot_series;
-  std::string lineplot_out;
-  kef::LinePlotOptions lineplot_options;
-  auto* lineplot = app.add_subcommand(
-      "lineplot", "Draw series from CSV files (columns x, y, optional lower and upper) as a line plot");
-  lineplot
-      ->add_option("series", lineplot_series,
-                   "LABEL=FILE.csv, one per series, drawn in this order (a band where lower/upper exist)")
-      ->required();
-  lineplot->add_option("--out", lineplot_out, "output PNG")->required();
-  lineplot->add_flag("--log-x", lineplot_options.log_x, "logarithmic x axis (every x must be > 0)");
-  lineplot->add_flag("--log-y", lineplot_options.log_y, "logarithmic y axis (every y, lower, upper > 0)");
-  lineplot->add_option("--title", lineplot_options.title, "title above the plot");
-  lineplot->add_option("--x-label", lineplot_options.x_label, "x axis label (default: x)");
-  lineplot->add_option("--y-label", lineplot_options.y_label, "y axis label (default: y)");
-  lineplot->add_option("--footnote", lineplot_options.footnote, "text below the figure");
-  lineplot->add_option("--width", lineplot_options.width, "plotting area width in pixels (default 560)")
-      ->check(integer_in(100, 4000));
-  lineplot->add_option("--height", lineplot_options.height, "plotting area height in pixels (default 360)")
-      ->check(integer_in(100, 4000));
-  std::string barplot_csv, barplot_out;
-  kef::BarPlotOptions barplot_options;
-  auto* barplot = app.add_subcommand(
-      "barplot",
-      "Draw a grid of bar charts, a bar per group at its mean and a dot per value, from a CSV "
-      "with columns panel, bar, value");
-  barplot->add_option("csv", barplot_csv, "FILE.csv: one row per value (columns panel, bar, value)")
-      ->required();
-  barplot->add_option("--out", barplot_out, "output PNG")->required();
-  barplot->add_option("--title", barplot_options.title, "title above the panels");
-  barplot->add_option("--footnote", barplot_options.footnote, "text below the figure");
-  barplot->add_option("--columns", barplot_options.columns, "panels per row (default 3)")
-      ->check(integer_in(1, 100));
-  barplot
-      ->add_option("--width", barplot_options.panel_width,
-                   "each panel's plotting width in pixels (default 300)")
-      ->check(integer_in(60, 4000));
-  barplot
-      ->add_option("--height", barplot_options.panel_height,
-                   "each panel's plotting height in pixels (default 200)")
-      ->check(integer_in(60, 4000));
+  FigureFlags figure_flags;
+  const FigureCommands figures = add_figure_commands(app, figure_flags);
   KernelTestFlags kernel_test_flags;
   CausalFlags causal_flags;
   KernelTestCommand kernel_test = add_kernel_test_command(app, kernel_test_flags, causal_flags, threads);
@@ -679,9 +596,7 @@ int main(int argc, char** argv) {
     if (score->parsed()) check_output_file("--out", out);
     if (sample->parsed()) check_output_file("--out", sample_out);
     if (eval->parsed() && !eval_out.empty()) check_output_file("--out", eval_out);
-    if (montage->parsed()) check_output_file("--out", montage_out);
-    if (lineplot->parsed()) check_output_file("--out", lineplot_out);
-    if (barplot->parsed()) check_output_file("--out", barplot_out);
+    check_figure_output(figures, figure_flags);
     // Under an MPI launcher only `kef run` is distributed: other commands would run K times over.
     const int launched = kef_cli::launcher_world_size();
     if (launched > 1 && !run->parsed())
@@ -731,14 +646,7 @@ int main(int argc, char** argv) {
     if (sample->parsed())
       return finish(cmd_sample(registry, sample_dir, sample_n, sample_out, sample_seed, threads, quiet,
                                sampler_flags, plugin_paths));
-    if (montage->parsed()) {
-      std::vector<fs::path> inputs(montage_inputs.begin(), montage_inputs.end());
-      kef::MontageResult m = kef::write_png_montage(inputs, montage_columns, montage_out, montage_width);
-      std::cerr << "[kef] wrote " << m.width << " x " << m.height << " pixels to " << montage_out << "\n";
-      return finish(0);
-    }
-    if (lineplot->parsed()) return finish(cmd_lineplot(lineplot_series, lineplot_out, lineplot_options));
-    if (barplot->parsed()) return finish(cmd_barplot(barplot_csv, barplot_out, barplot_options));
+    if (const int status = run_figure_command(figures, figure_flags); status >= 0) return finish(status);
     if (kernel_test.causal->parsed()) return finish(cmd_causal(registry, causal_flags, threads));
     if (kernel_test.witness->parsed()) return finish(cmd_witness(witness_flags, threads));
     if (kernel_test.test->parsed())

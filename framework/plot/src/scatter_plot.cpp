@@ -1,0 +1,177 @@
+// Scatter plots (kef/scatter_plot.hpp), drawn with the toolkit of plot_canvas.hpp.
+#include "kef/scatter_plot.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kef/error.hpp"
+#include "plot_canvas.hpp"
+
+namespace kef {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using namespace detail;
+
+void check_points(const Matrix& points, const std::string& name) {
+  if (points.cols() != 2)
+    throw DataError("scatter plot: " + name + " has " + std::to_string(points.cols()) +
+                    " columns (expected 2: x and y)");
+  if (points.rows() == 0) throw DataError("scatter plot: " + name + " has no points");
+  for (Index i = 0; i < points.rows(); ++i)
+    for (Index d = 0; d < 2; ++d)
+      if (!std::isfinite(points(i, d)))
+        throw DataError("scatter plot: " + name + ", row " + std::to_string(i + 1) + ", column " +
+                        std::to_string(d + 1) + " is not finite (got " + std::to_string(points(i, d)) + ")");
+}
+
+void check_input(const std::vector<ScatterPanel>& panels, const ScatterPlotOptions& o) {
+  if (o.columns < 1 || o.columns > 100)
+    throw ConfigError("scatter plot: columns must be 1 to 100 (got " + std::to_string(o.columns) + ")");
+  if (o.panel_size < 60 || o.panel_size > 4000)
+    throw ConfigError("scatter plot: the panel size must be 60 to 4000 pixels (got " +
+                      std::to_string(o.panel_size) + ")");
+  if (o.max_points < 1)
+    throw ConfigError("scatter plot: max_points must be at least 1 (got " + std::to_string(o.max_points) + ")");
+  if (panels.empty()) throw DataError("scatter plot: no panel to draw (expected at least one)");
+  for (std::size_t p = 0; p < panels.size(); ++p)
+    check_points(panels[p].points, "panel " + std::to_string(p + 1) + " ('" + panels[p].title + "')");
+  if (o.reference.size() > 0 || o.reference.cols() > 0) check_points(o.reference, "the reference set");
+}
+
+}  // namespace
+
+std::vector<Index> thinned_rows(Index n, Index max_points) {
+  const Index step = std::max<Index>(1, (n + max_points - 1) / max_points);
+  std::vector<Index> rows;
+  for (Index i = 0; i < n; i += step) rows.push_back(i);
+  return rows;
+}
+
+ScatterPlotResult write_scatter_plot(const fs::path& file, const std::vector<ScatterPanel>& panels,
+                                     const ScatterPlotOptions& o) {
+  check_input(panels, o);
+  const bool has_reference = o.reference.rows() > 0;
+  ScatterPlotResult result;
+  if (has_reference) {
+    result.extent = data_extent(o.reference);
+  } else {
+    Index total = 0;
+    for (const ScatterPanel& p : panels) total += p.points.rows();
+    Matrix all(total, 2);
+    Index at = 0;
+    for (const ScatterPanel& p : panels) {
+      all.middleRows(at, p.points.rows()) = p.points;
+      at += p.points.rows();
+    }
+    result.extent = data_extent(all);
+  }
+  const PlotExtent& e = result.extent;
+  double xstep = 1, ystep = 1;
+  const std::vector<double> xt = nice_ticks(e.xmin, e.xmax, 4, &xstep), yt = nice_ticks(e.ymin, e.ymax, 4, &ystep);
+
+  SurfacePtr scratch(cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1));
+  Text measure(scratch.get());
+  double ylabel_w = 0;
+  for (double t : yt) ylabel_w = std::max(ylabel_w, measure.width(tick_label(t, ystep), kTickSize, false));
+  const int S = o.panel_size, tick = 4;
+  const int cols = std::min<int>(o.columns, static_cast<int>(panels.size()));
+  const int rows = (static_cast<int>(panels.size()) + cols - 1) / cols;
+  const int inner_left = 8 + static_cast<int>(std::ceil(ylabel_w)) + tick + 4;
+  const int panel_title_h = 22, axis_h = tick + 4 + 12 + 8;
+  const int cell_w = inner_left + S + 14, cell_h = panel_title_h + S + axis_h;
+  const int top0 = o.title.empty() ? 8 : 8 + 26;
+  const int legend_h = 22;
+  const int width = cols * cell_w + 8;
+  const std::vector<std::string> foot = footnote_lines(measure, o.footnote, width - 20);
+  const int height = top0 + rows * cell_h + legend_h + 8 + static_cast<int>(foot.size()) * 15;
+  result.width = width;
+  result.height = height;
+
+  Canvas canvas(width, height);
+  cairo_t* cr = canvas.cr();
+  Text text(canvas.surface());
+  if (!o.title.empty()) text.draw(o.title, width / 2.0, 8 + 16, kTitleSize, true, Align::Centre, kInk);
+  // The reference in a light grey under every panel; each panel's points in the first curve colour.
+  const Rgb ref_colour{0.62, 0.62, 0.62};
+  const Rgb point_colour = rgb_hex(kCurveColours[0]);
+  const double radius = std::clamp(S / 220.0, 0.9, 3.0);
+
+  for (std::size_t k = 0; k < panels.size(); ++k) {
+    const int col = static_cast<int>(k) % cols, row = static_cast<int>(k) / cols;
+    const int left = col * cell_w + 8 + inner_left, top = top0 + row * cell_h + panel_title_h;
+    auto px = [&](double x) { return left + (x - e.xmin) / (e.xmax - e.xmin) * S; };
+    auto py = [&](double y) { return top + S - (y - e.ymin) / (e.ymax - e.ymin) * S; };
+    ScatterPanelGeometry geo;
+    geo.plot_left = left;
+    geo.plot_top = top;
+
+    cairo_save(cr);
+    cairo_rectangle(cr, left, top, S, S);
+    cairo_clip(cr);
+    auto dots = [&](const Matrix& P, Rgb c, double alpha, Index* drawn, Index* outside) {
+      for (Index i : thinned_rows(P.rows(), o.max_points)) {
+        const double x = P(i, 0), y = P(i, 1);
+        if (drawn) ++*drawn;
+        if (outside && (x < e.xmin || x > e.xmax || y < e.ymin || y > e.ymax)) ++*outside;
+        cairo_new_sub_path(cr);
+        cairo_arc(cr, px(x), py(y), radius, 0, 2 * M_PI);
+      }
+      set_colour(cr, c, alpha);
+      cairo_fill(cr);
+    };
+    if (has_reference) dots(o.reference, ref_colour, 0.6, nullptr, nullptr);
+    dots(panels[k].points, point_colour, 0.55, &geo.drawn, &geo.outside);
+    cairo_restore(cr);
+
+    // Frame, ticks and labels; the panel's title above.
+    set_colour(cr, kInk);
+    cairo_set_line_width(cr, 1.0);
+    cairo_rectangle(cr, left - 0.5, top - 0.5, S + 1, S + 1);
+    for (double t : xt) {
+      const double p = std::round(px(t)) + 0.5;
+      cairo_move_to(cr, p, top + S + 0.5);
+      cairo_line_to(cr, p, top + S + 0.5 + tick);
+      text.draw(tick_label(t, xstep), p, top + S + tick + 4 + 9, kTickSize, false, Align::Centre, kInk);
+    }
+    for (double t : yt) {
+      const double p = std::round(py(t)) + 0.5;
+      cairo_move_to(cr, left - 0.5, p);
+      cairo_line_to(cr, left - 0.5 - tick, p);
+      text.draw(tick_label(t, ystep), left - tick - 3, p, kTickSize, false, Align::Right, kInk, true);
+    }
+    cairo_stroke(cr);
+    text.draw(panels[k].title, left + S / 2.0, top - 8, kCaptionSize, true, Align::Centre, kInk);
+    if (geo.outside > 0)
+      result.notes.push_back("scatter plot: panel '" + panels[k].title + "': " + std::to_string(geo.outside) +
+                             " of its " + std::to_string(geo.drawn) + " drawn points are outside the plotted region");
+    result.panels.push_back(geo);
+  }
+
+  // Legend: the panels' points and the reference.
+  const double ly = top0 + rows * cell_h + 10;
+  double lx = 8 + inner_left;
+  auto legend_item = [&](Rgb c, const std::string& label) {
+    cairo_new_sub_path(cr);
+    cairo_arc(cr, lx + 5, ly, 4.0, 0, 2 * M_PI);
+    set_colour(cr, c);
+    cairo_fill(cr);
+    text.draw(label, lx + 14, ly, kCaptionSize, false, Align::Left, kInk, true);
+    lx += 14 + measure.width(label, kCaptionSize, false) + 24;
+  };
+  legend_item(point_colour, o.points_label);
+  if (has_reference) legend_item(ref_colour, o.reference_label);
+  for (std::size_t l = 0; l < foot.size(); ++l)
+    text.draw(foot[l], 10, height - 10 - 15.0 * (foot.size() - 1 - l) - 4, kFootSize, false, Align::Left,
+              kGrey);
+
+  font_notes(text, measure, result.notes, "scatter plot");
+  canvas.write(file);
+  return result;
+}
+
+}  // namespace kef
