@@ -493,6 +493,7 @@ TEST(InMemoryRun, WritesTheOutputDirectoryWhenAsked) {
   RunOptions options;
   options.quiet = true;
   options.output_dir = (dir / "out").string();
+  options.overrides = {"output.save_splits=true"};
   const RunResult r =
       run_pipeline(Config::parse_string(lite_pipeline(""), "lite.toml"), InMemoryData{X, {}}, options, true);
   ASSERT_TRUE(r.output_dir);
@@ -501,6 +502,26 @@ TEST(InMemoryRun, WritesTheOutputDirectoryWhenAsked) {
   EXPECT_EQ(on_disk["models"]["lite"]["model_dir"], "models/lite");
   EXPECT_TRUE(fs::exists(dir / "out" / "models" / "lite" / "model.toml"));
   EXPECT_EQ(on_disk["data"]["columns"], Json::array({"x0", "x1", "x2"}));
+  // save_splits: the shuffled splits in data units (standardize undone); together they are the rows.
+  const Matrix train = read_npy(dir / "out" / "data" / "train.npy"),
+               validation = read_npy(dir / "out" / "data" / "validation.npy"),
+               test = read_npy(dir / "out" / "data" / "test.npy");
+  ASSERT_EQ(train.rows(), 220);
+  ASSERT_EQ(validation.rows(), 20);
+  ASSERT_EQ(test.rows(), 60);
+  Matrix all(300, 3);
+  all << train, validation, test;
+  std::vector<bool> matched(300, false);
+  for (Index i = 0; i < 300; ++i) {
+    Index found = -1;
+    for (Index j = 0; j < 300 && found < 0; ++j)
+      if (!matched[static_cast<std::size_t>(j)] &&
+          (all.row(i) - X.row(j)).cwiseAbs().maxCoeff() <= 1e-12 * (1 + X.row(j).cwiseAbs().maxCoeff()))
+        found = j;
+    ASSERT_GE(found, 0) << "saved row " << i << " is no row of the data";
+    matched[static_cast<std::size_t>(found)] = true;
+  }
+  EXPECT_NE(Matrix(all.topRows(5)), Matrix(X.topRows(5)));  // shuffled: not the source order
 }
 
 TEST(InMemoryRun, BadMatricesAreDataErrorsNamingTheRowAndColumn) {

@@ -20,6 +20,7 @@
 
 #include "kef/data_units_model.hpp"
 #include "kef/density_plot.hpp"
+#include "kef/npy.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/model_archive.hpp"
@@ -60,6 +61,10 @@ const KeyList& output_keys() {
   static const KeyList keys = {
       KeySpec::string("dir", "output directory (relative to the working directory)", std::string("runs/kef")),
       KeySpec::boolean("save_models", "save every fitted model under models/NAME", true),
+      KeySpec::boolean("save_splits",
+                       "write the splits the models saw as data/train.npy, data/validation.npy and "
+                       "data/test.npy, in data units (standardize/whiten undone)",
+                       false),
       KeySpec::boolean(
           "plot", "write density.png: log density of every model and the truth (1-D and 2-D data)", false),
       KeySpec::boolean("plot_points", "overlay training points (2-D) / a histogram of them (1-D) on the plot",
@@ -162,6 +167,7 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
   if (dir.empty()) output.fail("dir", "empty output directory");
   plan.output_dir = dir;
   plan.save_models = output.boolean("save_models");
+  plan.save_splits = output.boolean("save_splits");
 
   plan.data = in ? prepare_dataset(*plan.registry, root.table("data"), *in, plan.seed)
                  : prepare_dataset(*plan.registry, root.table("data"), plan.seed);
@@ -473,6 +479,15 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
     results["data"]["preprocessing"] = preprocessing;
     std::map<std::string, ModelPtr> fitted;
     if (write_output) log_file.open(staging / "log.txt");
+    if (write_output && plan.save_splits) {
+      // In data units, as `kef sample` writes draws: the split rows mapped back through the inverse of
+      // standardize/whiten (equal to the source's rows up to rounding).
+      step = "saving the splits";
+      fs::create_directories(staging / "data");
+      write_npy(staging / "data" / "train.npy", plan.data.transform.to_data(plan.data.train));
+      write_npy(staging / "data" / "validation.npy", plan.data.transform.to_data(plan.data.validation));
+      write_npy(staging / "data" / "test.npy", plan.data.transform.to_data(plan.data.test));
+    }
     if (plan.tune) {
       step = "tuning of model " + plan.tune->model;
       results["tuning"] = run_tuning(plan, run, log);

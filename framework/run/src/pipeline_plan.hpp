@@ -85,6 +85,7 @@ struct Plan {
   std::optional<TunePlan> tune;
   fs::path output_dir;
   bool save_models = true;
+  bool save_splits = false;  // [output] save_splits: data/{train,validation,test}.npy
   bool plot = false;
   DensityPlotOptions plot_options;
 };
