@@ -7,7 +7,7 @@
 #
 #   scripts/reproduce-dde-table1.sh [--quick] [--out DIR] [--seeds S,S,...] [--iterations N]
 #                                   [--datasets two_moons,rings,grid] [--threads N] [--collect]
-#                                   [--resample] [KEF]
+#                                   [--resample] [--figure] [KEF]
 #
 #   KEF           the kef executable (default: build/bin/kef of this repository)
 #   --out DIR     where the runs go (default: runs/dde-table1)
@@ -18,6 +18,9 @@
 #   --collect     run nothing: write the table from the runs already in DIR
 #   --resample    fit nothing: redo the timed draws of the saved models already in DIR (same seeds, so the
 #                 same draws), e.g. on an idle machine, then write the table
+#   --figure      also draw DIR/figure.png: for each data set, the first seed's 10⁴ DDE and KEF+HMC
+#                 draws over that seed's test rows (DDE's Figures 2–3 show its samples this way); the
+#                 test rows come from rerunning the KEF cell with [output] save_splits
 #   --quick       smoke test: 30 DDE iterations, 500 draws, 300 test rows, two seeds; the numbers mean
 #                 nothing, the runs and the table are exercised
 #
@@ -32,13 +35,14 @@ repo=$(cd "$here/.." && pwd)
 die() { echo "reproduce-dde-table1: $*" >&2; exit 2; }
 usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
-kef="$repo/build/bin/kef" kef_given=0 out="runs/dde-table1" quick=0 collect=0 resample=0
+kef="$repo/build/bin/kef" kef_given=0 out="runs/dde-table1" quick=0 collect=0 resample=0 figure=0
 seeds=(1 2 3) iterations=20000 datasets=(two_moons rings grid) threads=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --collect) collect=1 ;;
     --resample) resample=1 ;;
+    --figure) figure=1 ;;
     --out) [ $# -ge 2 ] || usage; out="$2"; shift ;;
     --threads) [ $# -ge 2 ] || usage; threads=(--threads "$2"); shift ;;
     --iterations)
@@ -84,6 +88,7 @@ test_rows() {
 # One run: kef run CONFIG into DIR with the cell's settings, then the timed 10⁴ draws of the saved model.
 fit_cell() {
   local dataset=$1 seed=$2 model=$3 config=$4 dir=$5
+  shift 5  # the rest: extra --set options
   local test val n
   test=$(test_rows "$dataset")
   val=0
@@ -99,7 +104,7 @@ fit_cell() {
   rm -rf "$dir"
   mkdir -p "$(dirname "$dir")"
   echo "reproduce-dde-table1: $dataset seed $seed $model" >&2
-  "$kef" run "$config" --output "$dir" --quiet "${threads[@]}" "${sets[@]}" > "$dir.log" 2>&1 ||
+  "$kef" run "$config" --output "$dir" --quiet "${threads[@]}" "${sets[@]}" "$@" > "$dir.log" 2>&1 ||
     { cat "$dir.log" >&2; die "kef run failed: $dataset seed $seed $model (log: $dir.log)"; }
 }
 
@@ -190,3 +195,27 @@ for d in datasets:
 PY
 mv "$out/table.md.tmp" "$out/table.md"
 echo "reproduce-dde-table1: wrote $out/table.md" >&2
+
+if [ "$figure" -eq 1 ]; then
+  seed=${seeds[0]}
+  panels=()
+  for dataset in "${datasets[@]}"; do
+    cell="$out/$dataset/seed$seed"
+    for model in dde kef; do
+      [ -s "$cell/$model.samples.npy" ] || die "--figure: no draws at $cell/$model.samples.npy (run the cell first)"
+    done
+    # The KEF cell again, with the same seed and data, for its test rows (the fit is seconds).
+    if [ ! -s "$cell/splits/data/test.npy" ]; then
+      fit_cell "$dataset" "$seed" kef "$configs/table1_kef.toml" "$cell/splits" --set output.save_splits=true \
+        --set output.save_models=false
+    fi
+    "$kef" scatterplot "DDE, sampler network=$cell/dde.samples.npy" "KEF (Nyström) + HMC=$cell/kef.samples.npy" \
+      --reference "$cell/splits/data/test.npy" --reference-label "test rows" --points-label "$draws model draws" \
+      --title "$dataset, seed $seed" --columns 2 --out "$out/$dataset/figure.png" 2> "$out/$dataset/figure.log" ||
+      { cat "$out/$dataset/figure.log" >&2; die "kef scatterplot failed for $dataset"; }
+    panels+=("$out/$dataset/figure.png")
+  done
+  "$kef" montage "${panels[@]}" --columns 1 --out "$out/figure.png" 2> "$out/figure.log" ||
+    { cat "$out/figure.log" >&2; die "kef montage failed"; }
+  echo "reproduce-dde-table1: wrote $out/figure.png" >&2
+fi

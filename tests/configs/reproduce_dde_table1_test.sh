@@ -3,12 +3,15 @@
 # scripts/reproduce-dde-table1.sh --quick must succeed and write, for each data set, a results.json
 # with the MMD of both models (DDE's marked as measuring its approximate sampler), the timed draws,
 # HMC's min ESS (and none for DDE's sampler network), and a table with a mean ± sd row per data set
-# beside the paper's numbers; --resample redoes the same draws without fitting. A bad option exits 2.
+# beside the paper's numbers, and (--figure) the figure of the draws over the test rows; --resample
+# redoes the same draws without fitting. A bad option exits 2.
 set -uo pipefail
 kef="$1" repo="$2" out="$3"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 script="$repo/scripts/reproduce-dde-table1.sh"
-bash "$script" --quick --threads 2 --out "$out" "$kef" || fail "reproduce-dde-table1.sh --quick exited with $?"
+bash "$script" --quick --figure --threads 2 --out "$out" "$kef" || fail "reproduce-dde-table1.sh --quick exited with $?"
+[ -s "$out/figure.png" ] || fail "no $out/figure.png"
+[ -s "$out/rings/seed1/splits/data/test.npy" ] || fail "no test rows for the figure"
 for d in two_moons rings grid; do
   for s in 1 2; do
     for m in dde kef; do
