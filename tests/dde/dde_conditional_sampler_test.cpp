@@ -15,6 +15,7 @@
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/model_archive.hpp"
+#include "conditional_fit.hpp"
 #include "test_support.hpp"
 
 namespace kef::dde {
@@ -136,31 +137,11 @@ TEST(DdeConditionalSampler, DiagnosticIsTheDefinitionPerInput) {
   EXPECT_NEAR(d.mean.kl, kl, 1e-10);
 }
 
-// y | x ~ N(0.8 x1 − 0.3 x2, 0.5²) as the first column.
-Matrix linear_gaussian(Index n, std::uint64_t seed) {
-  RandomStream rng(seed, "dde-conditional-sampler-linear");
-  Matrix R(n, 3);
-  for (Index i = 0; i < n; ++i) {
-    R(i, 1) = rng.normal();
-    R(i, 2) = rng.normal();
-    R(i, 0) = 0.8 * R(i, 1) - 0.3 * R(i, 2) + 0.5 * rng.normal();
-  }
-  return R;
-}
-
-struct Fitted {
-  ModelPtr model;
-  FitReport report;
-};
+using test::Fitted;
+using test::linear_gaussian;
 
 Fitted fit(const std::string& keys, const Matrix& train, std::uint64_t seed) {
-  DdeConditionalEstimator est(test::config_from(keys));
-  Context context = Context(seed, 1).child("fit");
-  Fitted f;
-  const Matrix none(0, train.cols());
-  FitInput in{train, none, context, f.report, ColumnRoles{{0}}};
-  f.model = est.fit(in);
-  return f;
+  return test::fit_dde_conditional(keys, train, seed, 1);
 }
 
 TEST(DdeConditionalSampler, TheEstimatorSetsTheCorrectionAndReportsTheDiagnostic) {

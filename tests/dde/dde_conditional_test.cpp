@@ -15,6 +15,7 @@
 #include "kef/context.hpp"
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
+#include "conditional_fit.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -139,33 +140,13 @@ TEST(DdeConditionalGradient, BaseMeasureDensityScoreAndLaplacian) {
   EXPECT_TRUE(std::isinf(lb[1]) && lb[1] < 0);
 }
 
-struct Fitted {
-  ModelPtr model;
-  FitReport report;
-};
+using test::Fitted;
+using test::linear_gaussian;
 
-// y (column 0) given x (columns 1, 2), so that the estimator must reorder the data's columns to (x, y).
+// y (column 0) given x (columns 1, 2): the estimator must reorder the data's columns to (x, y).
 Fitted fit(const std::string& keys, const Matrix& train, std::uint64_t seed, int threads,
            std::vector<Index> targets = {0}) {
-  dde::DdeConditionalEstimator est(test::config_from(keys));
-  Context context = Context(seed, threads).child("fit");
-  Fitted f;
-  const Matrix none(0, train.cols());
-  FitInput in{train, none, context, f.report, ColumnRoles{std::move(targets)}};
-  f.model = est.fit(in);
-  return f;
-}
-
-// y = 0.8 x1 − 0.3 x2 + 0.5 ε as the first column, (x1, x2) ~ N(0, I) the next two.
-Matrix linear_gaussian(Index n, std::uint64_t seed) {
-  RandomStream rng(seed, "dde-conditional-linear");
-  Matrix R(n, 3);
-  for (Index i = 0; i < n; ++i) {
-    R(i, 1) = rng.normal();
-    R(i, 2) = rng.normal();
-    R(i, 0) = 0.8 * R(i, 1) - 0.3 * R(i, 2) + 0.5 * rng.normal();
-  }
-  return R;
+  return test::fit_dde_conditional(keys, train, seed, threads, std::move(targets));
 }
 
 const char* kSmall =

@@ -260,20 +260,9 @@ DensityPlotResult render_2d(const fs::path& file, const std::vector<Panel2d>& pa
     cairo_rectangle(cr, x0 - 0.5, y0 - 0.5, S + 1, S + 1);
     cairo_stroke(cr);
 
-    for (double t : xticks) {
-      const double px = std::round(to_px(t, 0, x0, y0).first) + 0.5;
-      cairo_move_to(cr, px, y0 + S + 0.5);
-      cairo_line_to(cr, px, y0 + S + 0.5 + tick);
-      text.draw(tick_label(t, xstep), px, y0 + S + tick + 4 + 9, kTickSize, false, Align::Centre, kInk);
-    }
-    if (p == 0) {
-      for (double t : yticks) {
-        const double py = std::round(to_px(0, t, x0, y0).second) + 0.5;
-        cairo_move_to(cr, x0 - 0.5, py);
-        cairo_line_to(cr, x0 - 0.5 - tick, py);
-        text.draw(tick_label(t, ystep), x0 - tick - 4, py, kTickSize, false, Align::Right, kInk, true);
-      }
-    }
+    draw_x_ticks(cr, text, xticks, xstep, [&](double t) { return to_px(t, 0, x0, y0).first; }, y0 + S, tick);
+    if (p == 0)
+      draw_y_ticks(cr, text, yticks, ystep, [&](double t) { return to_px(0, t, x0, y0).second; }, x0, tick);
     cairo_stroke(cr);
   }
 
@@ -424,18 +413,8 @@ DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curv
   cairo_move_to(cr, x0 - 0.5, y0);
   cairo_line_to(cr, x0 - 0.5, y0 + PH + 0.5);
   cairo_line_to(cr, x0 + PW, y0 + PH + 0.5);
-  for (double t : xticks) {
-    const double p = std::round(px(t)) + 0.5;
-    cairo_move_to(cr, p, y0 + PH + 0.5);
-    cairo_line_to(cr, p, y0 + PH + 0.5 + tick);
-    text.draw(tick_label(t, xstep), p, y0 + PH + tick + 4 + 9, kTickSize, false, Align::Centre, kInk);
-  }
-  for (double t : yticks) {
-    const double p = std::round(py(t)) + 0.5;
-    cairo_move_to(cr, x0 - 0.5, p);
-    cairo_line_to(cr, x0 - 0.5 - tick, p);
-    text.draw(tick_label(t, ystep), x0 - tick - 4, p, kTickSize, false, Align::Right, kInk, true);
-  }
+  draw_x_ticks(cr, text, xticks, xstep, px, y0 + PH, tick);
+  draw_y_ticks(cr, text, yticks, ystep, py, x0, tick);
   cairo_stroke(cr);
   text.draw("x", x0 + PW / 2.0, y0 + PH + tick + 4 + 12 + 16, kTickSize, false, Align::Centre, kInk);
   text.draw("density", 10 + 7, y0 + PH / 2.0, kTickSize, false, Align::Centre, kInk, true, -M_PI / 2);

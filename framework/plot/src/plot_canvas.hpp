@@ -219,6 +219,32 @@ inline void set_colour(cairo_t* cr, Rgb c, double alpha = 1.0) {
   cairo_set_source_rgba(cr, c.r, c.g, c.b, alpha);
 }
 
+// Tick marks of a linear axis below a plotting area's bottom edge (pixel row `bottom`), at the pixel
+// columns px(t), each labelled under its mark. The caller strokes the path.
+template <class ToPixel>
+void draw_x_ticks(cairo_t* cr, const Text& text, const std::vector<double>& ticks, double step, ToPixel px,
+                  double bottom, int tick) {
+  for (double t : ticks) {
+    const double p = std::round(px(t)) + 0.5;
+    cairo_move_to(cr, p, bottom + 0.5);
+    cairo_line_to(cr, p, bottom + 0.5 + tick);
+    text.draw(tick_label(t, step), p, bottom + tick + 4 + 9, kTickSize, false, Align::Centre, kInk);
+  }
+}
+
+// Tick marks of a linear axis left of a plotting area's left edge (pixel column `left`), at the pixel
+// rows py(t), each labelled to its left. The caller strokes the path.
+template <class ToPixel>
+void draw_y_ticks(cairo_t* cr, const Text& text, const std::vector<double>& ticks, double step, ToPixel py,
+                  double left, int tick) {
+  for (double t : ticks) {
+    const double p = std::round(py(t)) + 0.5;
+    cairo_move_to(cr, left - 0.5, p);
+    cairo_line_to(cr, left - 0.5 - tick, p);
+    text.draw(tick_label(t, step), left - tick - 4, p, kTickSize, false, Align::Right, kInk, true);
+  }
+}
+
 // Figures must stay below cairo's 32767-pixel limit; more would be a runaway grid or panel count.
 inline void check_canvas(int width, int height) {
   if (width > 32000 || height > 32000)

@@ -132,18 +132,8 @@ ScatterPlotResult write_scatter_plot(const fs::path& file, const std::vector<Sca
     set_colour(cr, kInk);
     cairo_set_line_width(cr, 1.0);
     cairo_rectangle(cr, left - 0.5, top - 0.5, S + 1, S + 1);
-    for (double t : xt) {
-      const double p = std::round(px(t)) + 0.5;
-      cairo_move_to(cr, p, top + S + 0.5);
-      cairo_line_to(cr, p, top + S + 0.5 + tick);
-      text.draw(tick_label(t, xstep), p, top + S + tick + 4 + 9, kTickSize, false, Align::Centre, kInk);
-    }
-    for (double t : yt) {
-      const double p = std::round(py(t)) + 0.5;
-      cairo_move_to(cr, left - 0.5, p);
-      cairo_line_to(cr, left - 0.5 - tick, p);
-      text.draw(tick_label(t, ystep), left - tick - 3, p, kTickSize, false, Align::Right, kInk, true);
-    }
+    draw_x_ticks(cr, text, xt, xstep, px, top + S, tick);
+    draw_y_ticks(cr, text, yt, ystep, py, left, tick);
     cairo_stroke(cr);
     text.draw(panels[k].title, left + S / 2.0, top - 8, kCaptionSize, true, Align::Centre, kInk);
     if (geo.outside > 0)
