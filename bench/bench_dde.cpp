@@ -4,6 +4,9 @@
 //                       timed iterations after 5 of warm-up; prints the median.
 // The settings are the reference's defaults: D = 2, batch 100, widths 128, ξ of dimension 128,
 // generator depth 4, dual depth 3, 5 rounds of (3 dual steps, 1 sampler step) per f step, float64.
+// Also the machine's GEMM rate (Eigen, one thread) at the networks' block shape, 100 x 128 times
+// 128 x 128, and on 512 x 512 matrices: the iteration's time is about half such products, so these
+// rates bound how fast it can get (plugins/dde/README.md, Speed).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +31,22 @@ double median(std::vector<double> v) {
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// GFLOP/s of C = A B (m x k times k x n) through Eigen, the best of 5 timings of `reps` products.
+double gemm_rate(Index m, Index k, Index n, int reps) {
+  RandomStream rng(5, "bench-gemm");
+  const Matrix A = rng.normal_matrix(m, k), B = rng.normal_matrix(k, n);
+  Matrix C(m, n);
+  for (int i = 0; i < reps / 10 + 1; ++i) C.noalias() = A * B;
+  double best = 1e30;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) C.noalias() = A * B;
+    best = std::min(best, seconds_since(t0) / reps);
+  }
+  if (!C.allFinite()) std::abort();
+  return 2.0 * static_cast<double>(m * k * n) / best * 1e-9;
+}
 
 }  // namespace
 
@@ -72,5 +91,7 @@ int main(int argc, char** argv) {
   }
   std::printf("threads %d\nseconds_per_step %.6f\nsample_seconds_1e4 %.6f\n", default_threads(), median(times),
               median(sample_times));
+  std::printf("gemm_gflops_100x128x128 %.1f\ngemm_gflops_512 %.1f\n", gemm_rate(100, 128, 128, 2000),
+              gemm_rate(512, 512, 512, 5));
   return 0;
 }

@@ -263,6 +263,7 @@ if [ -f "$anchors/dde_torch.py" ] && $py -c "import torch" 2>/dev/null; then
     awk -v k="$(val $q "$work/dde.txt")" -v a="$(val $q "$work/dde_t1.txt")" -v b="$(val $q "$work/dde_t2.txt")" -v q=$q \
       'BEGIN{f = a < b ? a : b; printf "dde %s: kef %.4f s, pytorch %.4f s (1 thread) / %.4f s (2 threads); ratio pytorch(faster)/kef = %.2fx%s\n", q, k, a, b, f/k, q == "seconds_per_step" ? " (target >= 5x)" : ""}'
   done
+  echo "dde: Eigen's one-thread GEMM at the networks' block shape (100 x 128 times 128 x 128) $(val gemm_gflops_100x128x128 "$work/dde.txt") GFLOP/s, on 512 x 512 matrices $(val gemm_gflops_512 "$work/dde.txt") GFLOP/s"
 else
   echo "PyTorch anchor not available (needs /usr/bin/python3 with torch and ../shared/anchors/dde_torch.py)"
 fi
