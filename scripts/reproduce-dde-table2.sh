@@ -4,7 +4,8 @@
 # and y standardised by the training statistics (configs/paper/dde/conditional/), beside the paper's.
 #
 #   scripts/reproduce-dde-table2.sh [--quick] [--out DIR] [--raw DIR] [--seeds S,S,...] [--threads N]
-#                                   [--dde-iterations N] [--collect-only] [--sets LIST] [KEF]
+#                                   [--dde-iterations N] [--collect-only] [--sets LIST]
+#                                   [--models LIST] [--set KEY=VALUE]... [KEF]
 #
 #   KEF          the kef executable (default: build/bin/kef of this repository)
 #   --out DIR    where the data, runs and table go (default: runs/dde-table2)
@@ -12,6 +13,9 @@
 #   --quick      smoke test: splits 0 and 1 of three small sets (CobarOre, UN3, geyser; --sets
 #                overrides), the full grids, DDE for 100 iterations; seconds
 #   --sets LIST  only these data sets (comma-separated; default all 16)
+#   --models LIST  only these of each config's models (comma-separated, of lscde, eps_kde, kcef,
+#                dde_conditional; default all): the configs are copied to DIR/configs without the others
+#   --set KEY=VALUE  passed to every kef run (e.g. --set model.kcef.estimator.grid_extensions=3)
 #   --seeds LIST the splits (default 0,1,...,19: 20 splits); split S is `--set seed=S`, which
 #                reshuffles the rows before the 50/50 split
 #   --threads N  passed to kef run (results do not depend on it)
@@ -38,6 +42,8 @@ quick=0
 collect_only=0
 dde_iterations=""
 sets_given=()
+models_given=""
+extra_sets=()
 kef_given=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -63,6 +69,12 @@ while [ $# -gt 0 ]; do
       IFS=, read -r -a sets_given <<< "$2"
       [ "${#sets_given[@]}" -gt 0 ] || { echo "reproduce-dde-table2: --sets: empty list" >&2; exit 2; }
       shift ;;
+    --models)
+      [ $# -ge 2 ] || usage
+      [[ "$2" =~ ^(lscde|eps_kde|kcef|dde_conditional)(,(lscde|eps_kde|kcef|dde_conditional))*$ ]] ||
+        { echo "reproduce-dde-table2: --models: '$2' is not a list of lscde, eps_kde, kcef, dde_conditional" >&2; exit 2; }
+      models_given="$2"; shift ;;
+    --set) [ $# -ge 2 ] || usage; extra_sets+=(--set "$2"); shift ;;
     -h|--help) usage ;;
     -*) echo "reproduce-dde-table2: unknown option $1" >&2; usage ;;
     *) [ "$kef_given" -eq 0 ] || usage; kef="$1"; kef_given=1 ;;
@@ -74,7 +86,9 @@ if [ "${#seeds[@]}" -eq 0 ]; then
 fi
 if [ -z "$dde_iterations" ] && [ "$quick" -eq 1 ]; then dde_iterations=100; fi
 dde_set=()
-if [ -n "$dde_iterations" ]; then dde_set=(--set "model.dde_conditional.estimator.iterations=$dde_iterations"); fi
+if [ -n "$dde_iterations" ] && { [ -z "$models_given" ] || [[ ",$models_given," == *,dde_conditional,* ]]; }; then
+  dde_set=(--set "model.dde_conditional.estimator.iterations=$dde_iterations")
+fi
 
 python=/usr/bin/python3
 [ -x "$kef" ] || die "no kef executable at $kef (build it, or pass its path)"
@@ -95,13 +109,48 @@ mkdir -p "$out"
 if [ "$collect_only" -eq 0 ]; then
   "$python" "$repo/scripts/dde_conditional_data.py" "$out/data" "$raw" || die "converting the data failed"
 fi
+# --models: copies of the configs with only those [[model]] tables (each runs from the line
+# `[[model]]` to the next top-level table that is not one of its own `[model.*]` tables).
+if [ -n "$models_given" ] && [ "$collect_only" -eq 0 ]; then
+  mkdir -p "$out/configs"
+  "$python" - "$configs" "$out/configs" "$models_given" "${sets[@]}" <<'PY' || die "filtering the configs failed"
+import re, sys
+src, dst, keep, sets = sys.argv[1], sys.argv[2], set(sys.argv[3].split(",")), sys.argv[4:]
+for st in sets:
+    out, block, name = [], None, None
+    def flush():
+        if block is not None and name in keep:
+            out.extend(block)
+    for line in open(f"{src}/{st}.toml"):
+        head = line.strip()
+        if head == "[[model]]":
+            flush()
+            block, name = [line], None
+            continue
+        if block is not None:
+            if head.startswith("[") and not head.startswith("[model."):
+                flush()
+                block = None
+                out.append(line)
+                continue
+            m = re.match(r'name\s*=\s*"([^"]*)"', head)
+            if m and name is None:
+                name = m.group(1)
+            block.append(line)
+        else:
+            out.append(line)
+    flush()
+    open(f"{dst}/{st}.toml", "w").write("".join(out))
+PY
+  configs="$out/configs"
+fi
 
 for s in "${seeds[@]}"; do
   [ "$collect_only" -eq 0 ] || break
   for set in "${sets[@]}"; do
     run="$out/$set/seed-$s"
     rm -rf "$run"
-    if ! "$kef" run "$configs/$set.toml" --quiet "${threads[@]}" "${dde_set[@]}" --set "seed=$s" \
+    if ! "$kef" run "$configs/$set.toml" --quiet "${threads[@]}" "${dde_set[@]}" "${extra_sets[@]}" --set "seed=$s" \
         --set "data.path=$(cd "$out/data" && pwd)/$set.csv" --output "$run" > "$out/last-run.log" 2>&1; then
       cat "$out/last-run.log" >&2
       die "run $set, split $s failed (log above)"
@@ -156,27 +205,31 @@ def ms(v):
     mean = sum(v) / len(v)
     sd = math.sqrt(sum((x - mean) ** 2 for x in v) / (len(v) - 1)) if len(v) > 1 else 0.0
     return mean, sd
-with_dde = any(k[1] == "dde_conditional" for k in cells)
-with_kcef = any(k[1] == "kcef" for k in cells)
+present = {k[1] for k in cells}
+with_dde = "dde_conditional" in present
+# The columns of the methods that ran (--models), each beside the paper's.
+columns = [(m, label) for m, label in (("eps_kde", "ε-KDE"), ("lscde", "LSCDE"), ("kcef", "KCEF"),
+                                       ("dde_conditional", "DDE")) if m in present]
 lines = [f"Negative log-likelihood of p(y | x) (standardised units), mean ± sd over {len(seeds)} splits "
          "(sd with divisor n − 1); the paper's numbers (DDE Table 2) beside."
          + (f" DDE trained for {dde_iterations} iterations." if with_dde else ""), "",
-         "| data set | ε-KDE (kef) | ε-KDE (paper) | LSCDE (kef) | LSCDE (paper) |"
-         + (" KCEF (kef) | KCEF (paper) |" if with_kcef else "")
-         + (" DDE (kef) | DDE (paper) |" if with_dde else ""),
-         "|---|---|---|---|---|" + ("---|---|" if with_kcef else "") + ("---|---|" if with_dde else "")]
+         "| data set |" + "".join(f" {label} (kef) | {label} (paper) |" for _, label in columns),
+         "|---|" + "---|---|" * len(columns)]
+def paper_cell(m, st):
+    if m == "eps_kde":
+        p = paper[st][0]
+    elif m == "lscde":
+        p = paper[st][1]
+    elif m == "kcef":
+        p = paper_kcef[st]
+    else:
+        p = paper_dde[st]
+    return " N/A |" if p is None else f" {p[0]:.2f} ± {p[1]:.2f} |"
 for st in sets:
-    (pe, pes), (pl, pls) = paper[st]
-    e, l = ms(cells[(st, "eps_kde")]), ms(cells[(st, "lscde")])
-    line = f"| {st} | {e[0]:.2f} ± {e[1]:.2f} | {pe:.2f} ± {pes:.2f} | {l[0]:.2f} ± {l[1]:.2f} | {pl:.2f} ± {pls:.2f} |"
-    if with_kcef:
-        k = ms(cells[(st, "kcef")]) if (st, "kcef") in cells else None
-        pk = paper_kcef[st]
-        line += (f" {k[0]:.2f} ± {k[1]:.2f} |" if k else " – |") + (" N/A |" if pk is None else f" {pk[0]:.2f} ± {pk[1]:.2f} |")
-    if with_dde:
-        pd, pds = paper_dde[st]
-        d = ms(cells[(st, "dde_conditional")]) if (st, "dde_conditional") in cells else None
-        line += (f" {d[0]:.2f} ± {d[1]:.2f} |" if d else " – |") + f" {pd:.2f} ± {pds:.2f} |"
+    line = f"| {st} |"
+    for m, _ in columns:
+        v = ms(cells[(st, m)]) if (st, m) in cells else None
+        line += (f" {v[0]:.2f} ± {v[1]:.2f} |" if v else " – |") + paper_cell(m, st)
     lines.append(line)
 open(f"{out}/table.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))

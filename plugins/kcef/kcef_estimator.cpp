@@ -1,5 +1,8 @@
 #include "kcef_estimator.hpp"
 
+#include <algorithm>
+#include <array>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -96,6 +99,13 @@ const OptionsSpec<KcefKeys>& kcef_options() {
         .positive();
     s.integer("folds", &O::folds, "K of the K-fold cross-validation (the reference code: 10)", 10)
         .at_least(2);
+    s.integer("grid_extensions", &O::grid_extensions,
+              "how many steps the search may continue a searched grid past either end when the best "
+              "candidate lies at that end (each step: the end value times the ratio of the two values "
+              "at that end); 0: the grids as given (the default: on tied targets the continued search "
+              "runs to degenerate spikes, README)",
+              0)
+        .non_negative();
     s.number("q0_sd", &O::q0_sd, "σ0 of the base measure q0(y) = N(0, σ0² I) (the reference code: 2)", 2.0)
         .positive();
     s.integer("max_system", &O::max_system,
@@ -160,6 +170,151 @@ KcefModel kcef_solve(const KcefSystem& sys, const Matrix& X, const Matrix& Y, co
   return KcefModel(std::move(p));
 }
 
+namespace {
+
+// One searched dimension of the cross-validation: its values sorted, continued geometrically past
+// either end (index −1 is the first value times first/second, index n the last times last/previous),
+// and the index range searched so far.
+class SearchGrid {
+ public:
+  explicit SearchGrid(std::vector<double> values) : values_(std::move(values)) {
+    std::sort(values_.begin(), values_.end());
+    values_.erase(std::unique(values_.begin(), values_.end()), values_.end());
+    hi = static_cast<long>(values_.size()) - 1;
+  }
+  double at(long i) const {
+    const long n = static_cast<long>(values_.size());
+    if (i < 0) return values_[0] * std::pow(values_[0] / values_[1], static_cast<double>(-i));
+    if (i >= n) return values_[n - 1] * std::pow(values_[n - 1] / values_[n - 2], static_cast<double>(i - n + 1));
+    return values_[static_cast<std::size_t>(i)];
+  }
+  bool searched() const { return values_.size() > 1; }
+  // Moves the end at which `best` lies one step out; false at an inner index or when that end has
+  // been moved `max_steps` times already.
+  bool extend_at(long best, long max_steps) {
+    if (!searched()) return false;
+    if (best == lo && lo_steps < max_steps) {
+      --lo;
+      ++lo_steps;
+      return true;
+    }
+    if (best == hi && hi_steps < max_steps) {
+      ++hi;
+      ++hi_steps;
+      return true;
+    }
+    return false;
+  }
+  long lo = 0, hi = 0, lo_steps = 0, hi_steps = 0;
+
+ private:
+  std::vector<double> values_;
+};
+
+struct SearchResult {
+  Vector sigma_x;
+  double sigma_y = 0, lambda = 0;
+};
+
+// K-fold cross-validation of the held-out conditional score-matching loss over σ_x = c_x · sx_base,
+// σ_y = c_y · sy_base and λ: first the given grids; while the best candidate lies at an end of a
+// searched grid, that grid is continued one step past it (at most `grid_extensions` steps per end)
+// and the new candidates are scored too. Each candidate's loss is the mean over the folds, summed in
+// fold order; ties go to the first in grid order. Reports cv_loss, the candidates scored and notes.
+SearchResult cross_validate(const Matrix& X, const Matrix& Y, const Vector& sx_base, double sy_base,
+                            const KcefKeys& opt, const FitInput& in) {
+  SearchGrid gx(opt.sigma_x ? std::vector<double>{1.0} : opt.scale_grid);
+  SearchGrid gy(opt.sigma_y ? std::vector<double>{1.0} : opt.scale_grid);
+  SearchGrid gl(opt.lambda ? std::vector<double>{*opt.lambda} : opt.lambda_grid);
+  if (!gx.searched() && !gy.searched() && !gl.searched()) return {gx.at(0) * sx_base, gy.at(0) * sy_base, gl.at(0)};
+
+  const Index n = X.rows(), K = static_cast<Index>(opt.folds);
+  RandomStream fold_rng = in.context.rng().derive("folds");
+  const std::vector<Index> folds = random_folds(n, K, fold_rng);
+  std::vector<Matrix> Xtr, Ytr, Xte, Yte;
+  for (Index k = 0; k < K; ++k) {
+    const std::vector<Index> tr = rows_outside_fold(folds, k), te = rows_in_fold(folds, k);
+    Xtr.push_back(gather_rows(X, tr));
+    Ytr.push_back(gather_rows(Y, tr));
+    Xte.push_back(gather_rows(X, te));
+    Yte.push_back(gather_rows(Y, te));
+  }
+  // The held-out loss of a candidate, on this process alone: every process runs the whole search.
+  const Context fold_context(0, 1);
+  std::map<std::array<long, 3>, double> mean;  // (x, y, λ) indices -> mean held-out loss
+  std::array<long, 3> best{0, 0, 0};
+  for (int round = 0;; ++round) {
+    in.context.progress().update(
+        "kcef", 0.0,
+        std::to_string(K) + "-fold cross-validation, round " + std::to_string(round + 1) + ": " +
+            std::to_string(gx.hi - gx.lo + 1) + " σ_x x " + std::to_string(gy.hi - gy.lo + 1) + " σ_y x " +
+            std::to_string(gl.hi - gl.lo + 1) + " λ");
+    for (long ix = gx.lo; ix <= gx.hi; ++ix)
+      for (long iy = gy.lo; iy <= gy.hi; ++iy) {
+        std::vector<long> missing;
+        for (long il = gl.lo; il <= gl.hi; ++il)
+          if (!mean.count({ix, iy, il})) missing.push_back(il);
+        if (missing.empty()) continue;
+        const Vector sx = gx.at(ix) * sx_base;
+        const double sy = gy.at(iy) * sy_base;
+        std::vector<double> total(missing.size(), 0.0);
+        for (Index k = 0; k < K; ++k) {
+          const KcefSystem sys = kcef_system(Xtr[k], Ytr[k], sx, sy, opt.q0_sd);
+          for (std::size_t j = 0; j < missing.size(); ++j) {
+            double loss = std::numeric_limits<double>::infinity();
+            try {
+              const KcefModel m = kcef_solve(sys, Xtr[k], Ytr[k], sx, sy, opt.q0_sd, gl.at(missing[j]));
+              loss = conditional_score_matching_loss(m, Xte[k], Yte[k], fold_context);
+            } catch (const NumericalError&) {
+              // A candidate whose system does not factorise is never chosen.
+            }
+            if (std::isnan(loss)) loss = std::numeric_limits<double>::infinity();
+            total[j] += loss;
+          }
+        }
+        for (std::size_t j = 0; j < missing.size(); ++j)
+          mean[{ix, iy, missing[j]}] = total[j] / static_cast<double>(K);
+      }
+    double best_loss = std::numeric_limits<double>::infinity();
+    for (const auto& [key, v] : mean)  // in grid order, so ties go to the first
+      if (v < best_loss) {
+        best_loss = v;
+        best = key;
+      }
+    if (!std::isfinite(best_loss))
+      throw NumericalError(
+          "kcef: no candidate of the cross-validation grid gives a finite held-out loss; "
+          "widen `scale_grid` or `lambda_grid`");
+    in.report.values["cv_loss"] = best_loss;
+    // One step per grid and round, for every grid whose best index is at an end.
+    bool extended = false;
+    extended |= gx.extend_at(best[0], opt.grid_extensions);
+    extended |= gy.extend_at(best[1], opt.grid_extensions);
+    extended |= gl.extend_at(best[2], opt.grid_extensions);
+    if (!extended) break;
+  }
+  in.report.values["cv_candidates"] = static_cast<double>(mean.size());
+  const auto describe = [&](const SearchGrid& g, long index, const char* key, double value) {
+    if (!g.searched()) return;
+    if (g.lo_steps > 0 || g.hi_steps > 0)
+      in.report.notes.push_back(std::string("the search continued the ") + key + " grid " +
+                                std::to_string(g.lo_steps) + " step(s) down and " + std::to_string(g.hi_steps) +
+                                " up; chosen " + number_text(value));
+    if (index == g.lo || index == g.hi)
+      in.report.notes.push_back(std::string("the chosen ") + key + " value " + number_text(value) + " is at the " +
+                                (index == g.lo ? "lower" : "upper") + " end of its grid" +
+                                (opt.grid_extensions > 0 ? " after " + std::to_string(opt.grid_extensions) +
+                                                               " extensions; widen the grid"
+                                                         : "; extend it (grid_extensions)"));
+  };
+  describe(gx, best[0], "sigma_x scale", gx.at(best[0]));
+  describe(gy, best[1], "sigma_y scale", gy.at(best[1]));
+  describe(gl, best[2], "lambda", gl.at(best[2]));
+  return {gx.at(best[0]) * sx_base, gy.at(best[1]) * sy_base, gl.at(best[2])};
+}
+
+}  // namespace
+
 KcefEstimator::KcefEstimator(const Config& cfg) : opt_(kcef_options().read(cfg)), sites_(cfg) {}
 
 std::optional<FacetSet> KcefEstimator::facets() const {
@@ -206,91 +361,15 @@ ModelPtr KcefEstimator::fit(const FitInput& in) {
   const Matrix X = in.roles.inputs_of(in.train), Y = in.roles.targets_of(in.train);
   const Index n = X.rows(), dx = X.cols();
 
-  // Candidate bandwidths: given ones alone, or the median heuristic times each scale.
-  std::vector<Vector> sx_candidates;
-  if (opt_.sigma_x) {
-    sx_candidates.push_back(opt_.sigma_x->size() == 1
-                                ? Vector(Vector::Constant(dx, opt_.sigma_x->front()))
-                                : Vector(Eigen::Map<const Vector>(opt_.sigma_x->data(), dx)));
-  } else {
-    const Vector base = median_input_bandwidths(X, sites_);
-    for (double c : opt_.scale_grid) sx_candidates.push_back(c * base);
-  }
-  std::vector<double> sy_candidates;
-  if (opt_.sigma_y) {
-    sy_candidates.push_back(*opt_.sigma_y);
-  } else {
-    const double base = reference_target_bandwidth(Y, sites_);
-    for (double c : opt_.scale_grid) sy_candidates.push_back(c * base);
-  }
-  const std::vector<double> lambdas = opt_.lambda ? std::vector<double>{*opt_.lambda} : opt_.lambda_grid;
-
-  std::size_t best_x = 0, best_y = 0, best_l = 0;
-  if (sx_candidates.size() > 1 || sy_candidates.size() > 1 || lambdas.size() > 1) {
-    RandomStream fold_rng = in.context.rng().derive("folds");
-    const Index K = static_cast<Index>(opt_.folds);
-    const std::vector<Index> folds = random_folds(n, K, fold_rng);
-    in.context.progress().update(
-        "kcef", 0.0,
-        std::to_string(K) + "-fold cross-validation of " + std::to_string(sx_candidates.size()) + " σ_x x " +
-            std::to_string(sy_candidates.size()) + " σ_y x " + std::to_string(lambdas.size()) + " λ");
-    // total[(x·|σ_y| + y)·|λ| + l]: the sum over folds, in fold order.
-    std::vector<double> total(sx_candidates.size() * sy_candidates.size() * lambdas.size(), 0.0);
-    // The held-out loss of a candidate, on this process alone: every process runs the whole search.
-    const Context fold_context(0, 1);
-    for (Index k = 0; k < K; ++k) {
-      const std::vector<Index> tr = rows_outside_fold(folds, k), te = rows_in_fold(folds, k);
-      const Matrix Xtr = gather_rows(X, tr), Ytr = gather_rows(Y, tr), Xte = gather_rows(X, te),
-                   Yte = gather_rows(Y, te);
-      for (std::size_t x = 0; x < sx_candidates.size(); ++x)
-        for (std::size_t y = 0; y < sy_candidates.size(); ++y) {
-          const KcefSystem sys = kcef_system(Xtr, Ytr, sx_candidates[x], sy_candidates[y], opt_.q0_sd);
-          for (std::size_t l = 0; l < lambdas.size(); ++l) {
-            double loss = std::numeric_limits<double>::infinity();
-            try {
-              const KcefModel m =
-                  kcef_solve(sys, Xtr, Ytr, sx_candidates[x], sy_candidates[y], opt_.q0_sd, lambdas[l]);
-              loss = conditional_score_matching_loss(m, Xte, Yte, fold_context);
-            } catch (const NumericalError&) {
-              // A candidate whose system does not factorise is never chosen.
-            }
-            if (std::isnan(loss)) loss = std::numeric_limits<double>::infinity();
-            total[(x * sy_candidates.size() + y) * lambdas.size() + l] += loss;
-          }
-        }
-      in.context.progress().update("kcef", static_cast<double>(k + 1) / static_cast<double>(K),
-                                   "fold " + std::to_string(k + 1));
-    }
-    double best = std::numeric_limits<double>::infinity();
-    for (std::size_t x = 0; x < sx_candidates.size(); ++x)
-      for (std::size_t y = 0; y < sy_candidates.size(); ++y)
-        for (std::size_t l = 0; l < lambdas.size(); ++l) {
-          const double v =
-              total[(x * sy_candidates.size() + y) * lambdas.size() + l] / static_cast<double>(K);
-          if (v < best) {  // ties: the first in grid order
-            best = v;
-            best_x = x;
-            best_y = y;
-            best_l = l;
-          }
-        }
-    if (!std::isfinite(best))
-      throw NumericalError(
-          "kcef: no candidate of the cross-validation grid gives a finite held-out loss; "
-          "widen `scale_grid` or `lambda_grid`");
-    in.report.values["cv_loss"] = best;
-    const auto edge = [&](std::size_t index, std::size_t size, const char* key, double value) {
-      if (size > 1 && (index == 0 || index + 1 == size))
-        in.report.notes.push_back(std::string("the chosen ") + key + " value " + number_text(value) +
-                                  " is at the " + (index == 0 ? "lower" : "upper") +
-                                  " end of its grid; extend it");
-    };
-    if (!opt_.sigma_x) edge(best_x, sx_candidates.size(), "sigma_x scale", opt_.scale_grid[best_x]);
-    if (!opt_.sigma_y) edge(best_y, sy_candidates.size(), "sigma_y scale", opt_.scale_grid[best_y]);
-    if (!opt_.lambda) edge(best_l, lambdas.size(), "lambda", lambdas[best_l]);
-  }
-  const Vector& sigma_x = sx_candidates[best_x];
-  const double sigma_y = sy_candidates[best_y], lambda = lambdas[best_l];
+  // Bandwidths: the given ones, or the median heuristic (times a searched scale).
+  const Vector sx_base = opt_.sigma_x ? (opt_.sigma_x->size() == 1
+                                             ? Vector(Vector::Constant(dx, opt_.sigma_x->front()))
+                                             : Vector(Eigen::Map<const Vector>(opt_.sigma_x->data(), dx)))
+                                      : median_input_bandwidths(X, sites_);
+  const double sy_base = opt_.sigma_y ? *opt_.sigma_y : reference_target_bandwidth(Y, sites_);
+  const SearchResult chosen = cross_validate(X, Y, sx_base, sy_base, opt_, in);
+  const Vector sigma_x = chosen.sigma_x;
+  const double sigma_y = chosen.sigma_y, lambda = chosen.lambda;
   double jitter = 0.0;
   auto model = std::make_shared<KcefModel>(kcef_solve(kcef_system(X, Y, sigma_x, sigma_y, opt_.q0_sd), X, Y,
                                                       sigma_x, sigma_y, opt_.q0_sd, lambda, &jitter));

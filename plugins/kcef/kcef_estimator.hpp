@@ -27,6 +27,7 @@ struct KcefKeys {
   std::vector<double> lambda_grid;
   std::vector<double> scale_grid;
   std::int64_t folds = 10;
+  std::int64_t grid_extensions = 0;
   double q0_sd = 2.0;
   std::int64_t max_system = 20000;
 };

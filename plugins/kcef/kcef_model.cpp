@@ -7,6 +7,7 @@
 #include "kef/conditional_inputs.hpp"
 #include "kef/error.hpp"
 #include "kef/number_text.hpp"
+#include "kef/vector_exp.hpp"
 
 namespace kef::kcef {
 
@@ -25,8 +26,9 @@ Matrix input_gram(const Matrix& A, const Matrix& B, const Vector& sigma_x) {
         const double u = (A(n, d) - B(m, d)) / sigma_x[d];
         t += u * u;
       }
-      K(n, m) = std::exp(-0.5 * t);
+      K(n, m) = -0.5 * t;
     }
+  exp_array(K.data(), K.data(), K.size());  // the exponentials are most of the cost
   return K;
 }
 
@@ -75,15 +77,22 @@ void KcefModel::evaluate(const Matrix& X, const Matrix& Y, Vector* value, Matrix
   if (score) score->resize(N, dy);
   if (laplacian) laplacian->resize(N, dy);
   const Matrix Kx = input_gram(X, p_.basis_inputs, p_.sigma_x);
-  Vector u(dy), g(dy), l(dy);
+  Vector u(dy), g(dy), l(dy), ky(n), uus(n);
   for (Index r = 0; r < N; ++r) {
     double f = 0.0;
     g.setZero();
     l.setZero();
+    // k_y(y_a, y_r) for every basis pair at once: the exponentials are most of the cost.
     for (Index a = 0; a < n; ++a) {
       for (Index j = 0; j < dy; ++j) u[j] = p_.basis_targets(a, j) - Y(r, j);
-      const double uu = u.squaredNorm();
-      const double w = Kx(r, a) * std::exp(-0.5 * s * uu);
+      uus[a] = u.squaredNorm();
+      ky[a] = -0.5 * s * uus[a];
+    }
+    exp_array(ky.data(), ky.data(), n);
+    for (Index a = 0; a < n; ++a) {
+      for (Index j = 0; j < dy; ++j) u[j] = p_.basis_targets(a, j) - Y(r, j);
+      const double uu = uus[a];
+      const double w = Kx(r, a) * ky[a];
       if (w == 0.0) continue;
       const double P = -s * p_.coefficients.row(a).dot(u) + e * (s * s * uu - s * dyd);
       f += w * P;

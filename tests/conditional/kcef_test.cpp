@@ -282,6 +282,32 @@ TEST(Kcef, RecoversAHeteroscedasticSine) {
   EXPECT_LT(ll, truth_ll + 0.1) << "kcef " << ll << ", truth " << truth_ll;
 }
 
+// The grids are continued past an end while the best candidate lies there: the search scores a superset
+// of the given grid's candidates, so its best held-out loss is never worse; with grid_extensions = 0
+// it is the given grid alone (the default), and a best value at an end is noted. On these data the best
+// σ_y scale runs to the top of the continued grid (the truth is Gaussian in y: a wide k_y fits a
+// quadratic).
+TEST(Kcef, CrossValidationContinuesAGridPastTheEndWhereTheBestLies) {
+  const Matrix R = sine_rows(250, 5);
+  FitReport fixed, extended;
+  const KcefModel a = fitted_model(R, "folds = 5", &fixed);
+  const KcefModel b = fitted_model(R, "folds = 5\ngrid_extensions = 3", &extended);
+  EXPECT_EQ(fixed.values.at("cv_candidates"), 125.0);
+  EXPECT_GT(extended.values.at("cv_candidates"), 125.0);
+  EXPECT_LE(extended.values.at("cv_loss"), fixed.values.at("cv_loss"));
+  auto noted = [](const FitReport& r, const std::string& text) {
+    for (const auto& n : r.notes)
+      if (test::contains(n, text)) return true;
+    return false;
+  };
+  EXPECT_TRUE(noted(fixed, "end of its grid; extend it (grid_extensions)"));
+  EXPECT_TRUE(noted(extended, "the search continued the sigma_y scale grid 0 step(s) down and 3 up; chosen 32"));
+  // σ_y = 32 · sd_y/√2: three doublings past the grid's 4.
+  const double sd = std::sqrt((R.col(1).array() - R.col(1).mean()).square().sum() / static_cast<double>(R.rows()));
+  EXPECT_NEAR(b.parameters().sigma_y, 32.0 * sd / std::sqrt(2.0), 1e-9 * b.parameters().sigma_y);
+  EXPECT_NE(a.parameters().sigma_y, b.parameters().sigma_y);
+}
+
 TEST(Kcef, FitIsIndependentOfTheContextThreadCount) {
   const Matrix R = sine_rows(120, 7);
   const KcefModel a = fitted_model(R, "folds = 4", nullptr, 1), b = fitted_model(R, "folds = 4", nullptr, 2);
