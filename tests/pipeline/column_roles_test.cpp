@@ -421,7 +421,7 @@ TEST(ColumnRoles, TheCommandRunsAConditionalPipelineAndScoresAndEvaluatesItsMode
   // An evaluator of densities of whole rows is refused, naming what the model lacks.
   r = test::kef_cmd("eval " + model + " --data " + data + " --type score_matching_loss", env);
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find("kef eval --type score_matching_loss"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kef eval: evaluator score_matching_loss: model"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("Laplacian"), std::string::npos) << r.output;
   // validate with an unconditional estimator names `targets` and the estimator, exit 2.
   const fs::path bad = test::write_file(

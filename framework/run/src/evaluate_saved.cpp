@@ -130,8 +130,9 @@ EvaluationResult evaluate_model(Registry& registry, const ModelEvalInput& in,
   const ModelPtr model = saved.model;
   // What the evaluator needs of the models, checked as a pipeline checks it: a conditional model meets
   // the evaluators of conditional densities, a density of whole rows the others.
-  require_facets(*model, info.facets, in.command + " --type " + info.type, in.model_name);
-  if (in.other) require_facets(*in.other->model, info.facets, in.command + " --type " + info.type, in.other_name);
+  const std::string who = in.command + ": evaluator " + info.type;
+  require_facets(*model, info.facets, who, in.model_name);
+  if (in.other) require_facets(*in.other->model, info.facets, who, in.other_name);
   const ModelPtr other = in.other ? in.other->model : nullptr;
   if (other && other->dim() != model->dim())
     throw DataError(in.other_name + ": dimension " + std::to_string(other->dim()) + ", the model at " +
