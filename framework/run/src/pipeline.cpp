@@ -19,8 +19,6 @@
 #include <string_view>
 
 #include "kef/data_units_model.hpp"
-#include "kef/density_plot.hpp"
-#include "kef/npy.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/model_archive.hpp"
@@ -29,6 +27,7 @@
 #include "kef/plugin_permissions.hpp"
 #include "kef/progress.hpp"
 #include "pipeline_plan.hpp"
+#include "run_outputs.hpp"
 
 namespace kef {
 
@@ -283,40 +282,6 @@ Plan build_in_memory_plan(const Config& pipeline, const InMemoryData& data, cons
 // Staging, checking and publishing the output directory: kef/output_dir.hpp.
 void publish(const fs::path& staging, const fs::path& target) { publish_staging_dir(staging, target); }
 
-// density.png of a run: the truth first (captioned with the metrics that describe it), then every model
-// captioned with its held-out metrics. D > 2 is skipped with a note, as there is no 2-D view to draw.
-void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fitted, const Json& models,
-                    const fs::path& staging, const Context& context, std::ostream& log) {
-  const Index D = plan.data.dim();
-  if (!density_plot_supported(D)) {
-    log << "density plot: skipped, the data has dimension " << D
-        << " (plots are drawn for 1-D and 2-D data)\n";
-    return;
-  }
-  std::vector<std::pair<std::string, double>> all_metrics;
-  std::vector<PlotModel> panels;
-  std::optional<PlotModel> truth;
-  if (plan.data.truth) truth = PlotModel{"truth", plan.data.truth.get(), {}};
-  for (const auto& mp : plan.models) {
-    std::vector<std::pair<std::string, double>> metrics;
-    for (const auto& [k, v] : models.at(mp.name).at("metrics").items())
-      metrics.emplace_back(k, v.get<double>());
-    all_metrics.insert(all_metrics.end(), metrics.begin(), metrics.end());
-    panels.push_back(PlotModel{mp.name, fitted.at(mp.name).get(), metrics_caption(metrics, false)});
-    // The truth's metrics are computed on the same test rows for every model: take the first model's.
-    if (truth && truth->caption.empty()) truth->caption = metrics_caption(metrics, true);
-  }
-  DensityPlotOptions options = plan.plot_options;
-  options.footnote = metrics_legend(all_metrics);
-  DensityPlotResult r = write_density_plot(staging / "density.png", panels, truth, plan.data.train,
-                                           plan.data.test, context, options);
-  log << "density plot: density.png, " << r.width << " x " << r.height << " pixels, extent x ["
-      << r.extent.xmin << ", " << r.extent.xmax << "]";
-  if (D == 2) log << " y [" << r.extent.ymin << ", " << r.extent.ymax << "]";
-  log << ", grid " << options.grid << "\n";
-  for (const auto& n : r.notes) log << n << "\n";
-}
-
 // results.json's record of the map from data units to the models' coordinates.
 Json transform_json(const DataTransform& t) {
   Json j = {{"kind", t.kind}, {"columns", t.columns}, {"model_space", t.model_space()}};
@@ -343,13 +308,6 @@ Json preprocessing_json(const PreprocessingReport& p) {
   }
   if (p.statistics_rows > 0) out["statistics_rows"] = p.statistics_rows;
   return out;
-}
-
-void write_results(const Json& results, const fs::path& staging) {
-  std::ofstream out(staging / "results.json");
-  out << results.dump(2) << "\n";
-  out.close();  // the data reaches the disk here, not at the <<: check after it
-  if (!out) throw Error((staging / "results.json").string() + ": cannot write (disk full?)");
 }
 
 std::string metrics_table(const Json& models) {
@@ -480,13 +438,8 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
     std::map<std::string, ModelPtr> fitted;
     if (write_output) log_file.open(staging / "log.txt");
     if (write_output && plan.save_splits) {
-      // In data units, as `kef sample` writes draws: the split rows mapped back through the inverse of
-      // standardize/whiten (equal to the source's rows up to rounding).
       step = "saving the splits";
-      fs::create_directories(staging / "data");
-      write_npy(staging / "data" / "train.npy", plan.data.transform.to_data(plan.data.train));
-      write_npy(staging / "data" / "validation.npy", plan.data.transform.to_data(plan.data.validation));
-      write_npy(staging / "data" / "test.npy", plan.data.transform.to_data(plan.data.test));
+      write_splits(plan, staging);
     }
     if (plan.tune) {
       step = "tuning of model " + plan.tune->model;
