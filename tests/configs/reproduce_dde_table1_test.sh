@@ -3,15 +3,17 @@
 # scripts/reproduce-dde-table1.sh --quick must succeed and write, for each data set, a results.json
 # with the MMD of both models (DDE's marked as measuring its approximate sampler), the timed draws,
 # HMC's min ESS (and none for DDE's sampler network), and a table with a mean ± sd row per data set
-# beside the paper's numbers, and (--figure) the figure of the draws over the test rows; --resample
-# redoes the same draws without fitting. A bad option exits 2.
+# beside the paper's numbers, and (--figure) the figure of the draws over the test rows; the
+# reference-kernel MMD² of every cell, equal to a direct NumPy computation with the DDE model's γ;
+# --resample redoes the same draws without fitting; --remeasure regenerates a run's missing test rows
+# (the same rows) and measures them again (the same value). A bad option exits 2.
 set -uo pipefail
 kef="$1" repo="$2" out="$3"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 script="$repo/scripts/reproduce-dde-table1.sh"
 bash "$script" --quick --figure --threads 2 --out "$out" "$kef" || fail "reproduce-dde-table1.sh --quick exited with $?"
 [ -s "$out/figure.png" ] || fail "no $out/figure.png"
-[ -s "$out/rings/seed1/splits/data/test.npy" ] || fail "no test rows for the figure"
+[ -s "$out/rings/seed1/kef/data/test.npy" ] || fail "no test rows for the figure"
 for d in two_moons rings grid; do
   for s in 1 2; do
     for m in dde kef; do
@@ -21,13 +23,31 @@ for d in two_moons rings grid; do
     grep -q '"sampler_approximate"' "$out/$d/seed$s/dde/results.json" || fail "DDE's MMD is not marked approximate ($d seed $s)"
     grep -Eq '^[0-9.e+-]+$' "$out/$d/seed$s/kef.min_ess" || fail "no HMC min ESS in $out/$d/seed$s/kef.min_ess"
     [ ! -e "$out/$d/seed$s/dde.min_ess" ] || fail "an ESS for DDE's sampler network ($d seed $s)"
+    for m in dde kef; do
+      # The brute-force twin of the reference-kernel column: MMD²_u with exp(−γ‖x − y‖²) in NumPy.
+      /usr/bin/python3 - "$out/$d/seed$s" "$m" <<'PY' || fail "reference-kernel MMD² of $d seed $s $m"
+import re, sys
+import numpy as np
+cell, m = sys.argv[1], sys.argv[2]
+gamma = float(re.search(r"^gamma = (.*)$", open(f"{cell}/dde/models/dde/model.toml").read(), re.M).group(1))
+X, Y = np.load(f"{cell}/{m}.samples.npy"), np.load(f"{cell}/{m}/data/test.npy")
+k = lambda A, B: np.exp(-gamma * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+n, p = len(X), len(Y)
+kxx, kyy = k(X, X), k(Y, Y)
+direct = ((kxx.sum() - np.trace(kxx)) / (n * (n - 1)) + (kyy.sum() - np.trace(kyy)) / (p * (p - 1))
+          - 2 * k(X, Y).mean())
+got = float(open(f"{cell}/{m}.mmd_ref").read())
+if not abs(got - direct) <= 1e-10 * max(1.0, abs(direct)):
+    sys.exit(f"{cell} {m}: kef {got!r}, direct {direct!r}")
+PY
+    done
   done
 done
 table="$out/table.md"
 [ -s "$table" ] || fail "no $table"
 for d in two_moons rings grid; do
   row=$(grep "^| $d |" "$table") || fail "row $d missing from $table"
-  [ "$(grep -o ' ± ' <<< "$row" | wc -l)" -ge 4 ] || fail "row $d lacks mean ± sd cells: $row"
+  [ "$(grep -o ' ± ' <<< "$row" | wc -l)" -ge 6 ] || fail "row $d lacks mean ± sd cells: $row"
 done
 # --resample: the same seeds give the same draws, and nothing is refitted.
 cp "$out/grid/seed1/kef.samples.npy" "$out-first.npy"
@@ -35,6 +55,14 @@ fitted=$(stat -c %Y "$out/grid/seed1/kef/results.json")
 bash "$script" --quick --resample --datasets grid --seeds 1 --out "$out" "$kef" || fail "--resample exited with $?"
 cmp -s "$out/grid/seed1/kef.samples.npy" "$out-first.npy" || fail "--resample drew other samples"
 [ "$(stat -c %Y "$out/grid/seed1/kef/results.json")" = "$fitted" ] || fail "--resample refitted the model"
+# --remeasure on a run without its splits (as runs made before save_splits): the data-only rerun gives
+# the same test rows, so the same value.
+cp "$out/rings/seed2/dde/data/test.npy" "$out-test.npy"
+cp "$out/rings/seed2/dde.mmd_ref" "$out-ref"
+rm -r "$out/rings/seed2/dde/data" "$out/rings/seed2/dde.mmd_ref"
+bash "$script" --quick --remeasure --datasets rings --seeds 2 --out "$out" "$kef" || fail "--remeasure exited with $?"
+cmp -s "$out/rings/seed2/dde.splits/data/test.npy" "$out-test.npy" || fail "--remeasure regenerated other test rows"
+cmp -s "$out/rings/seed2/dde.mmd_ref" "$out-ref" || fail "--remeasure measured another value"
 bash "$script" --seeds 1,x --out "$out-bad" "$kef" 2> "$out-bad.err"
 [ $? -eq 2 ] || fail "a bad --seeds did not exit 2"
 grep -q "'x' is not a seed" "$out-bad.err" || fail "the --seeds error does not name the value: $(cat "$out-bad.err")"
