@@ -27,15 +27,16 @@
 #   --quick       smoke test: 30 DDE iterations, 500 draws, 300 test rows, two seeds; the numbers mean
 #                 nothing, the runs and the table are exercised
 #
-# Two MMD² columns per model. `mmd` is kef's evaluator in the run (σ the median distance of the pooled
-# draws and test rows). `ref` is the reference implementation's metric (Hanjun-Dai/dde, see
-# ../shared/research-notes): the U-statistic with the kernel of DDE's f, exp(−γ‖x − y‖²), γ = 0.5 /
-# (f_bd · m²) read from the seed's saved DDE model, computed by `kef test two-sample` for both models of
-# the seed (the same kernel for both); this is the column to set beside the paper's numbers.
+# Two MMD² (U-statistic) columns per model, both of the timed draws against the cell's test rows, both
+# by `kef test two-sample`. `median`: kef's rule, as the `mmd` evaluator in the run (σ the median
+# distance of the pooled sample). `ref`: the reference implementation's metric (Hanjun-Dai/dde, see
+# ../shared/research-notes), the kernel of DDE's f, exp(−γ‖x − y‖²), γ = 0.5 / (f_bd · m²) read from the
+# seed's saved DDE model, the same kernel for both models of the seed; the paper's numbers belong
+# beside this one.
 #
 # Writes DIR/<dataset>/seed<s>/{dde,kef}/ (one kef run each, with its splits in data/),
 # DIR/<dataset>/seed<s>/<model>.sample_seconds, <model>.sample.log (kef sample's report),
-# <model>.mmd_ref (the reference-kernel MMD²) and, for HMC, <model>.min_ess (its smallest effective
+# <model>.mmd_ref and <model>.mmd_median (the two MMD²) and, for HMC, <model>.min_ess (its smallest effective
 # sample size over the coordinates), and DIR/table.md (mean ± sd over the seeds beside the paper's
 # numbers, with HMC's time scaled to 10⁴ effective draws). Stops, naming the run, as soon as one fails.
 set -euo pipefail
@@ -187,6 +188,12 @@ measure_cell() {
     { cat "$dir.mmd_ref.log" >&2; die "kef test two-sample failed: $dataset seed $seed $model"; }
   "$python" -c "import json, sys; print(repr(json.load(open(sys.argv[1]))['statistic']['mmd2_unbiased']))" \
     "$dir.mmd_ref.json" > "$dir.mmd_ref"
+  # kef's rule on the same draws: σ the median distance of the pooled sample, as the `mmd` evaluator.
+  "$kef" test two-sample "$dir.samples.npy" "$test" --kernel-bandwidth median --permutations 0 --json \
+    "${threads[@]}" > "$dir.mmd_median.json" 2> "$dir.mmd_median.log" ||
+    { cat "$dir.mmd_median.log" >&2; die "kef test two-sample failed: $dataset seed $seed $model"; }
+  "$python" -c "import json, sys; print(repr(json.load(open(sys.argv[1]))['statistic']['mmd2_unbiased']))" \
+    "$dir.mmd_median.json" > "$dir.mmd_median"
 }
 
 if [ "$collect" -eq 0 ]; then
@@ -221,8 +228,8 @@ print(f"# DDE Table 1 (kef): MMD² ×10⁻³ between {draws} model draws and the
       "the sampler network; KEF: Nyström (m by the θ = 1/3 rule, σ and λ by held-out score matching), draws "
       "by HMC. \"Reference kernel\": the reference implementation's metric, MMD²_u with the kernel of the "
       "seed's DDE f (exp(−γ‖x − y‖²), γ = 0.5 / (f_bd · m²)), the same kernel for both models; the paper's "
-      "numbers belong beside it. \"Median σ\": kef's `mmd` evaluator in the run (σ the median distance of "
-      f"the pooled sample). HMC's min ESS is the smallest effective sample size over the coordinates of its "
+      "numbers belong beside it. \"Median σ\": kef's rule (the `mmd` evaluator's, σ the median distance of "
+      f"the pooled sample). Both measure the draws `kef sample` made and timed. HMC's min ESS is the smallest effective sample size over the coordinates of its "
       f"{draws} draws; \"equal ESS\" scales its time to {draws} effective draws (seconds × {draws} / min ESS), "
       "the sampler network's draws being independent.\n")
 print("| data | DDE MMD (reference kernel) | KEF MMD (reference kernel) | paper: DDE / KEF MMD | DDE per seed (reference kernel) | "
@@ -239,9 +246,9 @@ for d in datasets:
     ess, equal = [], []
     for s in seeds:
         for m in ("dde", "kef"):
-            res = os.path.join(base, s, m, "results.json")
-            if os.path.exists(res):
-                mmd[m].append(1e3 * json.load(open(res))["models"][m]["metrics"]["mmd2"])
+            r = os.path.join(base, s, m + ".mmd_median")
+            if os.path.exists(r):
+                mmd[m].append(1e3 * float(open(r).read()))
             r = os.path.join(base, s, m + ".mmd_ref")
             if os.path.exists(r):
                 ref[m].append(1e3 * float(open(r).read()))

@@ -24,6 +24,7 @@ for d in two_moons rings grid; do
     grep -Eq '^[0-9.e+-]+$' "$out/$d/seed$s/kef.min_ess" || fail "no HMC min ESS in $out/$d/seed$s/kef.min_ess"
     [ ! -e "$out/$d/seed$s/dde.min_ess" ] || fail "an ESS for DDE's sampler network ($d seed $s)"
     for m in dde kef; do
+      grep -Eq '^-?[0-9.e+-]+$' "$out/$d/seed$s/$m.mmd_median" || fail "no median-σ MMD² in $out/$d/seed$s/$m.mmd_median"
       # The brute-force twin of the reference-kernel column: MMD²_u with exp(−γ‖x − y‖²) in NumPy.
       /usr/bin/python3 - "$out/$d/seed$s" "$m" <<'PY' || fail "reference-kernel MMD² of $d seed $s $m"
 import re, sys
