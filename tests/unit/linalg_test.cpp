@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "kef/error.hpp"
 #include "kef/random.hpp"
 
@@ -80,6 +82,39 @@ TEST(SquaredDistances, AccurateFarFromTheOrigin) {
       }
   }
   EXPECT_EQ(squared_distances(Matrix(0, 2), Matrix::Ones(3, 2)).rows(), 0);
+}
+
+// A row's distances must not depend on the rows beside it. The centring point is the mean of Y, so a far
+// row in Y (or, through the basis calls k(Z, X), in the evaluated batch) moved it; HMC's batch of chains
+// then gave one chain a log density 39 units off when another chain proposed a point at 10⁸, and that
+// chain accepted the false value and never moved again (KEF on DDE's grid).
+TEST(SquaredDistances, ARowDoesNotDependOnTheOtherRows) {
+  RandomStream rng(5, "sqdist-rows");
+  const Matrix Z = rng.normal_matrix(7, 2);
+  Matrix X = rng.normal_matrix(4, 2);
+  for (double far : {1.0e4, 1.0e8, -3.0e12}) {
+    Matrix Xfar = X, Zfar = Z;
+    Xfar.row(3) << far, -0.1 * far;
+    Zfar.row(6) << -far, far;
+    const Matrix in_x = squared_distances(Z, Xfar);  // the far row among the evaluated points (Y)
+    const Matrix in_z = squared_distances(Xfar, Zfar);
+    for (Index n = 0; n < 3; ++n)
+      for (Index m = 0; m < 6; ++m) {
+        const double exact = (X.row(n) - Z.row(m)).squaredNorm();
+        EXPECT_NEAR(in_x(m, n), exact, 1e-12 * exact) << "far " << far << " n " << n << " m " << m;
+        EXPECT_NEAR(in_z(n, m), exact, 1e-12 * exact) << "far " << far << " n " << n << " m " << m;
+      }
+  }
+  // Coincident rows are exactly 0 apart, wherever they lie.
+  const Matrix W = rng.normal_matrix(5, 3).array() + 1.0e5;
+  const Matrix self = squared_distances(W, W);
+  for (Index i = 0; i < 5; ++i) EXPECT_EQ(self(i, i), 0.0) << i;
+  // A non-finite coordinate gives non-finite distances for its own row only.
+  Matrix bad = X;
+  bad(1, 0) = std::numeric_limits<double>::quiet_NaN();
+  const Matrix with_nan = squared_distances(bad, Z);
+  EXPECT_TRUE(with_nan.row(1).array().isNaN().all());
+  EXPECT_TRUE(with_nan.row(0).allFinite());
 }
 
 // Both backends of the two hot products against the plain triple loop, on shapes that are not multiples

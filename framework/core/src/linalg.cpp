@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -51,9 +52,21 @@ Matrix squared_distances(const Matrix& X, const Matrix& Y) {
   // cancelling to noise for data far from the origin (at offset 10⁴ it would cost eight digits).
   const Eigen::RowVectorXd c = Y.colwise().mean();
   const Matrix Xc = X.rowwise() - c, Yc = Y.rowwise() - c;
+  const Vector nx = Xc.rowwise().squaredNorm(), ny = Yc.rowwise().squaredNorm();
   Matrix d = -2.0 * Xc * Yc.transpose();
-  d.colwise() += Xc.rowwise().squaredNorm();
-  d.rowwise() += Yc.rowwise().squaredNorm().transpose();
+  d.colwise() += nx;
+  d.rowwise() += ny.transpose();
+  // The expansion's rounding error is up to about (2D + 4)·ε·(‖x − c‖² + ‖y − c‖²): it grows with the
+  // distance of the pair from the centre, and the centre is the mean of the other rows. One far row
+  // (an HMC proposal at 10⁸) moves it so far that every other row's distances, and so its kernel values
+  // and log density, became noise: the value of a row must not depend on the rows beside it. Entries
+  // whose error bound exceeds 10⁻¹¹ of their value are recomputed as Σ(x − y)², which does not depend on
+  // any other row; on data near the centre those are only the near-coincident pairs.
+  const Index D = X.cols();
+  const double bound = static_cast<double>(2 * D + 4) * std::numeric_limits<double>::epsilon() / 1e-11;
+  for (Index j = 0; j < d.cols(); ++j)
+    for (Index i = 0; i < d.rows(); ++i)
+      if (!(d(i, j) > bound * (nx[i] + ny[j]))) d(i, j) = (X.row(i) - Y.row(j)).squaredNorm();
   return d.cwiseMax(0.0);
 }
 
