@@ -124,6 +124,7 @@ int run_epoch(const std::string& model, const std::filesystem::path& out, long e
   const Index N = X.rows(), B = 100;
   const double weight_decay = 1e-6;
   Vector theta = density.parameters();
+  Vector grad;
   std::vector<Index> perm(static_cast<std::size_t>(N));
   std::vector<double> times;
   double loss_sum = 0.0;
@@ -137,10 +138,9 @@ int run_epoch(const std::string& model, const std::filesystem::path& out, long e
     for (Index b = 0; b < N; b += B) {
       const Index len = std::min<Index>(B, N - b);
       const Matrix batch = gather_rows(X, perm, static_cast<std::size_t>(b), static_cast<std::size_t>(len));
-      Vector grad;
       loss_sum += density.loss_and_gradient(batch, grad) * static_cast<double>(len);
       grad += weight_decay * theta;
-      theta = adam.step(theta, grad);
+      adam.step_in_place(theta, grad);
       density.set_parameters(theta);
     }
     times.push_back(seconds_since(t0));

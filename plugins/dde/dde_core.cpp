@@ -302,7 +302,7 @@ IterationLosses Trainer::iteration(const Matrix& batch, const IterationDraws& d,
     L.f = f_loss(batch, xq, &g);
     check(L.f, "f step (kernel expansion α)", index);
     if (o_.clip > 0.0) clip_global_norm(g, o_.clip);
-    f_.alpha = adam_f_.step(f_.alpha, g);
+    adam_f_.step_in_place(f_.alpha, g);
   }
   for (Index r = 0; r < o_.rounds; ++r) {
     for (Index s = 0; s < o_.dual_steps; ++s) {

@@ -195,6 +195,7 @@ ModelPtr FlowEstimator::fit(const FitInput& in) {
   RandomStream shuffle = in.context.rng().derive("minibatches");
   const int threads = in.context.threads();
   Vector theta = density.parameters();
+  Vector grad;  // one buffer for every step's gradient
   std::vector<Index> perm(static_cast<std::size_t>(N));
   double best = std::numeric_limits<double>::infinity(), last_train = 0.0;
   std::optional<FlowDensity> best_density;
@@ -210,11 +211,10 @@ ModelPtr FlowEstimator::fit(const FitInput& in) {
     for (Index b = 0; b < N; b += opt_.batch_size) {
       const Index len = std::min<Index>(opt_.batch_size, N - b);
       const Matrix batch = gather_rows(X, perm, static_cast<std::size_t>(b), static_cast<std::size_t>(len));
-      Vector grad;
       const double loss = density.loss_and_gradient(batch, grad);
       train_sum += loss * static_cast<double>(len);
       grad += opt_.weight_decay * theta;  // the gradient of (w/2)|θ|²
-      theta = adam.step(theta, grad);
+      adam.step_in_place(theta, grad);
       density.set_parameters(theta);
     }
     last_train = train_sum / static_cast<double>(N);

@@ -85,5 +85,51 @@ TEST(Adam, IsAnOptimizer) {
   EXPECT_EQ(opt.steps(), 1);
 }
 
+// The blocked update against the whole-vector formula, bit for bit, over several steps and sizes that
+// are not multiples of the block; step_in_place gives the same bits as step; a refused in-place step
+// leaves θ and the state untouched.
+TEST(Adam, BlockedUpdateIsTheWholeVectorFormulaBitForBit) {
+  const AdamOptions o{.learning_rate = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-8};
+  for (Index n : {1, 255, 256, 257, 1000}) {
+    Adam copy(o), in_place(o);
+    Vector theta = Vector::LinSpaced(n, -1.0, 2.0), theta2 = theta, ref = theta;
+    Vector m = Vector::Zero(n), v = Vector::Zero(n);
+    for (int t = 1; t <= 4; ++t) {
+      Vector g(n);
+      for (Index i = 0; i < n; ++i) g[i] = std::sin(0.37 * static_cast<double>(i * t) + 0.1) * (t % 2 ? 1.0 : 1e-3);
+      m = o.beta1 * m + (1.0 - o.beta1) * g;
+      v = o.beta2 * v + (1.0 - o.beta2) * g.cwiseAbs2();
+      const auto m_hat = m.array() / (1.0 - std::pow(o.beta1, t));
+      const auto v_hat = v.array() / (1.0 - std::pow(o.beta2, t));
+      ref = (ref.array() - o.learning_rate * m_hat / (v_hat.sqrt() + o.epsilon)).matrix();
+      theta = copy.step(theta, g);
+      in_place.step_in_place(theta2, g);
+      for (Index i = 0; i < n; ++i) {
+        ASSERT_EQ(theta[i], ref[i]) << "n " << n << " step " << t << " i " << i;
+        ASSERT_EQ(theta2[i], ref[i]) << "n " << n << " step " << t << " i " << i;
+      }
+    }
+    Vector bad = theta2, g = Vector::Ones(n);
+    g[n - 1] = std::numeric_limits<double>::infinity();
+    EXPECT_THROW(in_place.step_in_place(bad, g), NumericalError);
+    EXPECT_EQ(in_place.steps(), 4);
+    for (Index i = 0; i < n; ++i) ASSERT_EQ(bad[i], theta2[i]);
+  }
+}
+
+TEST(RmsProp, InPlaceIsTheSameStep) {
+  RmsProp a(RmsPropOptions{.learning_rate = 0.1, .alpha = 0.9, .epsilon = 1e-8}), b = a;
+  Vector theta(3), g(3);
+  theta << 1.0, -2.0, 0.5;
+  g << 2.0, -0.5, 1e-3;
+  Vector t2 = theta;
+  for (int k = 0; k < 3; ++k) {
+    theta = a.step(theta, g);
+    b.step_in_place(t2, g);
+    for (Index i = 0; i < 3; ++i) ASSERT_EQ(theta[i], t2[i]) << k << " " << i;
+    g = -0.5 * g;
+  }
+}
+
 }  // namespace
 }  // namespace kef

@@ -1,5 +1,6 @@
 #include "kef/adam.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kef {
@@ -19,20 +20,28 @@ void Adam::forget() {
   v_.resize(0);
 }
 
-Vector Adam::update(const Vector& theta, const Vector& gradient) {
-  if (m_.size() != theta.size()) {
-    m_ = Vector::Zero(theta.size());
-    v_ = Vector::Zero(theta.size());
+void Adam::update(Vector& theta, const Vector& gradient) {
+  const Index n = theta.size();
+  if (m_.size() != n) {
+    m_ = Vector::Zero(n);
+    v_ = Vector::Zero(n);
   }
-  const double b1 = options_.beta1, b2 = options_.beta2;
-  m_ = b1 * m_ + (1.0 - b1) * gradient;
-  v_ = b2 * v_ + (1.0 - b2) * gradient.cwiseAbs2();
+  const double b1 = options_.beta1, b2 = options_.beta2, lr = options_.learning_rate, eps = options_.epsilon;
   // Bias correction: the moments start at zero, so early averages underestimate by 1 − β^t.
   const double c1 = 1.0 - std::pow(b1, static_cast<double>(steps()));
   const double c2 = 1.0 - std::pow(b2, static_cast<double>(steps()));
-  const auto m_hat = m_.array() / c1;
-  const auto v_hat = v_.array() / c2;
-  return (theta.array() - options_.learning_rate * m_hat / (v_hat.sqrt() + options_.epsilon)).matrix();
+  // In blocks that stay in the L1 cache across the three updates: for a network's 10⁵ parameters the
+  // three whole-vector passes were bound by memory (10% of a MAF training epoch). Every element sees
+  // the same operations in the same order as the whole-vector form, so the values are the same bits.
+  constexpr Index kBlock = 256;
+  for (Index at = 0; at < n; at += kBlock) {
+    const Index len = std::min(kBlock, n - at);
+    auto m = m_.segment(at, len).array();
+    auto v = v_.segment(at, len).array();
+    const auto g = gradient.segment(at, len).array();
+    m = b1 * m + (1.0 - b1) * g;
+    v = b2 * v + (1.0 - b2) * g.square();
+    theta.segment(at, len).array() -= lr * (m / c1) / ((v / c2).sqrt() + eps);
+  }
 }
-
 }  // namespace kef

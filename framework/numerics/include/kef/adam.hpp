@@ -24,8 +24,8 @@ class Adam final : public Optimizer {
   const AdamOptions& options() const { return options_; }
 
  protected:
-  // θ − lr · m̂ / (√v̂ + ε) for the gradient g of the objective at θ.
-  Vector update(const Vector& theta, const Vector& gradient) override;
+  // θ ← θ − lr · m̂ / (√v̂ + ε) for the gradient g of the objective at θ.
+  void update(Vector& theta, const Vector& gradient) override;
   void forget() override;
 
  private:

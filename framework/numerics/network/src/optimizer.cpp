@@ -25,30 +25,47 @@ std::string Optimizer::label(Index i) const {
   return os.str();
 }
 
-Vector Optimizer::step(const Vector& theta, const Vector& gradient) {
+void Optimizer::begin_step(const Vector& theta, const Vector& gradient) {
   if (theta.size() != gradient.size())
     throw Error(where_ + ": gradient has " + std::to_string(gradient.size()) + " values for " +
                 std::to_string(theta.size()) + " parameters");
   if (steps_ > 0 && theta.size() != size_)
     throw Error(where_ + ": step with " + std::to_string(theta.size()) + " parameters after steps with " +
                 std::to_string(size_) + " (call reset() to start over)");
-  for (Index i = 0; i < theta.size(); ++i) {
-    if (!std::isfinite(gradient[i])) {
-      std::ostringstream os;
-      os << where_ << ": gradient" << label(i) << " is " << gradient[i] << " at step " << steps_ + 1
-         << "; the objective or its gradient is not finite there";
-      throw NumericalError(os.str());
-    }
-    if (!std::isfinite(theta[i])) {
-      std::ostringstream os;
-      os << where_ << ": parameter" << label(i) << " is " << theta[i] << " at step " << steps_ + 1;
-      throw NumericalError(os.str());
+  // A vectorised check first: x − x is 0 for every finite x and NaN for ±∞ and NaN, so the sum is 0
+  // exactly when all are finite (one pass, where the scalar scan and Eigen's allFinite() each took 3–4%
+  // of a MAF training epoch). The indexed scan that names the culprit runs only when it fails.
+  const auto all_finite = [](const Vector& x) { return (x.array() - x.array()).sum() == 0.0; };
+  if (!(all_finite(gradient) && all_finite(theta))) {
+    for (Index i = 0; i < theta.size(); ++i) {
+      if (!std::isfinite(gradient[i])) {
+        std::ostringstream os;
+        os << where_ << ": gradient" << label(i) << " is " << gradient[i] << " at step " << steps_ + 1
+           << "; the objective or its gradient is not finite there";
+        throw NumericalError(os.str());
+      }
+      if (!std::isfinite(theta[i])) {
+        std::ostringstream os;
+        os << where_ << ": parameter" << label(i) << " is " << theta[i] << " at step " << steps_ + 1;
+        throw NumericalError(os.str());
+      }
     }
   }
   if (steps_ == 0) forget();
   size_ = theta.size();
   ++steps_;
-  return update(theta, gradient);
+}
+
+Vector Optimizer::step(const Vector& theta, const Vector& gradient) {
+  begin_step(theta, gradient);
+  Vector out = theta;
+  update(out, gradient);
+  return out;
+}
+
+void Optimizer::step_in_place(Vector& theta, const Vector& gradient) {
+  begin_step(theta, gradient);
+  update(theta, gradient);
 }
 
 void Optimizer::reset() {
@@ -87,12 +104,11 @@ RmsProp::RmsProp(RmsPropOptions options, std::string where) : Optimizer(std::mov
           o.epsilon);
 }
 
-Vector RmsProp::update(const Vector& theta, const Vector& gradient) {
+void RmsProp::update(Vector& theta, const Vector& gradient) {
   if (v_.size() != theta.size()) v_ = Vector::Zero(theta.size());
   const double a = options_.alpha;
   v_ = a * v_ + (1.0 - a) * gradient.cwiseAbs2();
-  return (theta.array() - options_.learning_rate * gradient.array() / (v_.array().sqrt() + options_.epsilon))
-      .matrix();
+  theta.array() -= options_.learning_rate * gradient.array() / (v_.array().sqrt() + options_.epsilon);
 }
 
 }  // namespace kef

@@ -24,15 +24,18 @@ class Optimizer {
   // Error on a size mismatch, NumericalError naming the index if theta or gradient is not finite (a
   // refused step changes nothing and does not count).
   Vector step(const Vector& theta, const Vector& gradient);
+  // The same step written into theta (bitwise the same values), for training loops that keep their
+  // parameters in one vector: no copy of θ per step.
+  void step_in_place(Vector& theta, const Vector& gradient);
 
   // Forgets the optimiser's state and the step count (the next step is a "first" step again).
   void reset();
   Index steps() const { return steps_; }
 
  protected:
-  // Called by step() after the checks, with steps() already counting this step; allocate the state
-  // on the first one.
-  virtual Vector update(const Vector& theta, const Vector& gradient) = 0;
+  // Called by step() after the checks, with steps() already counting this step: θ ← the new
+  // parameters; allocate the state on the first one.
+  virtual void update(Vector& theta, const Vector& gradient) = 0;
   virtual void forget() = 0;
   const std::string& where() const { return where_; }
   // ConfigError "where: option is out of range (expected ..., got ...)" unless ok.
@@ -40,6 +43,8 @@ class Optimizer {
                       double got);
 
  private:
+  // The checks and the step count shared by step() and step_in_place().
+  void begin_step(const Vector& theta, const Vector& gradient);
   std::string label(Index i) const;
   std::string where_;
   std::vector<std::string> names_;

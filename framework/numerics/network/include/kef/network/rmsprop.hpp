@@ -19,7 +19,7 @@ class RmsProp final : public Optimizer {
   const RmsPropOptions& options() const { return options_; }
 
  protected:
-  Vector update(const Vector& theta, const Vector& gradient) override;
+  void update(Vector& theta, const Vector& gradient) override;
   void forget() override { v_.resize(0); }
 
  private:
