@@ -229,7 +229,8 @@ constexpr int kExitPoorMixing = 3;
 // The mixing check of `kef sample` (exit status 3 unless --allow-poor-mixing). Poor mixing is
 // reported even with --quiet: the samples may not represent the model.
 int mixing_status(double r_hat, double ess, long n, const std::string& out, const std::string& model_dir,
-                  const std::string& chains_name, const std::string& what, const SamplerFlags& flags) {
+                  const std::string& chains_name, const std::string& what, const SamplerFlags& flags,
+                  const std::string& stuck_chains = "") {
   const double ess_needed = flags.min_ess_fraction * static_cast<double>(n);
   auto num = [](double v) {
     std::ostringstream os;
@@ -247,6 +248,8 @@ int mixing_status(double r_hat, double ess, long n, const std::string& out, cons
     problems.push_back(std::isnan(ess) ? "the ESS could not be computed"
                                        : "min ESS " + num(ess) + " < " + num(flags.min_ess_fraction) + " x " +
                                              std::to_string(n) + " samples");
+  if (!stuck_chains.empty())
+    problems.push_back("accepted no proposal after warm-up: " + stuck_chains + " (each such chain's draws are one point)");
   if (problems.empty()) return 0;
   std::cerr << "[kef] warning: the " << chains_name << " chains for " << model_dir << " mix poorly:";
   for (std::size_t i = 0; i < problems.size(); ++i) std::cerr << (i ? "; " : " ") << problems[i];
@@ -422,7 +425,8 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
   std::cerr << "[kef] wrote " << X.rows() << " x " << X.cols() << " samples to " << out
             << (saved.transform.identity() ? "" : " (data units)") << "\n";
   if (!diag.ran) return 0;
-  return mixing_status(diag.max_r_hat(), diag.min_ess(), n, out, model_dir, "HMC", "model", flags);
+  return mixing_status(diag.max_r_hat(), diag.min_ess(), n, out, model_dir, "HMC", "model", flags,
+                       diag.stuck_chains_text());
 }
 
 int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const std::string& out,

@@ -169,6 +169,9 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
       r.notes.push_back("HMC min ESS " + number_text(diag.min_ess(), 4) + " is below half of the " + std::to_string(n) +
                         " samples: the p-value (which assumes independent samples) may be too small; raise "
                         "hmc_thinning or hmc_leapfrog_steps");
+    if (!diag.stuck_chains().empty())
+      r.notes.push_back("warning: HMC chains that accepted no proposal after warm-up: " + diag.stuck_chains_text() +
+                        "; each one's draws are a single point, so the samples do not represent the model");
     if (diag.total_divergences() > 0)
       r.notes.push_back(std::to_string(diag.total_divergences()) +
                         " HMC divergences after warm-up: the samples may miss regions of the model");

@@ -214,6 +214,34 @@ TEST(Hmc, NonFiniteDensityDuringSamplingIsARejectedDivergence) {
   EXPECT_TRUE(X.allFinite());
 }
 
+TEST(Hmc, AChainThatAcceptsNothingIsNamed) {
+  // A fixed step far larger than the box: every trajectory leaves it, so no chain ever moves.
+  const BoxedNormal model(2, 1e-3);
+  HmcOptions o;
+  o.chains = 2;
+  o.samples = 50;
+  o.warmup = 20;
+  o.step_size = 1.5;
+  o.adapt_step_size = false;
+  o.init_points = Matrix::Zero(1, 2);
+  RandomStream rng(43, "hmc-stuck");
+  HmcDiagnostics diag;
+  const Matrix X = run_hmc(model, rng, o, Context(1, 0), &diag);
+  EXPECT_EQ(X, Matrix::Zero(X.rows(), 2));
+  EXPECT_EQ(diag.stuck_chains(), (std::vector<Index>{0, 1}));
+  EXPECT_EQ(diag.stuck_chains_text(), "chain 0 (step size 1.5), chain 1 (step size 1.5)");
+  EXPECT_NE(diag.summary().find("accepted nothing after warm-up: chain 0"), std::string::npos) << diag.summary();
+  // Chains that move are not named.
+  const BoxedNormal roomy(2, 50.0);
+  HmcOptions ok = o;
+  ok.step_size = 0.3;
+  RandomStream rng2(43, "hmc-stuck");
+  HmcDiagnostics moved;
+  run_hmc(roomy, rng2, ok, Context(1, 0), &moved);
+  EXPECT_TRUE(moved.stuck_chains().empty());
+  EXPECT_EQ(moved.summary().find("accepted nothing"), std::string::npos) << moved.summary();
+}
+
 TEST(Hmc, AComponentErrorDuringATrajectoryIsADivergenceNotAFailure) {
   // kef 0.2 let the NumericalError escape and lost the run (`kef sample` with a generalised-normal
   // q0). Now the rows that throw are divergences, the others of the batch go on, and the chains stay

@@ -553,6 +553,26 @@ Index HmcDiagnostics::total_divergences() const {
   return s;
 }
 
+std::vector<Index> HmcDiagnostics::stuck_chains() const {
+  std::vector<Index> out;
+  if (samples <= 0) return out;
+  for (std::size_t c = 0; c < acceptance_rate.size(); ++c)
+    if (acceptance_rate[c] == 0.0) out.push_back(static_cast<Index>(c));
+  return out;
+}
+
+std::string HmcDiagnostics::stuck_chains_text() const {
+  std::ostringstream os;
+  os.precision(3);
+  const std::vector<Index> stuck = stuck_chains();
+  for (std::size_t i = 0; i < stuck.size(); ++i) {
+    const auto c = static_cast<std::size_t>(stuck[i]);
+    os << (i ? ", " : "") << "chain " << stuck[i];
+    if (c < step_size.size()) os << " (step size " << step_size[c] << ")";
+  }
+  return os.str();
+}
+
 std::string HmcDiagnostics::summary() const {
   if (!ran) return approximate ? "HMC did not run (the model's approximate sampler)" : "HMC did not run (exact sampler)";
   std::ostringstream os;
@@ -565,6 +585,8 @@ std::string HmcDiagnostics::summary() const {
   if (error_divergences > 0)
     os << "; " << error_divergences << " of all divergences where the model threw (first: " << first_error
        << ")";
+  const std::string stuck = stuck_chains_text();
+  if (!stuck.empty()) os << "; accepted nothing after warm-up: " << stuck;
   return os.str();
 }
 

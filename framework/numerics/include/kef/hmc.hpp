@@ -91,6 +91,12 @@ struct HmcDiagnostics {
   double min_ess() const;
   double max_r_hat() const;
   Index total_divergences() const;
+  // The chains that accepted no proposal after warm-up: each kept draw of such a chain is its one
+  // point, whatever the ESS of the others says (a step size adapted to nothing, a chain caught where
+  // every trajectory diverges).
+  std::vector<Index> stuck_chains() const;
+  // "chain 3 (step size 2e-167)" for each stuck chain, joined by ", "; empty when none.
+  std::string stuck_chains_text() const;
   std::string summary() const;  // one line: chains, acceptance, step sizes, ESS, R̂, divergences
 };
 
