@@ -284,6 +284,19 @@ double Trainer::generator_loss(const Matrix& xi, Vector* grad, const Matrix& con
   return loss;
 }
 
+void check_and_clip(Vector& gradient, double clip, const std::string& where, const char* step, long index) {
+  if (!gradient.allFinite()) {
+    Index bad = 0;
+    while (std::isfinite(gradient[bad])) ++bad;
+    std::ostringstream os;
+    os << where << ": iteration " << index << ", " << step << ": the gradient is not finite (entry " << bad
+       << " of " << gradient.size() << " is " << gradient[bad]
+       << ") although the loss is; try a smaller learning_rate or a smaller clip";
+    throw NumericalError(os.str());
+  }
+  if (clip > 0.0) clip_global_norm(gradient, clip);
+}
+
 void Trainer::check(double loss, const char* step, long index) const {
   if (std::isfinite(loss)) return;
   std::ostringstream os;
@@ -301,7 +314,7 @@ IterationLosses Trainer::iteration(const Matrix& batch, const IterationDraws& d,
     Vector g;
     L.f = f_loss(batch, xq, &g);
     check(L.f, "f step (kernel expansion α)", index);
-    if (o_.clip > 0.0) clip_global_norm(g, o_.clip);
+    check_and_clip(g, o_.clip, where_, "f step (kernel expansion α)", index);
     adam_f_.step_in_place(f_.alpha, g);
   }
   for (Index r = 0; r < o_.rounds; ++r) {
@@ -311,13 +324,13 @@ IterationLosses Trainer::iteration(const Matrix& batch, const IterationDraws& d,
       Vector g;
       L.dual = dual_loss(xq, base_rows(d.u_dual[k], cond), &g);
       check(L.dual, "dual step (network ν)", index);
-      if (o_.clip > 0.0) clip_global_norm(g, o_.clip);
+      check_and_clip(g, o_.clip, where_, "dual step (network ν)", index);
       dual_.set_parameters(rms_nu_.step(dual_.parameters(), g));
     }
     Vector g;
     L.generator = generator_loss(d.xi_generator[static_cast<std::size_t>(r)], &g, cond);
     check(L.generator, "sampler step (network g)", index);
-    if (o_.clip > 0.0 && o_.clip_generator) clip_global_norm(g, o_.clip);
+    check_and_clip(g, o_.clip_generator ? o_.clip : 0.0, where_, "sampler step (network g)", index);
     generator_.set_parameters(adam_g_.step(generator_.parameters(), g));
   }
   return L;
