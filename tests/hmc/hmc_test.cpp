@@ -214,16 +214,22 @@ TEST(Hmc, NonFiniteDensityDuringSamplingIsARejectedDivergence) {
   EXPECT_TRUE(X.allFinite());
 }
 
+// Chains from the origin of a 2-D model with a fixed (not adapted) step size.
+HmcOptions fixed_step_from_origin(Index chains, Index samples, Index warmup, double step) {
+  HmcOptions o;
+  o.chains = chains;
+  o.samples = samples;
+  o.warmup = warmup;
+  o.step_size = step;
+  o.adapt_step_size = false;
+  o.init_points = Matrix::Zero(1, 2);
+  return o;
+}
+
 TEST(Hmc, AChainThatAcceptsNothingIsNamed) {
   // A fixed step far larger than the box: every trajectory leaves it, so no chain ever moves.
   const BoxedNormal model(2, 1e-3);
-  HmcOptions o;
-  o.chains = 2;
-  o.samples = 50;
-  o.warmup = 20;
-  o.step_size = 1.5;
-  o.adapt_step_size = false;
-  o.init_points = Matrix::Zero(1, 2);
+  const HmcOptions o = fixed_step_from_origin(2, 50, 20, 1.5);
   RandomStream rng(43, "hmc-stuck");
   HmcDiagnostics diag;
   const Matrix X = run_hmc(model, rng, o, Context(1, 0), &diag);
@@ -247,14 +253,8 @@ TEST(Hmc, AComponentErrorDuringATrajectoryIsADivergenceNotAFailure) {
   // q0). Now the rows that throw are divergences, the others of the batch go on, and the chains stay
   // where the model is usable. A large fixed step leaves the box often.
   const test::ThrowingOutsideBox model(2, 2.0);
-  HmcOptions o;
-  o.chains = 4;
+  HmcOptions o = fixed_step_from_origin(4, 200, 50, 1.5);
   o.chains_per_batch = 4;  // one batch: a throw must not take the other chains' rows with it
-  o.samples = 200;
-  o.warmup = 50;
-  o.step_size = 1.5;
-  o.adapt_step_size = false;
-  o.init_points = Matrix::Zero(1, 2);
   RandomStream rng(5, "hmc-throw");
   HmcDiagnostics diag;
   const Matrix X = run_hmc(model, rng, o, Context(1, 0), &diag);
