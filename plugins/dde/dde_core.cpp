@@ -294,7 +294,16 @@ void check_and_clip(Vector& gradient, double clip, const std::string& where, con
        << ") although the loss is; try a smaller learning_rate or a smaller clip";
     throw NumericalError(os.str());
   }
-  if (clip > 0.0) clip_global_norm(gradient, clip);
+  if (clip <= 0.0) return;
+  try {
+    clip_global_norm(gradient, clip);
+  } catch (const NumericalError&) {
+    // Finite entries whose squares overflow: the norm is infinite although no entry is.
+    std::ostringstream os;
+    os << where << ": iteration " << index << ", " << step << ": the gradient's norm overflows (largest entry "
+       << gradient.cwiseAbs().maxCoeff() << "); the fit has diverged: try a smaller learning_rate";
+    throw NumericalError(os.str());
+  }
 }
 
 void Trainer::check(double loss, const char* step, long index) const {

@@ -67,8 +67,9 @@ struct Architecture {
 // ReLU between the linear layers, none after the last; Glorot-uniform weights, zero biases (the
 // reference's initialisation, drawn by initialize()).
 // Before an optimiser step: NumericalError naming `where`, the iteration, the step and its network
-// when the gradient has a non-finite entry (the loss can be finite while e^ν's derivative overflows),
-// then the gradient clipped to global norm `clip` (clip ≤ 0: not clipped).
+// when the gradient has a non-finite entry (the loss can be finite while e^ν's derivative overflows)
+// or, when clipping, a norm that overflows; then the gradient clipped to global norm `clip` (clip ≤ 0:
+// not clipped).
 void check_and_clip(Vector& gradient, double clip, const std::string& where, const char* step, long index);
 
 network::Network make_generator(const Architecture& a);

@@ -210,6 +210,12 @@ TEST(DdeEstimator, NonFiniteGradientIsAnErrorNamingTheStep) {
   Vector unclipped = ok * 10.0;
   dde::check_and_clip(unclipped, 0.0, "model.dde", "f step", 1);
   EXPECT_EQ(unclipped, ok * 10.0);
+  // Finite entries whose norm overflows (Table 1's grid with ν depth 4 at 45000 iterations).
+  Vector huge = Vector::Constant(3, 1e200);
+  const std::string msg2 = test::message_of<NumericalError>(
+      [&] { dde::check_and_clip(huge, 5.0, "model.dde", "sampler step (network g)", 777); });
+  EXPECT_TRUE(test::contains(msg2, "model.dde: iteration 777, sampler step (network g): the gradient's norm overflows"))
+      << msg2;
 }
 
 TEST(DdeCli, BadKeyExitsTwoNamingIt) {
