@@ -85,10 +85,9 @@ TEST(Adam, IsAnOptimizer) {
   EXPECT_EQ(opt.steps(), 1);
 }
 
-// The blocked update against the whole-vector formula, bit for bit, over several steps and sizes that
-// are not multiples of the block; step_in_place gives the same bits as step; a refused in-place step
-// leaves θ and the state untouched.
-TEST(Adam, BlockedUpdateIsTheWholeVectorFormulaBitForBit) {
+// The update against the textbook formula written out here, bit for bit, over several steps and sizes;
+// step_in_place gives the same bits as step; a refused in-place step leaves θ and the state untouched.
+TEST(Adam, UpdateIsTheTextbookFormulaBitForBitInPlaceOrNot) {
   const AdamOptions o{.learning_rate = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-8};
   for (Index n : {1, 255, 256, 257, 1000}) {
     Adam copy(o), in_place(o);

@@ -30,18 +30,10 @@ void Adam::update(Vector& theta, const Vector& gradient) {
   // Bias correction: the moments start at zero, so early averages underestimate by 1 − β^t.
   const double c1 = 1.0 - std::pow(b1, static_cast<double>(steps()));
   const double c2 = 1.0 - std::pow(b2, static_cast<double>(steps()));
-  // In blocks that stay in the L1 cache across the three updates: for a network's 10⁵ parameters the
-  // three whole-vector passes were bound by memory (10% of a MAF training epoch). Every element sees
-  // the same operations in the same order as the whole-vector form, so the values are the same bits.
-  constexpr Index kBlock = 256;
-  for (Index at = 0; at < n; at += kBlock) {
-    const Index len = std::min(kBlock, n - at);
-    auto m = m_.segment(at, len).array();
-    auto v = v_.segment(at, len).array();
-    const auto g = gradient.segment(at, len).array();
-    m = b1 * m + (1.0 - b1) * g;
-    v = b2 * v + (1.0 - b2) * g.square();
-    theta.segment(at, len).array() -= lr * (m / c1) / ((v / c2).sqrt() + eps);
-  }
+  // Three whole-vector passes, θ updated in place. Cache-sized blocks were measured no faster: the
+  // update is bound by its division and square root per element, not by memory traffic.
+  m_.array() = b1 * m_.array() + (1.0 - b1) * gradient.array();
+  v_.array() = b2 * v_.array() + (1.0 - b2) * gradient.array().square();
+  theta.array() -= lr * (m_.array() / c1) / ((v_.array() / c2).sqrt() + eps);
 }
 }  // namespace kef
