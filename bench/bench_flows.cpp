@@ -4,17 +4,18 @@
 //       OUT/points.npy (the rows the density is evaluated at): an 11-D
 //       non-Gaussian linear mixture (Laplace, uniform and Gaussian-mixture sources through a random
 //       mixing matrix), seeded, so kef and the anchor train on identical rows.
-//   bench_flows epoch made|maf OUT [--epochs 3]
+//   bench_flows epoch made|maf OUT [--epochs 3] [--threads 1]
 //       the training epochs of the flows plugin on OUT/train.npy: 5 Gaussian MADEs of [100, 100] tanh
 //       (maf) or one (made), sequential degrees, float64, Adam (lr 1e-4 / 1e-3, weight decay 1e-6),
-//       minibatch 100, the plugin's minibatch loop (flow_estimator.cpp) without the validation pass;
+//       minibatch 100, the plugin's minibatch loop (flow_estimator.cpp) without the validation pass,
+//       each minibatch's two row groups on up to `threads` threads (the same bits for any count);
 //       prints seconds_per_epoch (the median over the epochs, as the anchor reports it).
 //   bench_flows density OUT [--threads 1]
 //       log p, and log p with the score, of a randomly initialised MAF (the same architecture; the
 //       plugin's initialisation, standardised by OUT/train.npy's moments) at OUT/points.npy, in the
 //       plugin's row chunks over `threads` threads; prints
 //       logp_points_per_second and score_points_per_second (best of 3 each).
-// Training is sequential (one minibatch after another, no threads inside): a kef epoch uses one core.
+// Minibatches are sequential; within one, FlowDensity::loss_and_gradient's row groups may run in parallel.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -42,7 +43,7 @@ namespace {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: bench_flows data OUT [--n 10000] [--D 11] [--points 1000000]\n"
-               "       bench_flows epoch made|maf OUT [--epochs 3]\n"
+               "       bench_flows epoch made|maf OUT [--epochs 3] [--threads 1]\n"
                "       bench_flows density OUT [--threads 1]\n");
   std::exit(2);
 }
@@ -115,7 +116,7 @@ int run_data(const std::filesystem::path& out, Index n, Index D, Index points) {
 
 // The plugin's epoch (flow_estimator.cpp): shuffle, then per minibatch the loss gradient, the weight
 // decay term, an Adam step and the new parameters.
-int run_epoch(const std::string& model, const std::filesystem::path& out, long epochs) {
+int run_epoch(const std::string& model, const std::filesystem::path& out, long epochs, int threads) {
   const Matrix X = read_npy(out / "train.npy");
   const bool maf = model == "maf";
   flows::FlowDensity density = make_density(X, maf ? 5 : 1, 1);
@@ -138,7 +139,7 @@ int run_epoch(const std::string& model, const std::filesystem::path& out, long e
     for (Index b = 0; b < N; b += B) {
       const Index len = std::min<Index>(B, N - b);
       const Matrix batch = gather_rows(X, perm, static_cast<std::size_t>(b), static_cast<std::size_t>(len));
-      loss_sum += density.loss_and_gradient(batch, grad) * static_cast<double>(len);
+      loss_sum += density.loss_and_gradient(batch, grad, threads) * static_cast<double>(len);
       grad += weight_decay * theta;
       adam.step_in_place(theta, grad);
       density.set_parameters(theta);
@@ -192,7 +193,8 @@ int main(int argc, char** argv) {
                     option(argc, argv, 3, "points", 1000000));
   if (mode == "epoch") {
     if (argc < 4 || (std::string(argv[2]) != "made" && std::string(argv[2]) != "maf")) usage();
-    return run_epoch(argv[2], argv[3], option(argc, argv, 4, "epochs", 3));
+    return run_epoch(argv[2], argv[3], option(argc, argv, 4, "epochs", 3),
+                     static_cast<int>(option(argc, argv, 4, "threads", 1)));
   }
   if (mode == "density") return run_density(argv[2], static_cast<int>(option(argc, argv, 3, "threads", 1)));
   usage();

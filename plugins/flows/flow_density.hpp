@@ -140,8 +140,13 @@ class FlowDensity {
   // quantity carries its first and diagonal second derivatives in x through the networks
   // (Network::forward_stack). Evaluation mode only.
   Vector log_density_score_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const;
-  // The minibatch loss −mean log p (without weight decay) and its gradient in the parameters.
-  double loss_and_gradient(const Matrix& X, Vector& gradient) const;
+  // The minibatch loss −mean log p (without weight decay) and its gradient in the parameters. The rows
+  // are cut into loss_groups(N) consecutive groups of about kLossGroupRows, a cut fixed by N alone;
+  // the groups' sums run on up to `threads` threads and are added in group order, so the result is
+  // the same bits for any thread count. With batch norm, whose statistics couple the rows, one group.
+  static constexpr Index kLossGroupRows = 50;
+  double loss_and_gradient(const Matrix& X, Vector& gradient, int threads = 1) const;
+  Index loss_groups(Index rows) const;
 
   // u_K = the flow's map of X (before the base density), and its inverse.
   Matrix to_base(const Matrix& X) const;

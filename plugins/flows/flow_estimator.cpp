@@ -211,7 +211,7 @@ ModelPtr FlowEstimator::fit(const FitInput& in) {
     for (Index b = 0; b < N; b += opt_.batch_size) {
       const Index len = std::min<Index>(opt_.batch_size, N - b);
       const Matrix batch = gather_rows(X, perm, static_cast<std::size_t>(b), static_cast<std::size_t>(len));
-      const double loss = density.loss_and_gradient(batch, grad);
+      const double loss = density.loss_and_gradient(batch, grad, threads);
       train_sum += loss * static_cast<double>(len);
       grad += opt_.weight_decay * theta;  // the gradient of (w/2)|θ|²
       adam.step_in_place(theta, grad);

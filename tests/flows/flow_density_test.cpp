@@ -79,6 +79,34 @@ TEST(FlowDensity, ParameterGradientMatchesCentralDifferences) {
 }
 
 // The score d log p/dx by the reverse pass against central differences of log p.
+// The minibatch loss over row groups (two of 65 rows here; one with batch norm, whose statistics
+// couple the rows): the same bits for 1 and 2 threads, and the brute-force twin, each group's
+// one-group loss and gradient (tested above against central differences) weighted by its rows.
+TEST(FlowDensity, LossOverRowGroupsIsTheWeightedGroupSumForAnyThreadCount) {
+  for (const Spec& s : kSpecs) {
+    SCOPED_TRACE(s.name);
+    FlowDensity d = make_density(s, {6, 5}, 13);
+    d.set_training(true);
+    RandomStream rng(14, "rows");
+    const Matrix X = rng.normal_matrix(130, s.dim);
+    const Index groups = d.loss_groups(X.rows());
+    EXPECT_EQ(groups, s.batch_norm ? 1 : 2);
+    Vector g1, g2;
+    const double l1 = d.loss_and_gradient(X, g1, 1), l2 = d.loss_and_gradient(X, g2, 2);
+    EXPECT_EQ(l1, l2);
+    ASSERT_EQ(g1.size(), g2.size());
+    for (Index i = 0; i < g1.size(); ++i) ASSERT_EQ(g1[i], g2[i]) << i;
+    if (groups == 1) continue;
+    Vector ga, gb;
+    const double la = d.loss_and_gradient(X.topRows(65), ga, 1),
+                 lb = d.loss_and_gradient(X.bottomRows(65), gb, 1);
+    EXPECT_NEAR(l1, 0.5 * (la + lb), 1e-13 * std::abs(l1));
+    EXPECT_NEAR(l1, -d.log_density(X).mean(), 1e-12 * std::abs(l1));
+    const Vector twin = 0.5 * (ga + gb);
+    EXPECT_LT((g1 - twin).cwiseAbs().maxCoeff(), 1e-13 * twin.cwiseAbs().maxCoeff());
+  }
+}
+
 TEST(FlowDensity, ScoreMatchesCentralDifferences) {
   for (const Spec& s : kSpecs) {
     SCOPED_TRACE(s.name);

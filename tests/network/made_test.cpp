@@ -89,5 +89,45 @@ TEST(Made, MaskedNetworkIsAutoregressive) {
   }
 }
 
+// Parameters whose masked entries are not zero (a PyTorch MADE's raw weights, which its forward
+// multiplies by the mask): the network keeps them as given and reads them masked, so values, input
+// derivatives and gradients equal those of the same parameters with the masked entries zeroed,
+// bit for bit, and the masked entries' gradients are zero.
+TEST(Made, UnmaskedParameterValuesAreKeptButNeverRead) {
+  const Index D = 3, H = 7;
+  const auto in = made::input_degrees(D, made::InputOrder::natural, nullptr);
+  const auto h1 = made::hidden_degrees(H, D, made::HiddenDegrees::sequential, in, nullptr);
+  std::vector<Index> out = in;
+  Network net(D);
+  net.add(std::make_unique<MaskedDense>(made::hidden_mask(in, h1)))
+      .add(std::make_unique<Activation>(ActivationKind::tanh, H))
+      .add(std::make_unique<MaskedDense>(made::output_mask(h1, out)));
+  RandomStream rng(5, "raw");
+  const Vector raw = rng.normal_matrix(net.parameter_count(), 1).col(0);
+  Network zeroed = net;
+  net.set_parameters(raw);
+  Vector masked = raw;
+  const Matrix m1 = made::hidden_mask(in, h1), m2 = made::output_mask(h1, out);
+  Eigen::Map<Matrix>(masked.data(), H, D).array() *= m1.array();
+  Eigen::Map<Matrix>(masked.data() + H * D + H, D, H).array() *= m2.array();
+  EXPECT_GT((raw - masked).cwiseAbs().maxCoeff(), 0.0);
+  zeroed.set_parameters(masked);
+  for (Index i = 0; i < raw.size(); ++i) ASSERT_EQ(net.parameters()[i], raw[i]);  // kept as given
+  const Matrix X = rng.normal_matrix(5, D);
+  Matrix a, b;
+  Network::Tape ta, tb;
+  net.forward(X, 2, a, &ta);
+  zeroed.forward(X, 2, b, &tb);
+  ASSERT_EQ(a.rows(), b.rows());
+  for (Index i = 0; i < a.size(); ++i) ASSERT_EQ(a.data()[i], b.data()[i]) << i;
+  const Matrix adjoint = rng.normal_matrix(a.rows(), a.cols());
+  Vector ga, gb;
+  net.backward(X, ta, adjoint, &ga, nullptr);
+  zeroed.backward(X, tb, adjoint, &gb, nullptr);
+  for (Index i = 0; i < ga.size(); ++i) ASSERT_EQ(ga[i], gb[i]) << i;
+  for (Index i = 0; i < ga.size(); ++i)
+    if (raw[i] != masked[i]) EXPECT_EQ(ga[i], 0.0) << i;
+}
+
 }  // namespace
 }  // namespace kef::network

@@ -268,6 +268,14 @@ void Activation::forward(const double* /*theta*/, const Pass& pass, bool /*seede
     activate(kind_, h.data(), h.size(), 0, h.data(), nullptr, nullptr, nullptr);
     return;
   }
+  if (order == 0) {  // training: values and s' for backward, without copying the stack twice
+    Matrix s(N, W), d1(N, W);
+    activate(kind_, h.data(), h.size(), 1, s.data(), d1.data(), nullptr, nullptr);
+    tape->input = std::move(h);
+    tape->d1 = std::move(d1);
+    h = std::move(s);
+    return;
+  }
   const int derivs = tape ? order + 1 : order;
   const Matrix P = h.topRows(N);
   Matrix s(N, W), d1(N, W), d2, d3;

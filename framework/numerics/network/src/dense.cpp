@@ -47,9 +47,13 @@ void Dense::initialize(double* theta, RandomStream& rng) const {
 
 // The weights the layer applies: W itself, or W ∘ mask for a masked layer (written into `masked`, which
 // the returned map then views; masked entries stay in θ but never act).
-Eigen::Map<const Matrix> Dense::weights(const double* theta, Matrix& masked) const {
+void Dense::mask_parameters(double* theta) const {
+  if (mask_.size()) Eigen::Map<Matrix>(theta, out_, in_).array() *= mask_.array();
+}
+
+Eigen::Map<const Matrix> Dense::weights(const double* theta, const Pass& pass, Matrix& masked) const {
   const Eigen::Map<const Matrix> raw(theta, out_, in_);
-  if (!mask_.size()) return raw;
+  if (!mask_.size() || pass.masked_parameters) return raw;
   masked = raw.cwiseProduct(mask_);
   return Eigen::Map<const Matrix>(masked.data(), out_, in_);
 }
@@ -60,7 +64,7 @@ void Dense::forward(const double* theta, const Pass& pass, bool seeded, Matrix& 
   const Index N = pass.n, D = pass.dim;
   const int order = pass.order;
   Matrix masked;
-  const Eigen::Map<const Matrix> W = weights(theta, masked);
+  const Eigen::Map<const Matrix> W = weights(theta, pass, masked);
   Matrix pre(pass.rows(), out_);
   if (seeded) {
     pre.topRows(N).noalias() = pass.X * W.transpose();
@@ -80,7 +84,7 @@ void Dense::backward(const double* theta, const Pass& pass, const LayerTape& tap
   const Index N = pass.n, D = pass.dim;
   const int order = pass.order;
   Matrix masked;
-  const Eigen::Map<const Matrix> W = weights(theta, masked);
+  const Eigen::Map<const Matrix> W = weights(theta, pass, masked);
   Eigen::Map<Matrix> gW(grad, out_, in_);
   const auto P0 = adjoint.topRows(N);
   if (bias_) Eigen::Map<Vector>(grad + out_ * in_, out_) += P0.colwise().sum().transpose();

@@ -38,6 +38,16 @@ void Sequence::initialize(double* theta, RandomStream& rng) const {
   for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->initialize(theta + offsets_[i], rng);
 }
 
+bool Sequence::masks_parameters() const {
+  for (const auto& layer : layers_)
+    if (layer->masks_parameters()) return true;
+  return false;
+}
+
+void Sequence::mask_parameters(double* theta) const {
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->mask_parameters(theta + offsets_[i]);
+}
+
 Matrix expand_seed(const Pass& pass) {
   const Index N = pass.n, D = pass.dim;
   Matrix h = Matrix::Zero(pass.rows(), D);

@@ -34,6 +34,8 @@ class Dense : public Layer {
   Index output_width() const override { return out_; }
   Index parameter_count() const override { return out_ * in_ + (bias_ ? out_ : 0); }
   void initialize(double* theta, RandomStream& rng) const override;
+  bool masks_parameters() const override { return mask_.size() > 0; }
+  void mask_parameters(double* theta) const override;
   bool takes_seed() const override { return true; }
   void forward(const double* theta, const Pass& pass, bool seeded, Matrix& h, LayerTape* tape) const override;
   void backward(const double* theta, const Pass& pass, const LayerTape& tape, Matrix& adjoint, double* grad,
@@ -45,7 +47,8 @@ class Dense : public Layer {
   Dense(Index in, Index out, std::optional<WeightInit> init, bool bias, Matrix mask);
 
  private:
-  Eigen::Map<const Matrix> weights(const double* theta, Matrix& masked) const;
+  // W, or W ∘ M for a masked layer unless the pass says the parameters are masked already.
+  Eigen::Map<const Matrix> weights(const double* theta, const Pass& pass, Matrix& masked) const;
 
   Index in_, out_;
   WeightInit init_;

@@ -72,9 +72,14 @@ class Network {
 
  private:
   Pass pass(const Matrix& X, int order, bool training) const;
+  // theta_ masked by the layers (Layer::mask_parameters) when one of them masks, else empty: what the
+  // passes read.
+  void refresh_masked();
+  const double* pass_parameters() const { return masked_.size() ? masked_.data() : theta_.data(); }
   Index input_dim_;
   Sequence body_;
   Vector theta_;
+  Vector masked_;
   bool training_ = true;
 };
 

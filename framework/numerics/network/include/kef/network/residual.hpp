@@ -16,6 +16,8 @@ class Residual : public Layer {
   Index output_width() const override { return block_.output_width(); }
   Index parameter_count() const override { return block_.parameter_count(); }
   void initialize(double* theta, RandomStream& rng) const override { block_.initialize(theta, rng); }
+  bool masks_parameters() const override { return block_.masks_parameters(); }
+  void mask_parameters(double* theta) const override { block_.mask_parameters(theta); }
   int max_order(bool training) const override { return block_.max_order(training); }
   bool has_running_statistics() const override;
   void update_statistics(const LayerTape& tape, double momentum) override;

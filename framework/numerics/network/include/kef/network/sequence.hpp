@@ -29,6 +29,8 @@ class Sequence {
   int max_order(bool training) const;
 
   void initialize(double* theta, RandomStream& rng) const;
+  bool masks_parameters() const;
+  void mask_parameters(double* theta) const;
   // As Layer::forward and Layer::backward, for the whole list (tapes: one per layer, or null).
   void forward(const double* theta, const Pass& pass, bool seeded, Matrix& h,
                std::vector<LayerTape>* tapes) const;
