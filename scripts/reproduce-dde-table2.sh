@@ -5,7 +5,7 @@
 #
 #   scripts/reproduce-dde-table2.sh [--quick] [--out DIR] [--raw DIR] [--seeds S,S,...] [--threads N]
 #                                   [--dde-iterations N] [--collect-only] [--sets LIST]
-#                                   [--models LIST] [--set KEY=VALUE]... [KEF]
+#                                   [--models LIST] [--set KEY=VALUE]... [--reference-settings] [KEF]
 #
 #   KEF          the kef executable (default: build/bin/kef of this repository)
 #   --out DIR    where the data, runs and table go (default: runs/dde-table2)
@@ -16,6 +16,9 @@
 #   --models LIST  only these of each config's models (comma-separated, of lscde, eps_kde, kcef,
 #                dde_conditional; default all): the configs are copied to DIR/configs without the others
 #   --set KEY=VALUE  passed to every kef run (e.g. --set model.kcef.estimator.grid_extensions=3)
+#   --reference-settings  dde_conditional with the reference implementation's per-set f_bd, base_sd
+#                and lambda (configs/paper/dde/conditional/reference-settings.csv) instead of the
+#                configs' defaults
 #   --seeds LIST the splits (default 0,1,...,19: 20 splits); split S is `--set seed=S`, which
 #                reshuffles the rows before the 50/50 split
 #   --threads N  passed to kef run (results do not depend on it)
@@ -29,7 +32,7 @@
 # the paper's numbers beside them). Exits non-zero, naming the run, as soon as a run fails.
 set -euo pipefail
 
-usage() { sed -n '6,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "reproduce-dde-table2: $*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,6 +47,7 @@ dde_iterations=""
 sets_given=()
 models_given=""
 extra_sets=()
+reference_settings=0
 kef_given=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -75,6 +79,7 @@ while [ $# -gt 0 ]; do
         { echo "reproduce-dde-table2: --models: '$2' is not a list of lscde, eps_kde, kcef, dde_conditional" >&2; exit 2; }
       models_given="$2"; shift ;;
     --set) [ $# -ge 2 ] || usage; extra_sets+=(--set "$2"); shift ;;
+    --reference-settings) reference_settings=1 ;;
     -h|--help) usage ;;
     -*) echo "reproduce-dde-table2: unknown option $1" >&2; usage ;;
     *) [ "$kef_given" -eq 0 ] || usage; kef="$1"; kef_given=1 ;;
@@ -145,12 +150,26 @@ PY
   configs="$out/configs"
 fi
 
+# --reference-settings: the set's row of reference-settings.csv as --set options of dde_conditional.
+set_settings() {
+  local set=$1 file="$repo/configs/paper/dde/conditional/reference-settings.csv" line
+  setting_sets=()
+  [ "$reference_settings" -eq 1 ] || return 0
+  line=$(grep -v '^#' "$file" | awk -F, -v s="$set" '$1 == s')
+  [ -n "$line" ] || die "$file has no row for $set"
+  local name fbd sd lam
+  IFS=, read -r name fbd sd lam <<< "$line"
+  setting_sets=(--set "model.dde_conditional.estimator.f_bd=$fbd" --set "model.dde_conditional.estimator.base_sd=$sd"
+    --set "model.dde_conditional.estimator.lambda=$lam")
+}
+
 for s in "${seeds[@]}"; do
   [ "$collect_only" -eq 0 ] || break
   for set in "${sets[@]}"; do
     run="$out/$set/seed-$s"
     rm -rf "$run"
-    if ! "$kef" run "$configs/$set.toml" --quiet "${threads[@]}" "${dde_set[@]}" "${extra_sets[@]}" --set "seed=$s" \
+    set_settings "$set"
+    if ! "$kef" run "$configs/$set.toml" --quiet "${threads[@]}" "${dde_set[@]}" "${extra_sets[@]}" "${setting_sets[@]}" --set "seed=$s" \
         --set "data.path=$(cd "$out/data" && pwd)/$set.csv" --output "$run" > "$out/last-run.log" 2>&1; then
       cat "$out/last-run.log" >&2
       die "run $set, split $s failed (log above)"
@@ -229,7 +248,9 @@ for st in sets:
     line = f"| {st} |"
     for m, _ in columns:
         v = ms(cells[(st, m)]) if (st, m) in cells else None
-        line += (f" {v[0]:.2f} ± {v[1]:.2f} |" if v else " – |") + paper_cell(m, st)
+        # One split has no spread: its value alone, not "± 0.00".
+        cell = (f" {v[0]:.2f} ± {v[1]:.2f} |" if len(cells[(st, m)]) > 1 else f" {v[0]:.2f} (1 split) |") if v else " – |"
+        line += cell + paper_cell(m, st)
     lines.append(line)
 open(f"{out}/table.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))

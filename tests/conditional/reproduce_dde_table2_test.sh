@@ -2,7 +2,8 @@
 # scripts/reproduce-dde-table2.sh --quick end to end: converts the 16 data sets, runs the configs of
 # three small sets (CobarOre, UN3, geyser) for two splits, and writes a table with a finite mean ± sd
 # for the four methods (ε-KDE, LSCDE, KCEF, and DDE at the quick mode's 100 iterations); the data
-# converter's row counts are checked against the papers' n (UN3: 125 complete rows of 210).
+# converter's row counts are checked against the papers' n (UN3: 125 complete rows of 210); and
+# --reference-settings passes the reference's per-set values to dde_conditional.
 #   reproduce_dde_table2_test.sh KEF REPO OUT
 set -euo pipefail
 kef="$1"; repo="$2"; out="$3"
@@ -22,4 +23,15 @@ for pair in geyser:299 UN3:125 crabs:200 CobarOre:38 ufc:372; do
   got=$(($(wc -l < "$out/data/$set_name.csv") - 1))
   [ "$got" -eq "$n" ] || fail "data/$set_name.csv has $got rows, expected $n"
 done
+# --reference-settings: CobarOre's row of reference-settings.csv (f_bd 0.1, base_sd 1, lambda 2, where
+# the config has lambda 1) reaches dde_conditional's estimator, as results.json's config records it.
+bash "$repo/scripts/reproduce-dde-table2.sh" --quick --threads 1 --out "$out/reference" --sets CobarOre \
+  --seeds 0 --models dde_conditional --reference-settings "$kef"
+/usr/bin/python3 - "$out/reference/CobarOre/seed-0/results.json" <<'PY2' || fail "--reference-settings did not reach the estimator"
+import json, sys
+est = json.load(open(sys.argv[1]))["config"]["model"][0]["estimator"]
+want = {"f_bd": 0.1, "base_sd": 1, "lambda": 2}
+got = {k: est[k] for k in want}
+assert got == want, got
+PY2
 echo "reproduce_dde_table2_test: ok"
