@@ -45,12 +45,12 @@ void Dense::initialize(double* theta, RandomStream& rng) const {
   if (bias_) Eigen::Map<Vector>(theta + out_ * in_, out_).setZero();
 }
 
-// The weights the layer applies: W itself, or W ∘ mask for a masked layer (written into `masked`, which
-// the returned map then views; masked entries stay in θ but never act).
 void Dense::mask_parameters(double* theta) const {
   if (mask_.size()) Eigen::Map<Matrix>(theta, out_, in_).array() *= mask_.array();
 }
 
+// The weights the layer applies: W itself, or W ∘ mask for a masked layer (written into `masked`, which
+// the returned map then views; masked entries stay in θ but never act), unless a Network masked them.
 Eigen::Map<const Matrix> Dense::weights(const double* theta, const Pass& pass, Matrix& masked) const {
   const Eigen::Map<const Matrix> raw(theta, out_, in_);
   if (!mask_.size() || pass.masked_parameters) return raw;
