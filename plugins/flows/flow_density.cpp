@@ -533,26 +533,24 @@ Vector FlowDensity::log_density_and_score(const Matrix& X, Matrix& score) const 
 double FlowDensity::loss_and_gradient(const Matrix& X, Vector& gradient, int threads) const {
   const Index N = X.rows();
   const double n = static_cast<double>(N);
-  const Index groups = loss_groups(N);
-  if (groups == 1) {
+  // Σ log p over some rows, and the gradient of −Σ log p / n over them.
+  auto group_sum = [&](const Matrix& rows, Vector& grad) {
     Trace tr;
-    const Vector logp = forward(X, &tr);
-    gradient = Vector::Zero(parameter_count());
-    backward(tr, Vector::Constant(N, -1.0 / n), &gradient, nullptr);
-    return -logp.sum() / n;
-  }
-  // Each group's Σ log p and its gradient (of −Σ log p / n), then added in group order.
+    const double sum = forward(rows, &tr).sum();
+    grad = Vector::Zero(parameter_count());
+    backward(tr, Vector::Constant(rows.rows(), -1.0 / n), &grad, nullptr);
+    return sum;
+  };
+  const Index groups = loss_groups(N);
+  if (groups == 1) return -group_sum(X, gradient) / n;
   std::vector<double> logp(static_cast<std::size_t>(groups));
   std::vector<Vector> grads(static_cast<std::size_t>(groups));
   parallel_for(groups, threads, [&](Index g) {
-    const Index begin = g * N / groups, len = (g + 1) * N / groups - begin;
-    const Matrix rows = X.middleRows(begin, len);
-    Trace tr;
+    const Index begin = g * N / groups, end = (g + 1) * N / groups;
     const auto k = static_cast<std::size_t>(g);
-    logp[k] = forward(rows, &tr).sum();
-    grads[k] = Vector::Zero(parameter_count());
-    backward(tr, Vector::Constant(len, -1.0 / n), &grads[k], nullptr);
+    logp[k] = group_sum(X.middleRows(begin, end - begin), grads[k]);
   });
+  // Added in group order.
   gradient = std::move(grads[0]);
   double sum = logp[0];
   for (std::size_t k = 1; k < grads.size(); ++k) {
