@@ -19,6 +19,7 @@ struct ClusterMixtureOptions {
   std::optional<double> bandwidth;
   std::int64_t max_points = 0, kmeans_restarts = 0, kmeans_max_iterations = 0, min_cluster_size = 0,
                normalizer_samples = 0;
+  std::string normalizer_proposal;  // "defensive" or "base"
 };
 const OptionsSpec<ClusterMixtureOptions>& cluster_mixture_options();
 KeyList cluster_mixture_keys();

@@ -219,7 +219,10 @@ std::string MixtureModel::describe() const {
   std::ostringstream os;
   os << "cluster_mixture of " << components() << " components (DKEF section 3.1): spectral clustering";
   if (info_.bandwidth > 0) os << " with affinity bandwidth " << number_text(info_.bandwidth);
-  os << "; each component normalised by importance sampling from its base measure";
+  os << "; each component normalised by importance sampling from "
+     << (info_.normalizer_proposal == "defensive" ? "a defensive mixture (its base measure, a Student-t and "
+                                                    "Gaussian bumps at its cluster's rows)"
+                                                  : "its base measure");
   if (info_.normalizer_samples > 0) os << " (" << info_.normalizer_samples << " proposals)";
   for (Index k = 0; k < components(); ++k) {
     os << "; component " << k << ": weight " << number_text(weights_[k]);
@@ -242,6 +245,7 @@ void MixtureModel::save(ModelWriter& writer) const {
   writer.manifest().set("dim", static_cast<std::int64_t>(dim()));
   writer.manifest().set("clusters", static_cast<std::int64_t>(K));
   writer.manifest().set("normalizer_samples", static_cast<std::int64_t>(info_.normalizer_samples));
+  writer.manifest().set("normalizer_proposal", info_.normalizer_proposal);
   writer.manifest().set("bandwidth", info_.bandwidth);
   writer.write_array("weights", weights_);
   writer.write_array("log_normalizers", log_z_);
@@ -282,6 +286,7 @@ ModelPtr MixtureModel::load(const ModelReader& reader, Registry& registry) {
   if (m.has("normalizer_samples") && m.holds_integer("normalizer_samples"))
     info.normalizer_samples = m.integer("normalizer_samples");
   if (m.has("bandwidth")) info.bandwidth = m.number("bandwidth");
+  if (m.has("normalizer_proposal")) info.normalizer_proposal = m.string("normalizer_proposal");
   std::vector<ModelPtr> components;
   for (Index k = 0; k < K; ++k) {
     ModelPtr c = load_model(reader.dir() / ("component" + std::to_string(k)), registry);

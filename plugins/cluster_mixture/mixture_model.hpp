@@ -53,6 +53,7 @@ struct MixtureInfo {
   std::vector<Index> counts;     // training rows per cluster
   Vector log_normalizer_stderr;  // delta-method standard errors of log Ẑ_k
   Index normalizer_samples = 0;
+  std::string normalizer_proposal = "base";  // "defensive" or "base" (files before kef 0.3.1: base)
   double bandwidth = 0.0;  // of the clustering's affinity (provenance)
 };
 

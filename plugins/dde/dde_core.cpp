@@ -284,6 +284,18 @@ double Trainer::generator_loss(const Matrix& xi, Vector* grad, const Matrix& con
   return loss;
 }
 
+double mmd2_unbiased(const Matrix& X, const Matrix& Y, double gamma) {
+  const double n = static_cast<double>(X.rows()), m = static_cast<double>(Y.rows());
+  if (X.rows() < 2 || Y.rows() < 2) throw DataError("dde: MMD² needs at least 2 rows in each sample");
+  KernelExpansion kx{X, Vector(), gamma}, ky{Y, Vector(), gamma};
+  // The diagonals are exp(0) = 1 exactly (direct differences), so the off-diagonal sums are the sums
+  // minus n and m.
+  const double xx = (kx.gram(X).sum() - n) / (n * (n - 1.0));
+  const double yy = (ky.gram(Y).sum() - m) / (m * (m - 1.0));
+  const double xy = ky.gram(X).sum() / (n * m);
+  return xx + yy - 2.0 * xy;
+}
+
 void check_and_clip(Vector& gradient, double clip, const std::string& where, const char* step, long index) {
   if (!gradient.allFinite()) {
     Index bad = 0;

@@ -72,6 +72,11 @@ struct Architecture {
 // not clipped).
 void check_and_clip(Vector& gradient, double clip, const std::string& where, const char* step, long index);
 
+// MMD²_u (the unbiased U-statistic, docs/math.md §8.7) between the rows of X and of Y (at least 2 each)
+// with f's Gaussian kernel exp(−γ‖x − y‖²), its Gram matrices formed by KernelExpansion::gram: the
+// statistic the reference implementation logs for its sampler, which checkpoint selection minimises.
+double mmd2_unbiased(const Matrix& X, const Matrix& Y, double gamma);
+
 network::Network make_generator(const Architecture& a);
 network::Network make_dual(const Architecture& a);
 

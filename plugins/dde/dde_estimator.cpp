@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <numbers>
 #include <sstream>
 
@@ -47,6 +49,18 @@ OptionsSpec<DdeOptions> make_spec(bool conditional) {
       .non_negative();
   s.integer("report_every", &O::report_every, "iterations per progress line and loss-curve point", 100)
       .at_least(1);
+  s.string("select", &O::select,
+           "which iterate becomes the model: the last (last), or the one whose sampler draws are closest in "
+           "MMD² (f's kernel) to the validation rows, or to the training rows without a validation split, "
+           "among the iterates checked every select_every iterations (mmd)",
+           std::string("last"))
+      .one_of({"last", "mmd"});
+  s.integer("select_every", &O::select_every, "iterations between the iterates select = \"mmd\" compares",
+            1000)
+      .at_least(1);
+  s.integer("select_samples", &O::select_samples,
+            "sampler draws per comparison, and at most this many (seeded) rows compared with them", 1000)
+      .at_least(2);
   if (conditional) {
     s.string(
          "base_measure", &O::base_measure,
@@ -158,14 +172,72 @@ Trainer make_trainer(const Matrix& rows, const Architecture& arch, BaseMeasure p
   return Trainer(std::move(f), std::move(g), std::move(nu), std::move(p0), to, where);
 }
 
+// select = "mmd": the rows the sampler's draws are compared with (the validation rows when there are at
+// least 2, else the training rows; at most select_samples of them, seeded), arranged as f sees them, and
+// the best iterate so far. Each comparison draws its ξ from its own stream, derived from the iteration, so
+// training consumes the same draws whether or not it selects: the selected model is bitwise the one a fit
+// stopped at the selected iteration returns (tested).
+struct Selection {
+  Matrix reference;  // empty: select = "last"
+  std::string against;
+  long iteration = 0;
+  double mmd2 = std::numeric_limits<double>::infinity();
+  std::optional<Trainer> best;
+};
+
+Selection make_selection(const DdeOptions& opt, const Matrix& train_rows, const Matrix& validation_rows,
+                         const FitInput& in) {
+  Selection s;
+  if (opt.select != "mmd") return s;
+  const bool validation = validation_rows.rows() >= 2;
+  const Matrix& rows = validation ? validation_rows : train_rows;
+  if (rows.rows() > opt.select_samples) {
+    RandomStream pick = in.context.rng().derive("select rows");
+    s.reference = random_rows(rows, opt.select_samples, pick);
+  } else {
+    s.reference = rows;
+  }
+  s.against = std::to_string(s.reference.rows()) + (validation ? " validation rows" : " training rows");
+  return s;
+}
+
+// Compares the trainer's sampler with the selection's rows at iteration `it`; keeps the trainer when its
+// MMD² is the smallest so far (the earlier iterate on ties). Returns the MMD².
+double select_step(Selection& s, const Trainer& trainer, const DdeOptions& opt, Index cond_dim, long it,
+                   const FitInput& in) {
+  RandomStream rng = in.context.rng().derive("select").derive(static_cast<std::uint64_t>(it));
+  const Matrix xi = rng.normal_matrix(opt.select_samples, opt.noise_dim);
+  Matrix cond;
+  if (cond_dim > 0) {
+    // The sampler draws y for the compared rows' inputs x, repeated in order to fill select_samples.
+    cond.resize(opt.select_samples, cond_dim);
+    for (Index i = 0; i < opt.select_samples; ++i)
+      cond.row(i) = s.reference.row(i % s.reference.rows()).leftCols(cond_dim);
+  }
+  const double m = mmd2_unbiased(trainer.sampler_rows(xi, cond), s.reference, trainer.f().gamma);
+  if (!std::isfinite(m))
+    throw NumericalError("dde: iteration " + std::to_string(it) + ": the sampler's MMD² against the " +
+                         s.against + " is not finite (" + std::to_string(m) + ")");
+  if (m < s.mmd2) {
+    s.mmd2 = m;
+    s.iteration = it;
+    s.best = trainer;
+  }
+  return m;
+}
+
 // The alternating algorithm over minibatches of `rows` (both estimators; conditional rows are (x, y)):
 // minibatches as the reference, a fresh permutation per pass and ⌊N / B⌋ full batches of it; the mean
-// losses per block of report_every iterations as curves and progress. Returns the last iteration's.
+// losses per block of report_every iterations as curves and progress. With a selection, the iterates
+// every select_every iterations (and the last) are compared and the trainer ends as the best of them.
+// Returns the last iteration's losses.
 IterationLosses train(Trainer& trainer, const Matrix& rows, const DdeOptions& opt, const TrainerOptions& to,
-                      Index base_dim, const FitInput& in, const std::string& label) {
+                      Index base_dim, const FitInput& in, const std::string& label, Selection& selection) {
   const Index N = rows.rows(), B = std::min<Index>(opt.batch_size, N), batches = N / B;
   RandomStream shuffle = in.context.rng().derive("minibatches");
   RandomStream noise = in.context.rng().derive("noise");
+  const bool selecting = selection.reference.rows() > 0;
+  double last_mmd2 = std::numeric_limits<double>::quiet_NaN();
   std::vector<Index> perm(static_cast<std::size_t>(N));
   Index next = batches;
   auto& curves = in.report.curves;
@@ -187,6 +259,10 @@ IterationLosses train(Trainer& trainer, const Matrix& rows, const DdeOptions& op
     sd += last.dual;
     sg += last.generator;
     ++block;
+    if (selecting && (it % opt.select_every == 0 || it == opt.iterations)) {
+      last_mmd2 = select_step(selection, trainer, opt, to.cond_dim, it, in);
+      curves["selection_mmd2"].emplace_back(it, last_mmd2);
+    }
     if (it % opt.report_every == 0 || it == opt.iterations) {
       const double b = static_cast<double>(block);
       curves["f_loss"].emplace_back(it, sf / b);
@@ -196,13 +272,30 @@ IterationLosses train(Trainer& trainer, const Matrix& rows, const DdeOptions& op
       std::ostringstream msg;
       msg << "iteration " << it << " of " << opt.iterations << ": mean losses f " << sf / b << ", dual "
           << sd / b << ", sampler " << sg / b << " (" << secs / static_cast<double>(it) << " s/iteration)";
+      if (selecting)
+        msg << "; sampler MMD² " << last_mmd2 << " (best " << selection.mmd2 << " at iteration "
+            << selection.iteration << ")";
       in.context.progress().update(label, static_cast<double>(it) / static_cast<double>(opt.iterations),
                                    msg.str());
       sf = sd = sg = 0.0;
       block = 0;
     }
   }
+  if (selecting && selection.best) trainer = std::move(*selection.best);
   return last;
+}
+
+// What select = "mmd" chose, in results.json and the log.
+void report_selection(const Selection& s, const DdeOptions& opt, const FitInput& in) {
+  if (s.reference.rows() == 0) return;
+  in.report.values["selected_iteration"] = static_cast<double>(s.iteration);
+  in.report.values["selected_mmd2"] = s.mmd2;
+  std::ostringstream note;
+  note << "select = \"mmd\": the model is iteration " << s.iteration << " of " << opt.iterations
+       << ", whose " << opt.select_samples << " sampler draws had the smallest MMD² (" << s.mmd2
+       << ", f's kernel) against " << s.against << " among the iterates every " << opt.select_every
+       << " iterations (curve selection_mmd2)";
+  in.report.notes.push_back(note.str());
 }
 
 // The networks' shapes: the estimator's keys (or their defaults), replaced by what [model.sampler] and
@@ -318,7 +411,9 @@ ModelPtr DdeEstimator::fit(const FitInput& in) {
   const TrainerOptions to = trainer_options(opt_, 0, BaseMeasure::Kind::box);
   Trainer trainer = make_trainer(X, arch, BaseMeasure::box(lo, hi), to, opt_, in, sites_.where());
 
-  const IterationLosses last = train(trainer, X, opt_, to, D, in, "dde training");
+  Selection selection = make_selection(opt_, X, in.validation, in);
+  const IterationLosses last = train(trainer, X, opt_, to, D, in, "dde training", selection);
+  report_selection(selection, opt_, in);
   in.report.iterations = opt_.iterations;
   in.report.values["gamma"] = trainer.f().gamma;
   in.report.values[trainer.f().random_features() ? "random_features" : "kernel_centres"] =
@@ -412,7 +507,12 @@ ModelPtr DdeConditionalEstimator::fit(const FitInput& in) {
   const TrainerOptions to =
       trainer_options(opt_, Dx, gaussian ? BaseMeasure::Kind::gaussian : BaseMeasure::Kind::box);
   Trainer trainer = make_trainer(rows, arch, std::move(p0), to, opt_, in, sites_.where());
-  const IterationLosses last = train(trainer, rows, opt_, to, Dy, in, "dde_conditional training");
+  Matrix validation_rows(in.validation.rows(), Dx + Dy);
+  if (in.validation.rows() > 0)
+    validation_rows << in.roles.inputs_of(in.validation), in.roles.targets_of(in.validation);
+  Selection selection = make_selection(opt_, rows, validation_rows, in);
+  const IterationLosses last = train(trainer, rows, opt_, to, Dy, in, "dde_conditional training", selection);
+  report_selection(selection, opt_, in);
   in.report.iterations = opt_.iterations;
   in.report.values["gamma"] = trainer.f().gamma;
   in.report.values[trainer.f().random_features() ? "random_features" : "kernel_centres"] =

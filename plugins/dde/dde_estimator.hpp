@@ -16,6 +16,8 @@ struct DdeOptions {
                dual_depth = 3, rounds = 5, dual_steps = 3, inducing_points = 0, report_every = 100,
                correction_candidates = 10, diagnostic_samples = 10000, random_features = 0;
   std::string sampler_correction = "none";
+  std::string select = "last";  // which iterate becomes the model: the last, or the smallest sampler MMD²
+  std::int64_t select_every = 1000, select_samples = 1000;
   std::string base_measure = "gaussian";  // dde_conditional: p0 of y
   double base_sd = 1.0;
   double learning_rate = 1e-4, lambda = 1.0, eta = 0.0, f_bd = 0.1, clip = 5.0, alpha_init_sd = 0.1,

@@ -205,6 +205,41 @@ offset = 0.7
   EXPECT_FALSE(f.model->log_normalizer().has_value());
 }
 
+// A component whose mass sits where its base measure almost never proposes (a narrow blob at (6, 6), q0 =
+// N(0, I)): the base measure alone rests on a handful of proposals and is flagged with a warning; the
+// defensive mixture (bumps at the cluster's rows) recovers the exact normaliser within its error.
+TEST(ClusterMixture, DefensiveProposalFindsAComponentTheBaseMeasureMisses) {
+  RandomStream rng(11, "far-blob");
+  const Matrix X = (0.05 * rng.normal_matrix(300, 2)).array() + 6.0;
+  const std::string toml = R"(type = "cluster_mixture"
+clusters = 1
+normalizer_samples = 40000
+[inner]
+type = "test_gaussian_fit"
+offset = 0.2
+)";
+  const std::string base = "type = \"gaussian\"\nstd = 1.0";
+  const Fitted d = fit(toml, X, Matrix(0, 2), 2, base);
+  const double s = d.report.values.at("cluster0.std"), exact = 0.2 + std::log(2 * M_PI * s * s);
+  const double est = d.report.values.at("cluster0.log_normalizer");
+  const double se = d.report.values.at("cluster0.log_normalizer_stderr");
+  EXPECT_LT(se, 0.025);
+  EXPECT_GT(d.report.values.at("cluster0.normalizer_ess"), 100.0);
+  EXPECT_LT(std::abs(est - exact), 3 * se) << est << " vs " << exact << " ± " << se;
+  for (const auto& note : d.report.notes) EXPECT_FALSE(test::contains(note, "warning")) << note;
+  EXPECT_TRUE(test::contains(d.model->describe(), "defensive mixture")) << d.model->describe();
+
+  const Fitted b = fit(std::string(toml).replace(toml.find("[inner]"), 0, "normalizer_proposal = \"base\"\n"), X,
+                       Matrix(0, 2), 2, base);
+  EXPECT_LT(b.report.values.at("cluster0.normalizer_ess"), 100.0);
+  bool warned = false;
+  for (const auto& note : b.report.notes)
+    warned = warned || (test::contains(note, "warning: cluster0: log Ẑ") &&
+                        test::contains(note, "normalizer_proposal = \"defensive\""));
+  EXPECT_TRUE(warned);
+  EXPECT_TRUE(test::contains(b.model->describe(), "from its base measure")) << b.model->describe();
+}
+
 TEST(ClusterMixture, OneClusterIsTheInnerModelNormalisedByItsEstimate) {
   const Matrix X = random_rows(300, 1.0, 5);  // one standard-normal blob: all mass well inside ±14
   const Fitted f = fit(R"(type = "cluster_mixture"
@@ -272,6 +307,7 @@ TEST(ClusterMixture, LiteMixtureIsThreadIndependentReloadsBitwiseAndHasExactDeri
   EXPECT_EQ(h1, h2);
   EXPECT_EQ(r->score(P), a.model->score(P));
   EXPECT_EQ(r->describe(), a.model->describe());
+  EXPECT_TRUE(test::contains(r->describe(), "defensive mixture")) << r->describe();
   EXPECT_EQ(*r->log_ratio_lower_bound(), *a.model->log_ratio_lower_bound());  // lite gives one
 
   // Real (kernel) components: the combination's derivatives against central differences.
