@@ -285,6 +285,13 @@ IterationLosses train(Trainer& trainer, const Matrix& rows, const DdeOptions& op
   return last;
 }
 
+// The fit's settings kept in model.toml (provenance), with the selected iteration when one was chosen.
+std::vector<std::pair<std::string, double>> fit_info(const DdeOptions& opt, const Selection& s) {
+  std::vector<std::pair<std::string, double>> info{{"f_bd", opt.f_bd}, {"learning_rate", opt.learning_rate}};
+  if (s.reference.rows() > 0) info.emplace_back("selected_iteration", static_cast<double>(s.iteration));
+  return info;
+}
+
 // What select = "mmd" chose, in results.json and the log.
 void report_selection(const Selection& s, const DdeOptions& opt, const FitInput& in) {
   if (s.reference.rows() == 0) return;
@@ -424,7 +431,7 @@ ModelPtr DdeEstimator::fit(const FitInput& in) {
   in.context.progress().done("dde training", std::to_string(opt_.iterations) + " iterations");
   auto model =
       std::make_shared<DdeModel>(trainer.f(), opt_.lambda, arch, trainer.generator(), trainer.dual(), lo, hi);
-  model->set_fit_info({{"f_bd", opt_.f_bd}, {"learning_rate", opt_.learning_rate}});
+  model->set_fit_info(fit_info(opt_, selection));
   model->set_correction(
       SamplerCorrection{opt_.sampler_correction == "importance", opt_.correction_candidates});
   if (opt_.diagnostic_samples > 0) {
@@ -523,7 +530,7 @@ ModelPtr DdeConditionalEstimator::fit(const FitInput& in) {
   in.context.progress().done("dde_conditional training", std::to_string(opt_.iterations) + " iterations");
   auto model = std::make_shared<DdeConditionalModel>(trainer.f(), opt_.lambda, arch, trainer.generator(),
                                                      trainer.dual(), trainer.base());
-  model->set_fit_info({{"f_bd", opt_.f_bd}, {"learning_rate", opt_.learning_rate}});
+  model->set_fit_info(fit_info(opt_, selection));
   model->set_correction(
       SamplerCorrection{opt_.sampler_correction == "importance", opt_.correction_candidates});
   if (opt_.diagnostic_samples > 0) {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "conditional_fit.hpp"
@@ -15,6 +17,7 @@
 #include "kef/conditional_model.hpp"
 #include "kef/context.hpp"
 #include "kef/error.hpp"
+#include "kef/model_archive.hpp"
 #include "kef/random.hpp"
 #include "test_support.hpp"
 
@@ -97,6 +100,13 @@ TEST(DdeSelect, SelectedIterateIsTheFitStoppedThereBitwise) {
   EXPECT_EQ(ma.generator().parameters(), mb.generator().parameters());
   EXPECT_EQ(ma.dual().parameters(), mb.dual().parameters());
   EXPECT_EQ(a.model->log_unnormalized(probe), b.model->log_unnormalized(probe));
+  // The saved model names the iterate it is.
+  const auto dir = test::temp_dir("dde-select") / "m";
+  save_model(*a.model, dir);
+  std::ifstream manifest(dir / "model.toml");
+  const std::string text((std::istreambuf_iterator<char>(manifest)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(test::contains(text, "selected_iteration = " + std::to_string(best))) << text;
+  EXPECT_EQ(load_model(dir, test::plugin_registry())->log_unnormalized(probe), a.model->log_unnormalized(probe));
   // The training itself is the unselected fit's: the same loss curves up to the end.
   const test::Fitted c = fit_dde(kBase + "iterations = 80\n", train, none, 5);
   EXPECT_EQ(a.report.curves.at("f_loss"), c.report.curves.at("f_loss"));
