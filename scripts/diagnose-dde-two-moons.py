@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""Where a DDE fit on two moons differs from the truth (README, DDE Table 1).
+
+    scripts/diagnose-dde-two-moons.py SEED_DIR [--grid N]
+
+SEED_DIR is one seed's directory of scripts/reproduce-dde-table1.sh on two moons: it holds dde/ (the
+kef run, with models/dde and data/{train,test}.npy) and dde.samples.npy (the sampler's timed draws).
+Two moons is exp(-U) of Rezende and Mohamed (2015), so the truth is known up to its normaliser. The
+model's log p~ = lambda f + log p0 and the truth are both normalised on an N x N grid over the training
+box; the script prints KL and TV between them, the MMD^2_u (x 1e-3) of Table 1's metric (the kernel of
+the model's f) for exact draws of the grid-normalised model, of the truth and of the sampler against
+the test rows, and where the model is too high or too low (by radius and along the circle r = 2).
+Needs the kef Python package (build/python of this repository, or installed) and NumPy.
+"""
+import argparse
+import os
+import sys
+import tomllib
+
+import numpy as np
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "build", "python"))
+import kef  # noqa: E402
+
+
+def two_moons_energy(z):
+    r = np.linalg.norm(z, axis=1)
+    return 0.5 * ((r - 2) / 0.4) ** 2 - np.logaddexp(-0.5 * ((z[:, 0] - 2) / 0.6) ** 2,
+                                                     -0.5 * ((z[:, 0] + 2) / 0.6) ** 2)
+
+
+def kernel_sum(a, b, gamma, block=2000):
+    total = 0.0
+    for i in range(0, len(a), block):
+        p = a[i:i + block]
+        d2 = (p * p).sum(1)[:, None] + (b * b).sum(1)[None] - 2 * p @ b.T
+        total += np.exp(-gamma * np.maximum(d2, 0.0)).sum()
+    return total
+
+
+def mmd2_unbiased(a, b, gamma):
+    # The diagonals are exp(0) = 1: subtract them from the within-sample sums.
+    n, m = len(a), len(b)
+    return ((kernel_sum(a, a, gamma) - n) / (n * (n - 1)) + (kernel_sum(b, b, gamma) - m) / (m * (m - 1))
+            - 2 * kernel_sum(a, b, gamma) / (n * m))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("seed_dir")
+    ap.add_argument("--grid", type=int, default=400)
+    args = ap.parse_args()
+    run = args.seed_dir
+    for f in ("dde/models/dde/model.toml", "dde/data/train.npy", "dde/data/test.npy", "dde.samples.npy"):
+        if not os.path.exists(os.path.join(run, f)):
+            print(f"diagnose-dde-two-moons: {os.path.join(run, f)}: no such file (a two-moons seed directory "
+                  "of reproduce-dde-table1.sh is needed)", file=sys.stderr)
+            sys.exit(2)
+    model = kef.load(os.path.join(run, "dde/models/dde"), quiet=True)
+    with open(os.path.join(run, "dde/models/dde/model.toml"), "rb") as fh:
+        gamma = tomllib.load(fh)["gamma"]
+    train = np.load(os.path.join(run, "dde/data/train.npy"))
+    test = np.load(os.path.join(run, "dde/data/test.npy"))
+    draws = np.load(os.path.join(run, "dde.samples.npy"))
+
+    n = args.grid
+    lo, hi = train.min(0), train.max(0)
+    gx, gy = np.linspace(lo[0], hi[0], n), np.linspace(lo[1], hi[1], n)
+    xx, yy = np.meshgrid(gx, gy, indexing="ij")
+    grid = np.c_[xx.ravel(), yy.ravel()]
+    cell = (gx[1] - gx[0]) * (gy[1] - gy[0])
+
+    def normalised(logp):
+        p = np.exp(logp - logp.max())
+        return p / (p.sum() * cell)
+
+    pm = normalised(np.asarray(model.log_density(grid)).ravel())
+    pt = normalised(-two_moons_energy(grid))
+    tiny = 1e-300
+    kl_tm = np.sum(pt * (np.log(pt + tiny) - np.log(pm + tiny))) * cell
+    kl_mt = np.sum(pm * (np.log(pm + tiny) - np.log(pt + tiny))) * cell
+    tv = 0.5 * np.sum(np.abs(pm - pt)) * cell
+    print(f"model vs truth, both normalised on the {n} x {n} grid over the training box: "
+          f"KL(truth || model) {kl_tm:.4f}, KL(model || truth) {kl_mt:.4f}, TV {tv:.4f}")
+
+    rng = np.random.default_rng(0)
+
+    def grid_draws(p, k):
+        idx = rng.choice(p.size, size=k, p=p / p.sum())
+        return grid[idx] + (rng.random((k, 2)) - 0.5) * [gx[1] - gx[0], gy[1] - gy[0]]
+
+    k = min(5000, len(draws))
+    exact_model, exact_truth = grid_draws(pm, k), grid_draws(pt, k)
+    print(f"MMD2_u x 1e3 against the {len(test)} test rows (gamma {gamma:.4g}, {k} draws each): "
+          f"sampler {1e3 * mmd2_unbiased(draws[:k], test, gamma):.3f}, "
+          f"exact model {1e3 * mmd2_unbiased(exact_model, test, gamma):.3f}, "
+          f"exact truth {1e3 * mmd2_unbiased(exact_truth, test, gamma):.3f}; "
+          f"sampler against exact model {1e3 * mmd2_unbiased(draws[:k], exact_model, gamma):.3f}")
+
+    d = np.log(pm + tiny) - np.log(pt + tiny)
+    r = np.linalg.norm(grid, axis=1)
+    print("radius band: truth mass, model mass, truth-weighted mean log(model / truth)")
+    for a, b in [(0, 1), (1, 1.5), (1.5, 1.8), (1.8, 2.2), (2.2, 2.5), (2.5, 3), (3, np.inf)]:
+        s = (r >= a) & (r < b)
+        w = pt[s].sum()
+        print(f"  [{a}, {b}): {w * cell:.4f} {pm[s].sum() * cell:.4f} {np.sum(pt[s] * d[s]) / max(w, tiny):+.3f}")
+    print("along r = 2 (angle: log model - log truth, both normalised)")
+    lm_grid = np.asarray(model.log_density(grid)).ravel()
+    cm = lm_grid.max() + np.log(np.exp(lm_grid - lm_grid.max()).sum() * cell)
+    lt_grid = -two_moons_energy(grid)
+    ct = lt_grid.max() + np.log(np.exp(lt_grid - lt_grid.max()).sum() * cell)
+    for t in np.linspace(-np.pi, np.pi, 13):
+        z = np.array([[2 * np.cos(t), 2 * np.sin(t)]])
+        if np.all(z >= lo) and np.all(z <= hi):
+            diff = (np.asarray(model.log_density(z)).ravel()[0] - cm) - (-two_moons_energy(z)[0] - ct)
+            print(f"  {t:+.2f}: {diff:+.3f}")
+
+
+if __name__ == "__main__":
+    main()
