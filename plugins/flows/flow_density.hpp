@@ -13,6 +13,8 @@
 //
 // Everything here is sequential and deterministic; callers parallelise over fixed row chunks.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,16 @@
 #include "kef/types.hpp"
 
 namespace kef::flows {
+
+// log Σ_c exp(row(n)[first + c]) over the C entries from `first`: the log-normaliser of a MoG head's
+// mixing logits, shifted by their maximum so that nothing overflows.
+inline double log_sum_exp_of_row(const Matrix& out, Index n, Index first, Index C) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (Index c = 0; c < C; ++c) m = std::max(m, out(n, first + c));
+  double sum = 0.0;
+  for (Index c = 0; c < C; ++c) sum += std::exp(out(n, first + c) - m);
+  return m + std::log(sum);
+}
 
 struct FlowArchitecture {
   Index dim = 0;
