@@ -9,8 +9,8 @@
 #include "kef/error.hpp"
 #include "kef/importance_sampling.hpp"
 #include "kef/lite_model.hpp"
-#include "kef/spectral_clustering.hpp"
 #include "kef/number_text.hpp"
+#include "kef/spectral_clustering.hpp"
 #include "mixture_model.hpp"
 
 namespace kef::cluster_mixture {
@@ -245,8 +245,8 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
       RandomStream centres = stream.derive("normalizer_centres");
       mixture.emplace(make_defensive_proposal(base, Xk, inducing, DefensiveOptions{}, centres));
     }
-    const ProposalSource source = defensive ? ProposalSource(*model, *mixture, label)
-                                            : ProposalSource(*model, *base, label);
+    const ProposalSource source =
+        defensive ? ProposalSource(*model, *mixture, label) : ProposalSource(*model, *base, label);
     const ChunkPlan plan{normalizer_samples_, kNormalizerChunk, 0.0, &in.context.progress(), task};
     const MomentsRun run = sample_moments(source, stream.derive("normalizer"), plan, in.context);
     if (!run.moments.has_mass())
@@ -262,11 +262,14 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     if (ess < kMinNormalizerEss || log_z_se[k] > kMaxNormalizerStderr)
       in.report.notes.push_back(
           "warning: " + prefix + ": log Ẑ = " + number_text(log_z[k]) + " ± " + number_text(log_z_se[k]) +
-          " rests on an effective sample size of " + number_text(ess) + " of " + std::to_string(run.report.used) +
-          " proposals (reliable needs at least " + number_text(kMinNormalizerEss) + " and a standard error of at most " +
-          number_text(kMaxNormalizerStderr) + " nats): the weights between the components, and with them the "
+          " rests on an effective sample size of " + number_text(ess) + " of " +
+          std::to_string(run.report.used) + " proposals (reliable needs at least " +
+          number_text(kMinNormalizerEss) + " and a standard error of at most " +
+          number_text(kMaxNormalizerStderr) +
+          " nats): the weights between the components, and with them the "
           "mixture's score and any Fisher divergence or score-matching loss of it, are unreliable; raise "
-          "normalizer_samples" + (defensive ? std::string() : std::string(" or use normalizer_proposal = \"defensive\"")));
+          "normalizer_samples" +
+          (defensive ? std::string() : std::string(" or use normalizer_proposal = \"defensive\"")));
     weights[k] = static_cast<double>(Xk.rows()) / static_cast<double>(N);
     counts.push_back(Xk.rows());
 
@@ -284,8 +287,9 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     in.report.values[prefix + ".log_normalizer"] = log_z[k];
     in.report.values[prefix + ".log_normalizer_stderr"] = log_z_se[k];
     in.report.notes.push_back(prefix + ": " + std::to_string(Xk.rows()) + " training rows, weight " +
-                              number_text(weights[k]) + ", log Ẑ = " + number_text(log_z[k]) + " ± " + number_text(log_z_se[k]) +
-                              " from " + std::to_string(run.report.used) + " proposals");
+                              number_text(weights[k]) + ", log Ẑ = " + number_text(log_z[k]) + " ± " +
+                              number_text(log_z_se[k]) + " from " + std::to_string(run.report.used) +
+                              " proposals");
     components.push_back(std::move(model));
   }
   in.context.progress().done("cluster_mixture", "fitted " + std::to_string(K) + " components");

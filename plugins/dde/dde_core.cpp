@@ -312,8 +312,9 @@ void check_and_clip(Vector& gradient, double clip, const std::string& where, con
   } catch (const NumericalError&) {
     // Finite entries whose squares overflow: the norm is infinite although no entry is.
     std::ostringstream os;
-    os << where << ": iteration " << index << ", " << step << ": the gradient's norm overflows (largest entry "
-       << gradient.cwiseAbs().maxCoeff() << "); the fit has diverged: try a smaller learning_rate";
+    os << where << ": iteration " << index << ", " << step
+       << ": the gradient's norm overflows (largest entry " << gradient.cwiseAbs().maxCoeff()
+       << "); the fit has diverged: try a smaller learning_rate";
     throw NumericalError(os.str());
   }
 }

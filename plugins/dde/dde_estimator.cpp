@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <optional>
 #include <numbers>
+#include <optional>
 #include <sstream>
 
 #include "dde_conditional_model.hpp"
@@ -78,22 +78,25 @@ OptionsSpec<DdeOptions> make_spec(bool conditional) {
         .non_negative();
   }
   s.string("sampler_correction", &O::sampler_correction,
-           conditional ? "how the model samples y given x: the sampler's draws (none) or importance resampling, "
-                         "per x, of correction_candidates draws against log p~(y | x) with weights exp(λf − ν) "
-                         "(importance)"
-                       : "how the model samples: the sampler's draws (none) or importance resampling of them "
-                         "against log p~ with weights exp(λf − ν) (importance)",
+           conditional
+               ? "how the model samples y given x: the sampler's draws (none) or importance resampling, "
+                 "per x, of correction_candidates draws against log p~(y | x) with weights exp(λf − ν) "
+                 "(importance)"
+               : "how the model samples: the sampler's draws (none) or importance resampling of them "
+                 "against log p~ with weights exp(λf − ν) (importance)",
            std::string("none"))
       .one_of({"none", "importance"});
   s.integer("correction_candidates", &O::correction_candidates,
-            conditional ? "sampler draws per returned row (per given x) when sampler_correction = \"importance\""
-                        : "sampler draws per returned row when sampler_correction = \"importance\"",
+            conditional
+                ? "sampler draws per returned row (per given x) when sampler_correction = \"importance\""
+                : "sampler draws per returned row when sampler_correction = \"importance\"",
             10)
       .at_least(2);
   s.integer("diagnostic_samples", &O::diagnostic_samples,
-            conditional ? "sampler draws for the fit's diagnostic of the sampler's distance from the model, "
-                          "spread over min(100, n) training inputs x (at least 2 each; 0: none)"
-                        : "sampler draws for the fit's diagnostic of the sampler's distance from the model (0: none)",
+            conditional
+                ? "sampler draws for the fit's diagnostic of the sampler's distance from the model, "
+                  "spread over min(100, n) training inputs x (at least 2 each; 0: none)"
+                : "sampler draws for the fit's diagnostic of the sampler's distance from the model (0: none)",
             10000)
       .non_negative();
   s.number("learning_rate", &O::learning_rate,
@@ -298,9 +301,9 @@ void report_selection(const Selection& s, const DdeOptions& opt, const FitInput&
   in.report.values["selected_iteration"] = static_cast<double>(s.iteration);
   in.report.values["selected_mmd2"] = s.mmd2;
   std::ostringstream note;
-  note << "select = \"mmd\": the model is iteration " << s.iteration << " of " << opt.iterations
-       << ", whose " << opt.select_samples << " sampler draws had the smallest MMD² (" << s.mmd2
-       << ", f's kernel) against " << s.against << " among the iterates every " << opt.select_every
+  note << "select = \"mmd\": the model is iteration " << s.iteration << " of " << opt.iterations << ", whose "
+       << opt.select_samples << " sampler draws had the smallest MMD² (" << s.mmd2 << ", f's kernel) against "
+       << s.against << " among the iterates every " << opt.select_every
        << " iterations (curve selection_mmd2)";
   in.report.notes.push_back(note.str());
 }

@@ -229,8 +229,8 @@ offset = 0.2
   for (const auto& note : d.report.notes) EXPECT_FALSE(test::contains(note, "warning")) << note;
   EXPECT_TRUE(test::contains(d.model->describe(), "defensive mixture")) << d.model->describe();
 
-  const Fitted b = fit(std::string(toml).replace(toml.find("[inner]"), 0, "normalizer_proposal = \"base\"\n"), X,
-                       Matrix(0, 2), 2, base);
+  const Fitted b = fit(std::string(toml).replace(toml.find("[inner]"), 0, "normalizer_proposal = \"base\"\n"),
+                       X, Matrix(0, 2), 2, base);
   EXPECT_LT(b.report.values.at("cluster0.normalizer_ess"), 100.0);
   bool warned = false;
   for (const auto& note : b.report.notes)

@@ -74,7 +74,8 @@ TEST(DdeSelect, MmdIsTheUnbiasedStatistic) {
 
 TEST(DdeSelect, SelectedIterateIsTheFitStoppedThereBitwise) {
   const Matrix train = two_blobs(120, 1), probe = two_blobs(30, 2), none(0, 2);
-  const std::string keys = kBase + "iterations = 80\nselect = \"mmd\"\nselect_every = 10\nselect_samples = 60\n";
+  const std::string keys =
+      kBase + "iterations = 80\nselect = \"mmd\"\nselect_every = 10\nselect_samples = 60\n";
   const test::Fitted a = fit_dde(keys, train, none, 5);
   const auto& curve = a.report.curves.at("selection_mmd2");
   ASSERT_EQ(curve.size(), 8u);
@@ -106,7 +107,8 @@ TEST(DdeSelect, SelectedIterateIsTheFitStoppedThereBitwise) {
   std::ifstream manifest(dir / "model.toml");
   const std::string text((std::istreambuf_iterator<char>(manifest)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(test::contains(text, "selected_iteration = " + std::to_string(best))) << text;
-  EXPECT_EQ(load_model(dir, test::plugin_registry())->log_unnormalized(probe), a.model->log_unnormalized(probe));
+  EXPECT_EQ(load_model(dir, test::plugin_registry())->log_unnormalized(probe),
+            a.model->log_unnormalized(probe));
   // The training itself is the unselected fit's: the same loss curves up to the end.
   const test::Fitted c = fit_dde(kBase + "iterations = 80\n", train, none, 5);
   EXPECT_EQ(a.report.curves.at("f_loss"), c.report.curves.at("f_loss"));
@@ -140,8 +142,8 @@ TEST(DdeSelect, ConditionalSelectedIterateIsTheFitStoppedThereBitwise) {
 TEST(DdeSelect, BadKeysAreRefusedNamingTheKey) {
   for (const std::string bad : {"select = \"best\"", "select_every = 0", "select_samples = 1"}) {
     const std::string key = bad.substr(0, bad.find(' '));
-    const std::string msg =
-        test::message_of<ConfigError>([&] { dde::DdeEstimator(test::config_from("type = \"dde\"\n" + bad + "\n")); });
+    const std::string msg = test::message_of<ConfigError>(
+        [&] { dde::DdeEstimator(test::config_from("type = \"dde\"\n" + bad + "\n")); });
     EXPECT_TRUE(test::contains(msg, key)) << bad << ": " << msg;
   }
 }
