@@ -91,6 +91,11 @@ const OptionsSpec<ClusterMixtureOptions>& cluster_mixture_options() {
              "0.3.0's)",
              std::string("defensive"))
         .one_of({"defensive", "base"});
+    s.integer("normalizer_centres", &O::normalizer_centres,
+              "the defensive mixture's Gaussian bumps per component at most (its inducing points and a "
+              "seeded subset of its cluster's rows): each proposal's density costs one evaluation per bump",
+              200)
+        .at_least(1);
     return s;
   }();
   return spec;
@@ -243,7 +248,9 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
       Matrix inducing(0, D);
       if (const auto* lite = dynamic_cast<const LiteModel*>(model.get())) inducing = lite->inducing_points();
       RandomStream centres = stream.derive("normalizer_centres");
-      mixture.emplace(make_defensive_proposal(base, Xk, inducing, DefensiveOptions{}, centres));
+      DefensiveOptions options;
+      options.max_centres = opt_.normalizer_centres;
+      mixture.emplace(make_defensive_proposal(base, Xk, inducing, options, centres));
     }
     const ProposalSource source =
         defensive ? ProposalSource(*model, *mixture, label) : ProposalSource(*model, *base, label);

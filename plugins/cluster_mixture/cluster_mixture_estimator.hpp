@@ -20,6 +20,7 @@ struct ClusterMixtureOptions {
   std::int64_t max_points = 0, kmeans_restarts = 0, kmeans_max_iterations = 0, min_cluster_size = 0,
                normalizer_samples = 0;
   std::string normalizer_proposal;  // "defensive" or "base"
+  std::int64_t normalizer_centres = 0;
 };
 const OptionsSpec<ClusterMixtureOptions>& cluster_mixture_options();
 KeyList cluster_mixture_keys();
