@@ -6,7 +6,8 @@
 # beside the paper's numbers, and (--figure) the figure of the draws over the test rows; the
 # reference-kernel MMD² of every cell, equal to a direct NumPy computation with the DDE model's γ;
 # --resample redoes the same draws without fitting; --remeasure regenerates a run's missing test rows
-# (the same rows) and measures them again (the same value). A bad option exits 2.
+# (the same rows) and measures them again (the same value); --select reaches the DDE fit and the table.
+# A bad option exits 2.
 set -uo pipefail
 kef="$1" repo="$2" out="$3"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -64,6 +65,12 @@ rm -r "$out/rings/seed2/dde/data" "$out/rings/seed2/dde.mmd_ref"
 bash "$script" --quick --remeasure --datasets rings --seeds 2 --out "$out" "$kef" || fail "--remeasure exited with $?"
 cmp -s "$out/rings/seed2/dde.splits/data/test.npy" "$out-test.npy" || fail "--remeasure regenerated other test rows"
 cmp -s "$out/rings/seed2/dde.mmd_ref" "$out-ref" || fail "--remeasure measured another value"
+# --select: DDE keeps its iterate by the sampler's MMD² to the training rows (quick: only the last, 30, is
+# compared, every 100 epochs being 1000 iterations), says so in results.json, and the table says so.
+bash "$script" --quick --select --datasets two_moons --seeds 1 --out "$out-select" "$kef" || fail "--select exited with $?"
+grep -Eq '"selected_iteration": 30(\.0)?[,}[:space:]]' "$out-select/two_moons/seed1/dde/results.json" ||
+  fail "--select: no selected_iteration in the DDE run's results.json"
+grep -q 'select = \\"mmd\\"\|select = "mmd"' "$out-select/table.md" || fail "--select: the table does not say the iterate was selected"
 bash "$script" --seeds 1,x --out "$out-bad" "$kef" 2> "$out-bad.err"
 [ $? -eq 2 ] || fail "a bad --seeds did not exit 2"
 grep -q "'x' is not a seed" "$out-bad.err" || fail "the --seeds error does not name the value: $(cat "$out-bad.err")"
