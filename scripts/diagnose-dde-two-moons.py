@@ -72,11 +72,13 @@ def main():
     cell = (gx[1] - gx[0]) * (gy[1] - gy[0])
 
     def normalised(logp):
+        # The density on the grid and its log-normaliser log Σ exp(logp) · cell, shifted by the maximum.
         p = np.exp(logp - logp.max())
-        return p / (p.sum() * cell)
+        log_c = logp.max() + np.log(p.sum() * cell)
+        return p / (p.sum() * cell), log_c
 
-    pm = normalised(np.asarray(model.log_density(grid)).ravel())
-    pt = normalised(-two_moons_energy(grid))
+    pm, log_cm = normalised(np.asarray(model.log_density(grid)).ravel())
+    pt, log_ct = normalised(-two_moons_energy(grid))
     tiny = 1e-300
     kl_tm = np.sum(pt * (np.log(pt + tiny) - np.log(pm + tiny))) * cell
     kl_mt = np.sum(pm * (np.log(pm + tiny) - np.log(pt + tiny))) * cell
@@ -106,14 +108,10 @@ def main():
         w = pt[s].sum()
         print(f"  [{a}, {b}): {w * cell:.4f} {pm[s].sum() * cell:.4f} {np.sum(pt[s] * d[s]) / max(w, tiny):+.3f}")
     print("along r = 2 (angle: log model - log truth, both normalised)")
-    lm_grid = np.asarray(model.log_density(grid)).ravel()
-    cm = lm_grid.max() + np.log(np.exp(lm_grid - lm_grid.max()).sum() * cell)
-    lt_grid = -two_moons_energy(grid)
-    ct = lt_grid.max() + np.log(np.exp(lt_grid - lt_grid.max()).sum() * cell)
     for t in np.linspace(-np.pi, np.pi, 13):
         z = np.array([[2 * np.cos(t), 2 * np.sin(t)]])
         if np.all(z >= lo) and np.all(z <= hi):
-            diff = (np.asarray(model.log_density(z)).ravel()[0] - cm) - (-two_moons_energy(z)[0] - ct)
+            diff = (np.asarray(model.log_density(z)).ravel()[0] - log_cm) - (-two_moons_energy(z)[0] - log_ct)
             print(f"  {t:+.2f}: {diff:+.3f}")
 
 
