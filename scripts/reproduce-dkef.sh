@@ -17,8 +17,10 @@
 #                set, mean ± sd over the configs' own seed and LIST of the score-matching loss, the
 #                Fisher divergence and the log-likelihood
 #   --skip PARTS do not run these parts (comma-separated: the baseline configs classical, made,
-#                flows; the runs mor_mixture, figure1): their rows or columns are left out of the
-#                tables and figures (for a compute budget; the full study runs them all)
+#                flows; the runs mor_mixture, mixture_baselines, figure1): their rows or columns are
+#                left out of the tables and figures (for a compute budget; the full study runs them
+#                all). mixture_baselines' rows join the "MoR, 3 clusters" column, so they need
+#                mor_mixture's run
 #   --datasets LIST  only these of the seven synthetic sets (comma-separated, e.g. funnel,cosine; for
 #                a compute budget: the tables then have only their columns)
 #   --resume     keep every run whose results.json exists in DIR (an interrupted study resumes;
@@ -27,7 +29,9 @@
 # Writes DIR/<name>/ (one kef run each of synthetic.toml's kernel models: funnel banana ring square
 # cosine mog mor, then mor_mixture and figure1; each with results.json, log.txt, models/ and
 # density.png), DIR/classical/<d>/, DIR/made/<d>/ and DIR/flows/<d>/ (classical_baselines.toml,
-# made_baselines.toml and flow_baselines.toml on each of the seven sets), DIR/table.md (rows = models, kernel models first,
+# made_baselines.toml and flow_baselines.toml on each of the seven sets),
+# DIR/mixture_baselines/mor_mixture/ (mor_mixture_baselines.toml: every baseline as a clustered
+# mixture on MoR, with DIR/figure2-mixture-baselines.png its density rows), DIR/table.md (rows = models, kernel models first,
 # then the baselines; columns = data sets; held-out score-matching loss, Fisher divergence against
 # the truth, log-likelihood; the best Fisher divergence per data set in bold), DIR/figure2.png (the
 # kernel models' density rows stacked, one per data set, the clustered mixture on MoR last),
@@ -35,7 +39,7 @@
 # and DIR/figure1.png. Exits non-zero, naming the run, as soon as a run fails.
 set -euo pipefail
 
-usage() { sed -n '5,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "reproduce-dkef: $*" >&2; exit 1; }
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,8 +68,8 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || usage
       IFS=, read -r -a skip <<< "$2"
       for p in "${skip[@]}"; do
-        [[ "$p" =~ ^(classical|made|flows|mor_mixture|figure1)$ ]] || {
-          echo "reproduce-dkef: --skip: '$p' is not a part (expected classical, made, flows, mor_mixture, figure1)" >&2
+        [[ "$p" =~ ^(classical|made|flows|mor_mixture|mixture_baselines|figure1)$ ]] || {
+          echo "reproduce-dkef: --skip: '$p' is not a part (expected classical, made, flows, mor_mixture, mixture_baselines, figure1)" >&2
           exit 2
         }
       done
@@ -94,6 +98,10 @@ python=/usr/bin/python3
 "$python" -c 'import tomllib' 2>/dev/null || die "$python has no tomllib (Python >= 3.11 needed)"
 
 configs="$repo/configs/paper/dkef"
+if [[ " ${skip[*]} " == *" mor_mixture "* && " ${skip[*]} " != *" mixture_baselines "* ]]; then
+  echo "reproduce-dkef: --skip mor_mixture: mixture_baselines' rows join mor_mixture's column; skip both" >&2
+  exit 2
+fi
 datasets=(funnel banana ring square cosine mog mor)
 [ "${#only[@]}" -eq 0 ] || datasets=("${only[@]}")
 mkdir -p "$out"
@@ -102,7 +110,7 @@ logs="$out/logs"
 mkdir -p "$logs"
 # A failed run must not leave an older table or figure looking current.
 rm -f "$out/table.md" "$out/table.md.tmp" "$out/table-seeds.md" "$out/table-seeds.md.tmp" "$out/figure2.png" \
-  "$out/figure2-baselines.png" "$out/figure1.png"
+  "$out/figure2-baselines.png" "$out/figure2-mixture-baselines.png" "$out/figure1.png"
 [ "$resume" -eq 1 ] || : > "$out/timings.tsv"
 touch "$out/timings.tsv"
 
@@ -127,14 +135,14 @@ flows = ("made", "made_mog", "maf", "maf_mog", "real_nvp")
 for m in cfg.get("model", []):
     est = m["estimator"]
     prefix = f"model.{m['name']}.estimator"
+    if est["type"] == "cluster_mixture":
+        print(f"{prefix}.normalizer_samples=20000")
+        est, prefix = est["inner"], prefix + ".inner"
     if est["type"] in flows:
         print(f"{prefix}.max_epochs=2")
     if est["type"] == "gmm":
         print(f"{prefix}.components=[1, 2]")
         print(f"{prefix}.restarts=1")
-    if est["type"] == "cluster_mixture":
-        print(f"{prefix}.normalizer_samples=20000")
-        est, prefix = est["inner"], prefix + ".inner"
     if est["type"] == "dkef":
         for k, v in dkef.items():
             print(f"{prefix}.{k}={v}")
@@ -195,12 +203,12 @@ part_config() {
 skipped() { [[ " ${skip[*]} " == *" $1 "* ]]; }
 # A previous run's optional parts must not leak rows into this run's tables.
 if [ "$resume" -eq 0 ]; then
-  for p in classical made flows mor_mixture figure1; do
+  for p in classical made flows mor_mixture mixture_baselines figure1; do
     rm -rf "${out:?}/$p"
     for s in "${seeds[@]}"; do rm -rf "${out:?}/seed-$s/$p"; done
   done
 else
-  for p in classical made flows mor_mixture figure1; do
+  for p in classical made flows mor_mixture mixture_baselines figure1; do
     skipped "$p" || continue
     rm -rf "${out:?}/$p"
     for s in "${seeds[@]}"; do rm -rf "${out:?}/seed-$s/$p"; done
@@ -220,6 +228,10 @@ run_all() {
     done
   done
   skipped mor_mixture || run "${prefix}mor_mixture" "$configs/mor_mixture.toml" "$@"
+  if ! skipped mixture_baselines; then
+    mkdir -p "$out/${prefix}mixture_baselines" "$logs/${prefix}mixture_baselines"
+    run "${prefix}mixture_baselines/mor_mixture" "$configs/mor_mixture_baselines.toml" "$@"
+  fi
   skipped figure1 || run "${prefix}figure1" "$configs/figure1.toml" "$@"
 }
 run_all ""
@@ -246,7 +258,7 @@ def load(name):
     # where those runs exist (the seven synthetic sets).
     with open(os.path.join(out, name, "results.json")) as f:
         r = json.load(f)
-    for sub in ("classical", "made", "flows"):
+    for sub in ("classical", "made", "flows", "mixture_baselines"):
         p = os.path.join(out, sub, name, "results.json")
         if os.path.exists(p):
             with open(p) as f:
@@ -362,7 +374,7 @@ columns = [c for c in columns if c[0] in os.environ["REPRODUCE_DKEF_RUNS"].split
 def load(d, name):
     with open(os.path.join(d, name, "results.json")) as f:
         r = json.load(f)
-    for sub in ("classical", "made", "flows"):
+    for sub in ("classical", "made", "flows", "mixture_baselines"):
         p = os.path.join(d, sub, name, "results.json")
         if os.path.exists(p):
             with open(p) as f:
@@ -429,6 +441,7 @@ for d in "${figure_runs[@]}"; do
 done
 "$kef" montage --width 1800 --out "$out/figure2.png" "${pngs[@]}" || die "kef montage failed"
 skipped figure1 || cp "$out/figure1/density.png" "$out/figure1.png"
+skipped mixture_baselines || cp "$out/mixture_baselines/mor_mixture/density.png" "$out/figure2-mixture-baselines.png"
 # The baselines' density rows: per data set each part's figure side by side.
 if [ "${#parts[@]}" -gt 0 ]; then
   pngs=()

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "gaussian_algebra.hpp"
+#include "kef/categorical.hpp"
 #include "kef/error.hpp"
 #include "kef/number_text.hpp"
 
@@ -191,16 +192,7 @@ Matrix GaussianMixtureModel::sample(Index n, RandomStream& rng) const {
   Matrix out(n, D);
   Vector z(D);
   for (Index i = 0; i < n; ++i) {
-    const double u = rng.uniform();
-    double acc = 0.0;
-    Index k = K - 1;  // rounding can leave u above the last partial sum
-    for (Index j = 0; j < K; ++j) {
-      acc += params_.weights[j];
-      if (u < acc) {
-        k = j;
-        break;
-      }
-    }
+    const Index k = draw_categorical({params_.weights.data(), static_cast<std::size_t>(K)}, rng);
     for (Index d = 0; d < D; ++d) z[d] = rng.normal();
     out.row(i) = params_.means.row(k) + (chol_[static_cast<std::size_t>(k)] * z).transpose();
   }

@@ -123,29 +123,63 @@ ClusterMixtureEstimator::ClusterMixtureEstimator(const Config& cfg, const Estima
     cfg.fail("max_points", "max_points = " + std::to_string(opt_.max_points) +
                                " is below clusters = " + std::to_string(clusters_));
   if (!parts.registry) throw Error("cluster_mixture: built without a registry (nested estimators need one)");
-  if (!parts.kernel || !parts.base_measure)
-    throw Error("cluster_mixture: built without the model's kernel and base measure");
   const ComponentInfo& info = parts.registry->info_for(ComponentKind::Estimator, inner_);
-  if (!info.uses_kernel || !info.uses_base_measure)
-    inner_.fail("type",
-                "the inner estimator `" + info.type +
-                    "` does not use both a kernel and a base measure; cluster_mixture builds each cluster's "
-                    "from [model.kernel] and [model.base_measure] and normalises its component by "
-                    "importance sampling from that base measure");
+  // Each cluster gets its own copy of the parts the inner estimator uses, and only those: a
+  // [model.kernel] it would ignore is refused rather than silently unused.
+  auto uses = [&](const std::string& name) {
+    for (const PartSpec& part : info.all_parts())
+      if (part.name == name) return true;
+    return false;
+  };
+  for (const PartSpec& part : info.all_parts())
+    if (part.required && part.name != "kernel" && part.name != "base_measure")
+      inner_.fail("type", "the inner estimator `" + info.type + "` needs a [model." + part.name +
+                              "] part; cluster_mixture gives its inner fits only [model.kernel] and "
+                              "[model.base_measure]");
+  const std::pair<std::string, bool> given[] = {{"kernel", parts.kernel != nullptr},
+                                                {"base_measure", parts.base_measure != nullptr}};
+  for (const auto& [name, present] : given) {
+    if (uses(name) && !present)
+      inner_.fail("type", "the inner estimator `" + info.type + "` uses a " + name +
+                              ": give the model a [model." + name + "] table, which each cluster copies");
+    if (!uses(name) && present)
+      inner_.fail("type", "the inner estimator `" + info.type + "` uses no " + name +
+                              ", so the model's [model." + name + "] table would be ignored: remove it");
+  }
   // Validates the inner keys (errors cite model[i].estimator.inner.KEY); the object is discarded, each
   // cluster builds its own. Cluster sizes are not known yet; the training size bounds them all.
-  parts.registry->make_estimator(inner_, parts, ctx);
+  EstimatorPtr probe = parts.registry->make_estimator(inner_, parts, ctx);
+  inner_facets_ = probe->facets();
+  if (!inner_facets_ && !info.facets.empty()) inner_facets_ = info.facets;
+  if (inner_facets_ && !inner_facets_->has(Facet::NormalizedDensity) && !uses("base_measure"))
+    inner_.fail("type", "the models of inner estimator `" + info.type +
+                            "` neither know their normaliser nor have a base measure to importance-sample "
+                            "it from, so cluster_mixture cannot weigh its components");
   inner_.fill_defaults();  // the resolved inner table appears in results.json
 }
 
 Estimator* ClusterMixtureEstimator::clone_raw() const {
   auto* copy = new ClusterMixtureEstimator(*this);
-  copy->parts_.kernel = clone_shared(parts_.kernel);
-  copy->parts_.base_measure = clone_shared(parts_.base_measure);
   copy->parts_.parts = Parts();
-  copy->parts_.parts.add("kernel", Kernel::kInterface, copy->parts_.kernel);
-  copy->parts_.parts.add("base_measure", BaseMeasure::kInterface, copy->parts_.base_measure);
+  if (parts_.kernel) {
+    copy->parts_.kernel = clone_shared(parts_.kernel);
+    copy->parts_.parts.add("kernel", Kernel::kInterface, copy->parts_.kernel);
+  }
+  if (parts_.base_measure) {
+    copy->parts_.base_measure = clone_shared(parts_.base_measure);
+    copy->parts_.parts.add("base_measure", BaseMeasure::kInterface, copy->parts_.base_measure);
+  }
   return copy;
+}
+
+std::optional<FacetSet> ClusterMixtureEstimator::facets() const {
+  if (!inner_facets_) return std::nullopt;
+  const FacetSet in = *inner_facets_;
+  FacetSet out = Facet::LogDensity;
+  for (Facet f : {Facet::Score, Facet::Laplacian, Facet::NormalizedDensity, Facet::BaseMeasureRatio})
+    if (in.has(f)) out |= f;
+  if (in.has(Facet::NormalizedDensity) && in.has(Facet::Sampler)) out |= Facet::Sampler;
+  return out;
 }
 
 ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
@@ -201,6 +235,7 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
   std::vector<ModelPtr> components;
   Vector weights(K), log_z(K), log_z_se(K);
   std::vector<Index> counts;
+  Index exact_components = 0;
   for (Index k = 0; k < K; ++k) {
     const auto kk = static_cast<std::size_t>(k);
     const Matrix Xk = take_rows(X, train_rows[kk]);
@@ -220,8 +255,13 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     BuildContext ctx{D, &registry, &init, Xk.rows()};
     FitReport sub;
     ModelPtr model = in_cluster(context, [&] {
-      EstimatorParts parts{fresh_copy(parts_.kernel, init), fresh_copy(parts_.base_measure, init), &registry};
-      parts.base_measure->check_dimension(D);
+      EstimatorParts parts;
+      parts.registry = &registry;
+      if (parts_.kernel) parts.kernel = fresh_copy(parts_.kernel, init);
+      if (parts_.base_measure) {
+        parts.base_measure = fresh_copy(parts_.base_measure, init);
+        parts.base_measure->check_dimension(D);
+      }
       EstimatorPtr est = registry.make_estimator(inner_, parts, ctx);
       Context fit_context = cluster.child("fit");
       FitInput fin{Xk, Vk, fit_context, sub};
@@ -230,53 +270,66 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     if (!model)
       throw Error("cluster_mixture: the inner estimator returned no model for cluster " + std::to_string(k));
 
-    // 3. Its normaliser, by importance sampling from its own normalised base measure.
-    const BaseMeasure* base = model->base_measure();
-    if (!base || !base->can_sample())
-      inner_.fail("type", "the models of inner estimator `" + *inner_.type() + "` " +
-                              (base ? "have a base measure (" + base->type_name() + ") that cannot be sampled"
-                                    : std::string("expose no base measure")) +
-                              ", so cluster_mixture cannot normalise its components by importance sampling");
-    // The base measure alone misses a component whose mass sits far inside its cluster (a narrow deep
-    // kernel model: log Ẑ_k came out at −268 ± 0.7 from 10⁷ proposals, ESS ≈ 3, and the mixture's
-    // weights with it); the defensive mixture's Student-t and bumps at the cluster's rows reach it.
-    const std::string task = "cluster_mixture normaliser " + std::to_string(k);
-    const std::string label = "cluster_mixture component " + std::to_string(k);
-    const bool defensive = opt_.normalizer_proposal == "defensive";
-    std::optional<MixtureProposal> mixture;
-    if (defensive) {
-      Matrix inducing(0, D);
-      if (const auto* lite = dynamic_cast<const LiteModel*>(model.get())) inducing = lite->inducing_points();
-      RandomStream centres = stream.derive("normalizer_centres");
-      DefensiveOptions options;
-      options.max_centres = opt_.normalizer_centres;
-      mixture.emplace(make_defensive_proposal(base, Xk, inducing, options, centres));
+    // 3. Its normaliser: exact when the model knows its log Z (the likelihood baselines), otherwise by
+    // importance sampling from its own normalised base measure.
+    std::string normalizer_text;
+    if (const std::optional<double> exact = model->log_normalizer()) {
+      log_z[k] = *exact;
+      log_z_se[k] = 0.0;
+      ++exact_components;
+      normalizer_text = "log Z = " + number_text(log_z[k]) + " (exact)";
+    } else {
+      const BaseMeasure* base = model->base_measure();
+      if (!base || !base->can_sample())
+        inner_.fail("type",
+                    "the models of inner estimator `" + *inner_.type() + "` " +
+                        (base ? "have a base measure (" + base->type_name() + ") that cannot be sampled"
+                              : std::string("expose no base measure")) +
+                        ", so cluster_mixture cannot normalise its components by importance sampling");
+      // The base measure alone misses a component whose mass sits far inside its cluster (a narrow deep
+      // kernel model: log Ẑ_k came out at −268 ± 0.7 from 10⁷ proposals, ESS ≈ 3, and the mixture's
+      // weights with it); the defensive mixture's Student-t and bumps at the cluster's rows reach it.
+      const std::string task = "cluster_mixture normaliser " + std::to_string(k);
+      const std::string label = "cluster_mixture component " + std::to_string(k);
+      const bool defensive = opt_.normalizer_proposal == "defensive";
+      std::optional<MixtureProposal> mixture;
+      if (defensive) {
+        Matrix inducing(0, D);
+        if (const auto* lite = dynamic_cast<const LiteModel*>(model.get()))
+          inducing = lite->inducing_points();
+        RandomStream centres = stream.derive("normalizer_centres");
+        DefensiveOptions options;
+        options.max_centres = opt_.normalizer_centres;
+        mixture.emplace(make_defensive_proposal(base, Xk, inducing, options, centres));
+      }
+      const ProposalSource source =
+          defensive ? ProposalSource(*model, *mixture, label) : ProposalSource(*model, *base, label);
+      const ChunkPlan plan{normalizer_samples_, kNormalizerChunk, 0.0, &in.context.progress(), task};
+      const MomentsRun run = sample_moments(source, stream.derive("normalizer"), plan, in.context);
+      if (!run.moments.has_mass())
+        throw NumericalError("cluster_mixture: every one of the " + std::to_string(run.report.used) +
+                             " importance-sampling proposals of component " + std::to_string(k) +
+                             " has p~ = 0, so log Ẑ = −inf");
+      log_z[k] = run.moments.log_mean();
+      log_z_se[k] = run.moments.log_mean_stderr();
+      const double ess = run.moments.effective_sample_size();
+      in.report.values[prefix + ".normalizer_ess"] = ess;
+      // The responsibilities, hence the mixture's score, Laplacian and Fisher divergence, move with
+      // log Ẑ_k − log Ẑ_j: an imprecise Ẑ_k is not a number to print without a warning.
+      if (ess < kMinNormalizerEss || log_z_se[k] > kMaxNormalizerStderr)
+        in.report.notes.push_back(
+            "warning: " + prefix + ": log Ẑ = " + number_text(log_z[k]) + " ± " + number_text(log_z_se[k]) +
+            " rests on an effective sample size of " + number_text(ess) + " of " +
+            std::to_string(run.report.used) + " proposals (reliable needs at least " +
+            number_text(kMinNormalizerEss) + " and a standard error of at most " +
+            number_text(kMaxNormalizerStderr) +
+            " nats): the weights between the components, and with them the "
+            "mixture's score and any Fisher divergence or score-matching loss of it, are unreliable; raise "
+            "normalizer_samples" +
+            (defensive ? std::string() : std::string(" or use normalizer_proposal = \"defensive\"")));
+      normalizer_text = "log Ẑ = " + number_text(log_z[k]) + " ± " + number_text(log_z_se[k]) + " from " +
+                        std::to_string(run.report.used) + " proposals";
     }
-    const ProposalSource source =
-        defensive ? ProposalSource(*model, *mixture, label) : ProposalSource(*model, *base, label);
-    const ChunkPlan plan{normalizer_samples_, kNormalizerChunk, 0.0, &in.context.progress(), task};
-    const MomentsRun run = sample_moments(source, stream.derive("normalizer"), plan, in.context);
-    if (!run.moments.has_mass())
-      throw NumericalError("cluster_mixture: every one of the " + std::to_string(run.report.used) +
-                           " importance-sampling proposals of component " + std::to_string(k) +
-                           " has p~ = 0, so log Ẑ = −inf");
-    log_z[k] = run.moments.log_mean();
-    log_z_se[k] = run.moments.log_mean_stderr();
-    const double ess = run.moments.effective_sample_size();
-    in.report.values[prefix + ".normalizer_ess"] = ess;
-    // The responsibilities, hence the mixture's score, Laplacian and Fisher divergence, move with
-    // log Ẑ_k − log Ẑ_j: an imprecise Ẑ_k is not a number to print without a warning.
-    if (ess < kMinNormalizerEss || log_z_se[k] > kMaxNormalizerStderr)
-      in.report.notes.push_back(
-          "warning: " + prefix + ": log Ẑ = " + number_text(log_z[k]) + " ± " + number_text(log_z_se[k]) +
-          " rests on an effective sample size of " + number_text(ess) + " of " +
-          std::to_string(run.report.used) + " proposals (reliable needs at least " +
-          number_text(kMinNormalizerEss) + " and a standard error of at most " +
-          number_text(kMaxNormalizerStderr) +
-          " nats): the weights between the components, and with them the "
-          "mixture's score and any Fisher divergence or score-matching loss of it, are unreliable; raise "
-          "normalizer_samples" +
-          (defensive ? std::string() : std::string(" or use normalizer_proposal = \"defensive\"")));
     weights[k] = static_cast<double>(Xk.rows()) / static_cast<double>(N);
     counts.push_back(Xk.rows());
 
@@ -294,9 +347,7 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     in.report.values[prefix + ".log_normalizer"] = log_z[k];
     in.report.values[prefix + ".log_normalizer_stderr"] = log_z_se[k];
     in.report.notes.push_back(prefix + ": " + std::to_string(Xk.rows()) + " training rows, weight " +
-                              number_text(weights[k]) + ", log Ẑ = " + number_text(log_z[k]) + " ± " +
-                              number_text(log_z_se[k]) + " from " + std::to_string(run.report.used) +
-                              " proposals");
+                              number_text(weights[k]) + ", " + normalizer_text);
     components.push_back(std::move(model));
   }
   in.context.progress().done("cluster_mixture", "fitted " + std::to_string(K) + " components");
@@ -305,8 +356,11 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
   MixtureInfo info;
   info.counts = counts;
   info.log_normalizer_stderr = log_z_se;
-  info.normalizer_samples = normalizer_samples_;
-  info.normalizer_proposal = opt_.normalizer_proposal;
+  // Every component exact: no proposals were drawn. A mix of exact and estimated components keeps the
+  // proposal that estimated the others.
+  const bool all_exact = exact_components == K;
+  info.normalizer_samples = all_exact ? 0 : normalizer_samples_;
+  info.normalizer_proposal = all_exact ? std::string("exact") : opt_.normalizer_proposal;
   info.bandwidth = bandwidth;
   return std::make_shared<MixtureModel>(std::move(components), weights, log_z, std::move(info));
 }

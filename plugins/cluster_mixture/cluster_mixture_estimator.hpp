@@ -1,9 +1,10 @@
 #pragma once
 // DKEF §3.1's workaround for nearly disjoint components: spectral clustering of the training rows,
 // one inner estimator (any registered estimator, configured as [model.estimator.inner]) fitted per
-// cluster with its own fresh kernel and base measure built from [model.kernel] and
-// [model.base_measure], each component normalised by importance sampling from its base measure, and
-// the components weighted by their clusters' training counts (MixtureModel).
+// cluster, with its own fresh kernel and base measure built from [model.kernel] and
+// [model.base_measure] when the inner estimator uses them; each component normalised exactly when its
+// model knows its log Z (the likelihood baselines) and by importance sampling otherwise; the
+// components weighted by their clusters' training counts (MixtureModel).
 #include <optional>
 
 #include "kef/config.hpp"
@@ -31,6 +32,10 @@ class ClusterMixtureEstimator final : public Estimator {
   // `kef validate` reports a bad inner key with its dotted path.
   ClusterMixtureEstimator(const Config& cfg, const EstimatorParts& parts, const BuildContext& ctx);
   ModelPtr fit(const FitInput& input) override;
+  // From the inner estimator's: score and Laplacian when it has them, log Z = 0 and exact sampling
+  // when its models are exactly normalised (and sample exactly), the base-measure ratio when they
+  // have a base measure.
+  std::optional<FacetSet> facets() const override;
 
  protected:
   // Its own copies of the model's kernel and base measure (the prototypes each cluster clones).
@@ -44,6 +49,7 @@ class ClusterMixtureEstimator final : public Estimator {
   Index clusters_;
   Index min_cluster_size_;
   Index normalizer_samples_;
+  std::optional<FacetSet> inner_facets_;  // what the inner estimator declares of its models
 };
 
 }  // namespace kef::cluster_mixture

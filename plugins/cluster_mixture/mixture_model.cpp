@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "kef/categorical.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/number_text.hpp"
@@ -78,20 +79,8 @@ bool MixtureBaseMeasure::can_sample() const {
 
 Matrix MixtureBaseMeasure::sample(Index n, Index dim, RandomStream& rng) const {
   const Index K = static_cast<Index>(parts_.size());
-  std::vector<Index> counts(static_cast<std::size_t>(K), 0);
-  for (Index i = 0; i < n; ++i) {
-    const double u = rng.uniform();
-    double acc = 0.0;
-    Index k = K - 1;  // rounding can leave u above the last partial sum
-    for (Index j = 0; j < K; ++j) {
-      acc += weights_[j];
-      if (u < acc) {
-        k = j;
-        break;
-      }
-    }
-    ++counts[static_cast<std::size_t>(k)];
-  }
+  const std::vector<Index> counts =
+      draw_categorical_counts({weights_.data(), static_cast<std::size_t>(K)}, n, rng);
   Matrix out(n, dim);
   Index row = 0;
   for (Index k = 0; k < K; ++k) {
@@ -130,6 +119,62 @@ MixtureModel::MixtureModel(std::vector<ModelPtr> components, Vector weights, Vec
   for (const auto& c : components_)
     if (const BaseMeasure* b = c->base_measure()) bases.emplace_back(c, b);  // aliasing: owned by c
   if (static_cast<Index>(bases.size()) == K) base_ = std::make_unique<MixtureBaseMeasure>(bases, weights_);
+  exact_ = true;
+  for (Index k = 0; k < K; ++k) {
+    const std::optional<double> z = components_[static_cast<std::size_t>(k)]->log_normalizer();
+    exact_ = exact_ && z && *z == log_z_[k];
+  }
+}
+
+FacetSet MixtureModel::facets() const {
+  bool score = true, laplacian = true, sampler = exact_;
+  for (const ModelPtr& c : components_) {
+    const FacetSet f = c->facets();
+    score = score && f.has(Facet::Score);
+    laplacian = laplacian && f.has(Facet::Laplacian);
+    sampler = sampler && f.has(Facet::Sampler);
+  }
+  FacetSet out = Facet::LogDensity;
+  if (score) out |= Facet::Score;
+  if (laplacian) out |= Facet::Laplacian;
+  if (exact_) out |= Facet::NormalizedDensity;
+  if (sampler) out |= Facet::Sampler;
+  if (base_) out |= Facet::BaseMeasureRatio;
+  return out;
+}
+
+std::optional<double> MixtureModel::log_normalizer() const {
+  if (!exact_) return std::nullopt;
+  return 0.0;
+}
+
+bool MixtureModel::can_sample() const { return facets().has(Facet::Sampler); }
+
+Matrix MixtureModel::sample(Index n, RandomStream& rng) const {
+  if (!can_sample())
+    throw ConfigError("cluster_mixture model: cannot sample exactly (" +
+                      std::string(exact_ ? "a component has no exact sampler"
+                                         : "its components' normalisers are estimates") +
+                      "); use HMC");
+  const Index K = components();
+  std::vector<Index> label(static_cast<std::size_t>(n));
+  std::vector<Index> counts(static_cast<std::size_t>(K), 0);
+  for (Index i = 0; i < n; ++i) {
+    label[static_cast<std::size_t>(i)] =
+        draw_categorical({weights_.data(), static_cast<std::size_t>(K)}, rng);
+    ++counts[static_cast<std::size_t>(label[static_cast<std::size_t>(i)])];
+  }
+  Matrix out(n, dim());
+  for (Index k = 0; k < K; ++k) {
+    const Index c = counts[static_cast<std::size_t>(k)];
+    if (c == 0) continue;
+    RandomStream part = rng.derive(static_cast<std::uint64_t>(k));
+    const Matrix draws = components_[static_cast<std::size_t>(k)]->sample(c, part);
+    Index next = 0;
+    for (Index i = 0; i < n; ++i)
+      if (label[static_cast<std::size_t>(i)] == k) out.row(i) = draws.row(next++);
+  }
+  return out;
 }
 
 void MixtureModel::check_input(const Matrix& X) const {
@@ -219,17 +264,22 @@ std::string MixtureModel::describe() const {
   std::ostringstream os;
   os << "cluster_mixture of " << components() << " components (DKEF section 3.1): spectral clustering";
   if (info_.bandwidth > 0) os << " with affinity bandwidth " << number_text(info_.bandwidth);
-  os << "; each component normalised by importance sampling from "
-     << (info_.normalizer_proposal == "defensive" ? "a defensive mixture (its base measure, a Student-t and "
-                                                    "Gaussian bumps at its cluster's rows)"
-                                                  : "its base measure");
-  if (info_.normalizer_samples > 0) os << " (" << info_.normalizer_samples << " proposals)";
+  if (exact_) {
+    os << "; each component exactly normalised (its own log Z), so the mixture is too";
+  } else {
+    os << "; each component normalised by importance sampling from "
+       << (info_.normalizer_proposal == "defensive"
+               ? "a defensive mixture (its base measure, a Student-t and "
+                 "Gaussian bumps at its cluster's rows)"
+               : "its base measure");
+    if (info_.normalizer_samples > 0) os << " (" << info_.normalizer_samples << " proposals)";
+  }
   for (Index k = 0; k < components(); ++k) {
     os << "; component " << k << ": weight " << number_text(weights_[k]);
     if (static_cast<Index>(info_.counts.size()) == components())
       os << " (" << info_.counts[static_cast<std::size_t>(k)] << " rows)";
-    os << ", log Ẑ = " << number_text(log_z_[k]);
-    if (info_.log_normalizer_stderr.size() == components())
+    os << (exact_ ? ", log Z = " : ", log Ẑ = ") << number_text(log_z_[k]);
+    if (!exact_ && info_.log_normalizer_stderr.size() == components())
       os << " ± " << number_text(info_.log_normalizer_stderr[k]);
     os << ", " << components_[static_cast<std::size_t>(k)]->describe();
   }

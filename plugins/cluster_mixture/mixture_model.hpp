@@ -16,6 +16,11 @@
 // it normalises p~ once, as for any other model. With r = p~/q, r(y) is a q-weighted average of
 // r_k(y)/Ẑ_k, so r >= min_k a_k/Ẑ_k when every component has a lower bound a_k of its ratio; that is
 // the model's log_ratio_lower_bound (DKEF Proposition 1's a).
+//
+// Exactly normalised components (the likelihood baselines: Gaussian, mixtures, KDE, the flows) have
+// log Z_k known, so Ẑ_k = Z_k and Σ_k w_k Z_k/Ẑ_k = Σ_k w_k = 1: when every component is, the mixture
+// claims log Z = 0 (facet NormalizedDensity) and, when every component samples exactly, samples
+// exactly too (a categorical draw of the component per row, then that component's sampler).
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,7 +58,8 @@ struct MixtureInfo {
   std::vector<Index> counts;     // training rows per cluster
   Vector log_normalizer_stderr;  // delta-method standard errors of log Ẑ_k
   Index normalizer_samples = 0;
-  std::string normalizer_proposal = "base";  // "defensive" or "base" (files before kef 0.3.1: base)
+  // "defensive" or "base" (files before kef 0.3.1: base); "exact" when every component knows its log Z.
+  std::string normalizer_proposal = "base";
   double bandwidth = 0.0;  // of the clustering's affinity (provenance)
 };
 
@@ -63,11 +69,21 @@ class MixtureModel final : public Model {
 
   Index dim() const override { return components_.front()->dim(); }
   std::string type_name() const override { return "cluster_mixture"; }
+  // Log density; score and Laplacian when every component has them; log Z = 0 and exact sampling
+  // when every component is exactly normalised (and samples exactly); the base-measure ratio when
+  // every component has a base measure.
+  FacetSet facets() const override;
   Vector log_unnormalized(const Matrix& X) const override;
   Matrix score(const Matrix& X) const override;
   void score_and_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const override;
   const BaseMeasure* base_measure() const override { return base_ ? base_.get() : nullptr; }
   std::optional<double> log_ratio_lower_bound() const override;
+  // 0 when every component's log Ẑ_k is its exact log Z_k; empty otherwise (estimates).
+  std::optional<double> log_normalizer() const override;
+  bool can_sample() const override;
+  // Row i's component is a categorical draw (rows in order), then component k's rows come from its
+  // own sampler with rng.derive(k), in row order: the rows are i.i.d., not grouped by component.
+  Matrix sample(Index n, RandomStream& rng) const override;
   std::string describe() const override;
   bool can_save() const override;
   void save(ModelWriter& writer) const override;
@@ -76,6 +92,7 @@ class MixtureModel final : public Model {
   const Model& component(Index k) const { return *components_[static_cast<std::size_t>(k)]; }
   const Vector& weights() const { return weights_; }
   const Vector& log_normalizers() const { return log_z_; }
+  bool exactly_normalized() const { return exact_; }
   // Responsibilities γ (N x K) of the rows of X.
   Matrix responsibilities(const Matrix& X) const;
 
@@ -91,6 +108,7 @@ class MixtureModel final : public Model {
   Vector offsets_;  // log w_k − log Ẑ_k
   MixtureInfo info_;
   std::unique_ptr<MixtureBaseMeasure> base_;
+  bool exact_ = false;  // every log Ẑ_k is the component's exact log Z_k
 };
 
 }  // namespace kef::cluster_mixture

@@ -8,12 +8,16 @@ void register_cluster_mixture(kef::PluginRegistrar& r) {
   kef::ComponentInfo est;
   est.type = "cluster_mixture";
   est.summary =
-      "Spectral clustering, one inner estimator per cluster, components normalised by importance "
-      "sampling and weighted by their counts";
+      "Spectral clustering, one inner estimator per cluster, components normalised (exactly, or by "
+      "importance sampling) and weighted by their counts";
   est.reference = "DKEF (Wenliang et al. 2019) section 3.1; Ng, Jordan & Weiss (2002) spectral clustering";
   est.keys = kef::cluster_mixture::cluster_mixture_keys();
-  est.uses_kernel = true;
-  est.uses_base_measure = true;
+  // Templates for every cluster's own kernel and base measure, given when the inner estimator uses them
+  // (the kernel models) and absent when it does not (the likelihood baselines).
+  est.parts = {
+      {"kernel", "kernel", false, "the kernel each cluster's inner fit starts from (when it uses one)"},
+      {"base_measure", "base_measure", false,
+       "the base measure q0 each cluster's inner fit starts from (when it uses one)"}};
   est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian};
   r.add_estimator(est,
                   [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext& ctx) {

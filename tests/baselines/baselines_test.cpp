@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "exact_sampler_check.hpp"
 #include "gaussian_estimation.hpp"
 #include "gaussian_estimators.hpp"
 #include "gaussian_mixture_model.hpp"
@@ -25,6 +26,8 @@ namespace {
 namespace fs = std::filesystem;
 using baselines::GaussianMixtureModel;
 using baselines::KdeModel;
+using test::GridSampler;
+using test::mmd_p_value;
 
 // ------------------------------------------------------------------------------------------------
 // Data and fitting helpers.
@@ -462,51 +465,6 @@ TEST(Baselines, FitsAreBitwiseIndependentOfTheThreadCount) {
 // ------------------------------------------------------------------------------------------------
 // Exact samplers against the models' own densities.
 
-// Draws from the density of `m` by inversion on a grid of cells of side δ over [−L, L]² (cell
-// probabilities from log p, then uniform within the cell): an independent route that uses the log
-// density only. The densities here put less than 1e-9 of their mass outside L = 8; the cell
-// discretisation moves each draw by at most δ = 0.02, far below what an MMD test on 300 points sees.
-class GridSampler {
- public:
-  explicit GridSampler(const Model& m, double L = 8.0, double delta = 0.02) : delta_(delta) {
-    const Index g = static_cast<Index>(std::llround(2 * L / delta));
-    cells_.resize(g * g, 2);
-    for (Index i = 0; i < g; ++i)
-      for (Index j = 0; j < g; ++j) {
-        cells_(i * g + j, 0) = -L + (static_cast<double>(i) + 0.5) * delta;
-        cells_(i * g + j, 1) = -L + (static_cast<double>(j) + 0.5) * delta;
-      }
-    const Vector lp = m.log_unnormalized(cells_);
-    cdf_.resize(static_cast<std::size_t>(g * g));
-    double acc = 0.0;
-    for (Index c = 0; c < g * g; ++c) cdf_[static_cast<std::size_t>(c)] = acc += std::exp(lp[c]);
-  }
-  Matrix draw(Index n, RandomStream& rng) const {
-    Matrix out(n, 2);
-    for (Index k = 0; k < n; ++k) {
-      const double u = rng.uniform() * cdf_.back();
-      const auto c =
-          std::min<Index>(std::upper_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin(), cells_.rows() - 1);
-      out(k, 0) = cells_(c, 0) + (rng.uniform() - 0.5) * delta_;
-      out(k, 1) = cells_(c, 1) + (rng.uniform() - 0.5) * delta_;
-    }
-    return out;
-  }
-
- private:
-  double delta_;
-  Matrix cells_;
-  std::vector<double> cdf_;
-};
-
-double mmd_p_value(const Matrix& X, const Matrix& Y, std::uint64_t seed) {
-  const double sigma = median_pairwise_distance((Matrix(X.rows() + Y.rows(), 2) << X, Y).finished());
-  const KernelPtr k = test::plugin_registry().make_kernel(
-      test::config_from("type = \"gaussian\"\nsigma = " + std::to_string(sigma)), BuildContext{});
-  RandomStream rng(seed, "permutations");
-  return mmd_test(*k, X, Y, 200, rng, Context(seed, 2), 0, false).p_value;
-}
-
 TEST(Baselines, ExactSamplesPassATwoSampleTestAgainstTheDensity) {
   // The MMD permutation test (200 permutations, 300 points a side, median-heuristic bandwidth) of the
   // model's sampler against grid-inversion draws from its density, repeated on 10 independent pairs of
@@ -522,16 +480,8 @@ TEST(Baselines, ExactSamplesPassATwoSampleTestAgainstTheDensity) {
       {"gmm", fit_direct<baselines::GmmEstimator>("components = 3", X, V).model},
       {"kde", fit_direct<baselines::KdeEstimator>("rule = \"validation\"", X, V).model}};
   const Index n = 300;
-  for (const auto& [name, model] : models) {
-    const GridSampler grid(*model);
-    int rejections = 0;
-    for (std::uint64_t rep = 0; rep < 10; ++rep) {
-      RandomStream a = RandomStream(20, "sampler").derive(rep), b = RandomStream(20, "grid").derive(rep);
-      const Matrix S = model->sample(n, a);
-      if (mmd_p_value(S, grid.draw(n, b), 100 + rep) <= 0.05) ++rejections;
-    }
-    EXPECT_LE(rejections, 3) << name;
-  }
+  for (const auto& [name, model] : models)
+    EXPECT_LE(test::sampler_rejections(*model, GridSampler(*model), n, 20), 3) << name;
   // Power: the mixture's own draws shifted by 0.7 (half the data's standard deviation) along x.
   const GridSampler grid(*models[1].second);
   int rejections = 0;

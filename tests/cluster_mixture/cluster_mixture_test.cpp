@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster_mixture_support.hpp"
+#include "exact_sampler_check.hpp"
 #include "kef/linalg.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
@@ -159,8 +160,9 @@ Fitted fit(const std::string& estimator_toml, const Matrix& train, const Matrix&
   Registry& reg = cm_test::registry();
   Config est = test::config_from(estimator_toml);
   BuildContext ctx{train.cols(), &reg, nullptr, train.rows()};
-  EstimatorParts parts{reg.make_kernel(test::config_from(kernel), ctx),
-                       reg.make_base_measure(test::config_from(base), ctx), &reg};
+  // An empty table: no such part (the inner estimators that use neither, the likelihood baselines).
+  EstimatorParts parts{kernel.empty() ? nullptr : reg.make_kernel(test::config_from(kernel), ctx),
+                       base.empty() ? nullptr : reg.make_base_measure(test::config_from(base), ctx), &reg};
   EstimatorPtr e = reg.make_estimator(est, parts, ctx);
   Fitted out;
   Context context = Context(3, threads).child("fit");
@@ -337,6 +339,111 @@ TEST(ClusterMixture, SmallClustersAreConfigErrorsNamingTheClusterAndKey) {
   EXPECT_NE(m.find("in cluster 1 of 2, which has 100 training"), std::string::npos) << m;
 }
 
+TEST(ClusterMixture, ExactlyNormalisedInnerModelsGiveANormalisedMixtureWithAnExactSampler) {
+  // Inner gmm (the likelihood baselines know log Z = 0): no kernel, no base measure, no proposals.
+  const Matrix X = two_blobs(600, 7), V = two_blobs(300, 8);
+  const std::string toml =
+      "type = \"cluster_mixture\"\nclusters = 2\n[inner]\ntype = \"gmm\"\ncomponents = [1, 2]\nrestarts = "
+      "2\n";
+  const Fitted a = fit(toml, X, V, 1, "", "");
+  const Fitted b = fit(toml, X, V, 2, "", "");
+  EXPECT_EQ(a.report.values, b.report.values);  // thread-independent
+  EXPECT_EQ(a.report.values.at("cluster0.train_rows"), 400.0);
+  for (const char* k :
+       {"cluster0.log_normalizer", "cluster1.log_normalizer", "cluster0.log_normalizer_stderr"})
+    EXPECT_EQ(a.report.values.at(k), 0.0) << k;
+  EXPECT_EQ(a.report.values.count("cluster0.normalizer_ess"), 0u);  // nothing was importance-sampled
+  const Model& m = *a.model;  // the plugin's model behind the registry's guard
+  ASSERT_TRUE(m.log_normalizer().has_value());
+  EXPECT_EQ(*m.log_normalizer(), 0.0);
+  EXPECT_EQ(m.base_measure(), nullptr);
+  EXPECT_FALSE(m.log_ratio_lower_bound().has_value());
+  const FacetSet f = m.facets();
+  EXPECT_TRUE(f.contains(
+      {Facet::LogDensity, Facet::NormalizedDensity, Facet::Score, Facet::Laplacian, Facet::Sampler}))
+      << f.text();
+  EXPECT_FALSE(f.has(Facet::BaseMeasureRatio));
+  EXPECT_TRUE(test::contains(m.describe(), "exactly normalised")) << m.describe();
+  // Normalised: the blobs sit at (−4, 0) and (5, 1) with standard deviations <= 1, inside [−14, 14]².
+  EXPECT_NEAR(integrate_2d([&](const Matrix& P) { return m.log_unnormalized(P); }), 1.0, 1e-9);
+  expect_derivatives_match(m, random_rows(8, 3.0, 5), "gmm mixture");
+
+  // Its sampler against grid-inversion draws from its density (tests/support/exact_sampler_check.hpp:
+  // at most 3 of 10 repetitions at α = 0.05 reject), on [−10, 10]² (mass outside below 1e-9).
+  const test::GridSampler grid(m, 10.0);
+  EXPECT_LE(test::sampler_rejections(m, grid, 300, 40), 3);
+  // The share of draws from the second blob (x > 0.5) is its weight 200/600 within 4 standard errors.
+  RandomStream rng(41, "share");
+  const Index n = 20000;
+  const Matrix S = m.sample(n, rng);
+  const double share = static_cast<double>((S.col(0).array() > 0.5).count()) / static_cast<double>(n);
+  const double w = a.report.values.at("cluster1.weight");
+  EXPECT_NEAR(w, 200.0 / 600.0, 1e-15);
+  EXPECT_NEAR(share, w, 4 * std::sqrt(w * (1 - w) / static_cast<double>(n)));
+  // Draws are i.i.d. rows, not grouped by component: both blobs appear among the first 20 rows.
+  EXPECT_TRUE((S.topRows(20).col(0).array() > 0.5).any() && (S.topRows(20).col(0).array() < 0.5).any());
+
+  // Reloads bitwise, exact sampler included.
+  fs::path dir = test::temp_dir("cm-exact") / "model";
+  save_model(m, dir);
+  ModelPtr r = load_model(dir, test::plugin_registry());
+  const Matrix P = random_rows(50, 3.0, 6);
+  EXPECT_EQ(r->log_unnormalized(P), m.log_unnormalized(P));
+  EXPECT_EQ(r->score(P), m.score(P));
+  EXPECT_EQ(r->log_normalizer(), m.log_normalizer());
+  EXPECT_EQ(r->describe(), m.describe());
+  RandomStream r1(42, "reload"), r2(42, "reload");
+  EXPECT_EQ(r->sample(30, r1), m.sample(30, r2));
+}
+
+TEST(ClusterMixture, APowerCheckOfTheExactSamplerCheck) {
+  // The sampler check of the previous test can fail, on the error a mixture is prone to: wrong weights.
+  // Draws with the blobs at 1/2 each instead of 2/3 and 1/3 are rejected in at least 8 of 10
+  // repetitions.
+  const Matrix X = two_blobs(600, 7), V = two_blobs(300, 8);
+  const Fitted a =
+      fit("type = \"cluster_mixture\"\nclusters = 2\n[inner]\ntype = \"gaussian_fit\"\n", X, V, 1, "", "");
+  const test::GridSampler grid(*a.model, 10.0);
+  int rejections = 0;
+  for (std::uint64_t rep = 0; rep < 10; ++rep) {
+    RandomStream s = RandomStream(43, "sampler").derive(rep), g = RandomStream(43, "grid").derive(rep);
+    const Matrix draws = a.model->sample(2000, s);
+    Matrix even(300, 2);
+    Index first = 0, second = 150;
+    for (Index i = 0; i < draws.rows() && (first < 150 || second < 300); ++i) {
+      if (draws(i, 0) < 0.5 && first < 150) even.row(first++) = draws.row(i);
+      if (draws(i, 0) >= 0.5 && second < 300) even.row(second++) = draws.row(i);
+    }
+    ASSERT_EQ(first + second, 450);
+    if (test::mmd_p_value(even, grid.draw(300, g), 300 + rep) <= 0.05) ++rejections;
+  }
+  EXPECT_GE(rejections, 8);
+}
+
+TEST(ClusterMixture, PartsMustMatchWhatTheInnerEstimatorUses) {
+  const Matrix X = two_blobs(300, 3);
+  auto message = [&](const std::string& toml, const std::string& base,
+                     const std::string& kernel) -> std::string {
+    try {
+      fit(toml, X, Matrix(0, 2), 1, base, kernel);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "no ConfigError";
+  };
+  const std::string gmm = "type = \"cluster_mixture\"\nclusters = 2\n[inner]\ntype = \"gaussian_fit\"\n";
+  const std::string lite = "type = \"cluster_mixture\"\nclusters = 2\n[inner]\ntype = \"lite\"\n";
+  std::string m = message(gmm, "", "type = \"gaussian\"\nsigma = 1.0");
+  EXPECT_TRUE(test::contains(m, "inner.type")) << m;
+  EXPECT_TRUE(test::contains(m, "uses no kernel")) << m;
+  m = message(gmm, "type = \"gaussian\"\nstd = 3.0", "");
+  EXPECT_TRUE(test::contains(m, "uses no base_measure")) << m;
+  m = message(lite, "type = \"gaussian\"\nstd = 3.0", "");
+  EXPECT_TRUE(test::contains(m, "uses a kernel: give the model a [model.kernel] table")) << m;
+  m = message(lite, "", "type = \"gaussian\"\nsigma = 1.0");
+  EXPECT_TRUE(test::contains(m, "uses a base_measure")) << m;
+}
+
 // ------------------------------------------------------------------------------------------------
 // Through the kef command.
 
@@ -436,6 +543,60 @@ stage2_steps = 3
                  "dkef");
 }
 
+TEST(ClusterMixture, PipelineWithInnerMadeNeedsNoKernelAndIsNormalisedExactly) {
+  // DKEF §3.1's mixtures for the likelihood baselines: [model.kernel] and [model.base_measure] absent.
+  fs::path dir = test::temp_dir("cm-made");
+  const std::string text = R"(schema_version = 1
+seed = 4
+[data]
+type = "synthetic/mor"
+n = 1600
+split = { test = 300, validation = 300 }
+[[model]]
+name = "mix"
+[model.estimator]
+type = "cluster_mixture"
+clusters = 3
+bandwidth = 0.3
+[model.estimator.inner]
+type = "made"
+hidden_units = [10, 10]
+max_epochs = 3
+[[evaluate]]
+type = "score_matching_loss"
+[[evaluate]]
+type = "log_likelihood"
+[[evaluate]]
+type = "mmd"
+samples = 200
+)";
+  std::string out;
+  ASSERT_EQ(run_kef(text, dir, &out), 0) << out;
+  const auto j = test::read_json(dir / "out" / "results.json");
+  const auto& fit = j["models"]["mix"]["fit"];
+  const auto& metrics = j["models"]["mix"]["metrics"];
+  for (int k = 0; k < 3; ++k)
+    EXPECT_EQ(fit["cluster" + std::to_string(k) + ".log_normalizer"].get<double>(), 0.0);
+  // The evaluator takes the mixture's exact normaliser: nothing sampled, reliable.
+  EXPECT_EQ(metrics["log_normalizer"].get<double>(), 0.0) << metrics.dump();
+  EXPECT_EQ(metrics["reliable"].get<double>(), 1.0) << metrics.dump();
+  EXPECT_TRUE(std::isfinite(metrics["log_likelihood"].get<double>()));
+  EXPECT_TRUE(std::isfinite(metrics["score_matching_loss"].get<double>()));
+  EXPECT_TRUE(metrics.contains("mmd2")) << metrics.dump();
+  EXPECT_FALSE(metrics.contains("hmc_acceptance")) << metrics.dump();  // the exact sampler, not HMC
+  // The saved model records that its normalisers are exact, and `kef sample` draws from it exactly.
+  const fs::path model_dir = dir / "out" / "models" / "mix";
+  std::ifstream manifest(model_dir / "model.toml");
+  const std::string toml((std::istreambuf_iterator<char>(manifest)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(test::contains(toml, "normalizer_proposal = 'exact'")) << toml;
+  ASSERT_EQ(test::run_command(test::kef_executable() + " sample " + model_dir.string() + " -n 50 --out " +
+                                  (dir / "draws.npy").string(),
+                              &out),
+            0)
+      << out;
+  EXPECT_EQ(read_npy(dir / "draws.npy").rows(), 50);
+}
+
 TEST(ClusterMixture, BadInputIsExitStatus2NamingTheKey) {
   struct Case {
     std::string from, to, expect;
@@ -450,6 +611,9 @@ TEST(ClusterMixture, BadInputIsExitStatus2NamingTheKey) {
       {"clusters = 2", "clusters = 2\nmin_cluster_size = 600", "min_cluster_size"},
       {"[model.estimator.inner]\ntype = \"lite\"\ninducing_points = 60\n", "",
        "missing required key `inner`"},
+      // The parts must match what the inner estimator uses.
+      {"type = \"lite\"\ninducing_points = 60\n", "type = \"gaussian_fit\"\n", "uses no kernel"},
+      {"[model.kernel]\ntype = \"gaussian\"\nsigma = 0.6\n", "", "uses a kernel"},
   };
   const std::string inner = "[model.estimator.inner]\ntype = \"lite\"\ninducing_points = 60\n";
   for (const auto& c : cases) {

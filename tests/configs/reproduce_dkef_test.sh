@@ -4,7 +4,8 @@
 #            model of the configs as a row and every data set as a column (one bold Fisher divergence
 #            per data set), the truth row, both figures as PNGs, one results.json per run and seed,
 #            and the spread table: mean ± sd over the two seeds in every cell; the classical and flow
-#            baselines' rows on the seven synthetic sets, and their figure.
+#            baselines' rows on the seven synthetic sets and as clustered mixtures on MoR, and their
+#            figures.
 #   failure: with a kef that fails, the script must stop with a non-zero status, name the failing run
 #            (the first, funnel) and not write a table.
 set -uo pipefail
@@ -26,6 +27,10 @@ quick)
       grep -q '"seed": 13' "$out/seed-13/$sub/$run/results.json" || fail "$out/seed-13/$sub/$run did not run with seed 13"
     done
   done
+  # Every baseline as a clustered mixture on MoR (their rows join the "MoR, 3 clusters" column).
+  for d in "$out" "$out/seed-13"; do
+    [ -s "$d/mixture_baselines/mor_mixture/results.json" ] || fail "no $d/mixture_baselines/mor_mixture/results.json"
+  done
   # --quick stops every flow after 2 epochs.
   grep -q '"best_epoch"' "$out/flows/ring/results.json" || fail "no flow fit in $out/flows/ring/results.json"
   /usr/bin/python3 - "$out/flows/ring/results.json" "$out/made/ring/results.json" <<'PY' ||
@@ -43,13 +48,13 @@ PY
     grep -q "^| $row |" "$spread" || fail "row $row missing from $spread"
   done
   # Every model cell holds three spreads (score-matching loss / Fisher divergence / log-likelihood):
-  # KEF-G has nine cells, a baseline the seven synthetic sets.
+  # KEF-G has nine cells, a baseline the seven synthetic sets and the clustered mixture on MoR.
   cells=$(grep '^| KEF-G |' "$spread" | grep -o ' ± ' | wc -l)
   [ "$cells" -ge 27 ] || fail "expected mean ± sd in every KEF-G cell of $spread, found $cells spreads"
   cells=$(grep '^| MAF-MoG |' "$spread" | grep -o ' ± ' | wc -l)
-  [ "$cells" -ge 21 ] || fail "expected mean ± sd in every MAF-MoG cell of $spread, found $cells spreads"
+  [ "$cells" -ge 24 ] || fail "expected mean ± sd in every MAF-MoG cell of $spread, found $cells spreads"
   grep -q 'n/a' "$spread" && fail "a metric is missing (n/a) in $spread"
-  for png in figure2.png figure2-baselines.png figure1.png; do
+  for png in figure2.png figure2-baselines.png figure2-mixture-baselines.png figure1.png; do
     [ "$(head -c 8 "$out/$png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "$out/$png is not a PNG"
   done
   table="$out/table.md"

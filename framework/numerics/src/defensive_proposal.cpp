@@ -6,6 +6,7 @@
 #include <numbers>
 #include <sstream>
 
+#include "kef/categorical.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/student_t_proposal.hpp"
@@ -128,17 +129,7 @@ MixtureProposal::MixtureProposal(std::vector<ProposalPtr> components, std::vecto
 
 Matrix MixtureProposal::sample(Index n, RandomStream& rng) const {
   const std::size_t K = components_.size();
-  std::vector<Index> count(K, 0);
-  for (Index i = 0; i < n; ++i) {
-    const double u = rng.uniform();
-    double acc = 0.0;
-    std::size_t k = 0;
-    for (; k + 1 < K; ++k) {
-      acc += weights_[k];
-      if (u < acc) break;
-    }
-    ++count[k];
-  }
+  const std::vector<Index> count = draw_categorical_counts(weights_, n, rng);
   Matrix X(n, dim());
   Index row = 0;
   for (std::size_t k = 0; k < K; ++k) {

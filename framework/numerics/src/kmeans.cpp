@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "kef/categorical.hpp"
 #include "kef/error.hpp"
 #include "kef/parallel.hpp"
 
@@ -29,20 +30,6 @@ void assign(const Matrix& X, const Matrix& centres, std::vector<Index>& labels, 
   }
 }
 
-// Index drawn with probability proportional to w (w >= 0, total > 0), by one uniform and a scan.
-Index draw_proportional(const Vector& w, double total, RandomStream& rng) {
-  const double u = rng.uniform() * total;
-  double acc = 0.0;
-  for (Index i = 0; i < w.size(); ++i) {
-    acc += w[i];
-    if (u < acc) return i;
-  }
-  // Rounding can leave u at the very top: the last row with positive weight.
-  for (Index i = w.size() - 1; i >= 0; --i)
-    if (w[i] > 0) return i;
-  return w.size() - 1;
-}
-
 Matrix seed_plus_plus(const Matrix& X, Index k, RandomStream& rng) {
   const Index n = X.rows();
   Matrix centres(k, X.cols());
@@ -51,7 +38,7 @@ Matrix seed_plus_plus(const Matrix& X, Index k, RandomStream& rng) {
   for (Index i = 0; i < n; ++i) d2[i] = (X.row(i) - centres.row(0)).squaredNorm();
   for (Index c = 1; c < k; ++c) {
     const double total = d2.sum();
-    const Index pick = total > 0 ? draw_proportional(d2, total, rng)
+    const Index pick = total > 0 ? draw_categorical({d2.data(), static_cast<std::size_t>(n)}, rng, total)
                                  : static_cast<Index>(rng.uniform_int(static_cast<std::uint64_t>(n)));
     centres.row(c) = X.row(pick);
     for (Index i = 0; i < n; ++i) d2[i] = std::min(d2[i], (X.row(i) - centres.row(c)).squaredNorm());
