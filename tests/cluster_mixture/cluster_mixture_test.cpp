@@ -447,8 +447,8 @@ TEST(ClusterMixture, PartsMustMatchWhatTheInnerEstimatorUses) {
 // ------------------------------------------------------------------------------------------------
 // Through the kef command.
 
-std::string mor_pipeline(const std::string& estimator) {
-  return R"(schema_version = 1
+// The pipelines' data and the head of their one model, `mix`, a cluster_mixture.
+const std::string kMorMixtureHead = R"(schema_version = 1
 seed = 4
 [data]
 type = "synthetic/mor"
@@ -458,7 +458,10 @@ split = { test = 300, validation = 300 }
 name = "mix"
 [model.estimator]
 type = "cluster_mixture"
-clusters = 2
+)";
+
+std::string mor_pipeline(const std::string& estimator) {
+  return kMorMixtureHead + R"(clusters = 2
 normalizer_samples = 20000
 )" + estimator +
          R"(
@@ -546,17 +549,7 @@ stage2_steps = 3
 TEST(ClusterMixture, PipelineWithInnerMadeNeedsNoKernelAndIsNormalisedExactly) {
   // DKEF §3.1's mixtures for the likelihood baselines: [model.kernel] and [model.base_measure] absent.
   fs::path dir = test::temp_dir("cm-made");
-  const std::string text = R"(schema_version = 1
-seed = 4
-[data]
-type = "synthetic/mor"
-n = 1600
-split = { test = 300, validation = 300 }
-[[model]]
-name = "mix"
-[model.estimator]
-type = "cluster_mixture"
-clusters = 3
+  const std::string text = kMorMixtureHead + R"(clusters = 3
 bandwidth = 0.3
 [model.estimator.inner]
 type = "made"
