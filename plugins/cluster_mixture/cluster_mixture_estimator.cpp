@@ -8,6 +8,7 @@
 #include "kef/defensive_proposal.hpp"
 #include "kef/error.hpp"
 #include "kef/importance_sampling.hpp"
+#include "kef/linalg.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/number_text.hpp"
 #include "kef/spectral_clustering.hpp"
@@ -22,12 +23,6 @@ constexpr Index kNormalizerChunk = 4096;  // proposals per chunk; chunk i draws 
 // and at most this standard error (the log_likelihood evaluator's defaults: min_effective_samples and
 // tolerance / 2).
 constexpr double kMinNormalizerEss = 100.0, kMaxNormalizerStderr = 0.025;
-
-Matrix take_rows(const Matrix& X, const std::vector<Index>& rows) {
-  Matrix out(static_cast<Index>(rows.size()), X.cols());
-  for (std::size_t i = 0; i < rows.size(); ++i) out.row(static_cast<Index>(i)) = X.row(rows[i]);
-  return out;
-}
 
 // Runs f, adding which cluster was being fitted to the message of a kef error (same kind, so the
 // exit status is unchanged).
@@ -238,8 +233,8 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
   Index exact_components = 0;
   for (Index k = 0; k < K; ++k) {
     const auto kk = static_cast<std::size_t>(k);
-    const Matrix Xk = take_rows(X, train_rows[kk]);
-    const Matrix Vk = take_rows(in.validation, val_rows[kk]);
+    const Matrix Xk = gather_rows(X, train_rows[kk]);
+    const Matrix Vk = gather_rows(in.validation, val_rows[kk]);
     const std::string prefix = "cluster" + std::to_string(k);
     const std::string context = "in cluster " + std::to_string(k) + " of " + std::to_string(K) +
                                 ", which has " + std::to_string(Xk.rows()) + " training and " +

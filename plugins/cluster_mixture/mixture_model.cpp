@@ -16,16 +16,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Row-wise logsumexp of T (N x K); −inf for rows whose terms are all −inf.
-Vector row_logsumexp(const Matrix& T) {
-  Vector out(T.rows());
-  for (Index i = 0; i < T.rows(); ++i) {
-    const double m = T.row(i).maxCoeff();
-    out[i] = m == -kInf ? -kInf : m + std::log((T.row(i).array() - m).exp().sum());
-  }
-  return out;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------

@@ -7,31 +7,13 @@
 
 #include "kef/conditional_inputs.hpp"
 #include "kef/error.hpp"
+#include "kef/isotropic_mixture.hpp"
+#include "kef/linalg.hpp"
 #include "kef/number_text.hpp"
 
 namespace kef::eps_kde {
 
 namespace {
-
-double squared_distance(const Matrix& A, Index a, const Matrix& B, Index b) {
-  double d2 = 0.0;
-  for (Index d = 0; d < A.cols(); ++d) {
-    const double u = A(a, d) - B(b, d);
-    d2 += u * u;
-  }
-  return d2;
-}
-
-// softmax weights of t into w; returns log Σ exp(t).
-double weights(const std::vector<double>& t, std::vector<double>& w) {
-  double m = -std::numeric_limits<double>::infinity();
-  for (double v : t) m = std::max(m, v);
-  double s = 0.0;
-  w.resize(t.size());
-  for (std::size_t k = 0; k < t.size(); ++k) s += (w[k] = std::exp(t[k] - m));
-  for (double& v : w) v /= s;
-  return m + std::log(s);
-}
 
 std::vector<Index> every_row(Index n) {
   std::vector<Index> all(static_cast<std::size_t>(n));
@@ -56,7 +38,7 @@ Vector eps_kde_log_density(const Matrix& train_targets, const std::vector<std::v
   const double log_gauss = -0.5 * static_cast<double>(Dy) * std::log(2.0 * std::numbers::pi * sigma * sigma);
   const double c = 0.5 / (sigma * sigma);
   std::vector<Index> all;
-  std::vector<double> t, w;
+  Vector t, w;
   Vector out(Y.rows());
   for (Index n = 0; n < Y.rows(); ++n) {
     const std::vector<Index>* hood = &hoods[static_cast<std::size_t>(n)];
@@ -64,9 +46,10 @@ Vector eps_kde_log_density(const Matrix& train_targets, const std::vector<std::v
       if (all.empty()) all = every_row(train_targets.rows());
       hood = &all;
     }
-    t.clear();
-    for (Index i : *hood) t.push_back(-c * squared_distance(Y, n, train_targets, i));
-    out[n] = weights(t, w) - std::log(static_cast<double>(hood->size())) + log_gauss;
+    t.resize(static_cast<Index>(hood->size()));
+    for (std::size_t k = 0; k < hood->size(); ++k)
+      t[static_cast<Index>(k)] = -c * squared_distance(Y, n, train_targets, (*hood)[k]);
+    out[n] = logsumexp_softmax(t, w) - std::log(static_cast<double>(hood->size())) + log_gauss;
   }
   return out;
 }
@@ -118,8 +101,7 @@ Matrix EpsKdeModel::score(const Matrix& X, const Matrix& Y) const {
   return s;
 }
 
-// With w_i the posterior weights of the neighbours at y and g_i = (y_i − y)/σ²:
-// ∇_y log p = Σ w_i g_i and ∂²/∂y_d² log p = Σ w_i g_id² − (Σ w_i g_id)² − 1/σ².
+// An equally weighted mixture of N(y; y_i, σ² I) over the neighbours (kef/isotropic_mixture.hpp).
 void EpsKdeModel::score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& score,
                                       Matrix& laplacian) const {
   check_inputs(X, &Y);
@@ -128,22 +110,16 @@ void EpsKdeModel::score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& 
   const Index Dy = target_dim();
   score.resize(X.rows(), Dy);
   laplacian.resize(X.rows(), Dy);
-  std::vector<double> t, w;
+  Vector t, w;
   for (Index n = 0; n < X.rows(); ++n) {
     const auto& hood = hoods[static_cast<std::size_t>(n)];
-    t.clear();
-    for (Index i : hood) t.push_back(-c * squared_distance(Y, n, Y_, i));
-    weights(t, w);
-    for (Index d = 0; d < Dy; ++d) {
-      double m1 = 0.0, m2 = 0.0;
-      for (std::size_t k = 0; k < hood.size(); ++k) {
-        const double g = (Y_(hood[k], d) - Y(n, d)) / s2;
-        m1 += w[k] * g;
-        m2 += w[k] * g * g;
-      }
-      score(n, d) = m1;
-      laplacian(n, d) = m2 - m1 * m1 - 1.0 / s2;
-    }
+    t.resize(static_cast<Index>(hood.size()));
+    for (std::size_t k = 0; k < hood.size(); ++k)
+      t[static_cast<Index>(k)] = -c * squared_distance(Y, n, Y_, hood[k]);
+    logsumexp_softmax(t, w);
+    isotropic_mixture_derivatives(
+        w, [&](Index k, Index d) { return Y_(hood[static_cast<std::size_t>(k)], d); }, Y, n, s2, score,
+        laplacian);
   }
 }
 

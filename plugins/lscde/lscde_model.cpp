@@ -6,8 +6,11 @@
 #include <numbers>
 #include <sstream>
 
+#include "kef/categorical.hpp"
 #include "kef/conditional_inputs.hpp"
 #include "kef/error.hpp"
+#include "kef/isotropic_mixture.hpp"
+#include "kef/linalg.hpp"
 #include "kef/number_text.hpp"
 
 namespace kef::lscde {
@@ -15,31 +18,6 @@ namespace kef::lscde {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-double squared_distance(const Matrix& A, Index a, const Matrix& B, Index b) {
-  double d2 = 0.0;
-  for (Index d = 0; d < A.cols(); ++d) {
-    const double u = A(a, d) - B(b, d);
-    d2 += u * u;
-  }
-  return d2;
-}
-
-// log Σ_l exp(t_l) of one row, and the weights softmax(t) into w when asked.
-double row_logsumexp(const Eigen::Ref<const Vector>& t, Vector* w = nullptr) {
-  const double m = t.maxCoeff();
-  if (m == -kInf) {
-    if (w) w->setZero(t.size());
-    return -kInf;
-  }
-  double s = 0.0;
-  for (Index l = 0; l < t.size(); ++l) s += std::exp(t[l] - m);
-  if (w) {
-    w->resize(t.size());
-    for (Index l = 0; l < t.size(); ++l) (*w)[l] = std::exp(t[l] - m) / s;
-  }
-  return m + std::log(s);
-}
 
 }  // namespace
 
@@ -97,10 +75,10 @@ Vector LscdeModel::log_unnormalized(const Matrix& X, const Matrix& Y) const {
   const double c = 0.5 / (sigma_ * sigma_);
   const Matrix A = log_input_weights(X);
   Vector out(X.rows());
-  Vector t(alpha_.size());
+  Vector t(alpha_.size()), w;
   for (Index n = 0; n < X.rows(); ++n) {
     for (Index l = 0; l < alpha_.size(); ++l) t[l] = A(n, l) - c * squared_distance(Y, n, V_, l);
-    out[n] = row_logsumexp(t);
+    out[n] = logsumexp_softmax(t, w);
   }
   return out;
 }
@@ -110,8 +88,8 @@ std::optional<Vector> LscdeModel::log_normalizer(const Matrix& X) const {
   const Matrix A = log_input_weights(X);
   const double log_mass =
       0.5 * static_cast<double>(target_dim()) * std::log(2.0 * std::numbers::pi * sigma_ * sigma_);
-  Vector out(X.rows());
-  for (Index n = 0; n < X.rows(); ++n) out[n] = log_mass + row_logsumexp(A.row(n).transpose());
+  Vector out(X.rows()), w;
+  for (Index n = 0; n < X.rows(); ++n) out[n] = log_mass + logsumexp_softmax(A.row(n).transpose(), w);
   return out;
 }
 
@@ -121,8 +99,7 @@ Matrix LscdeModel::score(const Matrix& X, const Matrix& Y) const {
   return s;
 }
 
-// With w_l the posterior weights of the components at (x, y) and g_l = (v_l − y)/σ²:
-// ∇_y log p = Σ_l w_l g_l and ∂²/∂y_d² log p = Σ_l w_l g_ld² − (Σ_l w_l g_ld)² − 1/σ².
+// A mixture of N(y; v_l, σ² I) weighted by the input factors (kef/isotropic_mixture.hpp).
 void LscdeModel::score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& score,
                                      Matrix& laplacian) const {
   check_inputs(X, &Y);
@@ -134,17 +111,9 @@ void LscdeModel::score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& s
   Vector t(L), w;
   for (Index n = 0; n < X.rows(); ++n) {
     for (Index l = 0; l < L; ++l) t[l] = A(n, l) - c * squared_distance(Y, n, V_, l);
-    row_logsumexp(t, &w);
-    for (Index d = 0; d < Dy; ++d) {
-      double m1 = 0.0, m2 = 0.0;
-      for (Index l = 0; l < L; ++l) {
-        const double g = (V_(l, d) - Y(n, d)) / s2;
-        m1 += w[l] * g;
-        m2 += w[l] * g * g;
-      }
-      score(n, d) = m1;
-      laplacian(n, d) = m2 - m1 * m1 - 1.0 / s2;
-    }
+    logsumexp_softmax(t, w);
+    isotropic_mixture_derivatives(
+        w, [&](Index l, Index d) { return V_(l, d); }, Y, n, s2, score, laplacian);
   }
 }
 
@@ -155,17 +124,8 @@ Matrix LscdeModel::sample(const Matrix& X, RandomStream& rng) const {
   Matrix out(X.rows(), Dy);
   Vector w;
   for (Index n = 0; n < X.rows(); ++n) {
-    row_logsumexp(A.row(n).transpose(), &w);
-    const double u = rng.uniform();
-    Index pick = L - 1;  // rounding may leave the cumulative sum just below u: the last component
-    double cumulative = 0.0;
-    for (Index l = 0; l < L; ++l) {
-      cumulative += w[l];
-      if (u < cumulative) {
-        pick = l;
-        break;
-      }
-    }
+    logsumexp_softmax(A.row(n).transpose(), w);
+    const Index pick = draw_categorical({w.data(), static_cast<std::size_t>(L)}, rng);
     for (Index d = 0; d < Dy; ++d) out(n, d) = V_(pick, d) + sigma_ * rng.normal();
   }
   return out;

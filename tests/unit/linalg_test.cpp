@@ -56,6 +56,41 @@ TEST(Linalg, LogSumExpIsStable) {
   EXPECT_NEAR(logsumexp(v), 1000.0 + std::log(2.0), 1e-12);
 }
 
+TEST(Linalg, RowLogSumExpAndSoftmaxAgreeWithTheDefinitionsAndKeepEmptyRows) {
+  // Rows with terms 700 apart (exp of the raw values overflows), a row of −inf (a point no component
+  // claims) and an ordinary row.
+  const double inf = std::numeric_limits<double>::infinity();
+  Matrix T(3, 3);
+  T << 1000.0, 300.0, 999.0, -inf, -inf, -inf, 0.5, -1.0, 2.0;
+  const Vector r = row_logsumexp(T);
+  EXPECT_NEAR(r[0], 1000.0 + std::log(1.0 + std::exp(-700.0) + std::exp(-1.0)), 1e-12);
+  EXPECT_EQ(r[1], -inf);
+  EXPECT_NEAR(r[2], std::log(std::exp(0.5) + std::exp(-1.0) + std::exp(2.0)), 1e-14);
+  Vector w;
+  for (Index i = 0; i < 3; ++i) {
+    const double lse = logsumexp_softmax(T.row(i).transpose(), w);
+    if (i == 1) {
+      EXPECT_EQ(lse, -inf);
+      EXPECT_EQ(w, Vector::Zero(3));  // no NaN weights
+      continue;
+    }
+    EXPECT_NEAR(lse, r[i], 1e-12 * std::max(1.0, std::abs(r[i]))) << i;
+    EXPECT_NEAR(w.sum(), 1.0, 1e-15) << i;
+    // Against the weights shifted by the row's maximum (exp(T − lse) would inherit lse's rounding).
+    const double m = T.row(i).maxCoeff();
+    const double total = (T.row(i).array() - m).exp().sum();
+    for (Index k = 0; k < 3; ++k) EXPECT_NEAR(w[k], std::exp(T(i, k) - m) / total, 1e-15) << i << "," << k;
+  }
+}
+
+TEST(Linalg, SquaredDistanceBetweenRowsOfTwoMatrices) {
+  Matrix A(2, 3), B(1, 3);
+  A << 1, 2, 3, -1, 0, 4;
+  B << 0, 2, 5;
+  EXPECT_EQ(squared_distance(A, 0, B, 0), 1.0 + 0.0 + 4.0);
+  EXPECT_EQ(squared_distance(A, 1, B, 0), 1.0 + 4.0 + 1.0);
+}
+
 TEST(Linalg, MedianPairwiseDistance) {
   Matrix X(3, 1);
   X << 0.0, 1.0, 3.0;  // distances 1, 3, 2

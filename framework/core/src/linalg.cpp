@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kef/error.hpp"
+#include "kef/vector_exp.hpp"
 
 namespace kef {
 
@@ -75,6 +76,38 @@ double logsumexp(const Vector& v) {
   const double m = v.maxCoeff();
   if (!std::isfinite(m)) return m;
   return m + std::log((v.array() - m).exp().sum());
+}
+
+Vector row_logsumexp(const Matrix& A) {
+  const Vector m = A.rowwise().maxCoeff();
+  Vector out(A.rows());
+  Matrix shifted = A.colwise() - m;
+  exp_array(shifted.data(), shifted.data(), shifted.size());
+  const Vector s = shifted.rowwise().sum();
+  for (Index i = 0; i < A.rows(); ++i) out[i] = std::isfinite(m[i]) ? m[i] + std::log(s[i]) : m[i];
+  return out;
+}
+
+double logsumexp_softmax(const Eigen::Ref<const Vector>& t, Vector& w) {
+  w.resize(t.size());
+  const double m = t.size() > 0 ? t.maxCoeff() : -std::numeric_limits<double>::infinity();
+  if (m == -std::numeric_limits<double>::infinity()) {
+    w.setZero();
+    return m;
+  }
+  double s = 0.0;
+  for (Index k = 0; k < t.size(); ++k) s += (w[k] = std::exp(t[k] - m));
+  for (Index k = 0; k < t.size(); ++k) w[k] /= s;
+  return m + std::log(s);
+}
+
+double squared_distance(const Matrix& A, Index a, const Matrix& B, Index b) {
+  double d2 = 0.0;
+  for (Index d = 0; d < A.cols(); ++d) {
+    const double u = A(a, d) - B(b, d);
+    d2 += u * u;
+  }
+  return d2;
 }
 
 void check_finite(const Matrix& m, std::string_view where) {

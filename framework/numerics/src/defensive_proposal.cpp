@@ -15,17 +15,6 @@
 namespace kef {
 namespace {
 
-// Per row: logsumexp of the row (rows of −inf stay −inf), vectorised over the columns.
-Vector row_logsumexp(const Matrix& A) {
-  const Vector m = A.rowwise().maxCoeff();
-  Vector out(A.rows());
-  Matrix shifted = A.colwise() - m;
-  exp_array(shifted.data(), shifted.data(), shifted.size());
-  const Vector s = shifted.rowwise().sum();
-  for (Index i = 0; i < A.rows(); ++i) out[i] = std::isfinite(m[i]) ? m[i] + std::log(s[i]) : m[i];
-  return out;
-}
-
 // Per row: the softmax of the row (the responsibilities of a mixture), n x K.
 Matrix row_softmax(const Matrix& A) {
   Matrix W(A.rows(), A.cols());

@@ -27,7 +27,16 @@ class SpdFactor {
   double jitter_ = 0.0;
 };
 
+// log Σ_k exp(v_k) without overflow (−inf for an empty vector; a maximum of ±inf or NaN is returned as is).
 double logsumexp(const Vector& v);
+// The same for each row of A (rows of −inf stay −inf), vectorised over the columns: the log densities of
+// mixtures whose log terms are the columns.
+Vector row_logsumexp(const Matrix& A);
+// log Σ_k exp(t_k) and the weights w = softmax(t), the responsibilities of a mixture whose log terms
+// are t. When every t_k is −inf the result is −inf and w is all 0 (no component claims the point).
+double logsumexp_softmax(const Eigen::Ref<const Vector>& t, Vector& w);
+// ‖A.row(a) − B.row(b)‖², summed over the columns in order (A and B of the same width).
+double squared_distance(const Matrix& A, Index a, const Matrix& B, Index b);
 
 // C (lower triangle) += AᵀA, and C += AᵀB in full, on the calling thread only (kef parallelises over
 // fixed row blocks itself, so BLAS must never split work across threads). These are the hot loops of
@@ -40,9 +49,9 @@ void add_cross_product(const Matrix& A, const Matrix& B, Matrix& C);
 // back to its Prescott kernels on x86 models it does not recognise (measured on a KVM Xeon with
 // AVX-512: dsyrk 12 GFLOP/s per core against 60 with OPENBLAS_CORETYPE=SkylakeX), and Eigen's products
 // compiled for the machine's ISA are then the faster (its rank update is done by recursive halving
-// into GEMMs: 63 GFLOP/s per core on a Zen 4 core, where Eigen's own rank update gives 49). KEF_BLAS=openblas|eigen in the environment
-// overrides the choice; any other value is a ConfigError on first use. The choice is made once per
-// process and never depends on the thread count.
+// into GEMMs: 63 GFLOP/s per core on a Zen 4 core, where Eigen's own rank update gives 49).
+// KEF_BLAS=openblas|eigen in the environment overrides the choice; any other value is a ConfigError on first
+// use. The choice is made once per process and never depends on the thread count.
 enum class ProductBackend { OpenBlas, Eigen };
 ProductBackend product_backend();
 // One line for logs and benchmarks, e.g. "OpenBLAS (SkylakeX kernels)" or "Eigen (OpenBLAS chose its
