@@ -110,5 +110,25 @@ TEST(Config, UnknownComponentTypeListsTheValidOnes) {
   }
 }
 
+TEST(Errors, AKindNamedAsTextIsRaisedAgainWithItsExitStatus) {
+  // What a failure crossing a process boundary as text (MPI ranks) becomes again: the same kind, hence
+  // the same exit status (2 for bad input, 1 otherwise), and the same message.
+  const std::vector<std::pair<std::string, int>> kinds = {{ConfigError("").kind(), 2},
+                                                          {DataError("").kind(), 2},
+                                                          {PluginError("").kind(), 2},
+                                                          {ModelFileError("").kind(), 2},
+                                                          {NumericalError("").kind(), 1},
+                                                          {"something else", 1}};
+  for (const auto& [kind, status] : kinds) {
+    try {
+      throw_error_of_kind(kind, "the message");
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "the message");
+      EXPECT_EQ(e.exit_status(), status) << kind;
+      EXPECT_EQ(std::string(e.kind()), kind == "something else" ? std::string("error") : kind);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kef

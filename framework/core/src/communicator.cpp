@@ -100,15 +100,6 @@ std::vector<std::string> gather_with_status(const Communicator& comm, Collective
   return all;
 }
 
-[[noreturn]] void throw_of_kind(const std::string& kind, const std::string& message) {
-  if (kind == "config error") throw ConfigError(message);
-  if (kind == "data error") throw DataError(message);
-  if (kind == "plugin error") throw PluginError(message);
-  if (kind == "model file error") throw ModelFileError(message);
-  if (kind == "numerical error") throw NumericalError(message);
-  throw Error(message);
-}
-
 }  // namespace
 
 const Communicator& single_process() {
@@ -128,7 +119,7 @@ std::vector<std::string> exchange(const Communicator& comm, CollectiveStep step,
   if (failed_rank >= 0) {
     // This process's own error keeps its type and any plugin-defined class; the others' are rebuilt.
     if (failed_rank == comm.rank()) std::rethrow_exception(error);
-    throw_of_kind(failure.kind, failure.message);
+    throw_error_of_kind(failure.kind, failure.message);
   }
   return all;
 }

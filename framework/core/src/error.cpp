@@ -27,4 +27,13 @@ const char* ModelFileError::kind() const { return "model file error"; }
 NumericalError::~NumericalError() = default;
 const char* NumericalError::kind() const { return "numerical error"; }
 
+void throw_error_of_kind(const std::string& kind, const std::string& message) {
+  if (kind == ConfigError("").kind()) throw ConfigError(message);
+  if (kind == DataError("").kind()) throw DataError(message);
+  if (kind == PluginError("").kind()) throw PluginError(message);
+  if (kind == ModelFileError("").kind()) throw ModelFileError(message);
+  if (kind == NumericalError("").kind()) throw NumericalError(message);
+  throw Error(message);
+}
+
 }  // namespace kef

@@ -352,17 +352,6 @@ FailureInfo describe_failure(const std::exception_ptr& error) {
   return f;
 }
 
-// An exception of the failure's kind (so the exit status is kept) whose code lives in libkef.
-[[noreturn]] void throw_like(const FailureInfo& f, const std::string& message) {
-  const std::string_view kind = f.kind;
-  if (kind == "config error") throw ConfigError(message);
-  if (kind == "data error") throw DataError(message);
-  if (kind == "plugin error") throw PluginError(message);
-  if (kind == "model file error") throw ModelFileError(message);
-  if (kind == "numerical error") throw NumericalError(message);
-  throw Error(message);
-}
-
 }  // namespace
 
 Config load_pipeline_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -506,7 +495,8 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
         const std::string who = "evaluate[" + std::to_string(i) + "] (" + ep.info->type + ")";
         require_facets(*fitted.at(name), ep.info->facets, who, name);
         if (!ep.other.empty()) require_facets(*fitted.at(ep.other), ep.info->facets, who, ep.other);
-        Context context = run.child("evaluate[" + std::to_string(i) + "]." + name, "model " + name + ", " + who);
+        Context context =
+            run.child("evaluate[" + std::to_string(i) + "]." + name, "model " + name + ", " + who);
         const auto t0 = std::chrono::steady_clock::now();
         EvalInput in{*fitted.at(name),
                      name,
@@ -591,14 +581,15 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
       } catch (...) {
       }
       if (published)
-        throw_like(failure, failure.message + "\n(the run failed at " + step +
-                                "; the fitted models and finished metrics are kept in " +
-                                plan.output_dir.string() + ", whose results.json records the failure)");
+        throw_error_of_kind(failure.kind, failure.message + "\n(the run failed at " + step +
+                                              "; the fitted models and finished metrics are kept in " +
+                                              plan.output_dir.string() +
+                                              ", whose results.json records the failure)");
     }
     std::error_code ec;
     if (write_output) fs::remove_all(staging, ec);
     // Rethrown as an error of the same kind made here, so it stays valid when the plan's plugins unload.
-    throw_like(failure, failure.message);
+    throw_error_of_kind(failure.kind, failure.message);
   }
 }
 

@@ -78,4 +78,8 @@ class KEF_ERROR_API NumericalError : public Error {
   const char* kind() const override;
 };
 
+// Throws the error whose kind() is `kind` ("config error", ...; anything else: Error) with `message`:
+// how a failure that crossed a process boundary as text (MPI ranks) is raised again with its exit status.
+[[noreturn]] KEF_ERROR_API void throw_error_of_kind(const std::string& kind, const std::string& message);
+
 }  // namespace kef
