@@ -27,7 +27,6 @@ namespace fs = std::filesystem;
 using baselines::GaussianMixtureModel;
 using baselines::KdeModel;
 using test::GridSampler;
-using test::mmd_p_value;
 
 // ------------------------------------------------------------------------------------------------
 // Data and fitting helpers.
@@ -483,15 +482,12 @@ TEST(Baselines, ExactSamplesPassATwoSampleTestAgainstTheDensity) {
   for (const auto& [name, model] : models)
     EXPECT_LE(test::sampler_rejections(*model, GridSampler(*model), n, 20), 3) << name;
   // Power: the mixture's own draws shifted by 0.7 (half the data's standard deviation) along x.
-  const GridSampler grid(*models[1].second);
-  int rejections = 0;
-  for (std::uint64_t rep = 0; rep < 10; ++rep) {
-    RandomStream a = RandomStream(30, "sampler").derive(rep), b = RandomStream(30, "grid").derive(rep);
-    Matrix shifted = models[1].second->sample(n, a);
-    shifted.col(0).array() += 0.7;
-    if (mmd_p_value(shifted, grid.draw(n, b), 200 + rep) <= 0.05) ++rejections;
-  }
-  EXPECT_GE(rejections, 8);
+  const auto shifted = [&](RandomStream& rng) {
+    Matrix S = models[1].second->sample(n, rng);
+    S.col(0).array() += 0.7;
+    return S;
+  };
+  EXPECT_GE(test::rejections_against_grid(shifted, GridSampler(*models[1].second), n, 30, 200), 8);
 }
 
 // Mean and covariance of the rows of S against the exact ones, each entry within 4 standard errors

@@ -403,21 +403,18 @@ TEST(ClusterMixture, APowerCheckOfTheExactSamplerCheck) {
   const Matrix X = two_blobs(600, 7), V = two_blobs(300, 8);
   const Fitted a =
       fit("type = \"cluster_mixture\"\nclusters = 2\n[inner]\ntype = \"gaussian_fit\"\n", X, V, 1, "", "");
-  const test::GridSampler grid(*a.model, 10.0);
-  int rejections = 0;
-  for (std::uint64_t rep = 0; rep < 10; ++rep) {
-    RandomStream s = RandomStream(43, "sampler").derive(rep), g = RandomStream(43, "grid").derive(rep);
-    const Matrix draws = a.model->sample(2000, s);
+  const auto even_weights = [&](RandomStream& rng) {
+    const Matrix draws = a.model->sample(2000, rng);
     Matrix even(300, 2);
     Index first = 0, second = 150;
     for (Index i = 0; i < draws.rows() && (first < 150 || second < 300); ++i) {
       if (draws(i, 0) < 0.5 && first < 150) even.row(first++) = draws.row(i);
       if (draws(i, 0) >= 0.5 && second < 300) even.row(second++) = draws.row(i);
     }
-    ASSERT_EQ(first + second, 450);
-    if (test::mmd_p_value(even, grid.draw(300, g), 300 + rep) <= 0.05) ++rejections;
-  }
-  EXPECT_GE(rejections, 8);
+    EXPECT_EQ(first + second, 450);  // 2000 draws hold 150 of each blob
+    return even;
+  };
+  EXPECT_GE(test::rejections_against_grid(even_weights, test::GridSampler(*a.model, 10.0), 300, 43, 300), 8);
 }
 
 TEST(ClusterMixture, PartsMustMatchWhatTheInnerEstimatorUses) {

@@ -9,6 +9,7 @@
 // what an MMD test on a few hundred points sees.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "kef/linalg.hpp"
@@ -61,19 +62,28 @@ inline double mmd_p_value(const Matrix& X, const Matrix& Y, std::uint64_t seed) 
   return mmd_test(*k, X, Y, 200, rng, Context(seed, 2), 0, false).p_value;
 }
 
-// The model's sampler against grid-inversion draws from its density: 10 independent pairs of n
-// draws, each tested at level α = 0.05. Under the null each repetition rejects with probability
-// <= 0.05, so 4 or more rejections of 10 has probability P(Binomial(10, 0.05) >= 4) ≈ 1e-3: the
-// count returned is compared with 3 by the caller. (One repetition at α = 0.01 would fail for a
-// correct sampler once in 100 seeds; the count does not hinge on one lucky or unlucky seed.)
-inline int sampler_rejections(const Model& model, const GridSampler& grid, Index n, std::uint64_t seed) {
+// Draws against grid-inversion draws from a density: 10 independent pairs of n draws, each tested at
+// level α = 0.05, the draws of repetition r from RandomStream(seed, "sampler").derive(r), the grid's
+// from RandomStream(seed, "grid").derive(r), the permutations from seed first_permutation_seed + r.
+// Under the null each repetition rejects with probability <= 0.05, so 4 or more rejections of 10 has
+// probability P(Binomial(10, 0.05) >= 4) ≈ 1e-3: callers checking a correct sampler compare the count
+// with 3; power checks (draws made wrong on purpose) expect most of the 10. (One repetition at
+// α = 0.01 would fail for a correct sampler once in 100 seeds; the count does not hinge on one lucky
+// or unlucky seed.)
+inline int rejections_against_grid(const std::function<Matrix(RandomStream&)>& draw, const GridSampler& grid,
+                                   Index n, std::uint64_t seed, std::uint64_t first_permutation_seed = 100) {
   int rejections = 0;
   for (std::uint64_t rep = 0; rep < 10; ++rep) {
     RandomStream a = RandomStream(seed, "sampler").derive(rep), b = RandomStream(seed, "grid").derive(rep);
-    const Matrix S = model.sample(n, a);
-    if (mmd_p_value(S, grid.draw(n, b), 100 + rep) <= 0.05) ++rejections;
+    const Matrix S = draw(a);
+    if (mmd_p_value(S, grid.draw(n, b), first_permutation_seed + rep) <= 0.05) ++rejections;
   }
   return rejections;
+}
+
+// The model's own sampler, n draws a repetition.
+inline int sampler_rejections(const Model& model, const GridSampler& grid, Index n, std::uint64_t seed) {
+  return rejections_against_grid([&](RandomStream& rng) { return model.sample(n, rng); }, grid, n, seed);
 }
 
 }  // namespace kef::test
