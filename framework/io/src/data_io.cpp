@@ -38,97 +38,121 @@ std::string join_names(const std::vector<std::string>& names, const char* quote)
   return out;
 }
 
-std::string read_text(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) fail(path, "file not found");
-  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory (expected a data file)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(path, "read error");
-  std::string text = std::move(ss).str();
-  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte order mark from spreadsheets
-  return text;
-}
+// The file's bytes through a bounded buffer, so that reading a CSV file never holds its whole text.
+class ByteSource {
+ public:
+  explicit ByteSource(const std::filesystem::path& path) : path_(path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) fail(path, "file not found");
+    if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory (expected a data file)");
+    in_.open(path, std::ios::binary);
+    if (!in_) fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
+    buffer_.resize(1 << 16);
+    // A UTF-8 byte order mark, from spreadsheets, is not part of the first field.
+    if (refill() && end_ >= 3 && std::memcmp(buffer_.data(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
+  }
+  // The next byte without consuming it, or -1 at the end of the file.
+  int peek() {
+    if (pos_ == end_ && !refill()) return -1;
+    return static_cast<unsigned char>(buffer_[pos_]);
+  }
+  char get() { return buffer_[pos_++]; }  // after a peek() that was not -1
+  bool at_end() { return peek() < 0; }
+
+ private:
+  bool refill() {
+    if (done_) return false;
+    in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    if (in_.bad()) fail(path_, "read error");
+    end_ = static_cast<std::size_t>(in_.gcount());
+    pos_ = 0;
+    if (end_ < buffer_.size()) done_ = true;
+    return end_ > 0;
+  }
+
+  const std::filesystem::path& path_;
+  std::ifstream in_;
+  std::vector<char> buffer_;
+  std::size_t pos_ = 0, end_ = 0;
+  bool done_ = false;
+};
 
 struct Field {
   std::string text;
   bool quoted = false;
 };
 
-// Splits the text into records; tracks line numbers so errors point at the line in an editor.
+// Splits the file into records; tracks line numbers so errors point at the line in an editor.
 class CsvReader {
  public:
-  CsvReader(const std::string& text, const std::filesystem::path& path) : text_(text), path_(path) {}
+  explicit CsvReader(const std::filesystem::path& path) : in_(path), path_(path) {}
 
-  // Reads the next record into `fields`; `line` receives the line it starts on.
+  // Reads the next record into `fields` (reusing their storage); `line` receives the line it starts on.
   bool next(std::vector<Field>& fields, std::size_t& line) {
-    if (pos_ >= text_.size()) return false;
+    if (in_.at_end()) return false;
     line = line_;
-    fields.clear();
+    std::size_t n = 0;
     while (true) {
-      read_field(fields.emplace_back(), line);
-      if (pos_ >= text_.size()) return true;
-      char c = text_[pos_++];
+      if (n == fields.size()) fields.emplace_back();
+      read_field(fields[n++], line);
+      const int c = in_.peek();
+      if (c < 0) break;
+      in_.get();
       if (c == ',') continue;
       // A line ends with \n, \r\n or a lone \r (classic Mac OS, some spreadsheet exports).
-      if (c == '\r' && pos_ < text_.size() && text_[pos_] == '\n') ++pos_;
+      if (c == '\r' && in_.peek() == '\n') in_.get();
       ++line_;
-      return true;
+      break;
     }
+    fields.resize(n);
+    return true;
   }
 
  private:
-  bool at_field_end() const {
-    char c = text_[pos_];
-    return c == ',' || c == '\n' || c == '\r';
-  }
+  static bool is_field_end(int c) { return c < 0 || c == ',' || c == '\n' || c == '\r'; }
   void skip_blanks() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
+    while (in_.peek() == ' ' || in_.peek() == '\t') in_.get();
   }
 
   void read_field(Field& f, std::size_t record_line) {
+    f.text.clear();
+    f.quoted = false;
     skip_blanks();
-    if (pos_ < text_.size() && text_[pos_] == '"') {
+    if (in_.peek() == '"') {
       f.quoted = true;
-      ++pos_;
+      in_.get();
       while (true) {
-        if (pos_ >= text_.size()) {
+        if (in_.at_end()) {
           fail(path_, "line " + std::to_string(record_line) +
                           ": unterminated quoted field (expected a closing '\"', got the end of the file)");
         }
-        char c = text_[pos_++];
+        char c = in_.get();
         if (c == '"') {
-          if (pos_ < text_.size() && text_[pos_] == '"') {
+          if (in_.peek() == '"') {
             f.text += '"';
-            ++pos_;
+            in_.get();
             continue;
           }
           break;
         }
-        if (c == '\n' || (c == '\r' && (pos_ >= text_.size() || text_[pos_] != '\n'))) ++line_;
+        if (c == '\n' || (c == '\r' && in_.peek() != '\n')) ++line_;
         f.text += c;
       }
       skip_blanks();
-      if (pos_ < text_.size() && !at_field_end()) {
+      if (!is_field_end(in_.peek())) {
         fail(path_, "line " + std::to_string(line_) +
                         ": unexpected text after a closing quote (expected ',' "
                         "or the end of the line, got '" +
-                        std::string(1, text_[pos_]) + "')");
+                        std::string(1, static_cast<char>(in_.peek())) + "')");
       }
       return;
     }
-    std::size_t start = pos_;
-    while (pos_ < text_.size() && !at_field_end()) ++pos_;
-    std::size_t end = pos_;
-    while (end > start && (text_[end - 1] == ' ' || text_[end - 1] == '\t')) --end;
-    f.text.assign(text_, start, end - start);
+    while (!is_field_end(in_.peek())) f.text += in_.get();
+    while (!f.text.empty() && (f.text.back() == ' ' || f.text.back() == '\t')) f.text.pop_back();
   }
 
-  const std::string& text_;
+  ByteSource in_;
   const std::filesystem::path& path_;
-  std::size_t pos_ = 0;
   std::size_t line_ = 1;
 };
 
@@ -159,11 +183,57 @@ std::string show_field(const Field& f) {
   return f.quoted ? "\"" + f.text + "\" (a quoted string)" : "'" + f.text + "'";
 }
 
-}  // namespace
 
-TableData read_csv(const std::filesystem::path& path, const std::vector<std::string>& columns) {
-  const std::string text = read_text(path);
-  CsvReader reader(text, path);
+// The header and the data rows [first, first + count) (count < 0: every row from `first`); with
+// `keep_values` false only the records' structure is checked (counting rows). Rows before `first` are
+// scanned for their structure (quotes, field counts, blank lines) and line numbers, never parsed; the
+// scan stops at the range's end, so a range's errors are those of its rows and the rows before it.
+struct CsvScan {
+  TableData table;
+  Index rows = 0;  // data rows read (every row of the file when the range runs to its end)
+};
+
+// Which data rows a read keeps: a range [first, first + count) (count < 0: to the end of the file), or
+// a strictly increasing list. take() is called with the rows' indexes in increasing order.
+class RowPick {
+ public:
+  RowPick(Index first, Index count) : first_(first), count_(count) {}
+  explicit RowPick(const std::vector<Index>& list) : list_(&list) {
+    for (std::size_t k = 0; k < list.size(); ++k)
+      if (list[k] < 0 || (k > 0 && list[k] <= list[k - 1]))
+        throw Error("read_table_rows: the rows must be increasing and non-negative (row " + std::to_string(list[k]) +
+                    " at position " + std::to_string(k) + ")");
+  }
+  // The number of rows kept, or -1 when the range runs to the end of the file.
+  Index wanted() const { return list_ ? static_cast<Index>(list_->size()) : count_; }
+  bool take(Index index) {
+    if (list_) {
+      if (next_ < list_->size() && (*list_)[next_] == index) {
+        ++next_;
+        return true;
+      }
+      return false;
+    }
+    return index >= first_ && (count_ < 0 || index < first_ + count_);
+  }
+  // Every wanted row was taken after `taken` of them: the scan can stop.
+  bool finished(Index taken) const { return wanted() >= 0 && taken == wanted(); }
+  std::string describe() const {
+    if (list_) return "row " + std::to_string((*list_)[next_]) + " (0-based)";
+    return "rows [" + std::to_string(first_) + ", " + std::to_string(first_ + count_) + ")";
+  }
+
+ private:
+  Index first_ = 0, count_ = -1;
+  const std::vector<Index>* list_ = nullptr;
+  std::size_t next_ = 0;
+};
+
+// `visit`, when given, receives each kept row instead of the table (which is then left empty).
+CsvScan scan_csv(const std::filesystem::path& path, const std::vector<std::string>& columns, RowPick pick,
+                 bool keep_values, const RowVisitor* visit = nullptr) {
+  const Index count = visit ? -1 : pick.wanted();
+  CsvReader reader(path);
   std::vector<Field> fields;
   std::size_t line = 0;
 
@@ -201,12 +271,18 @@ TableData read_csv(const std::filesystem::path& path, const std::vector<std::str
     for (std::size_t j = 0; j < width; ++j) selected.push_back(j);
   }
 
+  // A range of known length is parsed straight into its matrix; otherwise into a row-major buffer,
+  // copied once at the end (the row count is known only then).
   std::vector<double> values;  // row-major, selected columns only
+  std::vector<double> row_values(visit ? selected.size() : 0);
+  Matrix direct;
+  if (keep_values && count >= 0) direct.resize(count, static_cast<Index>(selected.size()));
   std::vector<std::optional<TextSample>> text_samples(selected.size());
   std::optional<std::string> value_error;  // deferred in the default selection, see below
   std::size_t rows = 0;
   std::size_t blank_line = 0;
-  while (reader.next(fields, line)) {
+  Index seen = 0;  // data records so far
+  while (!pick.finished(static_cast<Index>(rows)) && reader.next(fields, line)) {
     if (is_blank(fields)) {
       if (!blank_line) blank_line = line;
       continue;
@@ -219,23 +295,29 @@ TableData read_csv(const std::filesystem::path& path, const std::vector<std::str
       fail(path, "line " + std::to_string(line) + ": wrong number of fields (expected " +
                      std::to_string(width) + " as in the header, got " + std::to_string(fields.size()) + ")");
     }
+    if (!pick.take(seen++)) continue;
+    if (!keep_values) {
+      ++rows;
+      if (pick.finished(static_cast<Index>(rows))) break;
+      continue;
+    }
     for (std::size_t s = 0; s < selected.size(); ++s) {
       const Field& f = fields[selected[s]];
-      const std::string where =
-          "line " + std::to_string(line) + ", " + column_label(names[selected[s]], selected[s]);
+      // Built only for a message: most fields have none.
+      const auto where = [&] { return "line " + std::to_string(line) + ", " + column_label(names[selected[s]], selected[s]); };
       std::string problem;
       double v = 0;
       if (is_missing(f)) {
-        problem = where + ": missing value (expected a number, got " +
+        problem = where() + ": missing value (expected a number, got " +
                   (f.text.empty() ? "an empty field" : "NA") + ")";
       } else if (auto parsed = parse_number(f.text); !parsed || (f.quoted && !explicit_selection)) {
         // Without an explicit selection a quoted field marks a string column (R quotes strings and
         // factors only), even when its text looks like a number, e.g. row names "85".
         if (explicit_selection)
-          fail(path, where + ": not a number (expected a number, got " + show_field(f) + ")");
+          fail(path, where() + ": not a number (expected a number, got " + show_field(f) + ")");
         if (!text_samples[s]) text_samples[s] = TextSample{line, f};
       } else if (!std::isfinite(*parsed)) {
-        problem = where + ": non-finite value (expected a finite number, got '" + f.text + "')";
+        problem = where() + ": non-finite value (expected a finite number, got '" + f.text + "')";
       } else {
         v = *parsed;
       }
@@ -243,11 +325,22 @@ TableData read_csv(const std::filesystem::path& path, const std::vector<std::str
         if (explicit_selection) fail(path, problem);
         if (!value_error) value_error = problem;
       }
-      values.push_back(v);
+      if (visit)
+        row_values[s] = v;
+      else if (count >= 0)
+        direct(static_cast<Index>(rows), static_cast<Index>(s)) = v;
+      else
+        values.push_back(v);
     }
+    if (visit) (*visit)(static_cast<Index>(rows), row_values.data());
     ++rows;
+    if (pick.finished(static_cast<Index>(rows))) break;
   }
-  if (rows == 0) fail(path, "no data rows (expected at least one row after the header on line 1)");
+  if (seen == 0 && pick.wanted() != 0)
+    fail(path, "no data rows (expected at least one row after the header on line 1)");
+  if (pick.wanted() >= 0 && static_cast<Index>(rows) < pick.wanted())
+    throw Error(path.string() + ": " + pick.describe() + " requested of a file of " + std::to_string(seen) +
+                " data rows");
 
   // A text column explains every later failure, so report it before missing values.
   std::vector<std::string> text_columns, numeric_columns;
@@ -271,62 +364,169 @@ TableData read_csv(const std::filesystem::path& path, const std::vector<std::str
   }
   if (value_error) fail(path, *value_error);
 
-  TableData table;
-  table.values = Eigen::Map<const RowMatrix>(values.data(), static_cast<Index>(rows),
-                                             static_cast<Index>(selected.size()));
-  for (std::size_t index : selected) table.columns.push_back(names[index]);
-  return table;
+  CsvScan scan;
+  scan.rows = static_cast<Index>(rows);
+  for (std::size_t index : selected) scan.table.columns.push_back(names[index]);
+  if (!keep_values || visit) return scan;
+  if (count >= 0)
+    scan.table.values = std::move(direct);
+  else
+    scan.table.values = Eigen::Map<const RowMatrix>(values.data(), static_cast<Index>(rows),
+                                                  static_cast<Index>(selected.size()));
+  return scan;
 }
 
-TableData read_table(const std::filesystem::path& path, const std::vector<std::string>& columns) {
+}  // namespace
+
+TableData read_csv(const std::filesystem::path& path, const std::vector<std::string>& columns) {
+  return scan_csv(path, columns, RowPick(0, -1), true).table;
+}
+
+namespace {
+
+bool is_csv(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (ext == ".csv") return read_csv(path, columns);
+  if (ext == ".csv") return true;
   if (ext != ".npy") {
     fail(path, "unsupported file type '" + path.extension().string() + "' (expected a .csv or .npy file)");
   }
-  Matrix all = read_npy(path);
-  if (all.rows() == 0) {
-    fail(path,
-         "no data rows (expected at least one sample, got shape (0, " + std::to_string(all.cols()) + "))");
-  }
-  std::vector<std::string> names;
-  for (Index j = 0; j < all.cols(); ++j) names.push_back(std::string("x").append(std::to_string(j)));
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
+// An NPY file's layout and the columns selected by name (x0, x1, ...: by index).
+struct NpySelection {
+  NpyLayout layout;
   std::vector<Index> selected;
+  std::vector<std::string> names;  // of every column
+};
+
+NpySelection npy_selection(const std::filesystem::path& path, const std::vector<std::string>& columns) {
+  NpySelection out;
+  out.layout = read_npy_layout(path);
+  if (out.layout.rows == 0) {
+    fail(path, "no data rows (expected at least one sample, got shape (0, " + std::to_string(out.layout.cols) +
+                   "))");
+  }
+  for (Index j = 0; j < out.layout.cols; ++j) out.names.push_back(std::string("x").append(std::to_string(j)));
   if (columns.empty()) {
-    for (Index j = 0; j < all.cols(); ++j) selected.push_back(j);
-  } else {
-    for (const auto& name : columns) {
-      auto it = std::find(names.begin(), names.end(), name);
-      if (it == names.end()) {
-        fail(path, "no column named " + single_quoted(name) + " (expected one of x0 .. x" +
-                       std::to_string(all.cols() - 1) + "; columns of a .npy file are named by index)");
-      }
-      auto index = static_cast<Index>(it - names.begin());
-      if (std::find(selected.begin(), selected.end(), index) != selected.end())
-        fail(path,
-             "column " + single_quoted(name) + " is selected twice (expected distinct names in columns)");
-      selected.push_back(index);
-    }
+    for (Index j = 0; j < out.layout.cols; ++j) out.selected.push_back(j);
+    return out;
   }
+  for (const auto& name : columns) {
+    auto it = std::find(out.names.begin(), out.names.end(), name);
+    if (it == out.names.end()) {
+      fail(path, "no column named " + single_quoted(name) + " (expected one of x0 .. x" +
+                     std::to_string(out.layout.cols - 1) + "; columns of a .npy file are named by index)");
+    }
+    auto index = static_cast<Index>(it - out.names.begin());
+    if (std::find(out.selected.begin(), out.selected.end(), index) != out.selected.end())
+      fail(path, "column " + single_quoted(name) + " is selected twice (expected distinct names in columns)");
+    out.selected.push_back(index);
+  }
+  return out;
+}
+
+std::vector<std::string> selected_names(const NpySelection& sel) {
+  std::vector<std::string> out;
+  for (Index j : sel.selected) out.push_back(sel.names[static_cast<std::size_t>(j)]);
+  return out;
+}
+
+// The first non-finite value in file order (rows, then columns), naming its file row.
+template <class FileRow>
+void check_finite_rows(const std::filesystem::path& path, const Matrix& values, const NpySelection& sel,
+                       FileRow&& file_row) {
+  for (Index i = 0; i < values.rows(); ++i)
+    for (std::size_t s = 0; s < sel.selected.size(); ++s) {
+      const double v = values(i, static_cast<Index>(s));
+      if (std::isfinite(v)) continue;
+      std::ostringstream got;
+      got << v;
+      fail(path, "row " + std::to_string(file_row(i)) + " (0-based), column " +
+                     single_quoted(sel.names[static_cast<std::size_t>(sel.selected[s])]) +
+                     ": non-finite value (expected a finite number, got " + got.str() + ")");
+    }
+}
+
+void check_listed_rows(const std::filesystem::path& path, const std::vector<Index>& rows, Index file_rows) {
+  const RowPick order_check(rows);  // throws unless the rows increase
+  (void)order_check;
+  if (!rows.empty() && rows.back() >= file_rows)
+    throw Error(path.string() + ": row " + std::to_string(rows.back()) + " (0-based) requested of a file of " +
+                std::to_string(file_rows) + " data rows");
+}
+
+}  // namespace
+
+TableData read_table(const std::filesystem::path& path, const std::vector<std::string>& columns,
+                     RowRange range) {
+  if (range.first < 0) throw Error(path.string() + ": negative first row " + std::to_string(range.first));
+  if (is_csv(path)) return scan_csv(path, columns, RowPick(range.first, range.count), true).table;
+  const NpySelection sel = npy_selection(path, columns);
+  const Index count = range.count < 0 ? sel.layout.rows - std::min(range.first, sel.layout.rows) : range.count;
+  if (range.first + count > sel.layout.rows)
+    throw Error(path.string() + ": rows [" + std::to_string(range.first) + ", " +
+                std::to_string(range.first + count) + ") requested of a file of " + std::to_string(sel.layout.rows) +
+                " data rows");
   TableData table;
-  table.values.resize(all.rows(), static_cast<Index>(selected.size()));
-  for (std::size_t s = 0; s < selected.size(); ++s) {
-    const Index j = selected[s];
-    for (Index i = 0; i < all.rows(); ++i) {
-      const double v = all(i, j);
-      if (!std::isfinite(v)) {
-        std::ostringstream got;
-        got << v;
-        fail(path, "row " + std::to_string(i) + " (0-based), column " +
-                       single_quoted(names[static_cast<std::size_t>(j)]) +
-                       ": non-finite value (expected a finite number, got " + got.str() + ")");
-      }
-    }
-    table.values.col(static_cast<Index>(s)) = all.col(j);
-    table.columns.push_back(names[static_cast<std::size_t>(j)]);
-  }
+  table.values = read_npy_rows(path, sel.layout, range.first, count, sel.selected);
+  check_finite_rows(path, table.values, sel, [&](Index i) { return range.first + i; });
+  table.columns = selected_names(sel);
   return table;
+}
+
+TableData read_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+                          const std::vector<Index>& rows) {
+  if (is_csv(path)) return scan_csv(path, columns, RowPick(rows), true).table;
+  const NpySelection sel = npy_selection(path, columns);
+  check_listed_rows(path, rows, sel.layout.rows);
+  TableData table;
+  table.values = read_npy_rows(path, sel.layout, rows, sel.selected);
+  check_finite_rows(path, table.values, sel, [&](Index i) { return rows[static_cast<std::size_t>(i)]; });
+  table.columns = selected_names(sel);
+  return table;
+}
+
+std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+                                          const std::vector<Index>* rows, const RowVisitor& visit) {
+  if (is_csv(path)) {
+    const RowPick pick = rows ? RowPick(*rows) : RowPick(0, -1);
+    return scan_csv(path, columns, pick, true, &visit).table.columns;
+  }
+  const NpySelection sel = npy_selection(path, columns);
+  if (rows) check_listed_rows(path, *rows, sel.layout.rows);
+  const Index total = rows ? static_cast<Index>(rows->size()) : sel.layout.rows;
+  // A bounded piece at a time: about 1 MiB of values.
+  const Index piece =
+      std::max<Index>(1, static_cast<Index>((1 << 20) / (8 * std::max<std::size_t>(sel.selected.size(), 1))));
+  std::vector<double> row(sel.selected.size());
+  for (Index k0 = 0; k0 < total; k0 += piece) {
+    const Index n = std::min(piece, total - k0);
+    std::vector<Index> listed;
+    Matrix values;
+    if (rows) {
+      listed.assign(rows->begin() + k0, rows->begin() + k0 + n);
+      values = read_npy_rows(path, sel.layout, listed, sel.selected);
+    } else {
+      values = read_npy_rows(path, sel.layout, k0, n, sel.selected);
+    }
+    check_finite_rows(path, values, sel, [&](Index i) { return rows ? listed[static_cast<std::size_t>(i)] : k0 + i; });
+    for (Index i = 0; i < n; ++i) {
+      for (std::size_t s = 0; s < row.size(); ++s) row[s] = values(i, static_cast<Index>(s));
+      visit(k0 + i, row.data());
+    }
+  }
+  return selected_names(sel);
+}
+
+Index count_table_rows(const std::filesystem::path& path) {
+  if (is_csv(path)) return scan_csv(path, {}, RowPick(0, -1), false).rows;
+  return npy_selection(path, {}).layout.rows;
 }
 
 }  // namespace kef

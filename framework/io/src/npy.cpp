@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cctype>
@@ -225,34 +226,6 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) {
   return s + ")";
 }
 
-std::string read_bytes(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory (expected a .npy file)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
-  std::string bytes;
-  std::vector<char> buf(1 << 16);
-  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
-    bytes.append(buf.data(), static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) fail(path, "read error");
-  return bytes;
-}
-
-template <class T>
-Matrix convert(const char* data, Index rows, Index cols, bool column_major) {
-  Matrix m(rows, cols);
-  const auto stride = static_cast<Index>(sizeof(T));
-  for (Index j = 0; j < cols; ++j) {
-    for (Index i = 0; i < rows; ++i) {
-      Index k = column_major ? j * rows + i : i * cols + j;
-      T v;
-      std::memcpy(&v, data + k * stride, sizeof(T));
-      m(i, j) = static_cast<double>(v);
-    }
-  }
-  return m;
-}
-
 // Writes `bytes` to a temporary file next to `path` and renames it, so readers never see half a file.
 void write_atomically(const std::filesystem::path& path, const std::string& bytes) {
   static std::atomic<unsigned> counter{0};
@@ -301,8 +274,23 @@ void write_array(const std::filesystem::path& path, const std::string& shape, co
 
 }  // namespace
 
-Matrix read_npy(const std::filesystem::path& path) {
-  const std::string bytes = read_bytes(path);
+NpyLayout read_npy_layout(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory (expected a .npy file)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
+  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) fail(path, "cannot read the file size (" + ec.message() + ")");
+  // Only the prefix is read here: the data are read by read_npy_rows, by rows.
+  auto read_at_most = [&](std::size_t n) {
+    std::string bytes(n, '\0');
+    in.read(bytes.data(), static_cast<std::streamsize>(n));
+    if (in.bad()) fail(path, "read error");
+    bytes.resize(static_cast<std::size_t>(in.gcount()));
+    in.clear();
+    return bytes;
+  };
+  std::string bytes = read_at_most(kMagic.size() + 2);
   if (bytes.size() < kMagic.size() + 2 || std::string_view(bytes).substr(0, kMagic.size()) != kMagic) {
     fail(path, "not a .npy file (expected the magic string \\x93NUMPY, got \"" +
                    printable(std::string_view(bytes).substr(0, kMagic.size() + 2)) + "\")");
@@ -315,6 +303,7 @@ Matrix read_npy(const std::filesystem::path& path) {
   }
   const std::size_t len_size = major == 1 ? 2 : 4;
   const std::size_t prefix = kMagic.size() + 2 + len_size;
+  bytes += read_at_most(len_size);
   if (bytes.size() < prefix) {
     fail(path, "truncated header (expected at least " + std::to_string(prefix) + " bytes, got " +
                    std::to_string(bytes.size()) + ")");
@@ -322,17 +311,19 @@ Matrix read_npy(const std::filesystem::path& path) {
   std::size_t header_len = 0;
   for (std::size_t i = 0; i < len_size; ++i)
     header_len |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
-  if (bytes.size() - prefix < header_len) {
+  if (file_size - prefix < header_len) {
     fail(path, "truncated header (expected " + std::to_string(header_len) + " header bytes, got " +
-                   std::to_string(bytes.size() - prefix) + ")");
+                   std::to_string(file_size - prefix) + ")");
   }
-  Header h = HeaderParser(std::string_view(bytes).substr(prefix, header_len), path).parse();
+  const std::string header_text = read_at_most(header_len);
+  if (header_text.size() != header_len) fail(path, "read error in the header");
+  Header h = HeaderParser(header_text, path).parse();
 
-  std::size_t item = 0;
+  NpyLayout layout;
   if (h.descr == "<f8") {
-    item = 8;
+    layout.item = 8;
   } else if (h.descr == "<f4") {
-    item = 4;
+    layout.item = 4;
   } else if (h.descr.size() >= 2 && h.descr[0] == '>') {
     fail(path, "big-endian dtype '" + h.descr + "' is not supported (expected '<f8' or '<f4'); " +
                    "convert with numpy: a.astype('<f8')");
@@ -348,20 +339,109 @@ Matrix read_npy(const std::filesystem::path& path) {
   std::uint64_t count = 0, expected = 0;
   constexpr auto kMaxIndex = static_cast<std::uint64_t>(std::numeric_limits<Index>::max());
   if (rows > kMaxIndex || cols > kMaxIndex || __builtin_mul_overflow(rows, cols, &count) ||
-      __builtin_mul_overflow(count, static_cast<std::uint64_t>(item), &expected)) {
+      __builtin_mul_overflow(count, static_cast<std::uint64_t>(layout.item), &expected)) {
     fail(path, "array shape " + shape_text(h.shape) + " is too large");
   }
-  const std::size_t data_offset = prefix + header_len;
-  const std::uint64_t available = bytes.size() - data_offset;
+  layout.data_offset = prefix + header_len;
+  const std::uint64_t available = file_size - layout.data_offset;
   if (available != expected) {
     fail(path, std::string(available < expected ? "truncated data" : "unexpected trailing data") +
                    " (expected " + std::to_string(expected) + " bytes for shape " + shape_text(h.shape) +
                    " of '" + h.descr + "', got " + std::to_string(available) + ")");
   }
-  const char* data = bytes.data() + data_offset;
-  const bool column_major = h.fortran_order || h.shape.size() == 1;
-  const auto r = static_cast<Index>(rows), c = static_cast<Index>(cols);
-  return item == 8 ? convert<double>(data, r, c, column_major) : convert<float>(data, r, c, column_major);
+  layout.rows = static_cast<Index>(rows);
+  layout.cols = static_cast<Index>(cols);
+  layout.column_major = h.fortran_order || h.shape.size() == 1;
+  return layout;
+}
+
+Matrix read_npy_rows(const std::filesystem::path& path, const NpyLayout& layout, Index first, Index count,
+                     const std::vector<Index>& columns) {
+  if (first < 0 || count < 0 || first > layout.rows || count > layout.rows - first)
+    throw Error(path.string() + ": rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                ") requested of a file of " + std::to_string(layout.rows) + " rows");
+  std::vector<Index> selected = columns;
+  if (selected.empty())
+    for (Index j = 0; j < layout.cols; ++j) selected.push_back(j);
+  for (Index j : selected)
+    if (j < 0 || j >= layout.cols)
+      throw Error(path.string() + ": column " + std::to_string(j) + " requested of a file of " +
+                  std::to_string(layout.cols) + " columns");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
+  Matrix m(count, static_cast<Index>(selected.size()));
+  const auto item = static_cast<std::uint64_t>(layout.item);
+  // A bounded buffer: reading a range costs the range (plus 1 MiB), never the file.
+  std::vector<char> buffer;
+  auto read_span = [&](std::uint64_t offset, std::uint64_t bytes) {
+    buffer.resize(static_cast<std::size_t>(bytes));
+    in.seekg(static_cast<std::streamoff>(layout.data_offset + offset));
+    in.read(buffer.data(), static_cast<std::streamsize>(bytes));
+    if (!in || static_cast<std::uint64_t>(in.gcount()) != bytes)
+      fail(path, "read error (the file changed or shrank while it was read)");
+  };
+  auto value = [&](std::size_t at) {
+    if (layout.item == 8) {
+      double v;
+      std::memcpy(&v, buffer.data() + at * 8, 8);
+      return v;
+    }
+    float v;
+    std::memcpy(&v, buffer.data() + at * 4, 4);
+    return static_cast<double>(v);
+  };
+  constexpr std::uint64_t kChunkBytes = 1u << 20;
+  if (layout.column_major) {
+    const Index rows_per_chunk = std::max<Index>(1, static_cast<Index>(kChunkBytes / item));
+    for (std::size_t s = 0; s < selected.size(); ++s)
+      for (Index i0 = 0; i0 < count; i0 += rows_per_chunk) {
+        const Index n = std::min(rows_per_chunk, count - i0);
+        read_span((static_cast<std::uint64_t>(selected[s]) * static_cast<std::uint64_t>(layout.rows) +
+                   static_cast<std::uint64_t>(first + i0)) * item,
+                  static_cast<std::uint64_t>(n) * item);
+        for (Index i = 0; i < n; ++i) m(i0 + i, static_cast<Index>(s)) = value(static_cast<std::size_t>(i));
+      }
+  } else {
+    const std::uint64_t row_bytes = static_cast<std::uint64_t>(layout.cols) * item;
+    const Index rows_per_chunk = std::max<Index>(1, static_cast<Index>(kChunkBytes / std::max<std::uint64_t>(row_bytes, 1)));
+    for (Index i0 = 0; i0 < count && row_bytes > 0; i0 += rows_per_chunk) {
+      const Index n = std::min(rows_per_chunk, count - i0);
+      read_span(static_cast<std::uint64_t>(first + i0) * row_bytes, static_cast<std::uint64_t>(n) * row_bytes);
+      for (Index i = 0; i < n; ++i)
+        for (std::size_t s = 0; s < selected.size(); ++s)
+          m(i0 + i, static_cast<Index>(s)) =
+              value(static_cast<std::size_t>(i * layout.cols + selected[s]));
+    }
+  }
+  return m;
+}
+
+Matrix read_npy_rows(const std::filesystem::path& path, const NpyLayout& layout, const std::vector<Index>& rows,
+                     const std::vector<Index>& columns) {
+  std::vector<Index> selected = columns;
+  if (selected.empty())
+    for (Index j = 0; j < layout.cols; ++j) selected.push_back(j);
+  Matrix m(static_cast<Index>(rows.size()), static_cast<Index>(selected.size()));
+  // Runs of rows close enough to read through (less than 64 KiB of other rows between them) are read
+  // as one range, by the range reader; scattered rows are read each alone.
+  const std::uint64_t row_bytes =
+      (layout.column_major ? 1 : static_cast<std::uint64_t>(layout.cols)) * static_cast<std::uint64_t>(layout.item);
+  const auto gap = static_cast<Index>(std::max<std::uint64_t>(1, (64u << 10) / std::max<std::uint64_t>(row_bytes, 1)));
+  std::size_t k = 0;
+  while (k < rows.size()) {
+    std::size_t e = k + 1;
+    while (e < rows.size() && rows[e] - rows[e - 1] <= gap && rows[e] - rows[k] < (Index{1} << 16)) ++e;
+    const Index first = rows[k], last = rows[e - 1];
+    const Matrix span = read_npy_rows(path, layout, first, last - first + 1, selected);
+    for (std::size_t i = k; i < e; ++i) m.row(static_cast<Index>(i)) = span.row(rows[i] - first);
+    k = e;
+  }
+  return m;
+}
+
+Matrix read_npy(const std::filesystem::path& path) {
+  const NpyLayout layout = read_npy_layout(path);
+  return read_npy_rows(path, layout, 0, layout.rows);
 }
 
 void write_npy(const std::filesystem::path& path, const Matrix& m) {

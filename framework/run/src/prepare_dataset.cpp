@@ -27,6 +27,22 @@ fs::path resolve_path(const Config& cfg, const std::string& p) {
   return base / path;
 }
 
+fs::path existing_file(const Config& cfg, const char* key) {
+  fs::path p = resolve_path(cfg, cfg.string(key));
+  if (!fs::exists(p)) throw DataError(cfg.where(key) + ": no such file " + p.string());
+  return p;
+}
+
+// A `file` source with one `path` is read by the splits (FileRows below): the host learns its row count
+// and column names first, and reads each row straight into its split, so the file's rows are held once.
+bool reads_by_split(const Config& data) { return data.type() && *data.type() == "file" && data.has("path"); }
+
+struct FileRows {
+  fs::path path;
+  std::vector<std::string> columns;  // the `columns` key (empty: all), as the reader takes it
+  Index rows = 0;
+};
+
 class FileSource final : public Clonable<FileSource, DataSource> {
  public:
   explicit FileSource(const Config& cfg) : cfg_(cfg) {
@@ -41,8 +57,7 @@ class FileSource final : public Clonable<FileSource, DataSource> {
   SourceData load(RandomStream&) override {
     SourceData out;
     auto read = [&](const char* key) {
-      fs::path p = resolve_path(cfg_, cfg_.string(key));
-      if (!fs::exists(p)) throw DataError(cfg_.where(key) + ": no such file " + p.string());
+      fs::path p = existing_file(cfg_, key);
       TableData t = read_table(p, columns_);
       if (out.columns.empty()) {
         out.columns = t.columns;
@@ -162,7 +177,13 @@ Matrix without_columns(const Matrix& X, const std::vector<Index>& keep) {
 }
 
 // `exclude = [...]`: the named columns are removed from every split before anything else happens.
-void exclude_columns(const Config& data, SourceData& raw, PreprocessingReport& report) {
+// `kept`, when given, receives the indices of the columns left (all of them when nothing is excluded).
+void exclude_columns(const Config& data, SourceData& raw, PreprocessingReport& report,
+                     std::vector<Index>* kept = nullptr) {
+  if (kept) {
+    kept->clear();
+    for (std::size_t k = 0; k < raw.columns.size(); ++k) kept->push_back(static_cast<Index>(k));
+  }
   if (!data.has("exclude")) return;
   const std::vector<std::string> names = data.strings("exclude");
   if (names.empty()) return;
@@ -193,6 +214,7 @@ void exclude_columns(const Config& data, SourceData& raw, PreprocessingReport& r
     if (*m) apply(**m);
   raw.columns = kept_names;
   report.excluded = names;
+  if (kept) *kept = keep;
 }
 
 // `targets = [...]`: the target columns y by name (positional names x0, x1, ... for data without a
@@ -491,13 +513,40 @@ namespace {
 
 // Everything after loading, the same for every source (a file, a synthetic source, a caller's matrix):
 // `rng` is the run's "data" stream, so shuffles and noise do not depend on where the rows came from.
-Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng) {
+// The splits of a file read by split: each file row goes straight to its place in its split (`order[p]`
+// is the file row at split position p, splits back to back), in one pass over the file, keeping the
+// columns `kept` of those read.
+void read_splits(const FileRows& file, const std::vector<Index>& order, const std::vector<Index>& kept,
+                 std::initializer_list<Matrix*> splits) {
+  const Index n = file.rows;
+  std::vector<Index> position(static_cast<std::size_t>(n));
+  for (Index p = 0; p < n; ++p) position[static_cast<std::size_t>(order[static_cast<std::size_t>(p)])] = p;
+  std::vector<std::pair<Index, Matrix*>> starts;  // first position of each split
+  Index begin = 0;
+  for (Matrix* m : splits) {
+    starts.emplace_back(begin, m);
+    begin += m->rows();
+  }
+  visit_table_rows(file.path, file.columns, nullptr, [&](Index f, const double* row) {
+    Index p = position[static_cast<std::size_t>(f)];
+    std::size_t s = starts.size() - 1;
+    while (p < starts[s].first) --s;
+    Matrix& split = *starts[s].second;
+    p -= starts[s].first;
+    for (std::size_t j = 0; j < kept.size(); ++j) split(p, static_cast<Index>(j)) = row[kept[j]];
+  });
+}
+
+Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, const FileRows* file = nullptr) {
   data.fill_defaults();
   PreprocessingReport report;
-  exclude_columns(data, raw, report);
+  std::vector<Index> kept;
+  exclude_columns(data, raw, report, &kept);
 
   Dataset out;
-  out.roles = resolve_targets(data, raw, report, raw.train ? raw.train->cols() : raw.samples.cols());
+  out.roles = resolve_targets(data, raw, report,
+                              raw.train ? raw.train->cols()
+                                        : (file ? static_cast<Index>(kept.size()) : raw.samples.cols()));
   for (Index t : out.roles.targets) report.targets.push_back(column_name(raw.columns, t));
   out.columns = raw.columns;
   out.truth = raw.truth;
@@ -509,7 +558,7 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng) {
     if (!raw.validation) out.validation.resize(0, out.train.cols());
     if (!raw.test) out.test.resize(0, out.train.cols());
   } else {
-    const Index n = raw.samples.rows();
+    const Index n = file ? file->rows : raw.samples.rows();
     if (n == 0) throw DataError(data.where("type") + ": the source produced no rows");
     Config split = data.table("split");
     split.validate({KeySpec::number("test", "test rows: a fraction in [0, 1) or an integer count", 0.1),
@@ -534,9 +583,17 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng) {
     }
     // Protocol of the DKEF paper: the last rows are the test set, the ones before it validation.
     const Index n_train = n - n_test - n_val;
-    out.train = take_rows(raw.samples, idx, 0, n_train);
-    out.validation = take_rows(raw.samples, idx, n_train, n_val);
-    out.test = take_rows(raw.samples, idx, n_train + n_val, n_test);
+    if (file) {
+      const auto D = static_cast<Index>(kept.size());
+      out.train.resize(n_train, D);
+      out.validation.resize(n_val, D);
+      out.test.resize(n_test, D);
+      read_splits(*file, idx, kept, {&out.train, &out.validation, &out.test});
+    } else {
+      out.train = take_rows(raw.samples, idx, 0, n_train);
+      out.validation = take_rows(raw.samples, idx, n_train, n_val);
+      out.test = take_rows(raw.samples, idx, n_train + n_val, n_test);
+    }
   }
   check_dims(out);
   out.preprocessing = report;
@@ -607,6 +664,17 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
   RandomStream rng(seed, "data");
   BuildContext ctx{-1, &registry, &rng};
   DataSourcePtr source = registry.make_data_source(data, ctx, data_host_keys());
+  if (reads_by_split(data)) {
+    FileRows file;
+    file.path = existing_file(data, "path");
+    if (data.has("columns")) file.columns = data.strings("columns");
+    SourceData header;
+    // The names only (no row is read), then the row count; the rows come with the splits.
+    header.columns = read_table_rows(file.path, file.columns, {}).columns;
+    header.provenance = file.path.string();
+    file.rows = count_table_rows(file.path);
+    return prepare_loaded(data, std::move(header), rng, &file);
+  }
   RandomStream load_rng = rng.derive("source");
   return prepare_loaded(data, source->load(load_rng), rng);
 }

@@ -1,6 +1,9 @@
 #pragma once
-// Reading sample matrices from CSV (header row, numeric columns) and NPY files.
+// Reading sample matrices from CSV (header row, numeric columns) and NPY files, whole or by rows.
+// Neither holds more than the rows asked for and a bounded buffer: a CSV file is parsed as it is read
+// (never held as text), an NPY file read at the rows' offsets.
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,7 +19,32 @@ struct TableData {
 // columns: names to select (empty = all). Errors are DataErrors naming file, row (1-based, header
 // is row 1) and column.
 TableData read_csv(const std::filesystem::path& path, const std::vector<std::string>& columns = {});
-// By extension: .csv or .npy.
-TableData read_table(const std::filesystem::path& path, const std::vector<std::string>& columns = {});
+// Data rows [first, first + count) of a file; count < 0: every row from `first`.
+struct RowRange {
+  Index first = 0;
+  Index count = -1;
+};
+
+// By extension: .csv or .npy. The rows of `range` only, checked as the whole file's would be (a CSV
+// file's structure is also checked on the lines before the range, which are scanned for it; values are
+// parsed and checked only in the range). Errors name the file's own line (CSV) or 0-based row (NPY).
+TableData read_table(const std::filesystem::path& path, const std::vector<std::string>& columns = {},
+                     RowRange range = {});
+// The data rows `rows` (0-based, increasing) in that order, in one pass over the file: what the rows
+// of a distributed run's process, or a split of a shuffled file, need without reading every row. A CSV
+// file is scanned up to the last row asked for; values are parsed and checked only in the rows read.
+TableData read_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+                          const std::vector<Index>& rows);
+// visit(k, row) for the k-th row read (row: the selected columns' values, valid during the call), in file
+// order: all rows, or the increasing data rows `rows`. Holds a bounded piece of the file, never the
+// rows themselves, so a caller can put each row where it belongs (a split of a shuffled file) with no
+// second copy. Returns the selected columns' names. Errors as read_table's, and an error found after
+// some rows were visited (a CSV text column is reported once the file is read) still throws.
+using RowVisitor = std::function<void(Index k, const double* row)>;
+std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+                                          const std::vector<Index>* rows, const RowVisitor& visit);
+// The number of data rows, without keeping any: an NPY file's header, or a scan of a CSV file's records
+// (their structure checked, values not parsed).
+Index count_table_rows(const std::filesystem::path& path);
 
 }  // namespace kef
