@@ -1,15 +1,18 @@
 #!/usr/bin/python3
-"""Where a DDE fit on two moons differs from the truth (README, DDE Table 1).
+"""Where a DDE fit on two moons or rings differs from the truth (README, DDE Table 1).
 
-    scripts/diagnose-dde-two-moons.py SEED_DIR [--grid N]
+    scripts/diagnose-dde-table1.py SEED_DIR [--set two_moons|rings] [--grid N]
 
-SEED_DIR is one seed's directory of scripts/reproduce-dde-table1.sh on two moons: it holds dde/ (the
-kef run, with models/dde and data/{train,test}.npy) and dde.samples.npy (the sampler's timed draws).
-Two moons is exp(-U) of Rezende and Mohamed (2015), so the truth is known up to its normaliser. The
-model's log p~ = lambda f + log p0 and the truth are both normalised on an N x N grid over the training
-box; the script prints KL and TV between them, the MMD^2_u (x 1e-3) of Table 1's metric (the kernel of
-the model's f) for exact draws of the grid-normalised model, of the truth and of the sampler against
-the test rows, and where the model is too high or too low (by radius and along the circle r = 2).
+SEED_DIR is one seed's directory of scripts/reproduce-dde-table1.sh: it holds dde/ (the kef run, with
+models/dde and data/{train,test}.npy, or, for runs made before the runs saved their splits, the
+data-only run dde.splits/data/) and dde.samples.npy (the sampler's timed draws); --set defaults to the
+directory's parent's name. Both truths are known: two moons is exp(-U) of Rezende and Mohamed (2015)
+(up to its normaliser), rings is kef's synthetic/rings (radius ~ sum_k w_k N(r_k, 0.1^2), w_k
+proportional to r_k = 1, 3, 5, a uniform angle). The model's log p~ = lambda f + log p0 and the truth
+are both normalised on an N x N grid over the training box; the script prints KL and TV between them,
+the MMD^2_u (x 1e-3) of Table 1's metric (the kernel of the model's f) for exact draws of the
+grid-normalised model, of the truth and of the sampler against the test rows, and where the model is
+too high or too low (by radius; for two moons also along the circle r = 2).
 Needs the kef Python package (build/python of this repository, or installed) and NumPy.
 """
 import argparse
@@ -28,6 +31,28 @@ def two_moons_energy(z):
     r = np.linalg.norm(z, axis=1)
     return 0.5 * ((r - 2) / 0.4) ** 2 - np.logaddexp(-0.5 * ((z[:, 0] - 2) / 0.6) ** 2,
                                                      -0.5 * ((z[:, 0] + 2) / 0.6) ** 2)
+
+
+RINGS_RADII, RINGS_NOISE = np.array([1.0, 3.0, 5.0]), 0.1
+
+
+def rings_log_density(z):
+    # The folded radius mixture over the circle's length 2 pi rho (plugins/synthetic/mixtures.cpp).
+    rho = np.maximum(np.linalg.norm(z, axis=1), 1e-9)  # the 1/rho at 0 is integrable; a grid point there is not
+    w = RINGS_RADII / RINGS_RADII.sum()
+    terms = [np.log(w[k]) - 0.5 * ((rho - c * RINGS_RADII[k]) / RINGS_NOISE) ** 2
+             for k in range(len(w)) for c in (1.0, -1.0)]
+    return (np.logaddexp.reduce(np.array(terms), axis=0) - np.log(RINGS_NOISE * np.sqrt(2 * np.pi))
+            - np.log(2 * np.pi * rho))
+
+
+SETS = {
+    "two_moons": (lambda z: -two_moons_energy(z),
+                  [(0, 1), (1, 1.5), (1.5, 1.8), (1.8, 2.2), (2.2, 2.5), (2.5, 3), (3, np.inf)]),
+    "rings": (rings_log_density,
+              [(0, 0.7), (0.7, 1.3), (1.3, 2.0), (2.0, 2.7), (2.7, 3.3), (3.3, 4.0), (4.0, 4.7), (4.7, 5.3),
+               (5.3, np.inf)]),
+}
 
 
 def kernel_sum(a, b, gamma, block=2000):
@@ -49,19 +74,27 @@ def mmd2_unbiased(a, b, gamma):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("seed_dir")
+    ap.add_argument("--set", choices=sorted(SETS))
     ap.add_argument("--grid", type=int, default=400)
     args = ap.parse_args()
     run = args.seed_dir
-    for f in ("dde/models/dde/model.toml", "dde/data/train.npy", "dde/data/test.npy", "dde.samples.npy"):
+    name = args.set or os.path.basename(os.path.dirname(os.path.abspath(run)))
+    if name not in SETS:
+        print(f"diagnose-dde-table1: {run}: its parent directory is not two_moons or rings; give --set",
+              file=sys.stderr)
+        sys.exit(2)
+    true_log_density, bands = SETS[name]
+    splits = "dde/data" if os.path.exists(os.path.join(run, "dde/data/test.npy")) else "dde.splits/data"
+    for f in ("dde/models/dde/model.toml", f"{splits}/train.npy", f"{splits}/test.npy", "dde.samples.npy"):
         if not os.path.exists(os.path.join(run, f)):
-            print(f"diagnose-dde-two-moons: {os.path.join(run, f)}: no such file (a two-moons seed directory "
-                  "of reproduce-dde-table1.sh is needed)", file=sys.stderr)
+            print(f"diagnose-dde-table1: {os.path.join(run, f)}: no such file (a seed directory of "
+                  "reproduce-dde-table1.sh is needed)", file=sys.stderr)
             sys.exit(2)
     model = kef.load(os.path.join(run, "dde/models/dde"), quiet=True)
     with open(os.path.join(run, "dde/models/dde/model.toml"), "rb") as fh:
         gamma = tomllib.load(fh)["gamma"]
-    train = np.load(os.path.join(run, "dde/data/train.npy"))
-    test = np.load(os.path.join(run, "dde/data/test.npy"))
+    train = np.load(os.path.join(run, f"{splits}/train.npy"))
+    test = np.load(os.path.join(run, f"{splits}/test.npy"))
     draws = np.load(os.path.join(run, "dde.samples.npy"))
 
     n = args.grid
@@ -78,7 +111,7 @@ def main():
         return p / (p.sum() * cell), log_c
 
     pm, log_cm = normalised(np.asarray(model.log_density(grid)).ravel())
-    pt, log_ct = normalised(-two_moons_energy(grid))
+    pt, log_ct = normalised(true_log_density(grid))
     tiny = 1e-300
     kl_tm = np.sum(pt * (np.log(pt + tiny) - np.log(pm + tiny))) * cell
     kl_mt = np.sum(pm * (np.log(pm + tiny) - np.log(pt + tiny))) * cell
@@ -103,10 +136,12 @@ def main():
     d = np.log(pm + tiny) - np.log(pt + tiny)
     r = np.linalg.norm(grid, axis=1)
     print("radius band: truth mass, model mass, truth-weighted mean log(model / truth)")
-    for a, b in [(0, 1), (1, 1.5), (1.5, 1.8), (1.8, 2.2), (2.2, 2.5), (2.5, 3), (3, np.inf)]:
+    for a, b in bands:
         s = (r >= a) & (r < b)
         w = pt[s].sum()
         print(f"  [{a}, {b}): {w * cell:.4f} {pm[s].sum() * cell:.4f} {np.sum(pt[s] * d[s]) / max(w, tiny):+.3f}")
+    if name != "two_moons":
+        return
     print("along r = 2 (angle: log model - log truth, both normalised)")
     for t in np.linspace(-np.pi, np.pi, 13):
         z = np.array([[2 * np.cos(t), 2 * np.sin(t)]])
