@@ -81,13 +81,19 @@ std::optional<FacetSet> LiteEstimator::facets() const {
 }
 
 ModelPtr LiteEstimator::fit(const FitInput& in) {
-  Matrix Z = choose_inducing_points(in.train, in.context.rng());
+  // A distributed run reading its data by rows passes the training split as rows to read (the same
+  // rows, the same draws, the same sums: kef/training_rows.hpp).
+  const Index train_rows = in.train_rows ? in.train_rows->rows() : in.train.rows();
+  Matrix Z = in.train_rows && opt_.inducing_points
+                 ? draw_inducing_points(*in.train_rows, *opt_.inducing_points, in.context.rng(), sites_)
+                 : choose_inducing_points(in.train, in.context.rng());
   base_->check_dimension(in.train.cols());
   LiteAccumulateOptions opt;
   opt.need_U = lambda_c_ > 0;
   opt.chunk_rows = chunk_rows_;
   opt.progress = &in.context.progress();
-  LiteSystem sys = accumulate_lite_system(*kernel_, *base_, in.train, Z, opt, in.context);
+  LiteSystem sys = in.train_rows ? accumulate_lite_system(*kernel_, *base_, *in.train_rows, Z, opt, in.context)
+                                 : accumulate_lite_system(*kernel_, *base_, in.train, Z, opt, in.context);
   Matrix K;
   if (lambda_h_ > 0) K = kernel_->gram(Z, Z);
   LiteSolution sol = solve_lite_system(sys, K, lambda_alpha_, lambda_h_, lambda_c_);
@@ -103,7 +109,7 @@ ModelPtr LiteEstimator::fit(const FitInput& in) {
                        {"lambda_h", lambda_h_},
                        {"lambda_c", lambda_c_},
                        {"jitter", sol.jitter}},
-                      {{"train_rows", static_cast<std::int64_t>(in.train.rows())}});
+                      {{"train_rows", static_cast<std::int64_t>(train_rows)}});
   return model;
 }
 

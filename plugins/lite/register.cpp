@@ -11,6 +11,7 @@ void register_lite(kef::PluginRegistrar& r) {
   est.keys = kef::lite::lite_keys();
   est.uses_kernel = true;
   est.uses_base_measure = true;
+  est.reads_training_rows = true;  // its inducing points and block sums read rows by position
   est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian};  // + base measure ratio when q0 samples
   r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext& ctx) {
     // Caught at validation time when the training size is already known.

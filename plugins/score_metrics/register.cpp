@@ -12,6 +12,7 @@ void add(kef::PluginRegistrar& r, const char* type, const char* summary, const c
   info.keys = kef::score_metrics::split_keys();
   info.needs_truth = needs_truth;
   info.facets = needs;
+  info.ignores_training_split = true;  // reads only the split it is given (`split`)
   r.add_evaluator(info, [metric](const kef::Config& cfg, const kef::BuildContext&) {
     return std::make_unique<kef::score_metrics::ScoreEvaluator>(metric, cfg);
   });

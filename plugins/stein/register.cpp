@@ -12,6 +12,7 @@ void register_stein(kef::PluginRegistrar& r) {
   fssd.reference = "Jitkrittum et al. (2017), A linear-time kernel goodness-of-fit test; docs/math.md §8";
   fssd.keys = fssd_keys();
   fssd.facets = kef::Facet::Score;
+  fssd.ignores_training_split = true;  // reads only the split it is given (`split`)
   r.add_evaluator(fssd, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<FssdEvaluator>(cfg, ctx, false);
   });
@@ -24,6 +25,7 @@ void register_stein(kef::PluginRegistrar& r) {
   rel.keys = relative_fssd_keys();
   rel.compares_two_models = true;
   rel.facets = kef::Facet::Score;
+  rel.ignores_training_split = true;  // reads only the split it is given (`split`)
   r.add_evaluator(rel, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<FssdEvaluator>(cfg, ctx, true);
   });
@@ -35,6 +37,7 @@ void register_stein(kef::PluginRegistrar& r) {
       "Chwialkowski et al. (2016); Liu et al. (2016); Gorham & Mackey (2017) for IMQ; docs/math.md §8";
   ksd.keys = ksd_keys();
   ksd.facets = kef::Facet::Score;
+  ksd.ignores_training_split = true;  // reads only the split it is given (`split`)
   r.add_evaluator(ksd, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<KsdEvaluator>(cfg, ctx);
   });

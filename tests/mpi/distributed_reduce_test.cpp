@@ -7,14 +7,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -762,6 +765,97 @@ void expect_pipeline_on_processes_is_single(const std::string& file, const std::
             << file << " model " << want.models[m].first << " rank " << r << " of " << K;
       }
     }
+  }
+}
+
+// A data file read by rows (kef/training_rows.hpp): tests/mpi/lite_rows.toml on a CSV file of 2001
+// rows, as one process and on 2 and 3 simulated ones; results.json and every saved file but the log
+// must be the same bytes, and the log must say the training split was read by rows.
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::filesystem::path rows_csv(const std::filesystem::path& dir, Index bad_row = -1) {
+  std::string csv = "x0,x1\n";
+  RandomStream rng(21, "rows");
+  char buf[96];
+  for (Index i = 0; i < 2001; ++i) {
+    const double x = rng.normal(), y = 0.5 * x * x + 0.4 * rng.normal();
+    if (i == bad_row)
+      std::snprintf(buf, sizeof buf, "%.17g,NA\n", x);
+    else
+      std::snprintf(buf, sizeof buf, "%.17g,%.17g\n", x, y);
+    csv += buf;
+  }
+  return test::write_file(dir, "rows.csv", csv);
+}
+
+TEST(DistributedReduce, ADataFileReadByRowsGivesTheSingleProcessRunOnTwoAndThreeProcesses) {
+  const auto dir = test::temp_dir("mpi-rows");
+  const auto data = rows_csv(dir);
+  RunOptions options;
+  options.quiet = true;
+  options.threads = 1;
+  options.overrides = {"data.path=" + data.string()};
+  const std::string config = (test::source_dir() / "tests" / "mpi" / "lite_rows.toml").string();
+  options.output_dir = (dir / "one").string();
+  (void)run_pipeline(config, options);
+  const std::string want = without_timing(nlohmann::json::parse(file_text(dir / "one" / "results.json"))).dump(1);
+  EXPECT_FALSE(test::contains(file_text(dir / "one" / "log.txt"), "read by rows"));
+  for (int K : {2, 3}) {
+    const auto out = dir / ("k" + std::to_string(K));
+    const auto errors = on_ranks(K, [&](const Communicator& comm, int) {
+      RunOptions o = options;
+      o.communicator = &comm;
+      o.output_dir = out.string();
+      (void)run_pipeline(config, o);
+    });
+    for (int r = 0; r < K; ++r) ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << "rank " << r << " of " << K;
+    EXPECT_EQ(without_timing(nlohmann::json::parse(file_text(out / "results.json"))).dump(1), want) << K;
+    EXPECT_TRUE(test::contains(file_text(out / "log.txt"), "the training split is read by rows")) << K;
+    for (const char* f : {"models/lite/alpha.npy", "models/lite/inducing_points.npy", "models/lite/model.toml"})
+      EXPECT_EQ(file_text(out / f), file_text(dir / "one" / f)) << f << ", " << K << " processes";
+  }
+}
+
+TEST(DistributedReduce, ABadValueInOneProcessesShareOfAFileReadByRowsIsTheSingleProcessError) {
+  // Row 1700 (line 1702) lies in the last process's share of the file: every process must stop with
+  // the error one process reports, before any fit, and nothing is written.
+  const auto dir = test::temp_dir("mpi-rows-bad");
+  const auto data = rows_csv(dir, 1700);
+  RunOptions options;
+  options.quiet = true;
+  options.threads = 1;
+  options.overrides = {"data.path=" + data.string()};
+  options.output_dir = (dir / "out").string();
+  const std::string config = (test::source_dir() / "tests" / "mpi" / "lite_rows.toml").string();
+  std::string single;
+  try {
+    (void)run_pipeline(config, options);
+  } catch (const DataError& e) {
+    single = e.what();
+  }
+  ASSERT_TRUE(test::contains(single, "line 1702")) << single;
+  for (int K : {2, 3}) {
+    const auto errors = on_ranks(K, [&](const Communicator& comm, int) {
+      RunOptions o = options;
+      o.communicator = &comm;
+      (void)run_pipeline(config, o);
+    });
+    for (int r = 0; r < K; ++r) {
+      ASSERT_TRUE(errors[static_cast<std::size_t>(r)]) << "rank " << r << " of " << K << " did not fail";
+      try {
+        std::rethrow_exception(errors[static_cast<std::size_t>(r)]);
+      } catch (const DataError& e) {
+        EXPECT_EQ(std::string(e.what()), single) << "rank " << r << " of " << K;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "rank " << r << ": not a DataError: " << e.what();
+      }
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "out"));
   }
 }
 

@@ -6,6 +6,10 @@
 #                fail within the timeout, naming the signal, and leave no output directory.
 #   fails CONFIG NEEDLE: exit status 2 from mpirun, the error (containing NEEDLE) printed once, no
 #                output directory, and no process left behind (the command returns at all).
+#   rows CONFIG: the data read by rows (kef/training_rows.hpp): CONFIG's data.path set to an NPY file and
+#                to the same rows as CSV, written here; each compared as `same` does, and two/log.txt must
+#                say the training split was read by rows; then with `standardize` the processes must
+#                fall back to holding the whole split (and say why), with the same results as one.
 # Usage: mpirun_test.sh MODE KEF MPIEXEC WORKDIR CONFIG [NEEDLE]
 set -euo pipefail
 mode=$1 kef=$2 mpiexec=$3 work=$4 config=$5 needle=${6:-}
@@ -42,10 +46,12 @@ print(json.dumps(strip(doc), sort_keys=True, indent=1))
 PY
 }
 
-case "$mode" in
-  same)
-    timeout 600 "$kef" run "$config" --threads 1 --quiet --output one > one.out
-    timeout 600 "${mpi[@]}" "$kef" run "$config" --threads 1 --quiet --output two > two.out
+# `same`'s comparison, in the current directory, with extra `kef run` arguments.
+compare_runs() {
+    local f
+    rm -rf one two
+    timeout 600 "$kef" run "$config" --threads 1 --quiet --output one "$@" > one.out
+    timeout 600 "${mpi[@]}" "$kef" run "$config" --threads 1 --quiet --output two "$@" > two.out
     [ -f one/results.json ] && [ -f two/results.json ] || { echo "FAIL: a run wrote no results.json"; exit 1; }
     grep -q '"status": "complete"' two/results.json || { echo "FAIL: the distributed run did not complete"; exit 1; }
     strip_timing one/results.json > one.json
@@ -62,6 +68,37 @@ case "$mode" in
     # Only rank 0 prints the summary.
     [ "$(grep -c '^results: ' two.out)" -eq 1 ] || { echo "FAIL: the summary was not printed once"; cat two.out; exit 1; }
     echo "same: $(wc -l < one.files) files and results.json identical"
+}
+
+case "$mode" in
+  same)
+    compare_runs
+    ;;
+  rows)
+    # 4001 rows of a bent, heteroscedastic 2-D cloud (an odd count: the processes' shares differ).
+    /usr/bin/python3 - <<'PY'
+import numpy as np
+rng = np.random.default_rng(3)
+x = rng.normal(size=4001)
+X = np.c_[x, 0.5 * x ** 2 + (0.3 + 0.2 * np.abs(x)) * rng.normal(size=4001)]
+np.save("rows.npy", X)
+np.savetxt("rows.csv", X, delimiter=",", header="x0,x1", comments="", fmt="%.17g")  # the NPY file's column names
+PY
+    for data_file in rows.npy rows.csv; do
+      compare_runs --set "data.path=$PWD/$data_file"
+      grep -q "the training split is read by rows" two/log.txt ||
+        { echo "FAIL: $data_file: the distributed run did not read the training split by rows"; cat two/log.txt; exit 1; }
+      strip_timing two/results.json | grep -v '"path"\|provenance\|rows\.' > "two-$data_file.json"
+      cp two/models/lite/alpha.npy "alpha-$data_file.npy"
+    done
+    # The two files hold the same rows (%.17g round-trips): the fits must be the same too.
+    grep -q '"fssd' two-rows.npy.json || { echo "FAIL: no FSSD result to compare in two-rows.npy.json"; exit 1; }
+    diff two-rows.npy.json two-rows.csv.json || { echo "FAIL: the NPY and CSV files gave different results"; exit 1; }
+    cmp alpha-rows.npy.npy alpha-rows.csv.npy || { echo "FAIL: the NPY and CSV files gave different models"; exit 1; }
+    compare_runs --set "data.path=$PWD/rows.npy" --set data.standardize=true
+    grep -q "every process holds the whole training split (.standardize. needs the whole training split)" two/log.txt ||
+      { echo "FAIL: with standardize the run did not fall back, or did not say why"; cat two/log.txt; exit 1; }
+    echo "rows: NPY and CSV read by rows, and the fallback, identical to one process"
     ;;
   fails)
     set +e
@@ -90,7 +127,7 @@ case "$mode" in
     echo "killed: mpirun exited with $status, no output"
     ;;
   *)
-    echo "usage: mpirun_test.sh same|killed|fails KEF MPIEXEC WORKDIR CONFIG [NEEDLE]" >&2
+    echo "usage: mpirun_test.sh same|rows|killed|fails KEF MPIEXEC WORKDIR CONFIG [NEEDLE]" >&2
     exit 2
     ;;
 esac

@@ -492,15 +492,24 @@ TableData read_table_rows(const std::filesystem::path& path, const std::vector<s
   return table;
 }
 
-std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
-                                          const std::vector<Index>* rows, const RowVisitor& visit) {
+namespace {
+
+// visit_table_rows for a list (`rows`) or, when it is null, the range.
+std::vector<std::string> visit_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+                                    const std::vector<Index>* rows, RowRange range, const RowVisitor& visit) {
+  if (range.first < 0) throw Error(path.string() + ": negative first row " + std::to_string(range.first));
   if (is_csv(path)) {
-    const RowPick pick = rows ? RowPick(*rows) : RowPick(0, -1);
+    const RowPick pick = rows ? RowPick(*rows) : RowPick(range.first, range.count);
     return scan_csv(path, columns, pick, true, &visit).table.columns;
   }
   const NpySelection sel = npy_selection(path, columns);
   if (rows) check_listed_rows(path, *rows, sel.layout.rows);
-  const Index total = rows ? static_cast<Index>(rows->size()) : sel.layout.rows;
+  const Index count = range.count < 0 ? sel.layout.rows - std::min(range.first, sel.layout.rows) : range.count;
+  if (!rows && range.first + count > sel.layout.rows)
+    throw Error(path.string() + ": rows [" + std::to_string(range.first) + ", " +
+                std::to_string(range.first + count) + ") requested of a file of " + std::to_string(sel.layout.rows) +
+                " data rows");
+  const Index total = rows ? static_cast<Index>(rows->size()) : count;
   // A bounded piece at a time: about 1 MiB of values.
   const Index piece =
       std::max<Index>(1, static_cast<Index>((1 << 20) / (8 * std::max<std::size_t>(sel.selected.size(), 1))));
@@ -513,15 +522,28 @@ std::vector<std::string> visit_table_rows(const std::filesystem::path& path, con
       listed.assign(rows->begin() + k0, rows->begin() + k0 + n);
       values = read_npy_rows(path, sel.layout, listed, sel.selected);
     } else {
-      values = read_npy_rows(path, sel.layout, k0, n, sel.selected);
+      values = read_npy_rows(path, sel.layout, range.first + k0, n, sel.selected);
     }
-    check_finite_rows(path, values, sel, [&](Index i) { return rows ? listed[static_cast<std::size_t>(i)] : k0 + i; });
+    check_finite_rows(path, values, sel,
+                      [&](Index i) { return rows ? listed[static_cast<std::size_t>(i)] : range.first + k0 + i; });
     for (Index i = 0; i < n; ++i) {
       for (std::size_t s = 0; s < row.size(); ++s) row[s] = values(i, static_cast<Index>(s));
       visit(k0 + i, row.data());
     }
   }
   return selected_names(sel);
+}
+
+}  // namespace
+
+std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+                                          const std::vector<Index>* rows, const RowVisitor& visit) {
+  return visit_rows(path, columns, rows, RowRange{}, visit);
+}
+
+std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+                                          RowRange range, const RowVisitor& visit) {
+  return visit_rows(path, columns, nullptr, range, visit);
 }
 
 Index count_table_rows(const std::filesystem::path& path) {

@@ -19,4 +19,12 @@ Matrix draw_inducing_points(const Matrix& train, Index m, const RandomStream& st
   return random_rows(train, m, pick);
 }
 
+Matrix draw_inducing_points(const TrainingRows& train, Index m, const RandomStream& stream, const KeySites& sites,
+                            std::string_view key) {
+  check_inducing_count(m, train.rows(), sites, key);
+  RandomStream pick = stream.derive("inducing_points");
+  // random_rows' draw: the same positions, so the same rows as from the whole split.
+  return train.pick(sample_without_replacement(train.rows(), m, pick));
+}
+
 }  // namespace kef

@@ -90,10 +90,12 @@ void add_radial_chunk(const RadialProfile& profile, const Eigen::Ref<const Matri
 
 }  // namespace
 
-LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
-                                  const Matrix& Z, const LiteAccumulateOptions& options,
-                                  const Context& context) {
-  const Index N = X.rows(), D = X.cols(), M = Z.rows();
+namespace {
+
+// The sums over the rows of X, or of `rows` (read block by block) when X is null.
+LiteSystem accumulate_rows(const Kernel& kernel, const BaseMeasure& base, const Matrix* X, const TrainingRows* rows,
+                      const Matrix& Z, const LiteAccumulateOptions& options, const Context& context) {
+  const Index N = X ? X->rows() : rows->rows(), D = X ? X->cols() : rows->cols(), M = Z.rows();
   if (N == 0) throw DataError("lite system: no training rows");
   if (Z.cols() != D)
     throw DataError("lite system: inducing points have " + std::to_string(Z.cols()) +
@@ -134,9 +136,14 @@ LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base,
         KernelStacks st;
         RadialWork work;
         Matrix q1, q2, xc;
+        // Rows read by rows: only this block's, once; its chunks are then the same rows as X's.
+        Matrix block;
+        if (!X) block = rows->range(begin, end);
+        const Matrix& src = X ? *X : block;
+        const Index offset = X ? 0 : begin;
         for (Index r = begin; r < end; r += chunk) {
           const Index len = std::min(chunk, end - r);
-          const auto Xc = X.middleRows(r, len);
+          const auto Xc = src.middleRows(r - offset, len);
           base.derivatives(Xc, q1, q2);
           if (radial) {
             xc = Xc.rowwise() - centre;
@@ -195,6 +202,20 @@ LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base,
   check_finite(out.G, "lite system G");
   check_finite(out.b_main, "lite system b");
   return out;
+}
+
+}  // namespace
+
+LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
+                                  const Matrix& Z, const LiteAccumulateOptions& options,
+                                  const Context& context) {
+  return accumulate_rows(kernel, base, &X, nullptr, Z, options, context);
+}
+
+LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base, const TrainingRows& X,
+                                  const Matrix& Z, const LiteAccumulateOptions& options,
+                                  const Context& context) {
+  return accumulate_rows(kernel, base, nullptr, &X, Z, options, context);
 }
 
 LiteSolution solve_lite_system(const LiteSystem& system, const Matrix& K, double lambda_alpha,

@@ -173,7 +173,7 @@ ModelPlan pipeline_detail::build_model(const Plan& plan, Config m, const std::st
   check_model_tables(m, info);
   mp.info = &info;
   RandomStream init_rng(plan.seed, m.dotted("init"));
-  BuildContext ctx{D, plan.registry.get(), &init_rng, plan.data.train.rows()};
+  BuildContext ctx{D, plan.registry.get(), &init_rng, plan.data.train_count()};
   if (m.has("kernel")) {
     Config kcfg = m.table("kernel");  // a view of the pipeline's table: the chosen σ is written into it
     apply_median_heuristic(kcfg, plan.data, plan.seed, mp);

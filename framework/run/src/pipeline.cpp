@@ -100,7 +100,7 @@ void warn_refused_plugins(const Registry& registry, bool quiet) {
 DataShape data_shape(const Dataset& data) {
   DataShape shape;
   shape.dim = data.dim();
-  shape.train_rows = data.train.rows();
+  shape.train_rows = data.train_count();
   shape.validation_rows = data.validation.rows();
   shape.test_rows = data.test.rows();
   shape.has_truth = static_cast<bool>(data.truth);
@@ -136,6 +136,48 @@ namespace {
 
 // `path` is the pipeline file ("" for a Config given in memory: relative plugin paths then resolve
 // against the working directory); `in`, when given, replaces the [data] source.
+// Whether a distributed run can leave its training split in the data file (kef/training_rows.hpp): the
+// data allow it, and every component that would read the split reads it by rows or not at all (their
+// ComponentInfo says so); otherwise why not, for log.txt.
+bool training_split_by_rows(const Config& root, const Registry& registry, std::string& why_not) {
+  if (!data_readable_by_rows(root.table("data"), why_not)) return false;
+  const Config output = root.table("output");
+  for (const char* k : {"plot", "save_splits"})
+    if (output.has(k) && output.boolean(k)) {
+      why_not = std::string("[output] ") + k + " writes the training rows";
+      return false;
+    }
+  if (root.has("tune")) {
+    why_not = "[tune] refits on the whole training split";
+    return false;
+  }
+  for (const Config& m : root.table_array("model")) {
+    const Config est = m.table("estimator");
+    const ComponentInfo* info = est.type() ? registry.find(Estimator::kInterface, *est.type()) : nullptr;
+    if (!info || !info->reads_training_rows) {
+      why_not = "estimator `" + (est.type() ? *est.type() : std::string("?")) + "` reads the whole training split";
+      return false;
+    }
+    if (m.has("kernel") && m.table("kernel").has("sigma")) {
+      try {
+        (void)m.table("kernel").number("sigma");
+      } catch (const ConfigError&) {
+        why_not = "a kernel bandwidth heuristic (sigma = \"" + m.table("kernel").string("sigma") +
+                  "\") reads the training rows";
+        return false;
+      }
+    }
+  }
+  for (const Config& e : root.table_array("evaluate")) {
+    const ComponentInfo* info = e.type() ? registry.find(Evaluator::kInterface, *e.type()) : nullptr;
+    if (!info || !info->ignores_training_split || (e.has("split") && e.string("split") == "train")) {
+      why_not = "evaluator `" + (e.type() ? *e.type() : std::string("?")) + "` reads the training split";
+      return false;
+    }
+  }
+  return true;
+}
+
 Plan build_plan(Config pipeline, const std::string& path, const RunOptions& options, const InMemoryData* in) {
   Plan plan;
   plan.path = path;
@@ -168,8 +210,19 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
   plan.save_models = output.boolean("save_models");
   plan.save_splits = output.boolean("save_splits");
 
+  const Communicator* by_rows = nullptr;
+  if (!in && options.communicator && options.communicator->size() > 1) {
+    std::string why_not;
+    if (training_split_by_rows(root, *plan.registry, why_not)) {
+      by_rows = options.communicator;
+      plan.data_reading = "data: the training split is read by rows (each process reads the rows its share of the "
+                          "sums needs)";
+    } else {
+      plan.data_reading = "data: every process holds the whole training split (" + why_not + ")";
+    }
+  }
   plan.data = in ? prepare_dataset(*plan.registry, root.table("data"), *in, plan.seed)
-                 : prepare_dataset(*plan.registry, root.table("data"), plan.seed);
+                 : prepare_dataset(*plan.registry, root.table("data"), plan.seed, by_rows);
   const Index D = plan.data.dim();
   plan.shape = data_shape(plan.data);
 
@@ -251,7 +304,7 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
                          "(use a synthetic source)");
     RandomStream init_rng(plan.seed, e.dotted("init"));
     ep.evaluator = plan.registry->make_evaluator(
-        e, BuildContext{D, plan.registry.get(), &init_rng, plan.data.train.rows()}, host);
+        e, BuildContext{D, plan.registry.get(), &init_rng, plan.data.train_count()}, host);
     e.fill_defaults();
     check_evaluation(plan, ep);
     plan.evaluations.push_back(std::move(ep));
@@ -413,7 +466,7 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
       if (p.status == PluginRecord::Status::Loaded) plugins[p.name] = p.version;
     results["plugins"] = plugins;
     results["threads"] = run.threads();
-    results["data"] = {{"train_rows", plan.data.train.rows()},
+    results["data"] = {{"train_rows", plan.data.train_count()},
                        {"validation_rows", plan.data.validation.rows()},
                        {"test_rows", plan.data.test.rows()},
                        {"dim", plan.data.dim()},
@@ -426,6 +479,7 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
     results["data"]["preprocessing"] = preprocessing;
     std::map<std::string, ModelPtr> fitted;
     if (write_output) log_file.open(staging / "log.txt");
+    if (write_output && !plan.data_reading.empty()) log_file << plan.data_reading << "\n";
     if (write_output && plan.save_splits) {
       step = "saving the splits";
       write_splits(plan, staging);
@@ -441,6 +495,7 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
       Context context = run.child("model." + mp.name + ".fit", "model " + mp.name);
       FitReport report = mp.prefit ? mp.prefit_report : FitReport{};
       FitInput in{plan.data.train, plan.data.validation, context, report, plan.data.roles};
+      in.train_rows = plan.data.train_rows.get();
       auto t0 = std::chrono::steady_clock::now();
       // A tuned model was fitted by the search with the chosen values and the same stream.
       ModelPtr model = mp.prefit ? mp.prefit : mp.estimator->fit(in);

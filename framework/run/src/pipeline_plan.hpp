@@ -79,6 +79,9 @@ struct Plan {
   std::uint64_t seed = 0;
   std::unique_ptr<Registry> registry;
   Dataset data;
+  // How a distributed run holds its training split: read by rows, or why every process holds it whole
+  // (written to log.txt; empty for one process).
+  std::string data_reading;
   DataShape shape;
   std::vector<ModelPlan> models;
   std::vector<EvalPlan> evaluations;

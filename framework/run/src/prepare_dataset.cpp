@@ -11,7 +11,9 @@
 #include "kef/error.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/pipeline.hpp"
+#include "kef/communicator.hpp"
 #include "kef/random.hpp"
+#include "kef/training_rows.hpp"
 
 namespace kef {
 
@@ -41,6 +43,65 @@ struct FileRows {
   fs::path path;
   std::vector<std::string> columns;  // the `columns` key (empty: all), as the reader takes it
   Index rows = 0;
+  // A distributed run reading by rows (kef/training_rows.hpp): its processes, or null.
+  const Communicator* by_rows = nullptr;
+};
+
+// Reads the file rows `file_rows` (any order, repeats allowed) into the rows of a matrix, in one pass
+// over the file in file order.
+Matrix read_file_rows(const FileRows& file, const std::vector<Index>& kept, const std::vector<Index>& file_rows) {
+  std::vector<std::pair<Index, Index>> order;  // (file row, destination row)
+  order.reserve(file_rows.size());
+  for (std::size_t k = 0; k < file_rows.size(); ++k) order.emplace_back(file_rows[k], static_cast<Index>(k));
+  std::sort(order.begin(), order.end());
+  std::vector<Index> distinct;
+  std::vector<std::size_t> starts;  // where each distinct file row's destinations begin in `order`
+  for (std::size_t k = 0; k < order.size(); ++k)
+    if (k == 0 || order[k].first != order[k - 1].first) {
+      distinct.push_back(order[k].first);
+      starts.push_back(k);
+    }
+  starts.push_back(order.size());
+  Matrix out(static_cast<Index>(file_rows.size()), static_cast<Index>(kept.size()));
+  visit_table_rows(file.path, file.columns, &distinct, [&](Index k, const double* row) {
+    const auto u = static_cast<std::size_t>(k);
+    for (std::size_t d = starts[u]; d < starts[u + 1]; ++d)
+      for (std::size_t j = 0; j < kept.size(); ++j) out(order[d].second, static_cast<Index>(j)) = row[kept[j]];
+  });
+  return out;
+}
+
+// The training split of a distributed run reading by rows: positions map to file rows through the
+// shuffle; nothing is held but that map (8 bytes a row).
+class FileTrainingRows final : public TrainingRows {
+ public:
+  FileTrainingRows(FileRows file, std::vector<Index> kept, std::vector<Index> file_row_of)
+      : file_(std::move(file)), kept_(std::move(kept)), file_row_of_(std::move(file_row_of)) {}
+  Index rows() const override { return static_cast<Index>(file_row_of_.size()); }
+  Index cols() const override { return static_cast<Index>(kept_.size()); }
+  Matrix range(Index begin, Index end) const override {
+    check(begin, end);
+    return read_file_rows(file_, kept_, {file_row_of_.begin() + begin, file_row_of_.begin() + end});
+  }
+  Matrix pick(const std::vector<Index>& positions) const override {
+    std::vector<Index> file_rows;
+    file_rows.reserve(positions.size());
+    for (Index p : positions) {
+      check(p, p + 1);
+      file_rows.push_back(file_row_of_[static_cast<std::size_t>(p)]);
+    }
+    return read_file_rows(file_, kept_, file_rows);
+  }
+
+ private:
+  void check(Index begin, Index end) const {
+    if (begin < 0 || end < begin || end > rows())
+      throw Error("training rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") asked of a split of " +
+                  std::to_string(rows()) + " rows");
+  }
+  FileRows file_;
+  std::vector<Index> kept_;
+  std::vector<Index> file_row_of_;
 };
 
 class FileSource final : public Clonable<FileSource, DataSource> {
@@ -583,7 +644,19 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, con
     }
     // Protocol of the DKEF paper: the last rows are the test set, the ones before it validation.
     const Index n_train = n - n_test - n_val;
-    if (file) {
+    if (file && file->by_rows) {
+      // Each process checks its own consecutive share of the file's rows (the lowest failing process's
+      // error is the first bad row in file order, as one process would report it), reads the validation
+      // and test rows whole, and leaves the training rows in the file for the consumers to read.
+      const Communicator& comm = *file->by_rows;
+      const Index first = n * comm.rank() / comm.size(), last = n * (comm.rank() + 1) / comm.size();
+      if (last > first) visit_table_rows(file->path, file->columns, RowRange{first, last - first}, [](Index, const double*) {});
+      out.validation = read_file_rows(*file, kept, {idx.begin() + n_train, idx.begin() + n_train + n_val});
+      out.test = read_file_rows(*file, kept, {idx.begin() + n_train + n_val, idx.end()});
+      out.train.resize(0, static_cast<Index>(kept.size()));
+      out.train_rows = std::make_shared<FileTrainingRows>(*file, kept,
+                                                          std::vector<Index>(idx.begin(), idx.begin() + n_train));
+    } else if (file) {
       const auto D = static_cast<Index>(kept.size());
       out.train.resize(n_train, D);
       out.validation.resize(n_val, D);
@@ -658,7 +731,29 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, con
 
 }  // namespace
 
-Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint64_t seed) {
+bool data_readable_by_rows(const Config& data, std::string& why_not) {
+  if (!reads_by_split(data)) {
+    why_not = "the data are not one file split by `split`";
+    return false;
+  }
+  for (const char* k : {"standardize", "whiten", "dequantize"})
+    if (data.has(k) && data.boolean(k)) {
+      why_not = std::string("`") + k + "` needs the whole training split";
+      return false;
+    }
+  if (data.has("drop_correlated")) {
+    why_not = "`drop_correlated` needs the whole training split";
+    return false;
+  }
+  return true;
+}
+
+Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint64_t seed,
+                        const Communicator* read_by_rows) {
+  if (read_by_rows) {
+    std::string why_not;
+    if (!data_readable_by_rows(data_table, why_not)) throw Error("prepare_dataset: cannot read by rows: " + why_not);
+  }
   Config data = data_table;
   check_preprocessing_keys(data);
   RandomStream rng(seed, "data");
@@ -673,6 +768,7 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
     header.columns = read_table_rows(file.path, file.columns, {}).columns;
     header.provenance = file.path.string();
     file.rows = count_table_rows(file.path);
+    file.by_rows = read_by_rows;
     return prepare_loaded(data, std::move(header), rng, &file);
   }
   RandomStream load_rng = rng.derive("source");

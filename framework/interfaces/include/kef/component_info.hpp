@@ -44,6 +44,12 @@ struct ComponentInfo {
   // Evaluators: whether they need the exact density of the source / a second model.
   bool needs_truth = false;
   bool compares_two_models = false;
+  // A distributed run reads its training split by rows (kef/training_rows.hpp) only when every model's
+  // estimator reads it through FitInput::train_rows (`reads_training_rows`) and every evaluator never
+  // reads it (`ignores_training_split`; one asked for `split = "train"` still does); otherwise every
+  // process holds the whole split, as a single process does.
+  bool reads_training_rows = false;
+  bool ignores_training_split = false;
   std::string interface;  // filled by the registry
   std::string plugin;     // filled by the registry
 

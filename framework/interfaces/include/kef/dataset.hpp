@@ -7,6 +7,7 @@
 #include "kef/column_roles.hpp"
 #include "kef/data_transform.hpp"
 #include "kef/model.hpp"
+#include "kef/training_rows.hpp"
 #include "kef/types.hpp"
 
 namespace kef {
@@ -31,7 +32,10 @@ struct PreprocessingReport {
 };
 
 struct Dataset {
+  // The training split; in a distributed run reading its data by rows (kef/training_rows.hpp) it has no
+  // rows, only the columns, and `train_rows` reads them.
   Matrix train;
+  TrainingRowsPtr train_rows;
   Matrix validation;  // may have 0 rows
   Matrix test;        // may have 0 rows
   std::vector<std::string> columns;
@@ -45,6 +49,8 @@ struct Dataset {
   // split has the same roles. transform.roles is the same record, saved with the models.
   ColumnRoles roles;
   Index dim() const { return train.cols(); }
+  // The training split's row count, however it is held.
+  Index train_count() const { return train_rows ? train_rows->rows() : train.rows(); }
   // The x and y blocks of a split (e.g. inputs(train), targets(test)).
   Matrix inputs(const Matrix& split) const { return roles.inputs_of(split); }
   Matrix targets(const Matrix& split) const { return roles.targets_of(split); }

@@ -16,6 +16,7 @@
 #include "kef/data_shape.hpp"
 #include "kef/kernel.hpp"
 #include "kef/model.hpp"
+#include "kef/training_rows.hpp"
 
 namespace kef {
 
@@ -69,6 +70,10 @@ struct FitInput {
   // Which columns of train/validation are targets y ([data] targets); empty: unconditional data.
   // A conditional estimator fits p(y | x) on roles.inputs_of(train) and roles.targets_of(train).
   ColumnRoles roles = {};
+  // Set in a distributed run that reads its data by rows, and only for estimators whose ComponentInfo
+  // says `reads_training_rows`: then `train` has no rows (only the split's columns) and the rows are
+  // read through this, by position.
+  const TrainingRows* train_rows = nullptr;
 };
 
 class Estimator {

@@ -43,6 +43,9 @@ TableData read_table_rows(const std::filesystem::path& path, const std::vector<s
 using RowVisitor = std::function<void(Index k, const double* row)>;
 std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
                                           const std::vector<Index>* rows, const RowVisitor& visit);
+// The same for the rows of a range (k counts from the range's first row).
+std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+                                          RowRange range, const RowVisitor& visit);
 // The number of data rows, without keeping any: an NPY file's header, or a scan of a CSV file's records
 // (their structure checked, values not parsed).
 Index count_table_rows(const std::filesystem::path& path);

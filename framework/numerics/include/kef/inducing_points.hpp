@@ -6,6 +6,7 @@
 
 #include "kef/options.hpp"
 #include "kef/random.hpp"
+#include "kef/training_rows.hpp"
 #include "kef/types.hpp"
 
 namespace kef {
@@ -18,6 +19,9 @@ void check_inducing_count(Index m, Index train_rows, const KeySites& sites,
 
 // m distinct training rows drawn from stream.derive("inducing_points"), in draw order, after the check.
 Matrix draw_inducing_points(const Matrix& train, Index m, const RandomStream& stream, const KeySites& sites,
+                            std::string_view key = "inducing_points");
+// The same rows of a training split read by rows: the same draw, the rows read by position.
+Matrix draw_inducing_points(const TrainingRows& train, Index m, const RandomStream& stream, const KeySites& sites,
                             std::string_view key = "inducing_points");
 
 }  // namespace kef

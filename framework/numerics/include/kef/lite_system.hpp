@@ -14,6 +14,7 @@
 #include "kef/context.hpp"
 #include "kef/kernel.hpp"
 #include "kef/progress.hpp"
+#include "kef/training_rows.hpp"
 #include "kef/types.hpp"
 
 namespace kef {
@@ -44,6 +45,11 @@ void add_lite_stack_terms(const KernelStacks& st, const Eigen::Ref<const Vector>
                           Matrix& G, Matrix* U, Vector& b, Vector& bc);
 
 LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
+                                  const Matrix& Z, const LiteAccumulateOptions& options,
+                                  const Context& context);
+// The same sums over a training split read by rows (kef/training_rows.hpp): each process reads the rows
+// of its own blocks, one block at a time; the result is bitwise the one from the whole matrix.
+LiteSystem accumulate_lite_system(const Kernel& kernel, const BaseMeasure& base, const TrainingRows& X,
                                   const Matrix& Z, const LiteAccumulateOptions& options,
                                   const Context& context);
 

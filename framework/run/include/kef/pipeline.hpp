@@ -16,6 +16,8 @@
 
 namespace kef {
 
+class Communicator;
+
 struct RunOptions {
   std::vector<std::string> overrides;     // "a.b.c=value"
   std::optional<std::string> output_dir;  // replaces [output] dir
@@ -176,7 +178,14 @@ const KeyList& data_host_key_specs();
 
 // The data of a pipeline's [data] table: load, split, standardise/whiten (train statistics), and
 // the column roles of `targets`.
-Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint64_t seed);
+// With `read_by_rows` (the processes of a distributed run; only when data_readable_by_rows), the
+// training split is left in the file (Dataset::train_rows) and each process checks its own share of
+// the file's rows.
+Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint64_t seed,
+                        const Communicator* read_by_rows = nullptr);
+// Whether the [data] table allows reading the training split by rows (one file `path`, no step that
+// needs the whole training split: standardize, whiten, dequantize, drop_correlated); else why not.
+bool data_readable_by_rows(const Config& data_table, std::string& why_not);
 // The same steps on a caller's matrix in place of the [data] source (see InMemoryData).
 Dataset prepare_dataset(Registry& registry, const Config& data_table, const InMemoryData& data,
                         std::uint64_t seed);
