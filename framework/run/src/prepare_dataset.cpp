@@ -1,4 +1,4 @@
-// The [data] table: the built-in `file` source, splitting, shuffling and standardisation.
+// The [data] table: splitting, shuffling and standardisation (the `file` source: file_source.cpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "affine_model.hpp"
+#include "file_source.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/lite_model.hpp"
@@ -20,129 +21,6 @@ namespace kef {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Paths in a pipeline file are relative to the file's own directory.
-fs::path resolve_path(const Config& cfg, const std::string& p) {
-  fs::path path(p);
-  if (path.is_absolute()) return path;
-  fs::path base = fs::path(cfg.source()).parent_path();
-  return base / path;
-}
-
-fs::path existing_file(const Config& cfg, const char* key) {
-  fs::path p = resolve_path(cfg, cfg.string(key));
-  if (!fs::exists(p)) throw DataError(cfg.where(key) + ": no such file " + p.string());
-  return p;
-}
-
-// A `file` source with one `path` is read by the splits (FileRows below): the host learns its row count
-// and column names first, and reads each row straight into its split, so the file's rows are held once.
-bool reads_by_split(const Config& data) { return data.type() && *data.type() == "file" && data.has("path"); }
-
-struct FileRows {
-  fs::path path;
-  std::vector<std::string> columns;  // the `columns` key (empty: all), as the reader takes it
-  Index rows = 0;
-  // A distributed run reading by rows (kef/training_rows.hpp): its processes, or null.
-  const Communicator* by_rows = nullptr;
-};
-
-// Reads the file rows `file_rows` (any order, repeats allowed) into the rows of a matrix, in one pass
-// over the file in file order.
-Matrix read_file_rows(const FileRows& file, const std::vector<Index>& kept, const std::vector<Index>& file_rows) {
-  std::vector<std::pair<Index, Index>> order;  // (file row, destination row)
-  order.reserve(file_rows.size());
-  for (std::size_t k = 0; k < file_rows.size(); ++k) order.emplace_back(file_rows[k], static_cast<Index>(k));
-  std::sort(order.begin(), order.end());
-  std::vector<Index> distinct;
-  std::vector<std::size_t> starts;  // where each distinct file row's destinations begin in `order`
-  for (std::size_t k = 0; k < order.size(); ++k)
-    if (k == 0 || order[k].first != order[k - 1].first) {
-      distinct.push_back(order[k].first);
-      starts.push_back(k);
-    }
-  starts.push_back(order.size());
-  Matrix out(static_cast<Index>(file_rows.size()), static_cast<Index>(kept.size()));
-  visit_table_rows(file.path, file.columns, &distinct, [&](Index k, const double* row) {
-    const auto u = static_cast<std::size_t>(k);
-    for (std::size_t d = starts[u]; d < starts[u + 1]; ++d)
-      for (std::size_t j = 0; j < kept.size(); ++j) out(order[d].second, static_cast<Index>(j)) = row[kept[j]];
-  });
-  return out;
-}
-
-// The training split of a distributed run reading by rows: positions map to file rows through the
-// shuffle; nothing is held but that map (8 bytes a row).
-class FileTrainingRows final : public TrainingRows {
- public:
-  FileTrainingRows(FileRows file, std::vector<Index> kept, std::vector<Index> file_row_of)
-      : file_(std::move(file)), kept_(std::move(kept)), file_row_of_(std::move(file_row_of)) {}
-  Index rows() const override { return static_cast<Index>(file_row_of_.size()); }
-  Index cols() const override { return static_cast<Index>(kept_.size()); }
-  Matrix range(Index begin, Index end) const override {
-    check(begin, end);
-    return read_file_rows(file_, kept_, {file_row_of_.begin() + begin, file_row_of_.begin() + end});
-  }
-  Matrix pick(const std::vector<Index>& positions) const override {
-    std::vector<Index> file_rows;
-    file_rows.reserve(positions.size());
-    for (Index p : positions) {
-      check(p, p + 1);
-      file_rows.push_back(file_row_of_[static_cast<std::size_t>(p)]);
-    }
-    return read_file_rows(file_, kept_, file_rows);
-  }
-
- private:
-  void check(Index begin, Index end) const {
-    if (begin < 0 || end < begin || end > rows())
-      throw Error("training rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") asked of a split of " +
-                  std::to_string(rows()) + " rows");
-  }
-  FileRows file_;
-  std::vector<Index> kept_;
-  std::vector<Index> file_row_of_;
-};
-
-class FileSource final : public Clonable<FileSource, DataSource> {
- public:
-  explicit FileSource(const Config& cfg) : cfg_(cfg) {
-    columns_ = cfg.strings("columns");
-    if (cfg.has("path") == (cfg.has("train") || cfg.has("test") || cfg.has("validation")))
-      cfg.fail(cfg.has("path") ? "path" : "",
-               "give either `path` (split by `split`) or explicit `train` / `validation` / `test` files");
-    if (cfg.has("train") && cfg.has("split"))
-      cfg.fail("split", "`split` applies to `path`; explicit train/validation/test files are not split");
-  }
-
-  SourceData load(RandomStream&) override {
-    SourceData out;
-    auto read = [&](const char* key) {
-      fs::path p = existing_file(cfg_, key);
-      TableData t = read_table(p, columns_);
-      if (out.columns.empty()) {
-        out.columns = t.columns;
-      } else if (t.columns.size() != out.columns.size()) {
-        throw DataError(p.string() + ": has " + std::to_string(t.columns.size()) +
-                        " columns, the training file has " + std::to_string(out.columns.size()));
-      }
-      out.provenance += (out.provenance.empty() ? "" : ", ") + p.string();
-      return t.values;
-    };
-    if (cfg_.has("path")) {
-      out.samples = read("path");
-    } else {
-      out.train = read("train");
-      if (cfg_.has("validation")) out.validation = read("validation");
-      if (cfg_.has("test")) out.test = read("test");
-    }
-    return out;
-  }
-
- private:
-  Config cfg_;
-  std::vector<std::string> columns_;
-};
 
 Index split_count(const Config& split, const char* key, Index n) {
   if (!split.has(key)) return 0;
@@ -520,7 +398,7 @@ void register_core(PluginRegistrar& r) {
       KeySpec::strings("columns", "columns to use, by header name (NPY: x0, x1, ...); default all"),
   };
   r.add_data_source(info,
-                    [](const Config& cfg, const BuildContext&) { return std::make_unique<FileSource>(cfg); });
+                    [](const Config& cfg, const BuildContext&) { return make_file_source(cfg); });
   ComponentInfo model;
   model.type = "lite";
   model.summary =
@@ -574,30 +452,6 @@ namespace {
 
 // Everything after loading, the same for every source (a file, a synthetic source, a caller's matrix):
 // `rng` is the run's "data" stream, so shuffles and noise do not depend on where the rows came from.
-// The splits of a file read by split: each file row goes straight to its place in its split (`order[p]`
-// is the file row at split position p, splits back to back), in one pass over the file, keeping the
-// columns `kept` of those read.
-void read_splits(const FileRows& file, const std::vector<Index>& order, const std::vector<Index>& kept,
-                 std::initializer_list<Matrix*> splits) {
-  const Index n = file.rows;
-  std::vector<Index> position(static_cast<std::size_t>(n));
-  for (Index p = 0; p < n; ++p) position[static_cast<std::size_t>(order[static_cast<std::size_t>(p)])] = p;
-  std::vector<std::pair<Index, Matrix*>> starts;  // first position of each split
-  Index begin = 0;
-  for (Matrix* m : splits) {
-    starts.emplace_back(begin, m);
-    begin += m->rows();
-  }
-  visit_table_rows(file.path, file.columns, nullptr, [&](Index f, const double* row) {
-    Index p = position[static_cast<std::size_t>(f)];
-    std::size_t s = starts.size() - 1;
-    while (p < starts[s].first) --s;
-    Matrix& split = *starts[s].second;
-    p -= starts[s].first;
-    for (std::size_t j = 0; j < kept.size(); ++j) split(p, static_cast<Index>(j)) = row[kept[j]];
-  });
-}
-
 Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, const FileRows* file = nullptr) {
   data.fill_defaults();
   PreprocessingReport report;
@@ -654,8 +508,8 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, con
       out.validation = read_file_rows(*file, kept, {idx.begin() + n_train, idx.begin() + n_train + n_val});
       out.test = read_file_rows(*file, kept, {idx.begin() + n_train + n_val, idx.end()});
       out.train.resize(0, static_cast<Index>(kept.size()));
-      out.train_rows = std::make_shared<FileTrainingRows>(*file, kept,
-                                                          std::vector<Index>(idx.begin(), idx.begin() + n_train));
+      idx.resize(static_cast<std::size_t>(n_train));  // the training positions' file rows, now the split's map
+      out.train_rows = make_training_rows(*file, kept, std::move(idx));
     } else if (file) {
       const auto D = static_cast<Index>(kept.size());
       out.train.resize(n_train, D);
@@ -760,14 +614,8 @@ Dataset prepare_dataset(Registry& registry, const Config& data_table, std::uint6
   BuildContext ctx{-1, &registry, &rng};
   DataSourcePtr source = registry.make_data_source(data, ctx, data_host_keys());
   if (reads_by_split(data)) {
-    FileRows file;
-    file.path = existing_file(data, "path");
-    if (data.has("columns")) file.columns = data.strings("columns");
     SourceData header;
-    // The names only (no row is read), then the row count; the rows come with the splits.
-    header.columns = read_table_rows(file.path, file.columns, {}).columns;
-    header.provenance = file.path.string();
-    file.rows = count_table_rows(file.path);
+    FileRows file = file_rows_of(data, header);
     file.by_rows = read_by_rows;
     return prepare_loaded(data, std::move(header), rng, &file);
   }
