@@ -778,28 +778,30 @@ std::string file_text(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// x0 and x1 a bent cloud; `noise`, a third column, is what `exclude` removes in one of the runs.
 std::filesystem::path rows_csv(const std::filesystem::path& dir, Index bad_row = -1) {
-  std::string csv = "x0,x1\n";
+  std::string csv = "x0,noise,x1\n";
   RandomStream rng(21, "rows");
-  char buf[96];
+  char buf[128];
   for (Index i = 0; i < 2001; ++i) {
-    const double x = rng.normal(), y = 0.5 * x * x + 0.4 * rng.normal();
+    const double x = rng.normal(), y = 0.5 * x * x + 0.4 * rng.normal(), z = rng.normal();
     if (i == bad_row)
-      std::snprintf(buf, sizeof buf, "%.17g,NA\n", x);
+      std::snprintf(buf, sizeof buf, "%.17g,%.17g,NA\n", x, z);
     else
-      std::snprintf(buf, sizeof buf, "%.17g,%.17g\n", x, y);
+      std::snprintf(buf, sizeof buf, "%.17g,%.17g,%.17g\n", x, z, y);
     csv += buf;
   }
   return test::write_file(dir, "rows.csv", csv);
 }
 
-TEST(DistributedReduce, ADataFileReadByRowsGivesTheSingleProcessRunOnTwoAndThreeProcesses) {
-  const auto dir = test::temp_dir("mpi-rows");
+void expect_rows_runs_are_single(const std::string& tag, const std::vector<std::string>& extra) {
+  const auto dir = test::temp_dir("mpi-rows-" + tag);
   const auto data = rows_csv(dir);
   RunOptions options;
   options.quiet = true;
   options.threads = 1;
   options.overrides = {"data.path=" + data.string()};
+  options.overrides.insert(options.overrides.end(), extra.begin(), extra.end());
   const std::string config = (test::source_dir() / "tests" / "mpi" / "lite_rows.toml").string();
   options.output_dir = (dir / "one").string();
   (void)run_pipeline(config, options);
@@ -817,13 +819,20 @@ TEST(DistributedReduce, ADataFileReadByRowsGivesTheSingleProcessRunOnTwoAndThree
     EXPECT_EQ(without_timing(nlohmann::json::parse(file_text(out / "results.json"))).dump(1), want) << K;
     EXPECT_TRUE(test::contains(file_text(out / "log.txt"), "the training split is read by rows")) << K;
     for (const char* f : {"models/lite/alpha.npy", "models/lite/inducing_points.npy", "models/lite/model.toml"})
-      EXPECT_EQ(file_text(out / f), file_text(dir / "one" / f)) << f << ", " << K << " processes";
+      EXPECT_EQ(file_text(out / f), file_text(dir / "one" / f)) << tag << ": " << f << ", " << K << " processes";
   }
+}
+
+TEST(DistributedReduce, ADataFileReadByRowsGivesTheSingleProcessRunOnTwoAndThreeProcesses) {
+  // The file's columns chosen by `columns` (in another order), and by `exclude`.
+  expect_rows_runs_are_single("columns", {"data.columns=[\"x1\", \"x0\"]"});
+  expect_rows_runs_are_single("exclude", {"data.exclude=[\"noise\"]", "data.shuffle=false"});
 }
 
 TEST(DistributedReduce, ABadValueInOneProcessesShareOfAFileReadByRowsIsTheSingleProcessError) {
   // Row 1700 (line 1702) lies in the last process's share of the file: every process must stop with
-  // the error one process reports, before any fit, and nothing is written.
+  // the error one process reports, before any fit, and nothing is written (all three columns are read,
+  // and the missing value is in the last).
   const auto dir = test::temp_dir("mpi-rows-bad");
   const auto data = rows_csv(dir, 1700);
   RunOptions options;
