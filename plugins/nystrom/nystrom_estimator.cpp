@@ -137,7 +137,11 @@ ModelPtr NystromEstimator::fit(const FitInput& in) {
   base_->check_dimension(in.train.cols());
   const Index D = in.train.cols();
   DerivativeBasis basis;
-  basis.points = choose_points(in.train, in.context.rng());
+  // A distributed run reading its data by rows passes the training split as rows to read (the same
+  // draw of points, the same sums: kef/training_rows.hpp).
+  basis.points = in.train_rows && opt_.inducing_points
+                     ? draw_inducing_points(*in.train_rows, *opt_.inducing_points, in.context.rng(), sites_)
+                     : choose_points(in.train, in.context.rng());
   basis.orders = orders_;
   const Index pairs = basis.points.rows() * D;
   if (opt_.components) {
@@ -155,7 +159,8 @@ ModelPtr NystromEstimator::fit(const FitInput& in) {
   acc.chunk_rows = opt_.chunk_rows;
   acc.progress = &in.context.progress();
   const DerivativeSystem sys =
-      accumulate_derivative_system(*kernel_, *base_, in.train, basis, acc, in.context);
+      in.train_rows ? accumulate_derivative_system(*kernel_, *base_, *in.train_rows, basis, acc, in.context)
+                    : accumulate_derivative_system(*kernel_, *base_, in.train, basis, acc, in.context);
   DerivativeSolveOptions so;
   so.lambda = opt_.lambda;
   so.ridge = opt_.ridge;
@@ -181,7 +186,7 @@ ModelPtr NystromEstimator::fit(const FitInput& in) {
   auto model = std::make_shared<NystromModel>(clone_shared(kernel_), clone_shared(base_), std::move(basis),
                                               coefficients, "nystrom");
   model->set_fit_info({{"lambda", opt_.lambda}, {"ridge", sol.ridge_added}, {"condition", sol.condition}},
-                      {{"train_rows", static_cast<std::int64_t>(in.train.rows())},
+                      {{"train_rows", static_cast<std::int64_t>(in.train_rows ? in.train_rows->rows() : in.train.rows())},
                        {"rank", static_cast<std::int64_t>(sol.rank)}});
   return model;
 }

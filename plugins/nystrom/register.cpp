@@ -14,6 +14,7 @@ void register_nystrom(kef::PluginRegistrar& r) {
   ny.keys = kef::nystrom::nystrom_options().keys();
   ny.uses_kernel = true;
   ny.uses_base_measure = true;
+  ny.reads_training_rows = true;  // its sampled points and chunk sums read rows by position
   ny.facets = facets;
   r.add_estimator(ny, [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext&) {
     return std::make_unique<kef::nystrom::NystromEstimator>(cfg, parts);

@@ -818,7 +818,8 @@ void expect_rows_runs_are_single(const std::string& tag, const std::vector<std::
     for (int r = 0; r < K; ++r) ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << "rank " << r << " of " << K;
     EXPECT_EQ(without_timing(nlohmann::json::parse(file_text(out / "results.json"))).dump(1), want) << K;
     EXPECT_TRUE(test::contains(file_text(out / "log.txt"), "the training split is read by rows")) << K;
-    for (const char* f : {"models/lite/alpha.npy", "models/lite/inducing_points.npy", "models/lite/model.toml"})
+    for (const char* f : {"models/lite/alpha.npy", "models/lite/inducing_points.npy", "models/lite/model.toml",
+                          "models/nystrom/model.toml", "models/nystrom/points.npy", "models/nystrom/coefficients.npy"})
       EXPECT_EQ(file_text(out / f), file_text(dir / "one" / f)) << tag << ": " << f << ", " << K << " processes";
   }
 }
@@ -826,7 +827,8 @@ void expect_rows_runs_are_single(const std::string& tag, const std::vector<std::
 TEST(DistributedReduce, ADataFileReadByRowsGivesTheSingleProcessRunOnTwoAndThreeProcesses) {
   // The file's columns chosen by `columns` (in another order), and by `exclude`.
   expect_rows_runs_are_single("columns", {"data.columns=[\"x1\", \"x0\"]"});
-  expect_rows_runs_are_single("exclude", {"data.exclude=[\"noise\"]", "data.shuffle=false"});
+  expect_rows_runs_are_single("exclude", {"data.exclude=[\"noise\"]"});
+  expect_rows_runs_are_single("unshuffled", {"data.columns=[\"x0\", \"x1\"]", "data.shuffle=false"});
 }
 
 TEST(DistributedReduce, ABadValueInOneProcessesShareOfAFileReadByRowsIsTheSingleProcessError) {

@@ -125,12 +125,14 @@ Index derivative_chunk_rows(Index D, Index basis_size) {
   return std::max<Index>(8, static_cast<Index>(2.0e6 / per_row));
 }
 
-DerivativeSystem accumulate_derivative_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
-                                              const DerivativeBasis& basis,
-                                              const DerivativeAccumulateOptions& options,
-                                              const Context& context) {
+namespace {
+
+// The sums over the rows of X, or of `rows` (each group's rows read once) when X is null.
+DerivativeSystem accumulate_rows(const Kernel& kernel, const BaseMeasure& base, const Matrix* X,
+                                 const TrainingRows* rows, const DerivativeBasis& basis,
+                                 const DerivativeAccumulateOptions& options, const Context& context) {
   check_derivative_basis(kernel, basis, "derivative basis system");
-  const Index N = X.rows(), D = X.cols(), M = basis.size();
+  const Index N = X ? X->rows() : rows->rows(), D = X ? X->cols() : rows->cols(), M = basis.size();
   if (N == 0) throw DataError("derivative basis system: no training rows");
   if (basis.points.cols() != D)
     throw DataError("derivative basis system: basis points have " + std::to_string(basis.points.cols()) +
@@ -147,36 +149,48 @@ DerivativeSystem accumulate_derivative_system(const Kernel& kernel, const BaseMe
     Matrix first, second, q1, q2;  // workspace reused from chunk to chunk
   };
   std::atomic<Index> rows_done{0};
-  // Distributed over the processes of the run too: only BᵀB and h cross (kef/distributed_reduce.hpp).
-  Partial total = ordered_reduce(
-      chunks, context,
+  const auto add_chunk = [&](const Matrix& Xc, Partial& p) {
+    const Index len = Xc.rows();
+    derivative_basis_features(kernel, basis, Xc, p.first, &p.second);
+    base.derivatives(Xc, p.q1, p.q2);
+    // Column-major len x D flattens in (i, n) order, the row order of the features.
+    Eigen::Map<const Vector> q1v(p.q1.data(), len * D);
+    p.h.noalias() += p.first.transpose() * q1v;
+    p.h.noalias() += p.second.colwise().sum().transpose();
+    if (options.need_BtB) add_gram_lower(p.first, p.BtB);
+    const Index done = rows_done.fetch_add(len) + len;
+    if (options.progress)
+      options.progress->update("derivative basis system", static_cast<double>(done) / static_cast<double>(N),
+                               std::to_string(done) + "/" + std::to_string(N) + " rows");
+  };
+  // ordered_reduce's groups of chunks (kef/distributed_reduce.hpp), written out so that a group reads
+  // its rows once when they come by position; distributed over the processes of the run too: only BᵀB
+  // and h cross.
+  const Index G = std::max<Index>(1, std::min(chunks, groups));
+  std::vector<Partial> parts = distributed_parts(
+      G, context,
       [&] {
         Partial p;
         if (options.need_BtB) p.BtB = Matrix::Zero(M, M);
         p.h = Vector::Zero(M);
         return p;
       },
-      [&](Index c, Partial& p) {
-        const Index begin = c * chunk, len = std::min(chunk, N - begin);
-        const Matrix Xc = X.middleRows(begin, len);
-        derivative_basis_features(kernel, basis, Xc, p.first, &p.second);
-        base.derivatives(Xc, p.q1, p.q2);
-        // Column-major len x D flattens in (i, n) order, the row order of the features.
-        Eigen::Map<const Vector> q1v(p.q1.data(), len * D);
-        p.h.noalias() += p.first.transpose() * q1v;
-        p.h.noalias() += p.second.colwise().sum().transpose();
-        if (options.need_BtB) add_gram_lower(p.first, p.BtB);
-        const Index done = rows_done.fetch_add(len) + len;
-        if (options.progress)
-          options.progress->update("derivative basis system",
-                                   static_cast<double>(done) / static_cast<double>(N),
-                                   std::to_string(done) + "/" + std::to_string(N) + " rows");
+      [&](Index g, Partial& p) {
+        const Index c0 = g * chunks / G, c1 = (g + 1) * chunks / G;
+        Matrix block;
+        if (!X) block = rows->range(c0 * chunk, std::min(N, c1 * chunk));
+        for (Index c = c0; c < c1; ++c) {
+          const Index begin = c * chunk, len = std::min(chunk, N - begin);
+          const Matrix Xc = X ? Matrix(X->middleRows(begin, len)) : Matrix(block.middleRows(begin - c0 * chunk, len));
+          add_chunk(Xc, p);
+        }
       },
-      [&](Partial& acc, Partial& p) {
-        if (options.need_BtB) acc.BtB += p.BtB;
-        acc.h += p.h;
-      },
-      groups, [](Partial& p) { return std::tie(p.BtB, p.h); });
+      [](Partial& p) { return std::tie(p.BtB, p.h); });
+  Partial total = std::move(parts[0]);
+  for (Index g = 1; g < G; ++g) {
+    if (options.need_BtB) total.BtB += parts[static_cast<std::size_t>(g)].BtB;
+    total.h += parts[static_cast<std::size_t>(g)].h;
+  }
 
   DerivativeSystem out;
   out.rows = N;
@@ -191,6 +205,22 @@ DerivativeSystem accumulate_derivative_system(const Kernel& kernel, const BaseMe
   check_finite(out.h, "derivative basis system h");
   check_finite(out.G, "derivative basis system G");
   return out;
+}
+
+}  // namespace
+
+DerivativeSystem accumulate_derivative_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
+                                              const DerivativeBasis& basis,
+                                              const DerivativeAccumulateOptions& options,
+                                              const Context& context) {
+  return accumulate_rows(kernel, base, &X, nullptr, basis, options, context);
+}
+
+DerivativeSystem accumulate_derivative_system(const Kernel& kernel, const BaseMeasure& base, const TrainingRows& X,
+                                              const DerivativeBasis& basis,
+                                              const DerivativeAccumulateOptions& options,
+                                              const Context& context) {
+  return accumulate_rows(kernel, base, nullptr, &X, basis, options, context);
 }
 
 DerivativeSolution solve_derivative_system(const DerivativeSystem& system,

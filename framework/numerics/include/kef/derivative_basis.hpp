@@ -22,6 +22,7 @@
 #include "kef/context.hpp"
 #include "kef/kernel.hpp"
 #include "kef/progress.hpp"
+#include "kef/training_rows.hpp"
 #include "kef/types.hpp"
 
 namespace kef {
@@ -66,6 +67,12 @@ struct DerivativeAccumulateOptions {
 Index derivative_chunk_rows(Index D, Index basis_size);
 
 DerivativeSystem accumulate_derivative_system(const Kernel& kernel, const BaseMeasure& base, const Matrix& X,
+                                              const DerivativeBasis& basis,
+                                              const DerivativeAccumulateOptions& options,
+                                              const Context& context);
+// The same sums over a training split read by rows (kef/training_rows.hpp): each process reads the rows
+// of its own groups of chunks, a group at a time; bitwise the result from the whole matrix.
+DerivativeSystem accumulate_derivative_system(const Kernel& kernel, const BaseMeasure& base, const TrainingRows& X,
                                               const DerivativeBasis& basis,
                                               const DerivativeAccumulateOptions& options,
                                               const Context& context);
