@@ -189,7 +189,13 @@ std::optional<FacetSet> DkefEstimator::facets() const {
 }
 
 ModelPtr DkefEstimator::train(const FitInput& in) {
-  const Matrix& X = in.train;
+  // The fit split is read by position (kef/training_rows.hpp): a distributed run may leave it in the
+  // data file, and then only the rows each step needs are read (the minibatches, the early-stopping
+  // subsample, each process's own blocks of the stage-2 and final sums).
+  // (FitInput's reader outlives the fit: a handle that does not own it.)
+  const TrainingRowsPtr rows = in.train_rows ? TrainingRowsPtr(in.train_rows, [](const TrainingRows*) {})
+                                             : TrainingRowsPtr(std::make_shared<MatrixRows>(in.train));
+  const TrainingRows& X = *rows;
   const Matrix& V = in.validation;
   const Index N = X.rows(), D = X.cols();
   if (V.rows() == 0)
@@ -233,11 +239,12 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
   if (base_learns) enable("base_measure", s.off_base(), s.n_base);
 
   // Early stopping fits α on a fixed subsample of the fit split.
-  Matrix fit_rows = X;
+  Matrix fit_rows;
   if (validation_fit_rows_ > 0 && validation_fit_rows_ < N) {
     RandomStream sub = in.context.rng().derive("validation_fit_rows");
-    auto idx = sample_without_replacement(N, validation_fit_rows_, sub);
-    fit_rows = gather_rows(X, idx, 0, idx.size());
+    fit_rows = X.pick(sample_without_replacement(N, validation_fit_rows_, sub));
+  } else {
+    fit_rows = X.range(0, N);  // all of them (validation_fit_rows = 0): held for the whole stage
   }
 
   auto group_of = [&](Index i) -> std::string {
@@ -275,9 +282,9 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
     // sample_without_replacement returns sorted indices; shuffle so Dt and Dv are random halves.
     for (std::size_t i = idx.size() - 1; i > 0; --i)
       std::swap(idx[i], idx[static_cast<std::size_t>(batches.uniform_int(i + 1))]);
-    Matrix Dt = gather_rows(X, idx, 0, static_cast<std::size_t>(batch_fit_));
-    Matrix Dv =
-        gather_rows(X, idx, static_cast<std::size_t>(batch_fit_), static_cast<std::size_t>(batch_loss_));
+    const auto split = idx.begin() + batch_fit_;
+    Matrix Dt = X.pick({idx.begin(), split});
+    Matrix Dv = X.pick({split, idx.end()});
     if (noise_std_ > 0) {
       Dt += noise_std_ * batches.normal_matrix(Dt.rows(), D);
       Dv += noise_std_ * batches.normal_matrix(Dv.rows(), D);
@@ -324,7 +331,7 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
     // The kernel and Z are frozen: the stacks' statistics are computed once, each step is an M x M
     // Cholesky plus M-vector products (and q0's passes over the rows when it learns).
     const bool q0_learns = mask2.tail(s.n_base).any();
-    const FrozenKernelMetaProblem frozen(*kernel_, *base_, X, V, s.Z(), q0_learns, in.context,
+    const FrozenKernelMetaProblem frozen(*kernel_, *base_, rows, V, s.Z(), q0_learns, in.context,
                                          stage2_budget_bytes_);
     in.report.values["stage2_stacks_in_memory"] = frozen.keeps_stacks() ? 1.0 : 0.0;
     Adam adam2(AdamOptions{learning_rate_}, sites_.where("learning_rate"));

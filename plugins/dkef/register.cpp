@@ -11,6 +11,9 @@ void register_dkef(kef::PluginRegistrar& r) {
   est.keys = kef::dkef::dkef_keys();
   est.uses_kernel = true;
   est.uses_base_measure = true;
+  // Its minibatches, early-stopping subsample and stage-2 and final block sums read rows by position.
+  est.reads_training_rows = true;
+  est.reads_scattered_rows = true;
   est.facets = {kef::Facet::LogDensity, kef::Facet::Score, kef::Facet::Laplacian};  // + base measure ratio when q0 samples
   r.add_estimator(est, [](const kef::Config& cfg, const kef::EstimatorParts& parts, const kef::BuildContext& ctx) {
     return std::make_unique<kef::dkef::DkefEstimator>(cfg, parts, ctx.train_rows);

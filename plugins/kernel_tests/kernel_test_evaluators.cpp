@@ -33,12 +33,12 @@ Matrix model_samples(const EvalInput& in, Index n, std::int64_t warmup, std::int
   o.progress_task = who + " " + in.model_name + ": HMC";
   o.context = "model " + in.model_name + " (evaluator " + who + ")";
   if (!in.model.can_sample()) {
-    if (in.data.train.rows() == 0)
+    if (in.data.train_count() == 0)
       sites.fail("hmc_warmup",
                  "model " + in.model_name +
                      " has no exact sampler and the training split (HMC's starting points) is empty");
     o.init = HmcInit::Points;
-    o.init_points = in.data.train;
+    o.init_rows = in.data.training();  // only the chains' starting rows are read
   }
   HmcDiagnostics diag;
   RandomStream rng = in.context.rng().derive("samples");

@@ -12,6 +12,7 @@ void register_kernel_tests(kef::PluginRegistrar& r) {
         "permutation and Gamma-approximation p-values";
     info.reference = "Gretton et al. 2009, 2012; docs/math.md §8.7, §8.9";
     info.keys = kef::kernel_tests::mmd_two_sample_options().keys();
+    info.reads_training_rows = true;  // the training split only through Dataset::training()
     r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
       return std::make_unique<kef::kernel_tests::MmdTwoSampleEvaluator>(cfg, ctx);
     });
@@ -24,6 +25,7 @@ void register_kernel_tests(kef::PluginRegistrar& r) {
         "permutation and Gamma-approximation p-values";
     info.reference = "Gretton et al. 2008; Song et al. 2012; docs/math.md §8.10";
     info.keys = kef::kernel_tests::hsic_options().keys();
+    info.reads_training_rows = true;  // the training split only through Dataset::training()
     r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
       return std::make_unique<kef::kernel_tests::HsicIndependenceEvaluator>(cfg, ctx);
     });

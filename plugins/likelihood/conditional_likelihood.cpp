@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "kef/column_summary.hpp"
 #include "kef/error.hpp"
 #include "kef/evaluation_rows.hpp"
 #include "kef/linalg.hpp"
@@ -117,8 +118,13 @@ EvaluationResult ConditionalLikelihoodEvaluator::evaluate(const EvalInput& in) {
       sites_.fail("normalizer", "model " + in.model_name + " has no exact normaliser and y has " +
                                     std::to_string(Y.cols()) +
                                     " columns: quadrature in y is implemented for one target column only");
-    const Matrix T = in.data.targets(in.data.train.rows() > 0 ? in.data.train : rows);
-    const double ymin = T.minCoeff(), ymax = T.maxCoeff();
+    // The training targets' range, read in blocks (a distributed run may leave the split in the file).
+    const ColumnSummary s = in.data.train_count() > 0 ? summarize_columns(*in.data.training()) : summarize_columns(rows);
+    double ymin = std::numeric_limits<double>::infinity(), ymax = -ymin;
+    for (Index t : in.data.roles.targets) {
+      ymin = std::min(ymin, s.min[t]);
+      ymax = std::max(ymax, s.max[t]);
+    }
     const double range = std::max(ymax - ymin, 1e-12);
     const double lo = ymin - opt_.quadrature_margin * range, hi = ymax + opt_.quadrature_margin * range;
     const QuadratureNormalizer q = conditional_quadrature(*c, X, lo, hi, opt_.quadrature_points);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kef/column_summary.hpp"
 #include "kef/error.hpp"
 #include "kef/evaluation_rows.hpp"
 #include "kef/lite_model.hpp"
@@ -228,8 +229,11 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
 
   // The data-fitted proposals are fitted to the training rows (where the model was asked to put its
   // mass); `kef eval` has none, and the evaluated rows stand in.
-  const bool from_train = in.data.train.rows() >= 2;
-  const Matrix& fit = from_train ? in.data.train : X;
+  // Read by position (kef/training_rows.hpp): a distributed run may leave the split in the data file.
+  const TrainingRowsPtr train = in.data.training();
+  const bool from_train = train->rows() >= 2;
+  const MatrixRows evaluated(X);
+  const TrainingRows& fit = from_train ? *train : static_cast<const TrainingRows&>(evaluated);
   if (!from_train && (method_ != "importance" || (check != "importance" && check != "none")))
     r.notes.push_back("data-fitted proposals fitted to the " + split_ + " rows (there is no training split)");
 
@@ -287,7 +291,7 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
 }
 
 NormalizerEstimate LikelihoodEvaluator::estimate(const std::string& method, bool is_main, const EvalInput& in,
-                                                 const Matrix& fit, Run& run, EvaluationResult& out) const {
+                                                 const TrainingRows& fit, Run& run, EvaluationResult& out) const {
   NormalizerEstimate e;
   try {
     if (method == "importance")
@@ -363,7 +367,7 @@ NormalizerEstimate LikelihoodEvaluator::estimate_importance(bool is_main, const 
 }
 
 NormalizerEstimate LikelihoodEvaluator::estimate_defensive(bool is_main, const EvalInput& in,
-                                                           const Matrix& fit, Run&,
+                                                           const TrainingRows& fit, Run&,
                                                            EvaluationResult& out) const {
   const std::string task = "log_likelihood " + in.model_name + " (defensive)";
   // Kernel models with inducing points get bumps there as well (where they can put mass).
@@ -398,13 +402,13 @@ NormalizerEstimate LikelihoodEvaluator::estimate_defensive(bool is_main, const E
   return e;
 }
 
-NormalizerEstimate LikelihoodEvaluator::estimate_ais(const EvalInput& in, const Matrix& fit, Run& run,
+NormalizerEstimate LikelihoodEvaluator::estimate_ais(const EvalInput& in, const TrainingRows& fit, Run& run,
                                                      EvaluationResult& out) const {
   std::unique_ptr<Proposal> start;
   if (ais_start_ == "base_measure")
     start = std::make_unique<BaseMeasureProposal>(*in.model.base_measure(), in.model.dim());
   else
-    start = std::make_unique<StudentTProposal>(StudentTProposal::fit(fit, defensive_.dof));
+    start = std::make_unique<StudentTProposal>(StudentTProposal::fit(summarize_columns(fit), defensive_.dof));
   AisOptions o = ais_;
   o.progress = &in.context.progress();
   o.task = "log_likelihood " + in.model_name + " (AIS)";
@@ -550,16 +554,14 @@ Box LikelihoodEvaluator::quadrature_box(const EvalInput& in, const Matrix& evalu
   }
   // The training split describes where the model was asked to put its mass; `kef eval` has none, and
   // then the evaluated rows stand in for it.
-  const bool from_train = in.data.train.rows() > 0;
-  const Matrix& X = from_train ? in.data.train : evaluated;
+  // Its summary is read in blocks (kef/column_summary.hpp): a distributed run may leave it in the file.
+  const bool from_train = in.data.train_count() > 0;
+  const ColumnSummary s = from_train ? summarize_columns(*in.data.training()) : summarize_columns(evaluated);
   if (!from_train)
     out.notes.push_back("quadrature box from the " + split_ + " rows (there is no training split)");
+  const Vector sds = s.sd();
   for (Index d = 0; d < D; ++d) {
-    const auto col = X.col(d);
-    const double lo = col.minCoeff(), hi = col.maxCoeff(), mean = col.mean();
-    const double sd = X.rows() > 1
-                          ? std::sqrt((col.array() - mean).square().sum() / static_cast<double>(X.rows() - 1))
-                          : 0.0;
+    const double lo = s.min[d], hi = s.max[d], sd = sds[d];
     const double pad = pad_range_ * (hi - lo) + pad_std_ * sd;
     if (!(pad > 0.0) || !std::isfinite(pad))
       sites_.fail("extent",

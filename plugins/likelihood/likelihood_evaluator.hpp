@@ -48,13 +48,13 @@ class LikelihoodEvaluator final : public Clonable<LikelihoodEvaluator, Evaluator
   // One estimate of log Z by `method` (importance, defensive or ais), with its metrics prefixed by
   // `prefix` and its notes; `fit` are the rows the data-fitted proposals are fitted to.
   struct Run;
-  NormalizerEstimate estimate(const std::string& method, bool is_main, const EvalInput& in, const Matrix& fit,
+  NormalizerEstimate estimate(const std::string& method, bool is_main, const EvalInput& in, const TrainingRows& fit,
                               Run& run, EvaluationResult& out) const;
   NormalizerEstimate estimate_importance(bool is_main, const EvalInput& in, Run& run,
                                          EvaluationResult& out) const;
-  NormalizerEstimate estimate_defensive(bool is_main, const EvalInput& in, const Matrix& fit, Run& run,
+  NormalizerEstimate estimate_defensive(bool is_main, const EvalInput& in, const TrainingRows& fit, Run& run,
                                         EvaluationResult& out) const;
-  NormalizerEstimate estimate_ais(const EvalInput& in, const Matrix& fit, Run& run,
+  NormalizerEstimate estimate_ais(const EvalInput& in, const TrainingRows& fit, Run& run,
                                   EvaluationResult& out) const;
   // The verdict: metrics `reliable`, a note, the summary's last words, and strict's failure.
   void conclude(const EvalInput& in, const ReliabilityInputs& ri, EvaluationResult& out) const;

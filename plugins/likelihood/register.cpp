@@ -17,6 +17,7 @@ void register_likelihood(kef::PluginRegistrar& r) {
       "al. 2015 "
       "(BDMC); docs/math.md §8";
   info.keys = kef::likelihood::likelihood_keys();
+  info.reads_training_rows = true;  // the training split only through Dataset::training()
   info.facets = kef::Facet::LogDensity;
   r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<kef::likelihood::LikelihoodEvaluator>(cfg, ctx.dim);
@@ -30,6 +31,7 @@ void register_likelihood(kef::PluginRegistrar& r) {
       "in y (one target column) with an error estimate";
   cond.reference = "docs/math.md §17.3";
   cond.keys = kef::likelihood::conditional_likelihood_options().keys();
+  cond.reads_training_rows = true;  // the training split only through Dataset::training()
   cond.facets = kef::Facet::ConditionalDensity;
   r.add_evaluator(cond, [](const kef::Config& cfg, const kef::BuildContext&) {
     return std::make_unique<kef::likelihood::ConditionalLikelihoodEvaluator>(cfg);

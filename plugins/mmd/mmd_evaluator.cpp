@@ -114,10 +114,10 @@ EvaluationResult MmdEvaluator::evaluate(const EvalInput& in) {
   o.progress_task = "mmd " + in.model_name + ": HMC";
   o.context = "model " + in.model_name + " (evaluator mmd)";
   if (!in.model.can_sample() && init_from_train_) {
-    if (in.data.train.rows() == 0)
+    if (in.data.train_count() == 0)
       sites_.fail("hmc_init", "the training split is empty; use \"base_measure\"");
     o.init = HmcInit::Points;
-    o.init_points = in.data.train;
+    o.init_rows = in.data.training();  // only the chains' starting rows are read
   } else if (!in.model.can_sample()) {
     const BaseMeasure* base = in.model.base_measure();
     if (!base || !base->can_sample())

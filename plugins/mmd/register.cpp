@@ -11,6 +11,7 @@ void register_mmd(kef::PluginRegistrar& r) {
       "and a held-out split, with a permutation p-value";
   info.reference = "DDE (Dai et al. 2019) Table 1; Gretton et al. 2012; docs/math.md §8";
   info.keys = kef::mmd::mmd_keys();
+  info.reads_training_rows = true;  // the training split only through Dataset::training()
   r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     return std::make_unique<kef::mmd::MmdEvaluator>(cfg, ctx);
   });

@@ -28,11 +28,13 @@
 #include "kef/closed_form_gradient.hpp"
 #include "kef/communicator.hpp"
 #include "kef/context.hpp"
+#include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/hmc.hpp"
 #include "kef/importance_sampling.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/mmd_test.hpp"
+#include "kef/npy.hpp"
 #include "kef/parallel.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/random.hpp"
@@ -794,15 +796,25 @@ std::filesystem::path rows_csv(const std::filesystem::path& dir, Index bad_row =
   return test::write_file(dir, "rows.csv", csv);
 }
 
-void expect_rows_runs_are_single(const std::string& tag, const std::vector<std::string>& extra) {
+void expect_rows_runs_are_single(const std::string& tag, const std::vector<std::string>& extra,
+                                 const std::string& config_name = "lite_rows.toml",
+                                 const std::vector<std::string>& files = {
+                                     "models/lite/alpha.npy", "models/lite/inducing_points.npy",
+                                     "models/lite/model.toml", "models/nystrom/model.toml",
+                                     "models/nystrom/points.npy", "models/nystrom/coefficients.npy"},
+                                 bool npy = false, const std::string& log_says = "the training split is read by rows") {
   const auto dir = test::temp_dir("mpi-rows-" + tag);
-  const auto data = rows_csv(dir);
+  auto data = rows_csv(dir);
+  if (npy) {  // the same rows as a .npy file (names x0, noise, x1 become 0, 1, 2)
+    write_npy(dir / "rows.npy", read_table(data).values);
+    data = dir / "rows.npy";
+  }
   RunOptions options;
   options.quiet = true;
   options.threads = 1;
   options.overrides = {"data.path=" + data.string()};
   options.overrides.insert(options.overrides.end(), extra.begin(), extra.end());
-  const std::string config = (test::source_dir() / "tests" / "mpi" / "lite_rows.toml").string();
+  const std::string config = (test::source_dir() / "tests" / "mpi" / config_name).string();
   options.output_dir = (dir / "one").string();
   (void)run_pipeline(config, options);
   const std::string want = without_timing(nlohmann::json::parse(file_text(dir / "one" / "results.json"))).dump(1);
@@ -817,10 +829,11 @@ void expect_rows_runs_are_single(const std::string& tag, const std::vector<std::
     });
     for (int r = 0; r < K; ++r) ASSERT_FALSE(errors[static_cast<std::size_t>(r)]) << "rank " << r << " of " << K;
     EXPECT_EQ(without_timing(nlohmann::json::parse(file_text(out / "results.json"))).dump(1), want) << K;
-    EXPECT_TRUE(test::contains(file_text(out / "log.txt"), "the training split is read by rows")) << K;
-    for (const char* f : {"models/lite/alpha.npy", "models/lite/inducing_points.npy", "models/lite/model.toml",
-                          "models/nystrom/model.toml", "models/nystrom/points.npy", "models/nystrom/coefficients.npy"})
+    EXPECT_TRUE(test::contains(file_text(out / "log.txt"), log_says)) << K << ": " << file_text(out / "log.txt");
+    for (const std::string& f : files) {
+      ASSERT_TRUE(std::filesystem::exists(dir / "one" / f)) << f;
       EXPECT_EQ(file_text(out / f), file_text(dir / "one" / f)) << tag << ": " << f << ", " << K << " processes";
+    }
   }
 }
 
@@ -829,6 +842,38 @@ TEST(DistributedReduce, ADataFileReadByRowsGivesTheSingleProcessRunOnTwoAndThree
   expect_rows_runs_are_single("columns", {"data.columns=[\"x1\", \"x0\"]"});
   expect_rows_runs_are_single("exclude", {"data.exclude=[\"noise\"]"});
   expect_rows_runs_are_single("unshuffled", {"data.columns=[\"x0\", \"x1\"]", "data.shuffle=false"});
+  // standardize and whiten: statistics of the first rows read in blocks, each row mapped as it is read.
+  expect_rows_runs_are_single("standardize", {"data.exclude=[\"noise\"]", "data.standardize=true",
+                                              "data.statistics_rows=1500"});
+  expect_rows_runs_are_single("whiten", {"data.whiten=true"});
+}
+
+// The other consumers of the split that read it by position or in blocks (tests/mpi/rows_consumers.toml):
+// the median bandwidth, the log-likelihood's data-fitted proposals, AIS's start and quadrature box,
+// HMC's starting rows for mmd and mmd_two_sample, and the saved training split.
+TEST(DistributedReduce, EveryEvaluatorAndTheSavedSplitReadTheFileByRowsAsOneProcessReadsItsSplit) {
+  expect_rows_runs_are_single("consumers", {"data.exclude=[\"noise\"]"}, "rows_consumers.toml",
+                              {"models/lite/alpha.npy", "models/lite/model.toml", "data/train.npy",
+                               "data/test.npy", "data/validation.npy"});
+}
+
+// [tune]'s candidates are fitted on the split as the models are (here by rows), and scored on the
+// validation split.
+TEST(DistributedReduce, ATuneGridSearchReadsTheFileByRowsAsOneProcessReadsItsSplit) {
+  expect_rows_runs_are_single("tune", {"tune.model=\"lite\"", "tune.grid.estimator.lambda_alpha=[1e-3, 1e-2]",
+                                       "data.split={test=500, validation=300}"});
+}
+
+// DKEF (tests/mpi/dkef_rows.toml): on a .npy file its minibatches, early-stopping rows, inducing points
+// and block sums read the file by position; a .csv file, which each scattered read would scan again,
+// is held by every process, and the log says why. Both give the single-process run.
+TEST(DistributedReduce, DkefReadsANpyFileByRowsAndHoldsACsvFileAsOneProcessDoes) {
+  const std::vector<std::string> files = {"models/dkef-deep/model.toml", "models/dkef-deep/alpha.npy",
+                                          "models/dkef-gauss/model.toml", "models/dkef-gauss/alpha.npy"};
+  expect_rows_runs_are_single("dkef-npy", {"data.exclude=[\"x1\"]"}, "dkef_rows.toml", files, true);
+  expect_rows_runs_are_single("dkef-csv", {"data.exclude=[\"noise\"]"}, "dkef_rows.toml", files, false,
+                              "every process holds the whole training split (estimator `dkef` reads scattered "
+                              "training rows at every step");
 }
 
 TEST(DistributedReduce, ABadValueInOneProcessesShareOfAFileReadByRowsIsTheSingleProcessError) {

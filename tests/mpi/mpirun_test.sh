@@ -8,8 +8,10 @@
 #                output directory, and no process left behind (the command returns at all).
 #   rows CONFIG: the data read by rows (kef/training_rows.hpp): CONFIG's data.path set to an NPY file and
 #                to the same rows as CSV, written here; each compared as `same` does, and two/log.txt must
-#                say the training split was read by rows; then with `standardize` the processes must
-#                fall back to holding the whole split (and say why), with the same results as one.
+#                say the training split was read by rows; so must it with `standardize` and with
+#                `whiten`; then with `dequantize` the processes must fall back to holding the whole
+#                split (and say why), with the same results as one. NEEDLE `npy-only`: the CSV file's
+#                run must hold the split instead (an estimator that reads scattered rows, DKEF).
 # Usage: mpirun_test.sh MODE KEF MPIEXEC WORKDIR CONFIG [NEEDLE]
 set -euo pipefail
 mode=$1 kef=$2 mpiexec=$3 work=$4 config=$5 needle=${6:-}
@@ -86,19 +88,31 @@ np.savetxt("rows.csv", X, delimiter=",", header="x0,x1", comments="", fmt="%.17g
 PY
     for data_file in rows.npy rows.csv; do
       compare_runs --set "data.path=$PWD/$data_file"
-      grep -q "the training split is read by rows" two/log.txt ||
-        { echo "FAIL: $data_file: the distributed run did not read the training split by rows"; cat two/log.txt; exit 1; }
+      if [ "$needle" = "npy-only" ] && [ "$data_file" = rows.csv ]; then
+        # An estimator that reads scattered rows at every step holds the split of a CSV file.
+        grep -q "every process holds the whole training split (estimator .* reads scattered training rows" two/log.txt ||
+          { echo "FAIL: $data_file: the run did not hold the split of a CSV file, or did not say why"; cat two/log.txt; exit 1; }
+      else
+        grep -q "the training split is read by rows" two/log.txt ||
+          { echo "FAIL: $data_file: the distributed run did not read the training split by rows"; cat two/log.txt; exit 1; }
+      fi
       strip_timing two/results.json | grep -v '"path"\|provenance\|rows\.' > "two-$data_file.json"
-      cp two/models/lite/alpha.npy "alpha-$data_file.npy"
+      rm -rf "models-$data_file" && cp -r two/models "models-$data_file"
     done
     # The two files hold the same rows (%.17g round-trips): the fits must be the same too.
     grep -q '"fssd' two-rows.npy.json || { echo "FAIL: no FSSD result to compare in two-rows.npy.json"; exit 1; }
     diff two-rows.npy.json two-rows.csv.json || { echo "FAIL: the NPY and CSV files gave different results"; exit 1; }
-    cmp alpha-rows.npy.npy alpha-rows.csv.npy || { echo "FAIL: the NPY and CSV files gave different models"; exit 1; }
-    compare_runs --set "data.path=$PWD/rows.npy" --set data.standardize=true
-    grep -q "every process holds the whole training split (.standardize. needs the whole training split)" two/log.txt ||
-      { echo "FAIL: with standardize the run did not fall back, or did not say why"; cat two/log.txt; exit 1; }
-    echo "rows: NPY and CSV read by rows, and the fallback, identical to one process"
+    diff -r models-rows.npy models-rows.csv || { echo "FAIL: the NPY and CSV files gave different models"; exit 1; }
+    # standardize and whiten map the rows as they are read (their statistics read in blocks).
+    for step in standardize whiten; do
+      compare_runs --set "data.path=$PWD/rows.npy" --set "data.$step=true"
+      grep -q "the training split is read by rows" two/log.txt ||
+        { echo "FAIL: with $step the distributed run did not read the training split by rows"; cat two/log.txt; exit 1; }
+    done
+    compare_runs --set "data.path=$PWD/rows.npy" --set data.dequantize=true
+    grep -q "every process holds the whole training split (.dequantize. needs the whole training split)" two/log.txt ||
+      { echo "FAIL: with dequantize the run did not fall back, or did not say why"; cat two/log.txt; exit 1; }
+    echo "rows: NPY and CSV read by rows, standardized and whitened too, and the fallback, identical to one process"
     ;;
   fails)
     set +e

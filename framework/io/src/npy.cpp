@@ -227,35 +227,46 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) {
 }
 
 // Writes `bytes` to a temporary file next to `path` and renames it, so readers never see half a file.
-void write_atomically(const std::filesystem::path& path, const std::string& bytes) {
+// A file written under a temporary name and renamed into place when complete: a reader never sees a
+// partial file, and a failed write leaves nothing. `write` fills the stream.
+template <class Write>
+void write_atomically(const std::filesystem::path& path, Write&& write) {
   static std::atomic<unsigned> counter{0};
   std::filesystem::path tmp = path;
   tmp += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  auto discard = [&] {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+  };
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) {
       throw Error(path.string() + ": cannot write file (" + std::strerror(errno) +
                   "); check that the directory exists and is writable");
     }
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    try {
+      write(out);
+    } catch (...) {
+      out.close();
+      discard();
+      throw;
+    }
     out.close();
     if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
+      discard();
       throw Error(path.string() + ": write failed (disk full?)");
     }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
+    discard();
     throw Error(path.string() + ": cannot rename temporary file into place (" + ec.message() + ")");
   }
 }
 
-void write_array(const std::filesystem::path& path, const std::string& shape, const double* row_major,
-                 std::size_t count) {
+// The .npy prefix of a float64 C-order array of this shape.
+std::string npy_prefix(const std::string& shape) {
   std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + ", }";
   // NumPy aligns the data to 64 bytes: magic (6) + version (2) + length (2) + header + '\n'.
   std::size_t total = kMagic.size() + 4 + header.size() + 1;
@@ -268,8 +279,16 @@ void write_array(const std::filesystem::path& path, const std::string& shape, co
   bytes += static_cast<char>(len & 0xff);
   bytes += static_cast<char>(len >> 8);
   bytes += header;
-  if (count > 0) bytes.append(reinterpret_cast<const char*>(row_major), count * sizeof(double));
-  write_atomically(path, bytes);
+  return bytes;
+}
+
+void write_array(const std::filesystem::path& path, const std::string& shape, const double* row_major,
+                 std::size_t count) {
+  const std::string prefix = npy_prefix(shape);
+  write_atomically(path, [&](std::ofstream& out) {
+    out.write(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+    if (count > 0) out.write(reinterpret_cast<const char*>(row_major), static_cast<std::streamsize>(count * sizeof(double)));
+  });
 }
 
 }  // namespace
@@ -454,6 +473,26 @@ void write_npy(const std::filesystem::path& path, const Matrix& m) {
 void write_npy(const std::filesystem::path& path, const Vector& v) {
   const std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(v.size())};
   write_array(path, shape_text(shape), v.data(), static_cast<std::size_t>(v.size()));
+}
+
+void write_npy_blocks(const std::filesystem::path& path, Index rows, Index cols, Index block_rows,
+                      const std::function<Matrix(Index, Index)>& block) {
+  if (rows < 0 || cols < 0 || block_rows < 1)
+    throw Error(path.string() + ": write_npy_blocks: bad shape or block size");
+  const std::string prefix =
+      npy_prefix(shape_text({static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols)}));
+  write_atomically(path, [&](std::ofstream& out) {
+    out.write(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+    for (Index b = 0; b < rows; b += block_rows) {
+      const Index e = std::min(rows, b + block_rows);
+      const RowMatrix m = block(b, e);
+      if (m.rows() != e - b || m.cols() != cols)
+        throw Error(path.string() + ": write_npy_blocks: block [" + std::to_string(b) + ", " + std::to_string(e) +
+                    ") has " + std::to_string(m.rows()) + " x " + std::to_string(m.cols()) + " values");
+      out.write(reinterpret_cast<const char*>(m.data()), static_cast<std::streamsize>(m.size() * sizeof(double)));
+      if (!out) throw Error(path.string() + ": write failed (disk full?)");
+    }
+  });
 }
 
 }  // namespace kef

@@ -198,9 +198,9 @@ double validation_loss_sum(const Kernel& kernel, const BaseMeasure& base, const 
       [](double& into, double x) { into += x; }, kGroups, [](double& sum) { return std::tie(sum); });
 }
 
-void check_inputs(const Matrix& train, const Matrix& validation, const Matrix& Z) {
-  if (train.rows() == 0 || validation.rows() == 0) throw DataError("DKEF gradient: empty batch");
-  if (train.cols() != Z.cols() || validation.cols() != Z.cols())
+void check_inputs(Index train_rows, Index train_cols, const Matrix& validation, const Matrix& Z) {
+  if (train_rows == 0 || validation.rows() == 0) throw DataError("DKEF gradient: empty batch");
+  if (train_cols != Z.cols() || validation.cols() != Z.cols())
     throw DataError("DKEF gradient: batches and inducing points differ in dimension");
 }
 
@@ -216,7 +216,7 @@ struct Partial {
 double closed_form_validation_loss(const Kernel& kernel, const BaseMeasure& base, const Matrix& train,
                                    const Matrix& validation, const Matrix& Z, double la, double lc,
                                    const Context& context) {
-  check_inputs(train, validation, Z);
+  check_inputs(train.rows(), train.cols(), validation, Z);
   // Both sums are shared between the processes of a distributed run.
   const Fit f = fit_alpha(kernel, base, train, Z, la, lc, context, false);
   return validation_loss_sum(kernel, base, validation, Z, f.alpha, context) /
@@ -227,7 +227,7 @@ ClosedFormGradient closed_form_validation_gradient(const Kernel& kernel, const B
                                                    const Matrix& train, const Matrix& validation,
                                                    const Matrix& Z, double la, double lc,
                                                    const Context& context) {
-  check_inputs(train, validation, Z);
+  check_inputs(train.rows(), train.cols(), validation, Z);
   const int threads = context.threads();
   const Index Nt = train.rows(), Nv = validation.rows(), M = Z.rows(), D = Z.cols();
   // A minibatch: every process computes it whole (its stacks feed the backward pass below).
@@ -320,7 +320,9 @@ ClosedFormGradient closed_form_validation_gradient(const Kernel& kernel, const B
 struct FrozenKernelMetaProblem::Impl {
   const Kernel& kernel;
   const BaseMeasure& base;
-  Matrix train, validation, Z;
+  Matrix held_train;       // a copy of the rows given as a matrix (`train` then views it)
+  TrainingRowsPtr train;   // read a block at a time
+  Matrix validation, Z;
   bool base_learns = false, keep = false;
   Context context;  // its processes share every sum over the blocks
   std::vector<RowBlock> tblocks, vblocks;
@@ -341,7 +343,7 @@ struct FrozenKernelMetaProblem::Impl {
   std::size_t block_count() const { return tblocks.size() + vblocks.size(); }
   bool is_train(std::size_t i) const { return i < tblocks.size(); }
   Matrix rows_of_block(std::size_t i) const {
-    return is_train(i) ? Matrix(train.middleRows(tblocks[i].begin, tblocks[i].rows))
+    return is_train(i) ? train->range(tblocks[i].begin, tblocks[i].begin + tblocks[i].rows)
                        : Matrix(validation.middleRows(vblocks[i - tblocks.size()].begin,
                                                       vblocks[i - tblocks.size()].rows));
   }
@@ -375,9 +377,27 @@ FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const Bas
                                                  const Matrix& Z, bool base_learns, const Context& context,
                                                  std::size_t stack_budget_bytes)
     : impl_(std::make_unique<Impl>(kernel, base, context)) {
-  check_inputs(train, validation, Z);
+  impl_->held_train = train;
+  impl_->train = std::make_shared<MatrixRows>(impl_->held_train);
+  build(validation, Z, base_learns, stack_budget_bytes);
+}
+
+FrozenKernelMetaProblem::FrozenKernelMetaProblem(const Kernel& kernel, const BaseMeasure& base, TrainingRowsPtr train,
+                                                 const Matrix& validation, const Matrix& Z, bool base_learns,
+                                                 const Context& context, std::size_t stack_budget_bytes)
+    : impl_(std::make_unique<Impl>(kernel, base, context)) {
+  impl_->train = std::move(train);
+  build(validation, Z, base_learns, stack_budget_bytes);
+}
+
+void FrozenKernelMetaProblem::build(const Matrix& validation, const Matrix& Z, bool base_learns,
+                                    std::size_t stack_budget_bytes) {
   Impl& p = *impl_;
-  p.train = train;
+  const Kernel& kernel = p.kernel;
+  const BaseMeasure& base = p.base;
+  const Context& context = p.context;
+  const TrainingRows& train = *p.train;
+  check_inputs(train.rows(), train.cols(), validation, Z);
   p.validation = validation;
   p.Z = Z;
   p.base_learns = base_learns;

@@ -44,13 +44,14 @@ GaussianCentresProposal::GaussianCentresProposal(Matrix centres, Vector bandwidt
 }
 
 Vector GaussianCentresProposal::silverman_bandwidth(const Matrix& data, double factor) {
-  const Index n = data.rows(), D = data.cols();
+  return silverman_bandwidth(summarize_columns(data), factor);
+}
+
+Vector GaussianCentresProposal::silverman_bandwidth(const ColumnSummary& data, double factor) {
+  const Index n = data.rows, D = data.mean.size();
   if (n < 2) throw DataError("Gaussian-bump proposal: needs at least 2 data rows for a bandwidth");
-  const Vector mean = data.colwise().mean().transpose();
-  Vector sd =
-      ((data.rowwise() - mean.transpose()).array().square().colwise().sum() / static_cast<double>(n - 1))
-          .sqrt()
-          .transpose();
+  if (!data.finite) throw DataError("Gaussian-bump proposal: the data are not finite");
+  Vector sd = data.sd();
   // A constant column would give a zero bandwidth: borrow the mean scale of the others (or 1).
   const double positive_mean =
       (sd.array() > 0).any() ? sd.sum() / static_cast<double>((sd.array() > 0).count()) : 1.0;
@@ -162,31 +163,45 @@ std::string MixtureProposal::describe() const {
 
 MixtureProposal make_defensive_proposal(const BaseMeasure* base, const Matrix& data, const Matrix& inducing,
                                         const DefensiveOptions& o, RandomStream& rng) {
+  return make_defensive_proposal(base, MatrixRows(data), inducing, o, rng);
+}
+
+MixtureProposal make_defensive_proposal(const BaseMeasure* base, const TrainingRows& data, const Matrix& inducing,
+                                        const DefensiveOptions& o, RandomStream& rng) {
   const Index D = data.cols();
   if (o.max_centres < 1) throw ConfigError("defensive proposal: max_centres must be >= 1");
+  const ColumnSummary summary = summarize_columns(data);
   std::vector<ProposalPtr> components;
   std::vector<double> weights;
   if (base && base->can_sample() && o.weight_base > 0.0) {
     components.push_back(std::make_shared<BaseMeasureProposal>(*base, D));
     weights.push_back(o.weight_base);
   }
-  components.push_back(std::make_shared<StudentTProposal>(StudentTProposal::fit(data, o.dof)));
+  components.push_back(std::make_shared<StudentTProposal>(StudentTProposal::fit(summary, o.dof)));
   weights.push_back(o.weight_student_t);
   // Bumps at the inducing points (where a kernel model can put its mass) and at data rows (an
-  // outlying row can carry a spike), at most max_centres in all, a random subset when more.
-  Matrix pool(inducing.rows() + data.rows(), D);
-  pool << inducing, data;
-  const Index k = std::min(o.max_centres, pool.rows());
-  const std::vector<Index> rows = sample_without_replacement(pool.rows(), k, rng);
+  // outlying row can carry a spike), at most max_centres in all, a random subset when more. The pool
+  // is the inducing rows, then the data rows; only the data rows drawn are read.
+  const Index pool = inducing.rows() + data.rows();
+  const Index k = std::min(o.max_centres, pool);
+  const std::vector<Index> rows = sample_without_replacement(pool, k, rng);
+  std::vector<Index> data_positions;
+  for (Index r : rows)
+    if (r >= inducing.rows()) data_positions.push_back(r - inducing.rows());
+  const Matrix picked = data.pick(data_positions);
   Matrix centres(k, D);
-  for (Index i = 0; i < k; ++i) centres.row(i) = pool.row(rows[static_cast<std::size_t>(i)]);
+  Index next_data = 0;
+  for (Index i = 0; i < k; ++i) {
+    const Index r = rows[static_cast<std::size_t>(i)];
+    centres.row(i) = r < inducing.rows() ? inducing.row(r) : picked.row(next_data++);
+  }
   // One bump family per bandwidth factor, sharing the centres and the bumps' weight: a model can be far
   // narrower than the data's scale at an outlying point (a spike), and wide bumps reach it only rarely.
   if (o.bandwidth_factors.empty())
     throw ConfigError("defensive proposal: needs at least one bandwidth factor");
   for (double factor : o.bandwidth_factors) {
     components.push_back(std::make_shared<GaussianCentresProposal>(
-        centres, GaussianCentresProposal::silverman_bandwidth(data, factor)));
+        centres, GaussianCentresProposal::silverman_bandwidth(summary, factor)));
     weights.push_back(o.weight_centres / static_cast<double>(o.bandwidth_factors.size()));
   }
   return MixtureProposal(std::move(components), std::move(weights));

@@ -111,7 +111,7 @@ Matrix guarded_score(const Model& model, const Matrix& X, std::vector<std::strin
 
 Matrix starting_points(const Model& model, const HmcOptions& o, RandomStream rng) {
   const Index D = model.dim();
-  const bool have_points = o.init_points.rows() > 0;
+  const bool have_points = o.init_points.rows() > 0 || (o.init_rows && o.init_rows->rows() > 0);
   const BaseMeasure* base = model.base_measure();
   const bool base_ok = base && base->can_sample();
   HmcInit init = o.init;
@@ -135,10 +135,20 @@ Matrix starting_points(const Model& model, const HmcOptions& o, RandomStream rng
     return X;
   }
   // Distinct rows while there are enough; chains share rows (with their own streams) otherwise.
-  const Index R = o.init_points.rows();
+  const bool held = o.init_points.rows() > 0;
+  const Index R = held ? o.init_points.rows() : o.init_rows->rows();
   const std::vector<Index> rows = sample_without_replacement(R, std::min(R, o.chains), rng);
+  const Matrix picked = held ? Matrix() : o.init_rows->pick(rows);
+  const Matrix& points = held ? o.init_points : picked;
   Matrix X(o.chains, D);
-  for (Index c = 0; c < o.chains; ++c) X.row(c) = o.init_points.row(rows[static_cast<std::size_t>(c) % rows.size()]);
+  for (Index c = 0; c < o.chains; ++c) {
+    const std::size_t k = static_cast<std::size_t>(c) % rows.size();
+    X.row(c) = held ? points.row(rows[k]) : points.row(static_cast<Index>(k));
+  }
+  if (!held)  // validate() checked held points; these were read only now
+    for (Index c = 0; c < o.chains; ++c)
+      if (!row_finite(X, c))
+        bad_option("init_rows", "finite values", "a non-finite value in row " + std::to_string(rows[static_cast<std::size_t>(c) % rows.size()]));
   return X;
 }
 
@@ -419,8 +429,10 @@ void validate(const HmcOptions& o, Index dim) {
     bad_option("samples", "chains x (warmup + samples x thinning) at most " + std::to_string(kMaxDraws),
                std::to_string(o.chains) + " x (" + std::to_string(o.warmup) + " + " +
                    std::to_string(o.samples) + " x " + std::to_string(o.thinning) + ")");
-  if (o.init == HmcInit::Points && o.init_points.rows() == 0)
+  if (o.init == HmcInit::Points && o.init_points.rows() == 0 && !(o.init_rows && o.init_rows->rows() > 0))
     bad_option("init_points", "at least one starting point when init is Points", "none");
+  if (o.init_points.rows() == 0 && o.init_rows && dim >= 0 && o.init_rows->cols() != dim)
+    bad_option("init_rows", std::to_string(dim) + " columns (the model dimension)", std::to_string(o.init_rows->cols()));
   if (o.init_points.rows() > 0) {
     if (dim >= 0 && o.init_points.cols() != dim)
       bad_option("init_points", std::to_string(dim) + " columns (the model dimension)",

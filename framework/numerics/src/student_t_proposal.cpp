@@ -27,17 +27,17 @@ StudentTProposal::StudentTProposal(Vector location, const Matrix& scale, double 
               0.5 * d * std::log(dof_ * std::numbers::pi) - chol_.diagonal().array().log().sum();
 }
 
-StudentTProposal StudentTProposal::fit(const Matrix& X, double dof) {
-  if (X.rows() < 2)
-    throw DataError("Student-t proposal: needs at least 2 data rows to fit (got " + std::to_string(X.rows()) +
+StudentTProposal StudentTProposal::fit(const Matrix& X, double dof) { return fit(summarize_columns(X), dof); }
+
+StudentTProposal StudentTProposal::fit(const ColumnSummary& data, double dof) {
+  if (data.rows < 2)
+    throw DataError("Student-t proposal: needs at least 2 data rows to fit (got " + std::to_string(data.rows) +
                     ")");
-  if (!X.allFinite()) throw DataError("Student-t proposal: the data are not finite");
-  const Vector mean = X.colwise().mean().transpose();
-  const Matrix C = X.rowwise() - mean.transpose();
-  Matrix cov = (C.transpose() * C) / static_cast<double>(X.rows() - 1);
+  if (!data.finite) throw DataError("Student-t proposal: the data are not finite");
+  Matrix cov = data.covariance();
   const double ridge = 1e-6 * std::max(cov.diagonal().mean(), 1e-300);
   cov.diagonal().array() += ridge;
-  return StudentTProposal(mean, cov, dof);
+  return StudentTProposal(data.mean, cov, dof);
 }
 
 Matrix StudentTProposal::whiten(const Matrix& X) const {

@@ -73,14 +73,16 @@ void apply_bayesian_kernel_learning(Config& kcfg, const Dataset& data, std::uint
         "\"gaussian\" (and the Gaussian mixture, §9.6); kernel type \"" +
             type + "\" has no closed-form R: use a number or \"median\"");
   constexpr Index kLandmarks = 100, kRows = 10000 + kLandmarks;
-  const Index rows = std::min(kRows, data.train.rows());
+  // Only these rows are read (a distributed run may leave the training split in the data file).
+  const Matrix first = first_rows(*data.training(), kRows);
+  const Index rows = first.rows();
   BklOptions o;
   o.landmarks = kLandmarks;
   o.context = "sigma = \"bkl\"";
   BklResult r;
   try {
     const Context root(seed, 0);
-    r = bkl_bandwidth(data.train.topRows(rows), o, root.child(kcfg.dotted("sigma")));
+    r = bkl_bandwidth(first, o, root.child(kcfg.dotted("sigma")));
   } catch (const ConfigError& e) {
     kcfg.fail("sigma", e.what());
   } catch (const DataError& e) {
@@ -127,15 +129,16 @@ void apply_median_heuristic(Config& kcfg, const Dataset& data, std::uint64_t see
               "learning), got \"" +
                   text + "\"");
   constexpr Index kRows = 1000;
-  if (data.train.rows() < 2) kcfg.fail("sigma", "the median heuristic needs at least 2 training rows");
-  const double sigma = median_pairwise_distance(data.train, kRows);
+  if (data.train_count() < 2) kcfg.fail("sigma", "the median heuristic needs at least 2 training rows");
+  const Matrix first = first_rows(*data.training(), kRows);  // only these are read
+  const double sigma = median_pairwise_distance(first, kRows);
   if (!(sigma > 0.0) || !std::isfinite(sigma))
     kcfg.fail("sigma", "the median pairwise distance of the training rows is " + format_metric(sigma) +
                            "; set `sigma` to a positive number");
-  const Index rows = std::min(kRows, data.train.rows());
+  const Index rows = first.rows();
   mp.choices.push_back({kcfg.dotted("sigma"), sigma,
                         "median heuristic: median pairwise Euclidean distance of the first " +
-                            std::to_string(rows) + " training rows (of " + std::to_string(data.train.rows()) +
+                            std::to_string(rows) + " training rows (of " + std::to_string(data.train_count()) +
                             ")"});
   kcfg.set("sigma", sigma);
 }

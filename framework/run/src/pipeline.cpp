@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -141,14 +142,13 @@ namespace {
 // ComponentInfo says so); otherwise why not, for log.txt.
 bool training_split_by_rows(const Config& root, const Registry& registry, std::string& why_not) {
   if (!data_readable_by_rows(root.table("data"), why_not)) return false;
+  std::string extension = fs::path(root.table("data").string("path")).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool npy_file = extension == ".npy";
   const Config output = root.table("output");
-  for (const char* k : {"plot", "save_splits"})
-    if (output.has(k) && output.boolean(k)) {
-      why_not = std::string("[output] ") + k + " writes the training rows";
-      return false;
-    }
-  if (root.has("tune")) {
-    why_not = "[tune] refits on the whole training split";
+  if (output.has("plot") && output.boolean("plot")) {
+    why_not = "[output] plot draws the training rows";
     return false;
   }
   for (const Config& m : root.table_array("model")) {
@@ -158,20 +158,29 @@ bool training_split_by_rows(const Config& root, const Registry& registry, std::s
       why_not = "estimator `" + (est.type() ? *est.type() : std::string("?")) + "` reads the whole training split";
       return false;
     }
-    if (m.has("kernel") && m.table("kernel").has("sigma")) {
-      try {
-        (void)m.table("kernel").number("sigma");
-      } catch (const ConfigError&) {
-        why_not = "a kernel bandwidth heuristic (sigma = \"" + m.table("kernel").string("sigma") +
-                  "\") reads the training rows";
-        return false;
-      }
+    if (info->reads_scattered_rows && !npy_file) {
+      why_not = "estimator `" + *est.type() +
+                "` reads scattered training rows at every step, and a CSV file would be scanned again for "
+                "each (a .npy file is read at each row's offset)";
+      return false;
     }
   }
-  for (const Config& e : root.table_array("evaluate")) {
-    const ComponentInfo* info = e.type() ? registry.find(Evaluator::kInterface, *e.type()) : nullptr;
-    if (!info || !info->ignores_training_split || (e.has("split") && e.string("split") == "train")) {
-      why_not = "evaluator `" + (e.type() ? *e.type() : std::string("?")) + "` reads the training split";
+  // The pipeline's evaluators and [tune]'s (score_matching_loss unless it names another): each must
+  // read the split by position or not at all. [tune]'s candidates are fitted as the models are.
+  std::vector<std::pair<std::string, std::string>> evaluators;  // (type, split)
+  auto type_and_split = [](const Config& e, const std::string& default_type) {
+    return std::pair{e.type() ? *e.type() : default_type, e.has("split") ? e.string("split") : std::string()};
+  };
+  for (const Config& e : root.table_array("evaluate")) evaluators.push_back(type_and_split(e, "?"));
+  if (root.has("tune")) {
+    const Config tune = root.table("tune");
+    evaluators.push_back(tune.has("evaluate") ? type_and_split(tune.table("evaluate"), "score_matching_loss")
+                                              : std::pair{std::string("score_matching_loss"), std::string()});
+  }
+  for (const auto& [type, split] : evaluators) {
+    const ComponentInfo* info = registry.find(Evaluator::kInterface, type);
+    if (!info || !(info->ignores_training_split || info->reads_training_rows) || split == "train") {
+      why_not = "evaluator `" + type + "` reads the training split";
       return false;
     }
   }

@@ -12,6 +12,7 @@
 #include "kef/error.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/pipeline.hpp"
+#include "kef/column_summary.hpp"
 #include "kef/communicator.hpp"
 #include "kef/random.hpp"
 #include "kef/training_rows.hpp"
@@ -60,12 +61,11 @@ void check_dims(const Dataset& d) {
 // The training statistics of standardize/whiten must be finite: a value such as 1e200 makes the sum
 // of squares overflow, the spread become inf and every standardised value 0, silently (kef 0.2).
 // `spread` is the standard deviation (standardize) or the covariance diagonal (whiten).
-void check_finite_statistics(const Matrix& train, const Vector& mean, const Vector& spread,
+void check_finite_statistics(const TrainingRows& train, Index count, const Vector& mean, const Vector& spread,
                              const std::vector<std::string>& columns, const std::string& where) {
   for (Index d = 0; d < train.cols(); ++d) {
     if (std::isfinite(mean[d]) && std::isfinite(spread[d])) continue;
-    Index row = 0;
-    const double largest = train.col(d).cwiseAbs().maxCoeff(&row);
+    const auto [row, largest] = largest_magnitude(train, d, count);
     const std::string column = static_cast<std::size_t>(d) < columns.size()
                                    ? "column " + columns[static_cast<std::size_t>(d)]
                                    : "column " + std::to_string(d);
@@ -79,6 +79,22 @@ void check_finite_statistics(const Matrix& train, const Vector& mean, const Vect
   }
 }
 
+// A training split left in the data file (kef/training_rows.hpp) seen through the standardize/whiten
+// map: each row read is mapped by the same function as the held splits (DataTransform::to_model), so
+// a consumer sees the bits it would see in the held, mapped split.
+class MappedRows final : public TrainingRows {
+ public:
+  MappedRows(TrainingRowsPtr inner, DataTransform transform) : inner_(std::move(inner)), transform_(std::move(transform)) {}
+  Index rows() const override { return inner_->rows(); }
+  Index cols() const override { return inner_->cols(); }
+  Matrix range(Index begin, Index end) const override { return transform_.to_model(inner_->range(begin, end)); }
+  Matrix pick(const std::vector<Index>& positions) const override { return transform_.to_model(inner_->pick(positions)); }
+
+ private:
+  TrainingRowsPtr inner_;
+  DataTransform transform_;
+};
+
 // Applies z = A x + c to every split and records the map, so that saved models carry it and are
 // used in data units (kef/data_transform.hpp); the splits are mapped by the very function that maps
 // a saved model's input, so a raw row reaches the model bitwise as the pipeline's did.
@@ -88,6 +104,7 @@ void record_transform(Dataset& out, const char* kind, const Matrix& A, const Vec
   set_column_roles(out.transform, out.roles);
   for (Matrix* m : {&out.train, &out.validation, &out.test})
     if (m->rows() > 0) *m = out.transform.to_model(*m);
+  if (out.train_rows) out.train_rows = std::make_shared<MappedRows>(out.train_rows, out.transform);
 }
 
 std::string column_name(const std::vector<std::string>& columns, Index d) {
@@ -537,16 +554,19 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, con
   const bool whiten = data.has("whiten") && data.boolean("whiten");
   if (standardize && whiten) data.fail("whiten", "choose one of `standardize` and `whiten`");
   if (standardize || whiten) {
-    const Index D = out.train.cols();
-    if (out.train.rows() < 2)
+    // The statistics are read in blocks of the training split's first rows (kef/column_summary.hpp),
+    // held or left in the data file alike.
+    const TrainingRowsPtr train = out.training();
+    const Index D = train->cols();
+    if (train->rows() < 2)
       data.fail(standardize ? "standardize" : "whiten", "needs at least 2 training rows");
-    const Index n_stats = out.preprocessing.statistics_rows = statistics_row_count(data, out.train.rows());
-    Vector mean = out.train.topRows(n_stats).colwise().mean().transpose();
-    Matrix centred = out.train.topRows(n_stats).rowwise() - mean.transpose();
+    const Index n_stats = out.preprocessing.statistics_rows = statistics_row_count(data, train->rows());
+    const ColumnSummary stats = summarize_columns(*train, 4096, n_stats);
+    const Vector mean = stats.mean;
     Matrix A;
     if (standardize) {
-      Vector sd = (centred.array().square().colwise().sum() / static_cast<double>(n_stats)).sqrt();
-      check_finite_statistics(out.train.topRows(n_stats), mean, sd, out.columns, data.where("standardize"));
+      const Vector sd = stats.sd(0);  // the population sd: divisor n
+      check_finite_statistics(*train, n_stats, mean, sd, out.columns, data.where("standardize"));
       for (Index d = 0; d < D; ++d)
         if (!(sd[d] > 0))
           throw DataError(data.where("standardize") + ": column " +
@@ -556,9 +576,8 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, con
                           " is constant in the training split and cannot be standardised");
       A = sd.cwiseInverse().asDiagonal();
     } else {
-      Matrix cov = centred.transpose() * centred / static_cast<double>(n_stats);
-      check_finite_statistics(out.train.topRows(n_stats), mean, cov.diagonal(), out.columns,
-                              data.where("whiten"));
+      const Matrix cov = stats.scatter / static_cast<double>(n_stats);
+      check_finite_statistics(*train, n_stats, mean, cov.diagonal(), out.columns, data.where("whiten"));
       if (!out.roles.conditional()) {
         A = whitening_map(cov, data, "");
       } else {
@@ -590,7 +609,8 @@ bool data_readable_by_rows(const Config& data, std::string& why_not) {
     why_not = "the data are not one file split by `split`";
     return false;
   }
-  for (const char* k : {"standardize", "whiten", "dequantize"})
+  // standardize and whiten read their statistics in blocks and map each row as it is read.
+  for (const char* k : {"dequantize"})
     if (data.has(k) && data.boolean(k)) {
       why_not = std::string("`") + k + "` needs the whole training split";
       return false;

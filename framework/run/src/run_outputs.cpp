@@ -48,7 +48,14 @@ void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fit
 
 void write_splits(const Plan& plan, const fs::path& staging) {
   fs::create_directories(staging / "data");
-  write_npy(staging / "data" / "train.npy", plan.data.transform.to_data(plan.data.train));
+  if (plan.data.train_rows) {
+    // A training split left in the data file (a distributed run) is copied a block at a time.
+    const TrainingRows& rows = *plan.data.train_rows;
+    write_npy_blocks(staging / "data" / "train.npy", rows.rows(), rows.cols(), 65536,
+                     [&](Index b, Index e) { return plan.data.transform.to_data(rows.range(b, e)); });
+  } else {
+    write_npy(staging / "data" / "train.npy", plan.data.transform.to_data(plan.data.train));
+  }
   write_npy(staging / "data" / "validation.npy", plan.data.transform.to_data(plan.data.validation));
   write_npy(staging / "data" / "test.npy", plan.data.transform.to_data(plan.data.test));
 }

@@ -131,7 +131,7 @@ TunePlan build_tune(const Plan& plan, Config t) {
     fail(given_split, "split", "the " + split + " split is empty; tuning scores candidates on held-out rows");
   RandomStream init_rng(plan.seed, "tune.init");
   tune.evaluator = plan.registry->make_evaluator(
-      tune.evaluate, BuildContext{plan.data.dim(), plan.registry.get(), &init_rng, plan.data.train.rows()});
+      tune.evaluate, BuildContext{plan.data.dim(), plan.registry.get(), &init_rng, plan.data.train_count()});
   tune.evaluate.fill_defaults();
   tune.evaluator->check(plan.shape);
   // Every candidate builds and passes its checks before anything is fitted.
@@ -169,6 +169,7 @@ Json run_tuning(Plan& plan, const Context& run, std::ostream& log) {
                                     std::to_string(tune.candidates.size()) + "]");
     FitReport report;
     FitInput in{plan.data.train, plan.data.validation, context, report, plan.data.roles};
+    in.train_rows = plan.data.train_rows.get();  // a split left in the data file, as the main fit reads it
     try {
       auto t0 = std::chrono::steady_clock::now();
       ModelPtr model = cp.estimator->fit(in);

@@ -45,11 +45,16 @@ struct ComponentInfo {
   bool needs_truth = false;
   bool compares_two_models = false;
   // A distributed run reads its training split by rows (kef/training_rows.hpp) only when every model's
-  // estimator reads it through FitInput::train_rows (`reads_training_rows`) and every evaluator never
-  // reads it (`ignores_training_split`; one asked for `split = "train"` still does); otherwise every
-  // process holds the whole split, as a single process does.
+  // estimator reads it through FitInput::train_rows (`reads_training_rows`) and every evaluator either
+  // never reads it (`ignores_training_split`) or reads it only through Dataset::training()
+  // (`reads_training_rows`: by position or in blocks; one asked for `split = "train"` still holds it);
+  // otherwise every process holds the whole split, as a single process does.
   bool reads_training_rows = false;
   bool ignores_training_split = false;
+  // With reads_training_rows: it reads scattered rows over and over (DKEF's minibatches, at every
+  // step), which only a file read at a row's offset (.npy) serves; on a CSV file, which would be
+  // scanned again for each, every process holds the split instead.
+  bool reads_scattered_rows = false;
   std::string interface;  // filled by the registry
   std::string plugin;     // filled by the registry
 

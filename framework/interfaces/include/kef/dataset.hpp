@@ -51,6 +51,12 @@ struct Dataset {
   Index dim() const { return train.cols(); }
   // The training split's row count, however it is held.
   Index train_count() const { return train_rows ? train_rows->rows() : train.rows(); }
+  // The training split read by position, however it is held: `train_rows`, or a view of `train`
+  // (valid while this Dataset lives). For consumers that read it by rows (ComponentInfo::
+  // reads_training_rows), so that one code path serves both.
+  TrainingRowsPtr training() const {
+    return train_rows ? train_rows : std::make_shared<MatrixRows>(train);
+  }
   // The x and y blocks of a split (e.g. inputs(train), targets(test)).
   Matrix inputs(const Matrix& split) const { return roles.inputs_of(split); }
   Matrix targets(const Matrix& split) const { return roles.targets_of(split); }

@@ -24,4 +24,23 @@ class TrainingRows {
 
 using TrainingRowsPtr = std::shared_ptr<const TrainingRows>;
 
+// A held matrix seen as TrainingRows, so that a consumer of the training split has one code path
+// whether the split is held (one process, or a run that cannot read by rows) or left in the file: the
+// same positions give the same doubles, so what it computes is the same bits either way. A view: it
+// refers to the matrix, which must outlive it.
+class MatrixRows final : public TrainingRows {
+ public:
+  explicit MatrixRows(const Matrix& rows) : rows_(rows) {}
+  Index rows() const override { return rows_.rows(); }
+  Index cols() const override { return rows_.cols(); }
+  Matrix range(Index begin, Index end) const override;
+  Matrix pick(const std::vector<Index>& positions) const override;
+
+ private:
+  const Matrix& rows_;
+};
+
+// Its rows [0, min(rows, count)): what the bandwidth heuristics look at.
+Matrix first_rows(const TrainingRows& rows, Index count);
+
 }  // namespace kef

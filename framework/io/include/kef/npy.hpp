@@ -4,6 +4,7 @@
 // read_npy_rows then reads the bytes of the rows asked for, so reading a row range costs that range.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 #include "kef/types.hpp"
@@ -32,5 +33,10 @@ Matrix read_npy_rows(const std::filesystem::path& path, const NpyLayout& layout,
 Matrix read_npy(const std::filesystem::path& path);  // DataError naming the file on any problem
 void write_npy(const std::filesystem::path& path, const Matrix& m);  // float64, C order, 2-D
 void write_npy(const std::filesystem::path& path, const Vector& v);  // float64, 1-D
+// A rows x cols float64 C-order file written a block of rows at a time (rows [b, e) from `block`, in
+// order, at most block_rows each), so a split that is not held can be saved; written under a
+// temporary name and renamed into place, as write_npy.
+void write_npy_blocks(const std::filesystem::path& path, Index rows, Index cols, Index block_rows,
+                      const std::function<Matrix(Index, Index)>& block);
 
 }  // namespace kef

@@ -20,6 +20,7 @@
 #include "kef/base_measure.hpp"
 #include "kef/context.hpp"
 #include "kef/kernel.hpp"
+#include "kef/training_rows.hpp"
 #include "kef/types.hpp"
 
 namespace kef {
@@ -83,6 +84,12 @@ class FrozenKernelMetaProblem {
   FrozenKernelMetaProblem(const Kernel& kernel, const BaseMeasure& base, const Matrix& train,
                           const Matrix& validation, const Matrix& Z, bool base_learns, const Context& context,
                           std::size_t stack_budget_bytes = kDefaultStackBudgetBytes);
+  // The same with the training rows read by blocks (kef/training_rows.hpp: a split a distributed run
+  // leaves in the data file): each process reads only the blocks it sums, at construction and at each
+  // evaluation whose stacks are not kept; the same bits as for the held rows.
+  FrozenKernelMetaProblem(const Kernel& kernel, const BaseMeasure& base, TrainingRowsPtr train,
+                          const Matrix& validation, const Matrix& Z, bool base_learns, const Context& context,
+                          std::size_t stack_budget_bytes = kDefaultStackBudgetBytes);
   ~FrozenKernelMetaProblem();
   FrozenKernelMetaProblem(const FrozenKernelMetaProblem&) = delete;
   FrozenKernelMetaProblem& operator=(const FrozenKernelMetaProblem&) = delete;
@@ -93,6 +100,7 @@ class FrozenKernelMetaProblem {
 
  private:
   struct Impl;
+  void build(const Matrix& validation, const Matrix& Z, bool base_learns, std::size_t stack_budget_bytes);
   double evaluate(double lambda_alpha, double lambda_c, FrozenKernelGradient* gradient) const;
   std::unique_ptr<Impl> impl_;
 };

@@ -7,7 +7,9 @@
 // outlying data points, where a fitted model can put a narrow spike that q0 never proposes.
 #include <vector>
 
+#include "kef/column_summary.hpp"
 #include "kef/proposal.hpp"
+#include "kef/training_rows.hpp"
 
 namespace kef {
 
@@ -18,6 +20,8 @@ class GaussianCentresProposal final : public Proposal {
   // Bandwidth per coordinate: `factor` times Silverman's rule, sd_d·(4/((D + 2) n))^{1/(D+4)}, with
   // sd_d the standard deviation of `data` (n rows) in coordinate d.
   static Vector silverman_bandwidth(const Matrix& data, double factor);
+  // The same from the data's summary (kef/column_summary.hpp).
+  static Vector silverman_bandwidth(const ColumnSummary& data, double factor);
 
   Index dim() const override { return centres_.cols(); }
   Matrix sample(Index n, RandomStream& rng) const override;
@@ -75,6 +79,11 @@ struct DefensiveOptions {
 // The defensive mixture for a model of dimension data.cols(): q0 = base (may be null), the Student-t
 // fitted to `data`, and bumps at the rows of `inducing` (may have 0 rows) and of `data` (at most
 // max_centres in all, a subset drawn from rng when there are more) with Silverman's bandwidth of `data`.
+// `data` is read in blocks for its summary and by position for the bumps' centres, so a training split
+// left in the data file (kef/training_rows.hpp) is never held; the mixture is the same bits as for
+// the held rows.
+MixtureProposal make_defensive_proposal(const BaseMeasure* base, const TrainingRows& data, const Matrix& inducing,
+                                        const DefensiveOptions& options, RandomStream& rng);
 MixtureProposal make_defensive_proposal(const BaseMeasure* base, const Matrix& data, const Matrix& inducing,
                                         const DefensiveOptions& options, RandomStream& rng);
 

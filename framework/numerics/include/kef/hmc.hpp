@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/training_rows.hpp"
 #include "kef/context.hpp"
 #include "kef/model.hpp"
 #include "kef/progress.hpp"
@@ -57,6 +58,10 @@ struct HmcOptions {
   // Starting points (any number of rows, D columns): chain c starts at a row picked at random
   // (distinct rows while there are enough).
   Matrix init_points;
+  // Or the same from rows read by position (a training split a distributed run leaves in the data
+  // file, kef/training_rows.hpp): only the rows the chains start at are read, and they are the rows
+  // init_points would give for the same rows held. Used when init_points is empty.
+  TrainingRowsPtr init_rows;
   Progress* progress = nullptr;      // optional; updated at most from one thread at a time
   std::string progress_task = "hmc";
   // Who is sampling what, for error messages: e.g. "model dkef-gn (evaluator mmd)" or

@@ -3,6 +3,7 @@
 // covariance (for ν > 2 the proposal's own covariance is then ν/(ν − 2) times the data's, wider than
 // the data on purpose), few degrees of freedom so that its polynomial tails dominate the Gaussian-like
 // tails of a fitted model and importance ratios stay bounded there (docs/math.md §8).
+#include "kef/column_summary.hpp"
 #include "kef/proposal.hpp"
 
 namespace kef {
@@ -14,6 +15,8 @@ class StudentTProposal final : public Proposal {
   // Mean and covariance of the rows of X (a ridge of 1e-6 times the mean variance keeps a data set
   // with a constant or collinear column usable). DataError for fewer than 2 rows or non-finite data.
   static StudentTProposal fit(const Matrix& X, double dof);
+  // The same from the rows' summary (kef/column_summary.hpp: a training split read by rows).
+  static StudentTProposal fit(const ColumnSummary& data, double dof);
 
   Index dim() const override { return location_.size(); }
   Matrix sample(Index n, RandomStream& rng) const override;

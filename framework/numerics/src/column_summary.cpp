@@ -1,0 +1,64 @@
+#include "kef/column_summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kef/error.hpp"
+
+namespace kef {
+
+Matrix ColumnSummary::covariance() const {
+  if (rows < 2) return Matrix::Zero(scatter.rows(), scatter.cols());
+  return scatter / static_cast<double>(rows - 1);
+}
+
+Vector ColumnSummary::sd(int ddof) const {
+  if (rows - ddof < 1) return Vector::Zero(centred_squares.size());
+  return (centred_squares / static_cast<double>(rows - ddof)).cwiseSqrt();
+}
+
+ColumnSummary summarize_columns(const TrainingRows& rows, Index block_rows, Index count) {
+  if (block_rows < 1) throw Error("summarize_columns: block_rows must be >= 1");
+  const Index n = count < 0 ? rows.rows() : std::min(count, rows.rows()), D = rows.cols();
+  ColumnSummary s;
+  s.rows = n;
+  s.mean = Vector::Zero(D);
+  s.scatter = Matrix::Zero(D, D);
+  s.centred_squares = Vector::Zero(D);
+  s.min = Vector::Constant(D, std::numeric_limits<double>::infinity());
+  s.max = Vector::Constant(D, -std::numeric_limits<double>::infinity());
+  if (n == 0) return s;
+  for (Index b = 0; b < n; b += block_rows) {
+    const Matrix X = rows.range(b, std::min(n, b + block_rows));
+    if (!X.allFinite()) s.finite = false;
+    s.mean += X.colwise().sum().transpose();
+    s.min = s.min.cwiseMin(X.colwise().minCoeff().transpose());
+    s.max = s.max.cwiseMax(X.colwise().maxCoeff().transpose());
+  }
+  s.mean /= static_cast<double>(n);
+  if (!s.finite) return s;
+  for (Index b = 0; b < n; b += block_rows) {
+    const Matrix C = rows.range(b, std::min(n, b + block_rows)).rowwise() - s.mean.transpose();
+    s.scatter.noalias() += C.transpose() * C;
+    s.centred_squares += C.array().square().colwise().sum().matrix().transpose();
+  }
+  return s;
+}
+
+ColumnSummary summarize_columns(const Matrix& rows) { return summarize_columns(MatrixRows(rows)); }
+
+std::pair<Index, double> largest_magnitude(const TrainingRows& rows, Index d, Index count, Index block_rows) {
+  const Index n = count < 0 ? rows.rows() : std::min(count, rows.rows());
+  Index best_row = 0;
+  double best = -1.0;
+  for (Index b = 0; b < n; b += block_rows) {
+    const Matrix X = rows.range(b, std::min(n, b + block_rows));
+    Index r = 0;
+    const double v = X.col(d).cwiseAbs().maxCoeff(&r);
+    if (v > best) best = v, best_row = b + r;  // the first such row on ties
+  }
+  return {best_row, best};
+}
+
+}  // namespace kef
