@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # DKEF on a .npy file: memory and time of one process (which holds the training split) against 2 MPI
-# processes of one thread each that leave it in the file and read only the rows each step needs
-# (README "Reading data by row ranges"). N rows of a bent D-dimensional cloud, M inducing points, a
+# processes of one thread each that leave it in the file and read only the rows each step needs, and 2
+# that hold it (`read_by_rows = false`) (README "Reading data by row ranges"). N rows of a bent D-dimensional cloud, M inducing points, a
 # short stage 1 and stage 2 with q0 learning and no stack memory (its blocks read again at every step).
 # Prints each run's wall time, fit time and peak RSS per process, and checks that the two runs wrote
 # the same model bytes.
@@ -55,4 +55,8 @@ mpirun -np 2 --oversubscribe /usr/bin/time -f "%e s wall, %M KB max RSS" "$kef" 
   2> two.err > /dev/null
 echo "2 processes: fit $(fit_seconds two/results.json) s; each: $(grep 'max RSS' two.err | tr '\n' ';')"
 grep "training split" two/log.txt
-cmp one/models/dkef/alpha.npy two/models/dkef/alpha.npy && echo "the same model bytes"
+mpirun -np 2 --oversubscribe /usr/bin/time -f "%e s wall, %M KB max RSS" "$kef" run dkef.toml --threads 1 --output held \
+  --set data.read_by_rows=false 2> held.err > /dev/null
+echo "2 processes holding the split (read_by_rows = false): fit $(fit_seconds held/results.json) s; each: $(grep 'max RSS' held.err | tr '\n' ';')"
+cmp one/models/dkef/alpha.npy two/models/dkef/alpha.npy && cmp one/models/dkef/alpha.npy held/models/dkef/alpha.npy &&
+  echo "the same model bytes"

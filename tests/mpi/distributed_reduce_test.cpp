@@ -846,6 +846,10 @@ TEST(DistributedReduce, ADataFileReadByRowsGivesTheSingleProcessRunOnTwoAndThree
   expect_rows_runs_are_single("standardize", {"data.exclude=[\"noise\"]", "data.standardize=true",
                                               "data.statistics_rows=1500"});
   expect_rows_runs_are_single("whiten", {"data.whiten=true"});
+  // Asked not to: every process holds the split, and the log says why.
+  expect_rows_runs_are_single("held", {"data.read_by_rows=false"}, "lite_rows.toml",
+                              {"models/lite/alpha.npy", "models/nystrom/coefficients.npy"}, false,
+                              "every process holds the whole training split ([data] read_by_rows = false)");
 }
 
 // The other consumers of the split that read it by position or in blocks (tests/mpi/rows_consumers.toml):

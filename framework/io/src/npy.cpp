@@ -2,6 +2,7 @@
 // version, a little-endian header length, then a Python dict literal describing dtype, order and shape.
 #include "kef/npy.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -374,11 +375,11 @@ NpyLayout read_npy_layout(const std::filesystem::path& path) {
   return layout;
 }
 
-Matrix read_npy_rows(const std::filesystem::path& path, const NpyLayout& layout, Index first, Index count,
-                     const std::vector<Index>& columns) {
-  if (first < 0 || count < 0 || first > layout.rows || count > layout.rows - first)
-    throw Error(path.string() + ": rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
-                ") requested of a file of " + std::to_string(layout.rows) + " rows");
+namespace {
+
+// The columns asked for (all when empty), checked against the file's.
+std::vector<Index> checked_columns(const std::filesystem::path& path, const NpyLayout& layout,
+                                   const std::vector<Index>& columns) {
   std::vector<Index> selected = columns;
   if (selected.empty())
     for (Index j = 0; j < layout.cols; ++j) selected.push_back(j);
@@ -386,17 +387,51 @@ Matrix read_npy_rows(const std::filesystem::path& path, const NpyLayout& layout,
     if (j < 0 || j >= layout.cols)
       throw Error(path.string() + ": column " + std::to_string(j) + " requested of a file of " +
                   std::to_string(layout.cols) + " columns");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
+  return selected;
+}
+
+// A file open for positioned reads (pread: one system call a span, no seek), closed when it goes.
+class NpyFile {
+ public:
+  explicit NpyFile(const std::filesystem::path& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_ < 0) fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
+  }
+  NpyFile(const NpyFile&) = delete;
+  NpyFile& operator=(const NpyFile&) = delete;
+  ~NpyFile() { ::close(fd_); }
+  // `bytes` bytes at `offset`; false when the file ends first or a read fails.
+  bool read_at(char* into, std::uint64_t bytes, std::uint64_t offset) const {
+    while (bytes > 0) {
+      const ssize_t got = ::pread(fd_, into, static_cast<std::size_t>(bytes), static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      into += got;
+      bytes -= static_cast<std::uint64_t>(got);
+      offset += static_cast<std::uint64_t>(got);
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+};
+
+void check_range(const std::filesystem::path& path, const NpyLayout& layout, Index first, Index count) {
+  if (first < 0 || count < 0 || first > layout.rows || count > layout.rows - first)
+    throw Error(path.string() + ": rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                ") requested of a file of " + std::to_string(layout.rows) + " rows");
+}
+
+// Rows [first, first + count) of the open file `in`, the `selected` columns (checked).
+Matrix read_range(const NpyFile& in, const std::filesystem::path& path, const NpyLayout& layout, Index first,
+                  Index count, const std::vector<Index>& selected) {
   Matrix m(count, static_cast<Index>(selected.size()));
   const auto item = static_cast<std::uint64_t>(layout.item);
   // A bounded buffer: reading a range costs the range (plus 1 MiB), never the file.
   std::vector<char> buffer;
   auto read_span = [&](std::uint64_t offset, std::uint64_t bytes) {
     buffer.resize(static_cast<std::size_t>(bytes));
-    in.seekg(static_cast<std::streamoff>(layout.data_offset + offset));
-    in.read(buffer.data(), static_cast<std::streamsize>(bytes));
-    if (!in || static_cast<std::uint64_t>(in.gcount()) != bytes)
+    if (!in.read_at(buffer.data(), bytes, layout.data_offset + offset))
       fail(path, "read error (the file changed or shrank while it was read)");
   };
   auto value = [&](std::size_t at) {
@@ -435,14 +470,25 @@ Matrix read_npy_rows(const std::filesystem::path& path, const NpyLayout& layout,
   return m;
 }
 
+}  // namespace
+
+Matrix read_npy_rows(const std::filesystem::path& path, const NpyLayout& layout, Index first, Index count,
+                     const std::vector<Index>& columns) {
+  check_range(path, layout, first, count);
+  const std::vector<Index> selected = checked_columns(path, layout, columns);
+  const NpyFile in(path);
+  return read_range(in, path, layout, first, count, selected);
+}
+
 Matrix read_npy_rows(const std::filesystem::path& path, const NpyLayout& layout, const std::vector<Index>& rows,
                      const std::vector<Index>& columns) {
-  std::vector<Index> selected = columns;
-  if (selected.empty())
-    for (Index j = 0; j < layout.cols; ++j) selected.push_back(j);
+  const std::vector<Index> selected = checked_columns(path, layout, columns);
   Matrix m(static_cast<Index>(rows.size()), static_cast<Index>(selected.size()));
   // Runs of rows close enough to read through (less than 64 KiB of other rows between them) are read
-  // as one range, by the range reader; scattered rows are read each alone.
+  // as one range, by the range reader; scattered rows are read each alone, through one open file (a
+  // distributed DKEF fit reads a few scattered rows many thousand times).
+  if (rows.empty()) return m;
+  const NpyFile in(path);
   const std::uint64_t row_bytes =
       (layout.column_major ? 1 : static_cast<std::uint64_t>(layout.cols)) * static_cast<std::uint64_t>(layout.item);
   const auto gap = static_cast<Index>(std::max<std::uint64_t>(1, (64u << 10) / std::max<std::uint64_t>(row_bytes, 1)));
@@ -451,7 +497,8 @@ Matrix read_npy_rows(const std::filesystem::path& path, const NpyLayout& layout,
     std::size_t e = k + 1;
     while (e < rows.size() && rows[e] - rows[e - 1] <= gap && rows[e] - rows[k] < (Index{1} << 16)) ++e;
     const Index first = rows[k], last = rows[e - 1];
-    const Matrix span = read_npy_rows(path, layout, first, last - first + 1, selected);
+    check_range(path, layout, first, last - first + 1);
+    const Matrix span = read_range(in, path, layout, first, last - first + 1, selected);
     for (std::size_t i = k; i < e; ++i) m.row(static_cast<Index>(i)) = span.row(rows[i] - first);
     k = e;
   }

@@ -451,6 +451,11 @@ const KeyList& data_host_key_specs() {
       KeySpec::number("drop_correlated", "drop the first column of every pair correlated above this")
           .optional(),
       KeySpec::integer("statistics_rows", "training rows the standardize/whiten statistics use").optional(),
+      KeySpec::boolean("read_by_rows",
+                       "in a distributed run, leave the training split in the file when every consumer "
+                       "can read it by rows (false: every process holds it; faster for DKEF, more memory)",
+                       true)
+          .optional(),
       KeySpec::strings(
           "targets",
           "target columns y of a conditional density p(y | x), by name (x0, x1, ... for data "
@@ -605,6 +610,10 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, con
 }  // namespace
 
 bool data_readable_by_rows(const Config& data, std::string& why_not) {
+  if (data.has("read_by_rows") && !data.boolean("read_by_rows")) {
+    why_not = "[data] read_by_rows = false";
+    return false;
+  }
   if (!reads_by_split(data)) {
     why_not = "the data are not one file split by `split`";
     return false;
