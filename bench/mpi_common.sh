@@ -9,3 +9,8 @@ mpi_bench_setup() {
   if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
   export OMPI_MCA_btl=self,vader
 }
+
+# `fit_seconds RESULTS MODEL`: fit.seconds of model MODEL in a results.json.
+fit_seconds() {
+  /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['models'][sys.argv[2]]['fit']['seconds'])" "$1" "$2"
+}

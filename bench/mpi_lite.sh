@@ -31,11 +31,10 @@ std = 3.0
 [output]
 plot = false
 TOML
-fit_seconds() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['models']['lite']['fit']['seconds'])" "$1"; }
 echo "== lite fit N=$N D=$D M=$M, --threads 1"
 /usr/bin/time -f "%e s wall, %M KB max RSS" "$kef" run lite.toml --threads 1 --quiet --output one 2> one.err > /dev/null
-echo "1 process:   fit $(fit_seconds one/results.json) s; $(tail -1 one.err)"
+echo "1 process:   fit $(fit_seconds one/results.json lite) s; $(tail -1 one.err)"
 /usr/bin/time -f "%e s wall" mpirun -np 2 --oversubscribe "$kef" run lite.toml --threads 1 --output two 2> two.err > /dev/null
-echo "2 processes: fit $(fit_seconds two/results.json) s; $(tail -1 two.err)"
+echo "2 processes: fit $(fit_seconds two/results.json lite) s; $(tail -1 two.err)"
 grep "distributed run" two.err
 if diff -r one/models two/models > /dev/null; then echo "saved models: identical bytes"; else echo "saved models: DIFFER"; exit 1; fi

@@ -47,16 +47,15 @@ beta = 2.0
 [output]
 plot = false
 TOML
-fit_seconds() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['models']['dkef']['fit']['seconds'])" "$1"; }
 echo "== dkef on rows.npy: N=$N D=$D M=$M, 20 stage-1 steps, 5 stage-2 steps (q0 learns, no stack memory), --threads 1"
 /usr/bin/time -f "%e s wall, %M KB max RSS" "$kef" run dkef.toml --threads 1 --quiet --output one 2> one.err > /dev/null
-echo "1 process (holds the split): fit $(fit_seconds one/results.json) s; $(tail -1 one.err)"
+echo "1 process (holds the split): fit $(fit_seconds one/results.json dkef) s; $(tail -1 one.err)"
 mpirun -np 2 --oversubscribe /usr/bin/time -f "%e s wall, %M KB max RSS" "$kef" run dkef.toml --threads 1 --output two \
   2> two.err > /dev/null
-echo "2 processes: fit $(fit_seconds two/results.json) s; each: $(grep 'max RSS' two.err | tr '\n' ';')"
+echo "2 processes: fit $(fit_seconds two/results.json dkef) s; each: $(grep 'max RSS' two.err | tr '\n' ';')"
 grep "training split" two/log.txt
 mpirun -np 2 --oversubscribe /usr/bin/time -f "%e s wall, %M KB max RSS" "$kef" run dkef.toml --threads 1 --output held \
   --set data.read_by_rows=false 2> held.err > /dev/null
-echo "2 processes holding the split (read_by_rows = false): fit $(fit_seconds held/results.json) s; each: $(grep 'max RSS' held.err | tr '\n' ';')"
+echo "2 processes holding the split (read_by_rows = false): fit $(fit_seconds held/results.json dkef) s; each: $(grep 'max RSS' held.err | tr '\n' ';')"
 cmp one/models/dkef/alpha.npy two/models/dkef/alpha.npy && cmp one/models/dkef/alpha.npy held/models/dkef/alpha.npy &&
   echo "the same model bytes"
