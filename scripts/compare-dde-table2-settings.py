@@ -2,7 +2,7 @@
 """DDE Table 2: dde_conditional with the reference implementation's per-set settings against kef's
 defaults, split by split (README, DDE Table 2).
 
-    scripts/compare-dde-table2-settings.py REFERENCE_CSV DEFAULTS_CSV [--header TEXT]
+    scripts/compare-dde-table2-settings.py REFERENCE_CSV DEFAULTS_CSV
 
 REFERENCE_CSV is the summary.csv of `scripts/reproduce-dde-table2.sh --reference-settings`, DEFAULTS_CSV
 that of a run with kef's defaults (set,seed,model,conditional_nll rows). Only the splits present in
