@@ -7,7 +7,8 @@
 #
 #   scripts/reproduce-dde-table1.sh [--quick] [--out DIR] [--seeds S,S,...] [--iterations N]
 #                                   [--datasets two_moons,rings,grid] [--threads N] [--collect]
-#                                   [--select] [--resample] [--remeasure] [--figure] [KEF]
+#                                   [--select] [--resample] [--remeasure] [--figure] [--f-bd X]
+#                                   [--models dde,kef] [KEF]
 #
 #   KEF           the kef executable (default: build/bin/kef of this repository)
 #   --out DIR     where the runs go (default: runs/dde-table1)
@@ -28,6 +29,10 @@
 #   --figure      also draw DIR/figure.png: for each data set, the first seed's 10⁴ DDE and KEF+HMC
 #                 draws over that seed's test rows (DDE's Figures 2–3 show its samples this way); the
 #                 test rows are the KEF cell's (its saved splits)
+#   --f-bd X      DDE's kernel bandwidth factor (σ² = X · m², default 0.1, the reference's); the
+#                 reference metric keeps the reference's kernel, f_bd = 0.1 (γ of the saved model × X / 0.1),
+#                 so that fits with another bandwidth are measured as the paper's are
+#   --models      which models to run (default dde,kef); the table shows "—" for a model not run
 #   --quick       smoke test: 30 DDE iterations, 500 draws, 300 test rows, two seeds; the numbers mean
 #                 nothing, the runs and the table are exercised
 #
@@ -48,11 +53,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 die() { echo "reproduce-dde-table1: $*" >&2; exit 2; }
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 kef="$repo/build/bin/kef" kef_given=0 out="runs/dde-table1" quick=0 collect=0 resample=0 remeasure=0 figure=0
 select=0
-seeds=(1 2 3) iterations=20000 datasets=(two_moons rings grid) threads=()
+seeds=(1 2 3) iterations=20000 datasets=(two_moons rings grid) threads=() f_bd=0.1 models=(dde kef)
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -79,6 +84,17 @@ while [ $# -gt 0 ]; do
       for d in "${datasets[@]}"; do
         [[ "$d" =~ ^(two_moons|rings|grid)$ ]] || die "--datasets: '$d' is not one of two_moons, rings, grid"
       done
+      shift ;;
+    --f-bd)
+      [ $# -ge 2 ] || usage
+      [[ "$2" =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$ ]] && awk -v x="$2" 'BEGIN{exit !(x > 0)}' ||
+        die "--f-bd: '$2' is not a positive number"
+      f_bd="$2"; shift ;;
+    --models)
+      [ $# -ge 2 ] || usage
+      IFS=, read -r -a models <<< "$2"
+      [ "${#models[@]}" -gt 0 ] || die "--models: empty list"
+      for m in "${models[@]}"; do [[ "$m" =~ ^(dde|kef)$ ]] || die "--models: '$m' is not one of dde, kef"; done
       shift ;;
     -h|--help) usage ;;
     -*) echo "reproduce-dde-table1: unknown option $1" >&2; usage ;;
@@ -126,7 +142,8 @@ fit_cell() {
   [ "$model" = kef ] && sets+=(--set "data.split.validation=$val"
     --set "model[0].estimator.inducing_points=$(kef_basis "$train")")
   [ "$model" = dde ] && sets+=(--set "model[0].estimator.iterations=$iterations"
-    --set "model[0].estimator.report_every=$(( iterations < 10 ? 1 : iterations / 10 ))")
+    --set "model[0].estimator.report_every=$(( iterations < 10 ? 1 : iterations / 10 ))"
+    --set "model[0].estimator.f_bd=$f_bd")
   # 100 epochs of ⌊train / 100⌋ minibatches of 100 rows: `train` iterations (the row counts are multiples
   # of 100), and as many draws as training rows, as the reference's log.
   [ "$model" = dde ] && [ "$select" -eq 1 ] && sets+=(--set 'model[0].estimator.select="mmd"'
@@ -141,6 +158,9 @@ fit_cell() {
   echo "reproduce-dde-table1: $dataset seed $seed $model" >&2
   "$kef" run "$config" --output "$dir" --quiet "${threads[@]}" "${sets[@]}" "$@" > "$dir.log" 2>&1 ||
     { cat "$dir.log" >&2; die "kef run failed: $dataset seed $seed $model (log: $dir.log)"; }
+  # The bandwidth factor the DDE model was fitted with: the reference metric undoes it (measure_cell).
+  [ "$model" = dde ] && echo "$f_bd" > "$dir.f_bd"
+  return 0
 }
 
 # The timed draws of a saved model: 10⁴ draws by `kef sample` (the process included), its report kept
@@ -191,10 +211,13 @@ measure_cell() {
   local saved="$out/$dataset/seed$seed/dde/models/dde/model.toml"
   [ -s "$saved" ] || die "no saved DDE model at $saved: its kernel is the reference metric's"
   [ -s "$dir.samples.npy" ] || die "no draws at $dir.samples.npy (run without --remeasure first)"
-  local gamma sigma test
+  local gamma sigma test fitted_f_bd=0.1
   gamma=$(sed -n 's/^gamma = //p' "$saved")
   [ -n "$gamma" ] || die "$saved has no gamma"
-  sigma=$("$python" -c "import math; print(repr(1 / math.sqrt(2 * float('$gamma'))))")
+  # A model fitted with another bandwidth factor (--f-bd): the reference's kernel is γ · f_bd / 0.1,
+  # since γ = 0.5 / (f_bd · m²) with the same m (the training rows').
+  [ -s "$out/$dataset/seed$seed/dde.f_bd" ] && fitted_f_bd=$(cat "$out/$dataset/seed$seed/dde.f_bd")
+  sigma=$("$python" -c "import math; print(repr(1 / math.sqrt(2 * float('$gamma') * float('$fitted_f_bd') / 0.1)))")
   test=$(test_rows_of "$dataset" "$seed" "$model" "$dir")
   "$kef" test two-sample "$dir.samples.npy" "$test" --kernel-bandwidth "$sigma" --permutations 0 --json \
     "${threads[@]}" > "$dir.mmd_ref.json" 2> "$dir.mmd_ref.log" ||
@@ -212,21 +235,21 @@ measure_cell() {
 if [ "$collect" -eq 0 ]; then
   for dataset in "${datasets[@]}"; do
     for seed in "${seeds[@]}"; do
-      for model in dde kef; do
+      for model in "${models[@]}"; do
         dir="$out/$dataset/seed$seed/$model"
         if [ "$remeasure" -eq 0 ]; then
           [ "$resample" -eq 1 ] || fit_cell "$dataset" "$seed" "$model" "$configs/table1_$model.toml" "$dir"
           sample_cell "$dataset" "$seed" "$model" "$dir"
         fi
       done
-      for model in dde kef; do measure_cell "$dataset" "$seed" "$model" "$out/$dataset/seed$seed/$model"; done
+      for model in "${models[@]}"; do measure_cell "$dataset" "$seed" "$model" "$out/$dataset/seed$seed/$model"; done
     done
   done
 fi
 
-"$python" - "$out" "$iterations" "$draws" "$select" "${datasets[@]}" > "$out/table.md.tmp" <<'PY'
+"$python" - "$out" "$iterations" "$draws" "$select" "$f_bd" "${datasets[@]}" > "$out/table.md.tmp" <<'PY'
 import json, os, statistics, sys
-out, iterations, draws, select, datasets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5:]
+out, iterations, draws, select, f_bd, datasets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5], sys.argv[6:]
 paper = {"two_moons": (0.11, 1.32, 0.07, 13.04), "rings": (1.53, 3.19, 0.07, 14.12), "grid": (1.32, 40.39, 0.04, 4.43)}
 
 def cell(values, digits):
@@ -238,6 +261,8 @@ def cell(values, digits):
 
 print(f"# DDE Table 1 (kef): MMD² ×10⁻³ between {draws} model draws and the test rows, and the seconds "
       f"`kef sample` takes to draw them; mean ± sd over seeds. DDE: {iterations} iterations"
+      + (f", f_bd = {f_bd} (the reference's is 0.1; the reference kernel below is still the reference's, "
+         f"γ scaled by {f_bd} / 0.1)" if float(f_bd) != 0.1 else "")
       + (", the iterate whose sampler was closest (MMD², f's kernel) to the training rows among those checked "
          "every 100 epochs (select = \"mmd\", the reference's logged checkpoints)" if select else "")
       + ", draws from the sampler network; KEF: Nyström (m by the θ = 1/3 rule, σ and λ by held-out score matching), draws "
