@@ -10,7 +10,7 @@ directory's parent's name. Both truths are known: two moons is exp(-U) of Rezend
 (up to its normaliser), rings is kef's synthetic/rings (radius ~ sum_k w_k N(r_k, 0.1^2), w_k
 proportional to r_k = 1, 3, 5, a uniform angle). The model's log p~ = lambda f + log p0 and the truth
 are both normalised on an N x N grid over the training box; the script prints KL and TV between them,
-the MMD^2_u (x 1e-3) of Table 1's metric (the kernel of the model's f) for exact draws of the
+the MMD^2_u (x 1e-3) of Table 1's metric (the kernel of the model's f at f_bd = 0.1) for exact draws of the
 grid-normalised model, of the truth and of the sampler against the test rows, and where the model is
 too high or too low (by radius; for two moons also along the circle r = 2).
 Needs the kef Python package (build/python of this repository, or installed) and NumPy.
@@ -93,6 +93,12 @@ def main():
     model = kef.load(os.path.join(run, "dde/models/dde"), quiet=True)
     with open(os.path.join(run, "dde/models/dde/model.toml"), "rb") as fh:
         gamma = tomllib.load(fh)["gamma"]
+    # A fit with another bandwidth factor (reproduce-dde-table1.sh --f-bd) is measured with the
+    # reference's kernel, f_bd = 0.1: gamma = 0.5 / (f_bd m^2) with the same m.
+    f_bd_file = os.path.join(run, "dde.f_bd")
+    if os.path.exists(f_bd_file):
+        with open(f_bd_file) as fh:
+            gamma *= float(fh.read()) / 0.1
     train = np.load(os.path.join(run, f"{splits}/train.npy"))
     test = np.load(os.path.join(run, f"{splits}/test.npy"))
     draws = np.load(os.path.join(run, "dde.samples.npy"))

@@ -6,8 +6,9 @@
 # beside the paper's numbers, and (--figure) the figure of the draws over the test rows; the
 # reference-kernel MMD² of every cell, equal to a direct NumPy computation with the DDE model's γ;
 # --resample redoes the same draws without fitting; --remeasure regenerates a run's missing test rows
-# (the same rows) and measures them again (the same value); --select reaches the DDE fit and the table.
-# A bad option exits 2.
+# (the same rows) and measures them again (the same value); --select reaches the DDE fit and the table;
+# --f-bd fits DDE with another bandwidth and measures it with the reference's; --models dde runs DDE
+# alone. A bad option exits 2.
 set -uo pipefail
 kef="$1" repo="$2" out="$3"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -71,6 +72,33 @@ bash "$script" --quick --select --datasets two_moons --seeds 1 --out "$out-selec
 grep -Eq '"selected_iteration": 30(\.0)?[,}[:space:]]' "$out-select/two_moons/seed1/dde/results.json" ||
   fail "--select: no selected_iteration in the DDE run's results.json"
 grep -q 'select = \\"mmd\\"\|select = "mmd"' "$out-select/table.md" || fail "--select: the table does not say the iterate was selected"
+# --f-bd 0.05 --models dde: DDE alone, fitted with σ² = 0.05 m² (γ twice the default run's, the same data),
+# and measured with the reference's kernel, f_bd = 0.1 (the default run's γ, checked against NumPy).
+bash "$script" --quick --models dde --f-bd 0.05 --datasets two_moons --out "$out-fbd" "$kef" ||
+  fail "--f-bd exited with $?"
+[ ! -e "$out-fbd/two_moons/seed1/kef" ] || fail "--models dde ran the KEF cell"
+grep -q "f_bd = 0.05" "$out-fbd/table.md" || fail "--f-bd: the table does not say the bandwidth factor"
+/usr/bin/python3 - "$out-fbd/two_moons/seed1" "$out/two_moons/seed1" <<'PY' || fail "--f-bd: reference-kernel MMD²"
+import re, sys
+import numpy as np
+cell, default = sys.argv[1], sys.argv[2]
+g = lambda c: float(re.search(r"^gamma = (.*)$", open(f"{c}/dde/models/dde/model.toml").read(), re.M).group(1))
+fitted, reference = g(cell), g(default)
+if not abs(fitted - 2 * reference) <= 1e-12 * reference:
+    sys.exit(f"fitted γ {fitted!r} is not twice the default run's {reference!r}")
+X, Y = np.load(f"{cell}/dde.samples.npy"), np.load(f"{cell}/dde/data/test.npy")
+k = lambda A, B: np.exp(-reference * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+n, p = len(X), len(Y)
+kxx, kyy = k(X, X), k(Y, Y)
+direct = ((kxx.sum() - np.trace(kxx)) / (n * (n - 1)) + (kyy.sum() - np.trace(kyy)) / (p * (p - 1))
+          - 2 * k(X, Y).mean())
+got = float(open(f"{cell}/dde.mmd_ref").read())
+if not abs(got - direct) <= 1e-10 * max(1.0, abs(direct)):
+    sys.exit(f"kef {got!r}, direct with the reference's γ {direct!r}")
+PY
+bash "$script" --f-bd 0 --out "$out-bad" "$kef" 2> "$out-bad.err"
+[ $? -eq 2 ] || fail "--f-bd 0 did not exit 2"
+grep -q "'0' is not a positive number" "$out-bad.err" || fail "the --f-bd error does not name the value: $(cat "$out-bad.err")"
 bash "$script" --seeds 1,x --out "$out-bad" "$kef" 2> "$out-bad.err"
 [ $? -eq 2 ] || fail "a bad --seeds did not exit 2"
 grep -q "'x' is not a seed" "$out-bad.err" || fail "the --seeds error does not name the value: $(cat "$out-bad.err")"
