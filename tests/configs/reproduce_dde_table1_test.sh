@@ -12,6 +12,25 @@
 set -uo pipefail
 kef="$1" repo="$2" out="$3"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# γ of a seed directory's saved DDE model (its f's kernel exp(−γ‖x − y‖²)).
+model_gamma() { sed -n 's/^gamma = //p' "$1/dde/models/dde/model.toml"; }
+# direct_mmd SAMPLES TEST GAMMA GOT: MMD²_u of the two .npy files with exp(−γ‖x − y‖²), computed directly
+# in NumPy, against the value in the file GOT.
+direct_mmd() {
+  /usr/bin/python3 - "$@" <<'PY'
+import sys
+import numpy as np
+X, Y, gamma = np.load(sys.argv[1]), np.load(sys.argv[2]), float(sys.argv[3])
+k = lambda A, B: np.exp(-gamma * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+n, p = len(X), len(Y)
+kxx, kyy = k(X, X), k(Y, Y)
+direct = ((kxx.sum() - np.trace(kxx)) / (n * (n - 1)) + (kyy.sum() - np.trace(kyy)) / (p * (p - 1))
+          - 2 * k(X, Y).mean())
+got = float(open(sys.argv[4]).read())
+if not abs(got - direct) <= 1e-10 * max(1.0, abs(direct)):
+    sys.exit(f"{sys.argv[4]}: kef {got!r}, direct {direct!r}")
+PY
+}
 script="$repo/scripts/reproduce-dde-table1.sh"
 bash "$script" --quick --figure --threads 2 --out "$out" "$kef" || fail "reproduce-dde-table1.sh --quick exited with $?"
 [ -s "$out/figure.png" ] || fail "no $out/figure.png"
@@ -27,22 +46,9 @@ for d in two_moons rings grid; do
     [ ! -e "$out/$d/seed$s/dde.min_ess" ] || fail "an ESS for DDE's sampler network ($d seed $s)"
     for m in dde kef; do
       grep -Eq '^-?[0-9.e+-]+$' "$out/$d/seed$s/$m.mmd_median" || fail "no median-σ MMD² in $out/$d/seed$s/$m.mmd_median"
-      # The brute-force twin of the reference-kernel column: MMD²_u with exp(−γ‖x − y‖²) in NumPy.
-      /usr/bin/python3 - "$out/$d/seed$s" "$m" <<'PY' || fail "reference-kernel MMD² of $d seed $s $m"
-import re, sys
-import numpy as np
-cell, m = sys.argv[1], sys.argv[2]
-gamma = float(re.search(r"^gamma = (.*)$", open(f"{cell}/dde/models/dde/model.toml").read(), re.M).group(1))
-X, Y = np.load(f"{cell}/{m}.samples.npy"), np.load(f"{cell}/{m}/data/test.npy")
-k = lambda A, B: np.exp(-gamma * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
-n, p = len(X), len(Y)
-kxx, kyy = k(X, X), k(Y, Y)
-direct = ((kxx.sum() - np.trace(kxx)) / (n * (n - 1)) + (kyy.sum() - np.trace(kyy)) / (p * (p - 1))
-          - 2 * k(X, Y).mean())
-got = float(open(f"{cell}/{m}.mmd_ref").read())
-if not abs(got - direct) <= 1e-10 * max(1.0, abs(direct)):
-    sys.exit(f"{cell} {m}: kef {got!r}, direct {direct!r}")
-PY
+      # The brute-force twin of the reference-kernel column: MMD²_u with the DDE model's γ in NumPy.
+      direct_mmd "$out/$d/seed$s/$m.samples.npy" "$out/$d/seed$s/$m/data/test.npy" \
+        "$(model_gamma "$out/$d/seed$s")" "$out/$d/seed$s/$m.mmd_ref" || fail "reference-kernel MMD² of $d seed $s $m"
     done
   done
 done
@@ -78,24 +84,11 @@ bash "$script" --quick --models dde --f-bd 0.05 --datasets two_moons --out "$out
   fail "--f-bd exited with $?"
 [ ! -e "$out-fbd/two_moons/seed1/kef" ] || fail "--models dde ran the KEF cell"
 grep -q "f_bd = 0.05" "$out-fbd/table.md" || fail "--f-bd: the table does not say the bandwidth factor"
-/usr/bin/python3 - "$out-fbd/two_moons/seed1" "$out/two_moons/seed1" <<'PY' || fail "--f-bd: reference-kernel MMD²"
-import re, sys
-import numpy as np
-cell, default = sys.argv[1], sys.argv[2]
-g = lambda c: float(re.search(r"^gamma = (.*)$", open(f"{c}/dde/models/dde/model.toml").read(), re.M).group(1))
-fitted, reference = g(cell), g(default)
-if not abs(fitted - 2 * reference) <= 1e-12 * reference:
-    sys.exit(f"fitted γ {fitted!r} is not twice the default run's {reference!r}")
-X, Y = np.load(f"{cell}/dde.samples.npy"), np.load(f"{cell}/dde/data/test.npy")
-k = lambda A, B: np.exp(-reference * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
-n, p = len(X), len(Y)
-kxx, kyy = k(X, X), k(Y, Y)
-direct = ((kxx.sum() - np.trace(kxx)) / (n * (n - 1)) + (kyy.sum() - np.trace(kyy)) / (p * (p - 1))
-          - 2 * k(X, Y).mean())
-got = float(open(f"{cell}/dde.mmd_ref").read())
-if not abs(got - direct) <= 1e-10 * max(1.0, abs(direct)):
-    sys.exit(f"kef {got!r}, direct with the reference's γ {direct!r}")
-PY
+fitted=$(model_gamma "$out-fbd/two_moons/seed1") reference=$(model_gamma "$out/two_moons/seed1")
+awk -v f="$fitted" -v r="$reference" 'BEGIN{d = f - 2 * r; exit !((d < 0 ? -d : d) <= 1e-12 * r)}' ||
+  fail "--f-bd: fitted γ $fitted is not twice the default run's $reference"
+direct_mmd "$out-fbd/two_moons/seed1/dde.samples.npy" "$out-fbd/two_moons/seed1/dde/data/test.npy" \
+  "$reference" "$out-fbd/two_moons/seed1/dde.mmd_ref" || fail "--f-bd: reference-kernel MMD²"
 bash "$script" --f-bd 0 --out "$out-bad" "$kef" 2> "$out-bad.err"
 [ $? -eq 2 ] || fail "--f-bd 0 did not exit 2"
 grep -q "'0' is not a positive number" "$out-bad.err" || fail "the --f-bd error does not name the value: $(cat "$out-bad.err")"
