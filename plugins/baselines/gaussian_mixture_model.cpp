@@ -7,14 +7,11 @@
 
 #include "gaussian_algebra.hpp"
 #include "kef/categorical.hpp"
+#include "kef/constants.hpp"
 #include "kef/error.hpp"
 #include "kef/number_text.hpp"
 
 namespace kef::baselines {
-
-namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
-}
 
 struct GaussianMixtureModel::Row {
   Vector terms, gamma, diff, z;

@@ -6,15 +6,12 @@
 #include <sstream>
 
 #include "gaussian_algebra.hpp"
+#include "kef/constants.hpp"
 #include "kef/error.hpp"
 #include "kef/number_text.hpp"
 #include "kef/vector_exp.hpp"
 
 namespace kef::baselines {
-
-namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
-}
 
 // ------------------------------------------------------------------------------------------------
 // KdeGeometry

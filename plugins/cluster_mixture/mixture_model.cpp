@@ -6,17 +6,12 @@
 #include <sstream>
 
 #include "kef/categorical.hpp"
+#include "kef/constants.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/number_text.hpp"
 
 namespace kef::cluster_mixture {
-
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // MixtureBaseMeasure

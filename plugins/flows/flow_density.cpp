@@ -15,10 +15,6 @@ namespace kef::flows {
 
 namespace nw = kef::network;
 
-namespace {
-const double kHalfLog2Pi = 0.5 * std::log(2.0 * std::numbers::pi);
-}  // namespace
-
 std::vector<MadeDegrees> flow_degrees(const FlowArchitecture& arch, bool random_hidden, RandomStream* rng) {
   const Index D = arch.dim;
   const Index count = (arch.coupling ? 0 : arch.layers) + (arch.components > 0 ? 1 : 0);

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@
 #include "kef/types.hpp"
 
 namespace kef::flows {
+
+// ½ log(2π) as std::log computes it (the PyTorch twins' value, to the last bit), for the density and
+// its Laplacian.
+inline const double kHalfLog2Pi = 0.5 * std::log(2.0 * std::numbers::pi);
 
 // log Σ_c exp(row(n)[first + c]) over the C entries from `first`: the log-normaliser of a MoG head's
 // mixing logits, shifted by their maximum so that nothing overflows.

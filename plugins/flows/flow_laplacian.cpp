@@ -18,8 +18,6 @@ namespace nw = kef::network;
 
 namespace {
 
-const double kHalfLog2Pi = 0.5 * std::log(2.0 * std::numbers::pi);
-
 // Stacks (network/layer.hpp): rows [values; J_1 .. J_D; S_1 .. S_D], N rows per channel, any width.
 // exp(q/2) of a stack: J = e J_q / 2, S = e (S_q/2 + J_q²/4).
 Matrix stack_exp_half(const Matrix& q, Index N, Index D) {

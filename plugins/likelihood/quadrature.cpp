@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "kef/constants.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/parallel.hpp"
@@ -14,7 +15,6 @@ namespace kef::likelihood {
 namespace {
 
 constexpr Index kCellChunk = 4096;
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // log Σ e^{v_i} over the selected entries, shifted by their maximum; −inf when none is selected or
 // all are −inf (so exp(−inf) contributes exactly 0).

@@ -8,18 +8,13 @@
 
 #include "kef/categorical.hpp"
 #include "kef/conditional_inputs.hpp"
+#include "kef/constants.hpp"
 #include "kef/error.hpp"
 #include "kef/isotropic_mixture.hpp"
 #include "kef/linalg.hpp"
 #include "kef/number_text.hpp"
 
 namespace kef::lscde {
-
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-}  // namespace
 
 LscdeModel::LscdeModel(Matrix input_centres, Matrix target_centres, Vector alpha, double sigma)
     : sigma_(sigma) {

@@ -1,5 +1,4 @@
 // Funnel, banana, square and cosine, the extra-coordinates wrapper and small numerical helpers.
-#include "kef/number_text.hpp"
 // Mixtures, rings and two moons live in mixtures.cpp.
 #include "densities.hpp"
 
@@ -9,12 +8,12 @@
 #include <sstream>
 #include <utility>
 
+#include "kef/constants.hpp"
+#include "kef/number_text.hpp"
+
 namespace kef::synthetic {
 
 namespace {
-
-constexpr double kLogTwoPi = 1.8378770664093454836;  // log(2π)
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // x0 ~ N(0, s²); x_{1:} ~ N(0, v I), v = min(exp(-x0), v_max). The clip makes log p non-smooth at
 // x0 = -log v_max; we put that point on the clipped side (v = v_max, derivative of v is zero) and
@@ -33,8 +32,7 @@ class Funnel final : public Density {
     const double log_v = clipped ? std::log(max_variance_) : -x0;
     // 1/v computed directly: exp(-x0) underflows long before exp(x0) overflows matters.
     const double inv_v = clipped ? 1.0 / max_variance_ : std::exp(x0);
-    return log_normal(x0, 0.0, std_) - 0.5 * double(dim_ - 1) * (kLogTwoPi + log_v) -
-           0.5 * squares * inv_v;
+    return log_normal(x0, 0.0, std_) - 0.5 * double(dim_ - 1) * (kLogTwoPi + log_v) - 0.5 * squares * inv_v;
   }
 
   void derivatives(const Vector& x, Vector& grad, Matrix* hessian) const override {
@@ -115,8 +113,8 @@ class Banana final : public Density {
   }
 
   std::string describe() const override {
-    return "banana: x0 ~ N(0, " + number_text(std_) + "^2), x1 ~ N(" + number_text(b_) +
-           " (x0^2 - " + number_text(std_ * std_) + "), 1)";
+    return "banana: x0 ~ N(0, " + number_text(std_) + "^2), x1 ~ N(" + number_text(b_) + " (x0^2 - " +
+           number_text(std_ * std_) + "), 1)";
   }
 
  private:
@@ -153,8 +151,8 @@ class Square final : public Density {
   bool in_support(const Vector& x) const override { return x.cwiseAbs().maxCoeff() <= half_width_; }
 
   std::string describe() const override {
-    return "square: uniform on [-" + number_text(half_width_) + ", " + number_text(half_width_) +
-           "]^" + std::to_string(dim_);
+    return "square: uniform on [-" + number_text(half_width_) + ", " + number_text(half_width_) + "]^" +
+           std::to_string(dim_);
   }
 
  private:
@@ -208,8 +206,7 @@ class Cosine final : public Density {
 
   std::string describe() const override {
     return "cosine: x0 ~ U(-" + number_text(a_) + ", " + number_text(a_) + "), x1 ~ N(" +
-           number_text(amplitude_) + " cos(" + number_text(omega_) + " x0), " +
-           number_text(noise_) + "^2)";
+           number_text(amplitude_) + " cos(" + number_text(omega_) + " x0), " + number_text(noise_) + "^2)";
   }
 
  private:
@@ -256,8 +253,8 @@ class WithGaussianExtras final : public Density {
   bool in_support(const Vector& x) const override { return core_->in_support(x.head(k_)); }
 
   std::string describe() const override {
-    return core_->describe() + "; x_{" + std::to_string(k_) + ":" + std::to_string(dim_ - 1) +
-           "} ~ N(0, " + number_text(extra_std_) + "^2 I)";
+    return core_->describe() + "; x_{" + std::to_string(k_) + ":" + std::to_string(dim_ - 1) + "} ~ N(0, " +
+           number_text(extra_std_) + "^2 I)";
   }
 
  private:
@@ -312,14 +309,10 @@ DensityPtr make_banana(Index dim, double std, double bananicity) {
   return with_gaussian_extras(std::make_shared<Banana>(std, bananicity), dim, 1.0);
 }
 
-DensityPtr make_square(Index dim, double half_width) {
-  return std::make_shared<Square>(dim, half_width);
-}
+DensityPtr make_square(Index dim, double half_width) { return std::make_shared<Square>(dim, half_width); }
 
-DensityPtr make_cosine(Index dim, double half_width, double amplitude, double frequency,
-                       double noise) {
-  return with_gaussian_extras(std::make_shared<Cosine>(half_width, amplitude, frequency, noise),
-                              dim, 1.0);
+DensityPtr make_cosine(Index dim, double half_width, double amplitude, double frequency, double noise) {
+  return with_gaussian_extras(std::make_shared<Cosine>(half_width, amplitude, frequency, noise), dim, 1.0);
 }
 
 }  // namespace kef::synthetic

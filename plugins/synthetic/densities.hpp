@@ -11,6 +11,9 @@
 
 namespace kef::synthetic {
 
+// log(2π), rounded once, for the normal densities of both source files.
+inline constexpr double kLogTwoPi = 1.8378770664093454836;
+
 class Density {
  public:
   virtual ~Density() = default;
@@ -38,16 +41,15 @@ DensityPtr make_banana(Index dim, double std, double bananicity);
 // Uniform on the cube [-half_width, half_width]^dim.
 DensityPtr make_square(Index dim, double half_width);
 // DKEF cosine: x0 ~ U(-half_width, half_width), x1 ~ N(A cos(ω x0), noise²), x_{2:} ~ N(0, I).
-DensityPtr make_cosine(Index dim, double half_width, double amplitude, double frequency,
-                       double noise);
+DensityPtr make_cosine(Index dim, double half_width, double amplitude, double frequency, double noise);
 
 // Mixture of isotropic Gaussians N(means.row(k), stds[k]² I) with weights (normalised here).
-DensityPtr make_gaussian_mixture(std::vector<double> weights, Matrix means,
-                                 std::vector<double> stds, std::string description);
+DensityPtr make_gaussian_mixture(std::vector<double> weights, Matrix means, std::vector<double> stds,
+                                 std::string description);
 // Rings in the (x0, x1) plane: ring k chosen with probability weights[k], radius r ~ N(radii[k],
 // noise²), uniform angle; x_{2:} ~ N(0, noise² I).
-DensityPtr make_rings(Index dim, std::vector<double> radii, std::vector<double> weights,
-                      double noise, std::string description);
+DensityPtr make_rings(Index dim, std::vector<double> radii, std::vector<double> weights, double noise,
+                      std::string description);
 // Rezende & Mohamed's two moons exp(-U(z)), normalised by quadrature; x_{2:} ~ N(0, I).
 DensityPtr make_two_moons(Index dim);
 

@@ -1,5 +1,4 @@
 // Gaussian mixtures (mog, grid, gaussian, mixture_1d), rings (ring, mor, rings) and two moons.
-#include "kef/number_text.hpp"
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,12 +7,12 @@
 #include <utility>
 
 #include "densities.hpp"
+#include "kef/number_text.hpp"
 
 namespace kef::synthetic {
 
 namespace {
 
-constexpr double kLogTwoPi = 1.8378770664093454836;  // log(2π)
 constexpr double kTwoPi = 2.0 * std::numbers::pi;
 
 // log f and its first two derivatives for a 1-D mixture f(t) = Σ_j exp(c_j - ½((t - μ_j)/s)²),
@@ -133,8 +132,7 @@ class GaussianMixture final : public Density {
   Vector exponents(const Vector& x) const {
     Vector a(means_.rows());
     for (Index k = 0; k < means_.rows(); ++k)
-      a[k] = log_coefs_[k] -
-             0.5 * (x - means_.row(k).transpose()).squaredNorm() / (stds_[k] * stds_[k]);
+      a[k] = log_coefs_[k] - 0.5 * (x - means_.row(k).transpose()).squaredNorm() / (stds_[k] * stds_[k]);
     return a;
   }
 
@@ -150,8 +148,7 @@ class GaussianMixture final : public Density {
 // for any.
 class Rings final : public Density {
  public:
-  Rings(std::vector<double> radii, std::vector<double> weights, double noise,
-        std::string description)
+  Rings(std::vector<double> radii, std::vector<double> weights, double noise, std::string description)
       : radii_(std::move(radii)), noise_(noise), description_(std::move(description)) {
     double total = 0.0;
     for (double w : weights) total += w;
@@ -282,8 +279,8 @@ class TwoMoons final : public Density {
     const double log_b_max = std::log1p(std::exp(-0.5 * z * z));
     Matrix out(n, 2);
     for (Index i = 0; i < n;) {
-      const double t = rng.uniform() < normal_share ? rng.normal()
-                                                    : std::sqrt(-2.0 * std::log1p(-rng.uniform()));
+      const double t =
+          rng.uniform() < normal_share ? rng.normal() : std::sqrt(-2.0 * std::log1p(-rng.uniform()));
       const double accept_radius = (mu + s * t) / (mu + s * std::max(t, 0.0));
       if (accept_radius <= 0.0 || rng.uniform() >= accept_radius) continue;
       const double rho = mu + s * t;
@@ -309,21 +306,18 @@ class TwoMoons final : public Density {
 
 }  // namespace
 
-DensityPtr make_gaussian_mixture(std::vector<double> weights, Matrix means,
-                                 std::vector<double> stds, std::string description) {
+DensityPtr make_gaussian_mixture(std::vector<double> weights, Matrix means, std::vector<double> stds,
+                                 std::string description) {
   return std::make_shared<GaussianMixture>(std::move(weights), std::move(means), std::move(stds),
                                            std::move(description));
 }
 
-DensityPtr make_rings(Index dim, std::vector<double> radii, std::vector<double> weights,
-                      double noise, std::string description) {
-  auto core =
-      std::make_shared<Rings>(std::move(radii), std::move(weights), noise, std::move(description));
+DensityPtr make_rings(Index dim, std::vector<double> radii, std::vector<double> weights, double noise,
+                      std::string description) {
+  auto core = std::make_shared<Rings>(std::move(radii), std::move(weights), noise, std::move(description));
   return with_gaussian_extras(std::move(core), dim, noise);
 }
 
-DensityPtr make_two_moons(Index dim) {
-  return with_gaussian_extras(std::make_shared<TwoMoons>(), dim, 1.0);
-}
+DensityPtr make_two_moons(Index dim) { return with_gaussian_extras(std::make_shared<TwoMoons>(), dim, 1.0); }
 
 }  // namespace kef::synthetic

@@ -30,17 +30,17 @@ EstimatorPtr make(const std::string& keys) {
   return reg.make_estimator(test::config_from(keys), EstimatorParts{nullptr, nullptr, &reg}, {});
 }
 
-struct Fitted {
+struct DdeFit {
   ModelPtr model;
   FitReport report;
 };
 
 // The test's own build of the estimator (so that models can be cast to the DdeModel type compiled here;
 // the plugin's copy is another type to RTTI); the registry's build is used for key validation.
-Fitted fit(const std::string& keys, const Matrix& train, std::uint64_t seed, int threads) {
+DdeFit fit_dde(const std::string& keys, const Matrix& train, std::uint64_t seed, int threads) {
   auto est = std::make_unique<dde::DdeEstimator>(test::config_from(keys));
   Context context = Context(seed, threads).child("fit");
-  Fitted f;
+  DdeFit f;
   const Matrix none(0, train.cols());
   FitInput in{train, none, context, f.report};
   f.model = est->fit(in);
@@ -54,13 +54,14 @@ Matrix blobs(Index n, std::uint64_t seed) {
   return X;
 }
 
-const char* kSmall =
+const char* kSmallDde =
     "type = \"dde\"\niterations = 25\nreport_every = 10\nwidth = 16\nnoise_dim = 8\nbatch_size = 40\n"
     "learning_rate = 1e-3\n";
 
 TEST(DdeEstimator, SeedNotThreadsDecidesAndTheModelReloadsBitwise) {
   const Matrix train = blobs(120, 1), probe = blobs(30, 2);
-  const Fitted a = fit(kSmall, train, 5, 1), b = fit(kSmall, train, 5, 2), c = fit(kSmall, train, 6, 2);
+  const DdeFit a = fit_dde(kSmallDde, train, 5, 1), b = fit_dde(kSmallDde, train, 5, 2),
+               c = fit_dde(kSmallDde, train, 6, 2);
   EXPECT_EQ(a.model->log_unnormalized(probe), b.model->log_unnormalized(probe));
   EXPECT_EQ(a.report.curves, b.report.curves);
   EXPECT_NE(a.model->log_unnormalized(probe), c.model->log_unnormalized(probe));
@@ -99,7 +100,7 @@ TEST(DdeEstimator, SeedNotThreadsDecidesAndTheModelReloadsBitwise) {
 // log p~ = λ f + log p0: the box's log-volume inside, −∞ outside; the score is λ∇f.
 TEST(DdeEstimator, ModelIsLambdaFPlusTheUniformBoxLogDensity) {
   const Matrix train = blobs(120, 3);
-  const Fitted a = fit(std::string(kSmall) + "lambda = 2\n", train, 5, 1);
+  const DdeFit a = fit_dde(std::string(kSmallDde) + "lambda = 2\n", train, 5, 1);
   const auto& m = dynamic_cast<const dde::DdeModel&>(*a.model);
   const Vector lo = train.colwise().minCoeff().transpose(), hi = train.colwise().maxCoeff().transpose();
   EXPECT_EQ(m.lo(), lo);
@@ -129,7 +130,7 @@ TEST(DdeEstimator, ModelIsLambdaFPlusTheUniformBoxLogDensity) {
 // inducing_points = m: f has m distinct training rows as centres.
 TEST(DdeEstimator, InducingPointsAreSeededTrainingRows) {
   const Matrix train = blobs(120, 4);
-  const Fitted a = fit(std::string(kSmall) + "inducing_points = 30\n", train, 5, 1);
+  const DdeFit a = fit_dde(std::string(kSmallDde) + "inducing_points = 30\n", train, 5, 1);
   const auto& m = dynamic_cast<const dde::DdeModel&>(*a.model);
   ASSERT_EQ(m.expansion().points.rows(), 30);
   for (Index i = 0; i < 30; ++i) {
@@ -143,7 +144,7 @@ TEST(DdeEstimator, InducingPointsAreSeededTrainingRows) {
 // sampler_correction reaches the model; the fit reports the sampler diagnostic on diagnostic_samples draws.
 TEST(DdeEstimator, CorrectionKeyAndSamplerDiagnosticReported) {
   const Matrix train = blobs(120, 6);
-  const Fitted a = fit(std::string(kSmall) +
+  const DdeFit a = fit_dde(std::string(kSmallDde) +
                            "sampler_correction = \"importance\"\ncorrection_candidates = 4\n"
                            "diagnostic_samples = 500\n",
                        train, 5, 1);
@@ -157,7 +158,7 @@ TEST(DdeEstimator, CorrectionKeyAndSamplerDiagnosticReported) {
   EXPECT_EQ(a.report.values.at("sampler_outside_box"), d.outside_box);
   ASSERT_EQ(a.report.notes.size(), 1u);
   EXPECT_TRUE(test::contains(a.report.notes[0], "sampler diagnostic on 500 draws")) << a.report.notes[0];
-  const Fitted b = fit(std::string(kSmall) + "diagnostic_samples = 0\n", train, 5, 1);
+  const DdeFit b = fit_dde(std::string(kSmallDde) + "diagnostic_samples = 0\n", train, 5, 1);
   EXPECT_EQ(b.report.values.count("sampler_ess_fraction"), 0u);
   EXPECT_FALSE(dynamic_cast<const dde::DdeModel&>(*b.model).correction().importance);
 }
@@ -172,11 +173,11 @@ TEST(DdeEstimator, BadKeysAreRefusedNamingTheKey) {
   }
   const Matrix train = blobs(20, 5);
   const std::string msg = test::message_of<ConfigError>(
-      [&] { fit("type = \"dde\"\ninducing_points = 50\niterations = 1\n", train, 5, 1); });
+      [&] { fit_dde("type = \"dde\"\ninducing_points = 50\niterations = 1\n", train, 5, 1); });
   EXPECT_TRUE(test::contains(msg, "inducing_points")) << msg;
   Matrix flat = train;
   flat.col(1).setConstant(1.0);
-  const std::string msg2 = test::message_of<DataError>([&] { fit(kSmall, flat, 5, 1); });
+  const std::string msg2 = test::message_of<DataError>([&] { fit_dde(kSmallDde, flat, 5, 1); });
   EXPECT_TRUE(test::contains(msg2, "column 1")) << msg2;
 }
 
@@ -184,7 +185,7 @@ TEST(DdeEstimator, BadKeysAreRefusedNamingTheKey) {
 TEST(DdeEstimator, NonFiniteLossIsAnErrorNamingTheStep) {
   const Matrix train = blobs(120, 7);
   const std::string msg = test::message_of<NumericalError>([&] {
-    fit("type = \"dde\"\niterations = 200\nwidth = 16\nnoise_dim = 8\nbatch_size = 40\n"
+    fit_dde("type = \"dde\"\niterations = 200\nwidth = 16\nnoise_dim = 8\nbatch_size = 40\n"
         "learning_rate = 1e12\nclip = 0\n",
         train, 5, 1);
   });

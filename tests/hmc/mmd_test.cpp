@@ -38,9 +38,7 @@ double brute_mmd2(const Matrix& X, const Matrix& Y, double sigma) {
   return xx / (n * (n - 1.0)) + yy / (m * (m - 1.0)) - 2 * xy / (n * double(m));
 }
 
-KernelPtr gaussian_kernel(double sigma) {
-  return test::plugin_registry().make_kernel(test::config_from("type = \"gaussian\"\nsigma = " + std::to_string(sigma)), {});
-}
+using test::gaussian_kernel;
 
 struct MmdRun {
   EvaluationResult result;

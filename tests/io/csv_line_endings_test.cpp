@@ -15,9 +15,7 @@ namespace fs = std::filesystem;
 
 fs::path write_bytes(const std::string& name, const std::string& text) {
   static const fs::path dir = test::temp_dir("csv-eol");
-  const fs::path p = dir / name;
-  std::ofstream(p, std::ios::binary) << text;
-  return p;
+  return test::write_file(dir, name, text);
 }
 
 TEST(CsvLineEndings, CarriageReturnOnlyFilesAreRead) {

@@ -23,12 +23,9 @@ fs::path data_dir() { return test::source_dir() / ".." / "shared" / "data"; }
 #define REQUIRE_DATA(name) \
   if (!fs::exists(data_dir() / (name))) GTEST_SKIP() << "no " << (data_dir() / (name))
 
-fs::path write_file(const std::string& name, const std::string& text) {
+fs::path csv_file(const std::string& name, const std::string& text) {
   static const fs::path dir = test::temp_dir("csv");
-  const fs::path p = dir / name;
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-  return p;
+  return test::write_file(dir, name, text);
 }
 
 // Splits one line of a plain (unquoted) CSV file, to check parsed values against the file text.
@@ -60,7 +57,7 @@ void expect_data_error(const fs::path& p, F&& read, std::initializer_list<std::s
 void expect_csv_error(const std::string& name, const std::string& text,
                       std::initializer_list<std::string> fragments,
                       const std::vector<std::string>& columns = {}) {
-  const fs::path p = write_file(name, text);
+  const fs::path p = csv_file(name, text);
   expect_data_error(
       p, [&] { read_csv(p, columns); }, fragments);
 }
@@ -119,17 +116,17 @@ TEST(CsvData, UN3MissingValues) {
 
 TEST(Csv, QuotingLineEndingsAndSelection) {
   TableData t =
-      read_csv(write_file("q.csv", "\"a,b\",\"say \"\"hi\"\"\",c\r\n1,2,3\r\n4.5, -5e-3 ,6\r\n\r\n\n"));
+      read_csv(csv_file("q.csv", "\"a,b\",\"say \"\"hi\"\"\",c\r\n1,2,3\r\n4.5, -5e-3 ,6\r\n\r\n\n"));
   EXPECT_EQ(t.columns, (std::vector<std::string>{"a,b", "say \"hi\"", "c"}));
   ASSERT_EQ(t.values.rows(), 2);
   EXPECT_EQ(t.values(1, 0), 4.5);
   EXPECT_EQ(t.values(1, 1), -5e-3);
 
-  TableData no_newline = read_csv(write_file("nn.csv", "x,y\n1,2\n3,4"));
+  TableData no_newline = read_csv(csv_file("nn.csv", "x,y\n1,2\n3,4"));
   EXPECT_EQ(no_newline.values.rows(), 2);
   EXPECT_EQ(no_newline.values(1, 1), 4.0);
 
-  const fs::path names = write_file("names.csv", "name,x,y\n\"Smith, J\",1.5,2\n\"Doe\nJr\",3,4\n");
+  const fs::path names = csv_file("names.csv", "name,x,y\n\"Smith, J\",1.5,2\n\"Doe\nJr\",3,4\n");
   TableData sel = read_csv(names, {"y", "x"});
   EXPECT_EQ(sel.columns, (std::vector<std::string>{"y", "x"}));
   EXPECT_EQ(sel.values.row(1), Eigen::RowVector2d(4, 3));
@@ -141,7 +138,7 @@ TEST(Csv, MissingValues) {
   expect_csv_error("na.csv", "a,b\n1,2\n3,NA\n", {"line 3, column 'b'", "missing value", "got NA"});
   expect_csv_error("blank_field.csv", "a,b\n1,2\n3,4\n,5\n", {"line 4, column 'a'", "got an empty field"});
   // A missing value in an unselected column is fine.
-  TableData t = read_csv(write_file("na_other.csv", "a,b\n1,NA\n2,3\n"), {"a"});
+  TableData t = read_csv(csv_file("na_other.csv", "a,b\n1,NA\n2,3\n"), {"a"});
   EXPECT_EQ(t.values.rows(), 2);
 }
 
@@ -176,7 +173,7 @@ TEST(Csv, ColumnErrors) {
   // The text column is reported before the missing value it would otherwise hide behind.
   expect_csv_error("both.csv", "id,v\n\"r1\",NA\n\"r2\",2\n", {"column 'id' is not numeric"});
   try {
-    read_csv(write_file("status.csv", "a\nNA\n"));
+    read_csv(csv_file("status.csv", "a\nNA\n"));
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.exit_status(), 2);
@@ -187,7 +184,7 @@ TEST(Csv, ColumnErrors) {
 TEST(Table, NpyColumnsAndErrors) {
   Matrix m(3, 3);
   m << 1, 2, 3, 4, 5, 6, 7, 8, 9;
-  const fs::path p = write_file("t.npy", "");
+  const fs::path p = csv_file("t.npy", "");
   write_npy(p, m);
   TableData all = read_table(p);
   EXPECT_EQ(all.columns, (std::vector<std::string>{"x0", "x1", "x2"}));
@@ -198,19 +195,19 @@ TEST(Table, NpyColumnsAndErrors) {
   expect_data_error(p, [&] { read_table(p, {"x3"}); }, {"no column named 'x3'", "x0 .. x2"});
 
   m(1, 2) = std::numeric_limits<double>::quiet_NaN();
-  const fs::path bad = write_file("nan.npy", "");
+  const fs::path bad = csv_file("nan.npy", "");
   write_npy(bad, m);
   expect_data_error(bad, [&] { read_table(bad); }, {"row 1 (0-based), column 'x2'", "non-finite"});
   EXPECT_EQ(read_table(bad, {"x0"}).values.rows(), 3);  // unselected columns are not checked
 
-  const fs::path empty = write_file("empty.npy", "");
+  const fs::path empty = csv_file("empty.npy", "");
   write_npy(empty, Matrix(0, 2));
   expect_data_error(empty, [&] { read_table(empty); }, {"no data rows"});
 
-  const fs::path txt = write_file("t.txt", "a\n1\n");
+  const fs::path txt = csv_file("t.txt", "a\n1\n");
   expect_data_error(txt, [&] { read_table(txt); },
                     {"unsupported file type '.txt'", "expected a .csv or .npy"});
-  EXPECT_EQ(read_table(write_file("UPPER.CSV", "a\n1\n")).values(0, 0), 1.0);
+  EXPECT_EQ(read_table(csv_file("UPPER.CSV", "a\n1\n")).values(0, 0), 1.0);
 }
 
 }  // namespace

@@ -28,9 +28,8 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+void write_npy_bytes(const fs::path& p, const std::string& bytes) {
+  test::write_file(p.parent_path(), p.filename().string(), bytes);
 }
 
 // A hand-made .npy file: magic, version, header length (2 or 4 bytes), header, data.
@@ -139,17 +138,17 @@ TEST(Npy, WriteIntoMissingDirectoryNamesThePath) {
 TEST(Npy, HandMadeVersionsAndOrders) {
   const fs::path dir = test::temp_dir("npy-hand");
   const std::string c_header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }\n";
-  write_file(dir / "v1.npy", make_npy(c_header, doubles(6)));
-  write_file(dir / "v2.npy", make_npy(c_header, doubles(6), 2));
-  write_file(dir / "v3.npy", make_npy(c_header, doubles(6), 3));
+  write_npy_bytes(dir / "v1.npy", make_npy(c_header, doubles(6)));
+  write_npy_bytes(dir / "v2.npy", make_npy(c_header, doubles(6), 2));
+  write_npy_bytes(dir / "v3.npy", make_npy(c_header, doubles(6), 3));
   // Python 2 era headers: "L" suffixes, double quotes, no trailing comma, no padding.
-  write_file(dir / "old.npy",
+  write_npy_bytes(dir / "old.npy",
              make_npy("{\"descr\": \"<f8\", \"fortran_order\": False, \"shape\": (2L, 3L)}", doubles(6)));
   Matrix expected(2, 3);
   expected << 0.5, 1.5, 2.5, 3.5, 4.5, 5.5;
   for (const char* name : {"v1.npy", "v2.npy", "v3.npy", "old.npy"})
     EXPECT_EQ(read_npy(dir / name), expected) << name;
-  write_file(dir / "f.npy",
+  write_npy_bytes(dir / "f.npy",
              make_npy("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", doubles(6)));
   Matrix fortran(2, 3);  // the same bytes, read column by column
   fortran << 0.5, 2.5, 4.5, 1.5, 3.5, 5.5;
@@ -160,7 +159,7 @@ TEST(Npy, RejectsMalformedFiles) {
   const fs::path dir = test::temp_dir("npy-bad");
   auto write_and_check = [&](const std::string& name, const std::string& bytes,
                              std::initializer_list<std::string> f) {
-    write_file(dir / name, bytes);
+    write_npy_bytes(dir / name, bytes);
     expect_data_error(dir / name, f);
   };
   const std::string good = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }";
@@ -206,7 +205,7 @@ class NumpyFiles : public ::testing::Test {
 
   void python(const std::string& script) {
     const fs::path file = dir_ / "script.py";
-    write_file(file, script);
+    write_npy_bytes(file, script);
     std::string output;
     const int status =
         test::run_command(std::string(kPython) + " " + file.string() + " " + dir_.string(), &output);

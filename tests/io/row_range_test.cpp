@@ -27,11 +27,8 @@ fs::path dir() {
   return d;
 }
 
-fs::path write_file(const std::string& name, const std::string& bytes) {
-  const fs::path p = dir() / name;
-  std::ofstream out(p, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return p;
+fs::path rows_file(const std::string& name, const std::string& bytes) {
+  return test::write_file(dir(), name, bytes);
 }
 
 // A .npy file of `m` in the given dtype ('<f8' or '<f4') and order, written by hand (write_npy only
@@ -62,7 +59,7 @@ fs::path npy_file(const std::string& name, const Matrix& m, bool f4, bool fortra
     for (Index i = 0; i < m.rows(); ++i)
       for (Index j = 0; j < m.cols(); ++j) put(m(i, j));
   }
-  return write_file(name, bytes);
+  return rows_file(name, bytes);
 }
 
 Matrix random_matrix(Index rows, Index cols, std::uint64_t seed) {
@@ -186,7 +183,7 @@ std::string awkward_csv(const Matrix& m) {
 
 TEST(CsvRanges, EveryRangeIsTheSameRowsOfTheWholeRead) {
   const Matrix m = random_matrix(8, 2, 4);
-  const fs::path p = write_file("awkward.csv", awkward_csv(m));
+  const fs::path p = rows_file("awkward.csv", awkward_csv(m));
   const TableData whole = read_table(p, {"a", "b"});
   expect_bitwise(whole.values, m, "whole read");
   EXPECT_EQ(count_table_rows(p), 8);
@@ -202,7 +199,7 @@ TEST(CsvRanges, EveryRangeIsTheSameRowsOfTheWholeRead) {
 TEST(CsvRanges, FilesLargerThanTheReadBufferAreReadAsWrittenInAnyRange) {
   // About 1.3 MB: twenty of the reader's 64 KiB buffers, so records and quoted fields straddle them.
   const Matrix m = random_matrix(25000, 2, 5);
-  const fs::path p = write_file("large.csv", awkward_csv(m));
+  const fs::path p = rows_file("large.csv", awkward_csv(m));
   expect_bitwise(read_table(p, {"a", "b"}).values, m, "whole read");
   EXPECT_EQ(count_table_rows(p), 25000);
   for (auto [first, count] : {std::pair<Index, Index>{0, 1}, {777, 13001}, {24999, 1}, {16384, 5}})
@@ -214,7 +211,7 @@ TEST(CsvRanges, ValuesAreCheckedInTheRangeAndStructureUpToItsEnd) {
   // Data row 4 (line 7: the header is line 1) has a missing value; data row 2 (line 4) a quoted label
   // spanning two lines.
   const std::string text = "x,label,y\n1,a,2\n3,b,4\n5,\"c\nd\",6\n7,e,8\n9,f,NA\n11,g,12\n";
-  const fs::path p = write_file("ranges_errors.csv", text);
+  const fs::path p = rows_file("ranges_errors.csv", text);
   EXPECT_EQ(count_table_rows(p), 6);  // values are not parsed to count rows
   EXPECT_NO_THROW(read_table(p, {"y"}, RowRange{0, 4}));
   EXPECT_NO_THROW(read_table(p, {"x", "y"}, RowRange{5, 1}));
@@ -222,13 +219,13 @@ TEST(CsvRanges, ValuesAreCheckedInTheRangeAndStructureUpToItsEnd) {
   EXPECT_NE(e.find("line 7, column 'y': missing value"), std::string::npos) << e;
   EXPECT_EQ(e, error_of([&] { read_table(p, {"x", "y"}); }));
   // A record with the wrong number of fields before the range is seen by the scan that finds it.
-  const fs::path q = write_file("ranges_structure.csv", "x,y\n1,2\n3\n5,6\n7,8\n");
+  const fs::path q = rows_file("ranges_structure.csv", "x,y\n1,2\n3\n5,6\n7,8\n");
   const std::string s = error_of([&] { read_table(q, {}, RowRange{2, 1}); });
   EXPECT_NE(s.find("line 3: wrong number of fields"), std::string::npos) << s;
   const std::string c = error_of([&] { count_table_rows(q); });
   EXPECT_EQ(c, s);
   // ... but not after it: the scan stops at the range's end.
-  EXPECT_NO_THROW(read_table(write_file("late_structure.csv", "x,y\n1,2\n3,4\n5\n"), {}, RowRange{0, 2}));
+  EXPECT_NO_THROW(read_table(rows_file("late_structure.csv", "x,y\n1,2\n3,4\n5\n"), {}, RowRange{0, 2}));
   const std::string beyond = error_of([&] { read_table(p, {}, RowRange{4, 5}); });
   EXPECT_NE(beyond.find("rows [4, 9) requested of a file of 6 data rows"), std::string::npos) << beyond;
 }
@@ -240,7 +237,7 @@ TEST(RowLists, ListedRowsAreTheWholeReadsRowsInEveryFormat) {
   RandomStream pick(7, "rows");
   for (Index i = 0; i < 30000; ++i)
     if (i < 40 || (i > 9000 && i < 9100) || pick.uniform() < 0.01 || i == 29999) rows.push_back(i);
-  const fs::path csv = write_file("list.csv", awkward_csv(m.leftCols(2)));
+  const fs::path csv = rows_file("list.csv", awkward_csv(m.leftCols(2)));
   for (const fs::path& p : {npy_file("list_c.npy", m, false, false), npy_file("list_f.npy", m, false, true),
                             npy_file("list_f4.npy", m, true, false), csv}) {
     const bool is_csv = p.extension() == ".csv";
@@ -268,7 +265,7 @@ TEST(RowVisits, VisitedRowsAreTheReadRowsInFileOrder) {
   std::vector<Index> rows;
   for (Index i = 5; i < 70000; i += 3) rows.push_back(i);
   for (const fs::path& p : {npy_file("visit_c.npy", m, false, false), npy_file("visit_f.npy", m, false, true),
-                            write_file("visit.csv", awkward_csv(m.leftCols(2)))}) {
+                            rows_file("visit.csv", awkward_csv(m.leftCols(2)))}) {
     const bool is_csv = p.extension() == ".csv";
     const std::vector<std::string> cols = is_csv ? std::vector<std::string>{"b", "a"}
                                                  : std::vector<std::string>{"x2", "x0"};
@@ -295,7 +292,7 @@ TEST(RowLists, OnlyTheListedRowsValuesAreChecked) {
   EXPECT_NO_THROW(read_table_rows(p, {}, {3, 19, 21, 49}));
   const std::string e = error_of([&] { read_table_rows(p, {}, {3, 20, 21}); });
   EXPECT_NE(e.find("row 20 (0-based), column 'x0': non-finite value"), std::string::npos) << e;
-  const fs::path q = write_file("list_na.csv", "x,y\n1,2\n3,NA\n5,6\n");
+  const fs::path q = rows_file("list_na.csv", "x,y\n1,2\n3,NA\n5,6\n");
   EXPECT_NO_THROW(read_table_rows(q, {}, {0, 2}));
   const std::string c = error_of([&] { read_table_rows(q, {}, {1}); });
   EXPECT_NE(c.find("line 3, column 'y': missing value"), std::string::npos) << c;

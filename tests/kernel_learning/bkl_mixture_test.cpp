@@ -22,13 +22,7 @@
 namespace kef {
 namespace {
 
-Matrix from_rows(const std::vector<std::vector<double>>& rows) {
-  Matrix A(static_cast<Index>(rows.size()), static_cast<Index>(rows[0].size()));
-  for (Index i = 0; i < A.rows(); ++i)
-    for (Index j = 0; j < A.cols(); ++j)
-      A(i, j) = rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-  return A;
-}
+using test::from_rows;
 
 Vector vec(std::initializer_list<double> v) {
   Vector out(static_cast<Index>(v.size()));

@@ -17,13 +17,7 @@
 namespace kef {
 namespace {
 
-Matrix from_rows(const std::vector<std::vector<double>>& rows) {
-  Matrix A(static_cast<Index>(rows.size()), static_cast<Index>(rows[0].size()));
-  for (Index i = 0; i < A.rows(); ++i)
-    for (Index j = 0; j < A.cols(); ++j)
-      A(i, j) = rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-  return A;
-}
+using test::from_rows;
 
 // log N(vec Φ; 0, 1 1ᵀ ⊗ R_zz + τ² I) + Σ_i ½ log det(J_iᵀ J_i), straight from the definitions: vec Φ
 // stacks the columns φ(x_i) = k(Z, x_i), J_i[l, d] = ∂k(x_i, z_l)/∂x_d = −(x_id − z_ld) k_il / ℓ².

@@ -16,11 +16,7 @@
 namespace kef {
 namespace {
 
-KernelPtr gaussian_kernel(double sigma) {
-  char text[64];
-  std::snprintf(text, sizeof text, "type = \"gaussian\"\nsigma = %.17g", sigma);
-  return test::plugin_registry().make_kernel(test::config_from(text), {});
-}
+using test::gaussian_kernel;
 
 double metric(const EvaluationResult& r, const std::string& name) {
   for (const auto& [k, v] : r.metrics)

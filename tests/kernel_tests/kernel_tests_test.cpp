@@ -25,11 +25,7 @@ double gauss(const Eigen::RowVectorXd& a, const Eigen::RowVectorXd& b, double si
   return std::exp(-(a - b).squaredNorm() / (2 * sigma * sigma));
 }
 
-KernelPtr gaussian_kernel(double sigma) {
-  char text[64];
-  std::snprintf(text, sizeof text, "type = \"gaussian\"\nsigma = %.17g", sigma);
-  return test::plugin_registry().make_kernel(test::config_from(text), {});
-}
+using test::gaussian_kernel;
 
 // MMD² by its definitions (docs/math.md §8.7, §8.9): unbiased without the diagonal terms, biased with.
 void brute_mmd2(const Matrix& X, const Matrix& Y, double sigma, double& unbiased, double& biased) {

@@ -84,6 +84,20 @@ std::filesystem::path write_file(const std::filesystem::path& dir, const std::st
   return p;
 }
 
+KernelPtr gaussian_kernel(double sigma) {
+  char text[64];
+  std::snprintf(text, sizeof text, "type = \"gaussian\"\nsigma = %.17g", sigma);
+  return plugin_registry().make_kernel(config_from(text), {});
+}
+
+Matrix from_rows(const std::vector<std::vector<double>>& rows) {
+  Matrix A(static_cast<Index>(rows.size()), static_cast<Index>(rows[0].size()));
+  for (Index i = 0; i < A.rows(); ++i)
+    for (Index j = 0; j < A.cols(); ++j)
+      A(i, j) = rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+  return A;
+}
+
 nlohmann::json read_json(const std::filesystem::path& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);

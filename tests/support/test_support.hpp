@@ -62,6 +62,13 @@ std::string message_of(F&& f) {
 // Parses a TOML table given as text (source name "test") into a Config.
 Config config_from(const std::string& toml_text);
 
+// The registry's Gaussian kernel of bandwidth sigma (written with every digit, so the kernel's σ is
+// the argument exactly).
+KernelPtr gaussian_kernel(double sigma);
+
+// A matrix from its rows, written as a braced list in a test.
+Matrix from_rows(const std::vector<std::vector<double>>& rows);
+
 // Two independent standard-normal point sets X (n x d) and Y (m x d), from stream (seed, tag).
 struct PointPair {
   Matrix X, Y;

@@ -10,11 +10,6 @@
 namespace kef {
 namespace {
 
-KernelPtr make_gaussian(double sigma) {
-  return test::plugin_registry().make_kernel(
-      test::config_from("type = \"gaussian\"\nsigma = " + std::to_string(sigma)), BuildContext{});
-}
-
 test::PointPair random_points(Index n, Index m, Index d, std::uint64_t seed) {
   return test::random_points(n, m, d, seed, "kernel-test");
 }
@@ -25,7 +20,7 @@ constexpr double kTol = 1e-7;
 constexpr double kStep = 1e-5;
 
 TEST(GaussianKernel, ValueMatchesDefinition) {
-  auto k = make_gaussian(0.8);
+  auto k = test::gaussian_kernel(0.8);
   auto p = random_points(5, 4, 3, 1);
   Matrix G = k->gram(p.X, p.Y);
   for (Index n = 0; n < 5; ++n)
@@ -34,7 +29,7 @@ TEST(GaussianKernel, ValueMatchesDefinition) {
 }
 
 TEST(GaussianKernel, FirstAndSecondDerivativesMatchCentralDifferences) {
-  auto k = make_gaussian(0.9);
+  auto k = test::gaussian_kernel(0.9);
   auto p = random_points(6, 5, 3, 2);
   const Index N = 6, M = 5, D = 3;
   KernelStacks st;
@@ -67,7 +62,7 @@ TEST(GaussianKernel, FirstAndSecondDerivativesMatchCentralDifferences) {
 }
 
 TEST(GaussianKernel, CrossDerivativesMatchCentralDifferencesInY) {
-  auto k = make_gaussian(1.1);
+  auto k = test::gaussian_kernel(1.1);
   auto p = random_points(4, 3, 3, 3);
   EXPECT_LT(test::cross_derivative_error(*k, p.X, p.Y, kStep), kTol);
 }
@@ -76,7 +71,7 @@ TEST(GaussianKernel, CrossDerivativesMatchCentralDifferencesInY) {
 // narrow and a wide length scale; and the fourth-order stack is symmetric under swapping X and Y.
 TEST(GaussianKernel, SecondCrossDerivativesMatchCentralDifferencesInY) {
   for (double sigma : {0.7, 1.6}) {
-    auto k = make_gaussian(sigma);
+    auto k = test::gaussian_kernel(sigma);
     EXPECT_TRUE(k->capabilities().cross_second_derivatives);
     auto p = random_points(4, 3, 3, 3);
     EXPECT_LT(test::cross_second_derivative_error(*k, p.X, p.Y, kStep), kTol) << "sigma " << sigma;
@@ -89,7 +84,7 @@ TEST(GaussianKernel, SecondCrossDerivativesMatchCentralDifferencesInY) {
 
 // A scalar loss L = Σ Ā ⊙ stacks; backward() must give dL/dlogσ and dL/dY.
 TEST(GaussianKernel, BackwardMatchesCentralDifferences) {
-  auto k = make_gaussian(0.7);
+  auto k = test::gaussian_kernel(0.7);
   auto p = random_points(5, 4, 2, 4);
   RandomStream rng(5, "adjoints");
   KernelStacks adj;
@@ -103,7 +98,7 @@ TEST(GaussianKernel, BackwardMatchesCentralDifferences) {
   Vector theta = k->parameters();
   auto fd_param = test::numerical_gradient(
       [&](const Vector& t) {
-        auto kk = make_gaussian(1.0);
+        auto kk = test::gaussian_kernel(1.0);
         kk->set_parameters(t);
         return test::stack_adjoint_loss(*kk, p.X, p.Y, adj);
       },
@@ -119,7 +114,7 @@ TEST(GaussianKernel, BackwardMatchesCentralDifferences) {
   k->backward(p.X, p.Y, only_d2, &gp2, nullptr);
   auto fd2 = test::numerical_gradient(
       [&](const Vector& t) {
-        auto kk = make_gaussian(1.0);
+        auto kk = test::gaussian_kernel(1.0);
         kk->set_parameters(t);
         KernelStacks st;
         kk->derivatives(p.X, p.Y, 2, st);
@@ -131,7 +126,7 @@ TEST(GaussianKernel, BackwardMatchesCentralDifferences) {
 
 // The interface's default gram_times is gram(X, Y)·b, and refuses a coefficient vector of the wrong size.
 TEST(GaussianKernel, DefaultGramTimesIsTheGramTimesTheVector) {
-  auto k = make_gaussian(0.8);
+  auto k = test::gaussian_kernel(0.8);
   RandomStream rng(5, "gram-times");
   const Matrix X = rng.normal_matrix(9, 3), Y = rng.normal_matrix(7, 3);
   const Vector b = rng.normal_matrix(7, 1).col(0);
@@ -140,7 +135,7 @@ TEST(GaussianKernel, DefaultGramTimesIsTheGramTimesTheVector) {
 }
 
 TEST(GaussianKernel, ParametersRoundTripAndAreValidated) {
-  auto k = make_gaussian(2.0);
+  auto k = test::gaussian_kernel(2.0);
   EXPECT_NEAR(k->parameters()[0], std::log(2.0), 1e-15);
   EXPECT_THROW(k->set_parameters(Vector::Zero(2)), Error);
   EXPECT_THROW(test::plugin_registry().make_kernel(test::config_from("type = \"gaussian\"\nsigma = -1"), {}),

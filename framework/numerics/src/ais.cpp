@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "kef/constants.hpp"
 #include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
 #include "kef/hmc.hpp"
@@ -13,8 +14,6 @@
 
 namespace kef {
 namespace {
-
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // π_β ∝ q^{1−β} p~^β as a Model, so that kef's HMC can move along the path.
 class AnnealedModel final : public Model {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "bkl_parts.hpp"
+#include "kef/constants.hpp"
 #include "kef/error.hpp"
 #include "kef/lbfgs.hpp"
 #include "kef/linalg.hpp"
@@ -17,7 +18,6 @@
 namespace kef {
 namespace {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // log ρ = v − logsumexp(v): the softmax without overflow.

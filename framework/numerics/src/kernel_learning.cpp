@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "bkl_parts.hpp"
+#include "kef/constants.hpp"
 #include "kef/error.hpp"
 #include "kef/lbfgs.hpp"
 #include "kef/linalg.hpp"
@@ -170,8 +171,6 @@ void split_landmarks(const Matrix& X, Index landmarks, const Matrix& given, cons
 namespace {
 
 using bkl_parts::require_finite;
-
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // Per row group sums of the O(n m D²) part (docs/math.md §9): Σ_i k_il, Σ_i k_il d_il, Σ k², Σ k² d,
 // Σ_i log det M_i and Σ_i ∂(½ log det M_i)/∂log ℓ; `singular` when some M_i has no Cholesky factor.
