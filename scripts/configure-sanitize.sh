@@ -5,7 +5,9 @@
 # a third of the build time of -O3 and most of its speed) with line tables for readable reports.
 # The test programs' own sources at -O0 (KEF_TEST_OPTIMIZATION): under the sanitizers clang compiles a
 # test source at -O1 in twice the time of -O0 (column_roles_test.cpp: 39.6 s against 19.5 s), and the
-# tests spend their time in libkef and the plugins, which keep -O1.
+# tests spend their time in libkef and the plugins, which keep -O1. Measured on the whole suite (unity
+# build, idle machine, 2026-12-05): -O0 test code compiled in 614 s of CPU against 1144 s at -O1 and ran
+# in 557 s of wall time against 447 s, a net gain of about 155 s of CI's wall time on 2 cores.
 # Extra arguments are passed to cmake (-DCMAKE_CXX_COMPILER_LAUNCHER=ccache, for instance).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
