@@ -145,9 +145,9 @@ TEST(DdeEstimator, InducingPointsAreSeededTrainingRows) {
 TEST(DdeEstimator, CorrectionKeyAndSamplerDiagnosticReported) {
   const Matrix train = blobs(120, 6);
   const DdeFit a = fit_dde(std::string(kSmallDde) +
-                           "sampler_correction = \"importance\"\ncorrection_candidates = 4\n"
-                           "diagnostic_samples = 500\n",
-                       train, 5, 1);
+                               "sampler_correction = \"importance\"\ncorrection_candidates = 4\n"
+                               "diagnostic_samples = 500\n",
+                           train, 5, 1);
   const auto& m = dynamic_cast<const dde::DdeModel&>(*a.model);
   EXPECT_TRUE(m.correction().importance);
   EXPECT_EQ(m.correction().candidates, 4);
@@ -186,8 +186,8 @@ TEST(DdeEstimator, NonFiniteLossIsAnErrorNamingTheStep) {
   const Matrix train = blobs(120, 7);
   const std::string msg = test::message_of<NumericalError>([&] {
     fit_dde("type = \"dde\"\niterations = 200\nwidth = 16\nnoise_dim = 8\nbatch_size = 40\n"
-        "learning_rate = 1e12\nclip = 0\n",
-        train, 5, 1);
+            "learning_rate = 1e12\nclip = 0\n",
+            train, 5, 1);
   });
   // ν's first step on unclipped gradients at this rate overflows e^ν on the box draws.
   EXPECT_TRUE(test::contains(msg, "iteration 1, dual step (network ν): the loss is inf")) << msg;

@@ -10,6 +10,7 @@
 #include <numbers>
 #include <vector>
 
+#include "kef/constants.hpp"
 #include "kef/estimator.hpp"
 #include "kef/linalg.hpp"
 #include "likelihood_support.hpp"
@@ -18,7 +19,6 @@ namespace kef::likelihood_test {
 namespace {
 
 constexpr double kEps = std::numeric_limits<double>::epsilon();
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // Like run_log_likelihood, with separate training rows (the default box comes from them).
 EvaluationResult run_quadrature(const Model& model, const Matrix& train, const Matrix& test,

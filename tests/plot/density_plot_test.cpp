@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 
+#include "kef/constants.hpp"
 #include "kef/density_plot.hpp"
 #include "kef/error.hpp"
 #include "kef/png_montage.hpp"
@@ -19,7 +20,6 @@ namespace kef {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // log p~ given pointwise; rows are evaluated one by one, so its values cannot depend on batching.
 class FunctionModel final : public Model {

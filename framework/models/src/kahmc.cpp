@@ -1,4 +1,5 @@
 // Kernel adaptive HMC (KMC lite) and adaptive random-walk Metropolis on a Target: docs/math.md §12.
+#include "kef/constants.hpp"
 #include "kef/kahmc.hpp"
 
 #include <algorithm>
@@ -24,7 +25,6 @@
 namespace kef {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr Index kMaxIterations = Index{1} << 40;  // chains x iterations; far beyond any use
 // Robbins–Monro gain t^(−0.6) for the random-walk scale and the step size (warm-up only for the
 // step size; the exponent in (1/2, 1] makes the steps sum to infinity and their squares converge).

@@ -18,7 +18,6 @@
 namespace kef {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // log ρ = v − logsumexp(v): the softmax without overflow.
 Vector log_softmax(const Vector& v) {

@@ -1,5 +1,6 @@
 // Hamiltonian Monte Carlo on a batched Model: chains in fixed groups, each group one matrix per
 // leapfrog step; per-chain dual averaging and diagonal mass; split-chain ESS and R̂.
+#include "kef/constants.hpp"
 #include "kef/hmc.hpp"
 
 #include <algorithm>
@@ -19,7 +20,6 @@
 namespace kef {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr Index kMaxDraws = Index{1} << 40;  // iterations of all chains together; far beyond any use
 
 // Hoffman & Gelman (2014), Algorithm 5, with their constants (also Stan's).
