@@ -23,8 +23,6 @@ import tomllib
 import numpy as np
 
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "build", "python"))
-import kef  # noqa: E402
 
 
 def two_moons_energy(z):
@@ -71,7 +69,38 @@ def mmd2_unbiased(a, b, gamma):
             - 2 * kernel_sum(a, b, gamma) / (n * m))
 
 
+def grid_over(lo, hi, n):
+    """An n x n grid over the box [lo, hi], its points as rows and the area of one cell."""
+    gx, gy = np.linspace(lo[0], hi[0], n), np.linspace(lo[1], hi[1], n)
+    xx, yy = np.meshgrid(gx, gy, indexing="ij")
+    return np.c_[xx.ravel(), yy.ravel()], (gx[1] - gx[0], gy[1] - gy[0])
+
+
+def normalised(logp, cell_area):
+    """The density on the grid and its log-normaliser log sum exp(logp) * cell, shifted by the maximum."""
+    p = np.exp(logp - logp.max())
+    log_c = logp.max() + np.log(p.sum() * cell_area)
+    return p / (p.sum() * cell_area), log_c
+
+
+def divergences(pt, pm, cell_area):
+    """KL(truth || model), KL(model || truth) and TV of two densities normalised on one grid."""
+    tiny = 1e-300
+    kl_tm = np.sum(pt * (np.log(pt + tiny) - np.log(pm + tiny))) * cell_area
+    kl_mt = np.sum(pm * (np.log(pm + tiny) - np.log(pt + tiny))) * cell_area
+    return kl_tm, kl_mt, 0.5 * np.sum(np.abs(pm - pt)) * cell_area
+
+
+def grid_draws(grid, steps, p, k, rng):
+    """k exact draws of the piecewise-constant density p on the grid (a cell, then uniform inside it)."""
+    idx = rng.choice(p.size, size=k, p=p / p.sum())
+    return grid[idx] + (rng.random((k, 2)) - 0.5) * np.asarray(steps)
+
+
 def main():
+    sys.path.insert(0, os.path.join(here, "..", "build", "python"))
+    import kef  # only main needs it: scripts/evaluate-reference-dde.py imports this file's functions
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("seed_dir")
     ap.add_argument("--set", choices=sorted(SETS))
@@ -105,40 +134,24 @@ def main():
 
     n = args.grid
     lo, hi = train.min(0), train.max(0)
-    gx, gy = np.linspace(lo[0], hi[0], n), np.linspace(lo[1], hi[1], n)
-    xx, yy = np.meshgrid(gx, gy, indexing="ij")
-    grid = np.c_[xx.ravel(), yy.ravel()]
-    cell = (gx[1] - gx[0]) * (gy[1] - gy[0])
-
-    def normalised(logp):
-        # The density on the grid and its log-normaliser log Σ exp(logp) · cell, shifted by the maximum.
-        p = np.exp(logp - logp.max())
-        log_c = logp.max() + np.log(p.sum() * cell)
-        return p / (p.sum() * cell), log_c
-
-    pm, log_cm = normalised(np.asarray(model.log_density(grid)).ravel())
-    pt, log_ct = normalised(true_log_density(grid))
-    tiny = 1e-300
-    kl_tm = np.sum(pt * (np.log(pt + tiny) - np.log(pm + tiny))) * cell
-    kl_mt = np.sum(pm * (np.log(pm + tiny) - np.log(pt + tiny))) * cell
-    tv = 0.5 * np.sum(np.abs(pm - pt)) * cell
+    grid, steps = grid_over(lo, hi, n)
+    cell = steps[0] * steps[1]
+    pm, log_cm = normalised(np.asarray(model.log_density(grid)).ravel(), cell)
+    pt, log_ct = normalised(true_log_density(grid), cell)
+    kl_tm, kl_mt, tv = divergences(pt, pm, cell)
     print(f"model vs truth, both normalised on the {n} x {n} grid over the training box: "
           f"KL(truth || model) {kl_tm:.4f}, KL(model || truth) {kl_mt:.4f}, TV {tv:.4f}")
 
     rng = np.random.default_rng(0)
-
-    def grid_draws(p, k):
-        idx = rng.choice(p.size, size=k, p=p / p.sum())
-        return grid[idx] + (rng.random((k, 2)) - 0.5) * [gx[1] - gx[0], gy[1] - gy[0]]
-
     k = min(5000, len(draws))
-    exact_model, exact_truth = grid_draws(pm, k), grid_draws(pt, k)
+    exact_model, exact_truth = grid_draws(grid, steps, pm, k, rng), grid_draws(grid, steps, pt, k, rng)
     print(f"MMD2_u x 1e3 against the {len(test)} test rows (gamma {gamma:.4g}, {k} draws each): "
           f"sampler {1e3 * mmd2_unbiased(draws[:k], test, gamma):.3f}, "
           f"exact model {1e3 * mmd2_unbiased(exact_model, test, gamma):.3f}, "
           f"exact truth {1e3 * mmd2_unbiased(exact_truth, test, gamma):.3f}; "
           f"sampler against exact model {1e3 * mmd2_unbiased(draws[:k], exact_model, gamma):.3f}")
 
+    tiny = 1e-300
     d = np.log(pm + tiny) - np.log(pt + tiny)
     r = np.linalg.norm(grid, axis=1)
     print("radius band: truth mass, model mass, truth-weighted mean log(model / truth)")
