@@ -91,17 +91,6 @@ def main():
     grid, steps = diagnose.grid_over(lo, hi, args.grid)
     cell = steps[0] * steps[1]
     pt, _ = diagnose.normalised(diagnose.SETS[args.set][0](grid), cell)
-    # f on the grid: sum_i alpha_i exp(-gamma |g - x_i|^2), in blocks (the grid has N^2 rows).
-    sq_train = (train * train).sum(1)
-
-    def f_on(points, alpha):
-        out = np.empty(len(points))
-        for i in range(0, len(points), 4000):
-            p = points[i:i + 4000]
-            d2 = np.maximum((p * p).sum(1)[:, None] + sq_train[None] - 2 * p @ train.T, 0.0)
-            out[i:i + 4000] = np.exp(-gamma * d2) @ alpha
-        return out
-
     mmd = diagnose.mmd2_unbiased
     print(f"gamma {gamma:.6g}; {len(train)} training rows, {len(test)} test rows; MMD2_u x 1e3 against the test rows")
     k_test = len(test)
@@ -110,7 +99,7 @@ def main():
         for e in epochs:
             alpha = torch.load(os.path.join(run, f"epoch-{e}.f"), map_location="cpu")["alpha"].double().numpy().ravel()
             q = torch.load(os.path.join(run, f"epoch-{e}.q"), map_location="cpu")
-            pm, _ = diagnose.normalised(f_on(grid, alpha), cell)  # p0 is constant on the box
+            pm, _ = diagnose.normalised(diagnose.kernel_times(grid, train, gamma, alpha), cell)  # p0 is constant on the box
             kl_tm, _, tv = diagnose.divergences(pt, pm, cell)
             rng = np.random.default_rng(e)
             exact_model = diagnose.grid_draws(grid, steps, pm, 5000, rng)
