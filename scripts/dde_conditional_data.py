@@ -3,8 +3,8 @@
 
     scripts/dde_conditional_data.py OUT_DIR [RAW_DIR]
 
-RAW_DIR holds the staged R data sets (default: ../shared/data next to the repository; see its README
-for their origin). The columns and their order are those of the DDE reference code's files
+RAW_DIR holds the R data sets as CSV (default: the repository's data/; data/README.md gives their
+origin and licences). The columns and their order are those of the DDE reference code's files
 (Hanjun-Dai/dde, data/r_benchmark/<set>.npy, commit ada381fe), whose loader takes the last column as y
 and the others as x: row labels dropped, crabs' factors coded sp B=1 O=0 and sex M=1 F=0, ufc's Species
 coded by the alphabetical order of its levels (DF=0 ... WP=9, R's factor codes from 0), UN3's incomplete
@@ -69,7 +69,7 @@ def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     out = pathlib.Path(sys.argv[1])
-    raw = pathlib.Path(sys.argv[2]) if len(sys.argv) == 3 else pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+    raw = pathlib.Path(sys.argv[2]) if len(sys.argv) == 3 else pathlib.Path(__file__).resolve().parents[1] / "data"
     out.mkdir(parents=True, exist_ok=True)
     for name in COLUMNS:
         if not (raw / f"{name}.csv").exists():

@@ -28,7 +28,7 @@ packages=(
 )
 # `--bench` (from `make bench`): also the baselines the benchmarks run against.
 if [ "${1:-}" = "--bench" ]; then
-  packages+=(python3-torch)  # the DKEF training-step anchor, ../shared/anchors/dkef_torch.py
+  packages+=(python3-torch)  # the PyTorch anchor programs bench/run.sh times kef against
 fi
 
 missing=()

@@ -38,10 +38,9 @@
 #
 # Two MMD² (U-statistic) columns per model, both of the timed draws against the cell's test rows, both
 # by `kef test two-sample`. `median`: kef's rule, as the `mmd` evaluator in the run (σ the median
-# distance of the pooled sample). `ref`: the reference implementation's metric (Hanjun-Dai/dde, see
-# ../shared/research-notes), the kernel of DDE's f, exp(−γ‖x − y‖²), γ = 0.5 / (f_bd · m²) read from the
-# seed's saved DDE model, the same kernel for both models of the seed; the paper's numbers belong
-# beside this one.
+# distance of the pooled sample). `ref`: the reference implementation's metric (Hanjun-Dai/dde), the
+# kernel of DDE's f, exp(−γ‖x − y‖²), γ = 0.5 / (f_bd · m²) read from the seed's saved DDE model, the
+# same kernel for both models of the seed; the paper's numbers belong beside this one.
 #
 # Writes DIR/<dataset>/seed<s>/{dde,kef}/ (one kef run each, with its splits in data/),
 # DIR/<dataset>/seed<s>/<model>.sample_seconds, <model>.sample.log (kef sample's report),
@@ -113,7 +112,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out/table.md" "$out/table.md.tmp"
 
-# The reference's sizes (../shared/research-notes/synthetic-datasets.md): 1000 training rows for two
+# The reference's sizes (Hanjun-Dai/dde's synthetic-data settings): 1000 training rows for two
 # moons, 500 for rings and grid (after Sutherland et al. 2017); 5000 test rows for two moons and rings,
 # 1500 for grid.
 test_rows() {

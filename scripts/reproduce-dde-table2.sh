@@ -9,7 +9,7 @@
 #
 #   KEF          the kef executable (default: build/bin/kef of this repository)
 #   --out DIR    where the data, runs and table go (default: runs/dde-table2)
-#   --raw DIR    the staged R data sets (default: ../shared/data next to the repository)
+#   --raw DIR    the R data sets as CSV (default: data/ in the repository)
 #   --quick      smoke test: splits 0 and 1 of three small sets (CobarOre, UN3, geyser; --sets
 #                overrides), the full grids, DDE for 100 iterations; seconds
 #   --sets LIST  only these data sets (comma-separated; default all 16)
@@ -38,7 +38,7 @@ die() { echo "reproduce-dde-table2: $*" >&2; exit 1; }
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kef="$repo/build/bin/kef"
 out="runs/dde-table2"
-raw="$repo/../shared/data"
+raw="$repo/data"
 threads=()
 seeds=()
 quick=0

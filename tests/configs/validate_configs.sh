@@ -4,15 +4,15 @@
 set -uo pipefail
 kef="$1"
 dir="$2"
-# The DDE Table 2 configs read numeric CSVs that scripts/dde_conditional_data.py derives from the staged
-# R data sets (not committed). A test must not write into the source tree, so those configs are
+# The DDE Table 2 configs read numeric CSVs that scripts/dde_conditional_data.py derives from the R data
+# sets in data/. A test must not write into the source tree, so those configs are
 # validated as copies in a temporary directory, beside the CSVs written there.
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 conditional="$dir/paper/dde/conditional"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 if [ -d "$conditional" ]; then
-  /usr/bin/python3 "$repo/scripts/dde_conditional_data.py" "$scratch/data" "$repo/../shared/data" > /dev/null ||
+  /usr/bin/python3 "$repo/scripts/dde_conditional_data.py" "$scratch/data" "$repo/data" > /dev/null ||
     { echo "FAILED: scripts/dde_conditional_data.py (the DDE Table 2 configs need its CSVs)" >&2; exit 1; }
 fi
 mapfile -d '' files < <(find "$dir" -name '*.toml' -print0 | sort -z)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Regenerates tests/flows/fixtures/ from the PyTorch anchor maf_torch.py (../shared/anchors).
+"""Regenerates tests/flows/fixtures/ from the PyTorch anchor maf_torch.py.
 
-    /usr/bin/python3 tests/flows/make_anchor_fixture.py [ANCHOR.py]
+    /usr/bin/python3 tests/flows/make_anchor_fixture.py ANCHOR.py
+
+ANCHOR.py is the PyTorch anchor program (kept beside the repository, not part of it).
 
 Data: 3-D rows from numpy.random.default_rng(20261124), a curved, skewed shape (x1 depends on x0^2,
 x2 on x0*x1) so no conditional is Gaussian: train 200, validation 50, test 30 rows (the last 5 of the
@@ -29,7 +31,9 @@ import numpy as np
 import torch
 
 here = os.path.dirname(os.path.abspath(__file__))
-anchor = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../../../shared/anchors/maf_torch.py")
+if len(sys.argv) != 2:
+    sys.exit(__doc__)
+anchor = sys.argv[1]
 spec = importlib.util.spec_from_file_location("maf_torch", anchor)
 mt = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mt)

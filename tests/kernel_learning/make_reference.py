@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes bkl_reference.hpp: reference numbers from the NumPy anchor bkl_numpy.py for kernel_learning_test.
 
-    /usr/bin/python3 tests/kernel_learning/make_reference.py [path/to/bkl_numpy.py]
+    /usr/bin/python3 tests/kernel_learning/make_reference.py path/to/bkl_numpy.py
 
-(default: ../shared/anchors/bkl_numpy.py beside the repository, as bench/run.sh finds its anchors).
+(the NumPy anchor program, kept beside the repository and not part of it).
 Two cases, each with its data and landmarks written into the header as exact doubles (%.17g):
 - `small`: n = 40 rows, m = 8 landmarks, D = 3 (seeded normals); the anchor's Objective (log L and its
   gradient in (log l, log tau^2)) at several (l, tau^2);
@@ -21,7 +21,9 @@ import tempfile
 import numpy as np
 
 here = os.path.dirname(os.path.abspath(__file__))
-anchor = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, '..', '..', '..', 'shared', 'anchors', 'bkl_numpy.py')
+if len(sys.argv) != 2:
+    sys.exit(__doc__)
+anchor = sys.argv[1]
 spec = importlib.util.spec_from_file_location('bkl_numpy', anchor)
 bkl = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bkl)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Regenerates tests/nystrom/fixtures/ from the NumPy anchor nystrom_numpy.py (../shared/anchors).
+"""Regenerates tests/nystrom/fixtures/ from the NumPy anchor nystrom_numpy.py.
 
-    /usr/bin/python3 tests/nystrom/make_anchor_fixture.py [ANCHOR.py]
+    /usr/bin/python3 tests/nystrom/make_anchor_fixture.py ANCHOR.py
+
+ANCHOR.py is the NumPy anchor program (kept beside the repository, not part of it).
 
 Data: train (120 x 3) and test (40 x 3) rows from numpy.random.default_rng(20261124), a two-cluster
 shape so the score is not linear; basis rows idx (the first 15 of a seeded permutation). Settings:
@@ -18,7 +20,9 @@ import sys
 import numpy as np
 
 here = os.path.dirname(os.path.abspath(__file__))
-anchor = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../../../shared/anchors/nystrom_numpy.py")
+if len(sys.argv) != 2:
+    sys.exit(__doc__)
+anchor = sys.argv[1]
 spec = importlib.util.spec_from_file_location("nystrom_numpy", anchor)
 ny = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ny)
