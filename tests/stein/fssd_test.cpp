@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include <Eigen/Eigenvalues>
-
 #include "fssd.hpp"
 #include "fssd_power.hpp"
 #include "kef/random.hpp"
+#include "kef/types.hpp"  // Eigen (Dense includes the eigensolvers)
 #include "stein_common.hpp"
 #include "stein_test_util.hpp"
 

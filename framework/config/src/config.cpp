@@ -89,42 +89,53 @@ std::string position_of(const ConfigNode& cfg, const toml::node* node) {
 
 // ---- KeySpec builders ---------------------------------------------------------------------------
 
+namespace {
+// A key with its name, kind and documentation; each builder sets what else its kind needs.
+KeySpec key_of(std::string name, ValueKind kind, std::string doc) {
+  KeySpec k;
+  k.name = std::move(name);
+  k.kind = kind;
+  k.doc = std::move(doc);
+  return k;
+}
+}  // namespace
+
 KeySpec KeySpec::number(std::string name, std::string doc, std::optional<double> def) {
-  KeySpec k{std::move(name), ValueKind::Number, std::move(doc)};
+  KeySpec k = key_of(std::move(name), ValueKind::Number, std::move(doc));
   if (def) k.default_value = *def; else k.required = true;
   return k;
 }
 KeySpec KeySpec::integer(std::string name, std::string doc, std::optional<std::int64_t> def) {
-  KeySpec k{std::move(name), ValueKind::Integer, std::move(doc)};
+  KeySpec k = key_of(std::move(name), ValueKind::Integer, std::move(doc));
   k.max = kDefaultIntegerMax;
   if (def) k.default_value = *def; else k.required = true;
   return k;
 }
 KeySpec KeySpec::boolean(std::string name, std::string doc, bool def) {
-  KeySpec k{std::move(name), ValueKind::Boolean, std::move(doc)};
+  KeySpec k = key_of(std::move(name), ValueKind::Boolean, std::move(doc));
   k.default_value = def;
   return k;
 }
 KeySpec KeySpec::string(std::string name, std::string doc, std::optional<std::string> def) {
-  KeySpec k{std::move(name), ValueKind::String, std::move(doc)};
+  KeySpec k = key_of(std::move(name), ValueKind::String, std::move(doc));
   if (def) k.default_value = *def; else k.required = true;
   return k;
 }
 KeySpec KeySpec::numbers(std::string name, std::string doc, std::optional<std::vector<double>> def) {
-  KeySpec k{std::move(name), ValueKind::NumberList, std::move(doc)};
+  KeySpec k = key_of(std::move(name), ValueKind::NumberList, std::move(doc));
   if (def) k.default_value = *def; else k.required = true;
   return k;
 }
 KeySpec KeySpec::strings(std::string name, std::string doc) {
-  KeySpec k{std::move(name), ValueKind::StringList, std::move(doc)};
+  KeySpec k = key_of(std::move(name), ValueKind::StringList, std::move(doc));
   k.default_value = std::vector<double>{};  // an empty list
   return k;
 }
 KeySpec KeySpec::table(std::string name, std::string doc) {
-  return KeySpec{std::move(name), ValueKind::Table, std::move(doc)};
+  return key_of(std::move(name), ValueKind::Table, std::move(doc));
 }
 KeySpec KeySpec::table_array(std::string name, std::string doc) {
-  return KeySpec{std::move(name), ValueKind::TableArray, std::move(doc)};
+  return key_of(std::move(name), ValueKind::TableArray, std::move(doc));
 }
 
 std::string KeySpec::default_text() const {

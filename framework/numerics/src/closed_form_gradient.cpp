@@ -13,16 +13,22 @@
 
 namespace kef {
 
+// Not in the anonymous namespace: FrozenKernelMetaProblem::Impl, which has external linkage, holds
+// RowBlocks.
+namespace closed_form_gradient_detail {
+struct RowBlock {
+  Index begin, rows;
+};
+}  // namespace closed_form_gradient_detail
+
 namespace {
+
+using closed_form_gradient_detail::RowBlock;
 
 // Rows are processed in blocks whose boundaries depend only on the batch size: blocks of about
 // kBlockRows rows, sizes differing by at most one. Every block's partial sums are kept and added in
 // block order, so results are bitwise the same for any thread count.
 constexpr Index kBlockRows = 25;
-
-struct RowBlock {
-  Index begin, rows;
-};
 
 // Blocks run in waves of kWave (a constant, so the order of the reduction does not depend on the
 // thread count either): only one wave's partial sums (M x M each for G and U) are alive at a time,
@@ -496,7 +502,7 @@ void FrozenKernelMetaProblem::build(const Matrix& validation, const Matrix& Z, b
 // One evaluation of the frozen-kernel problem; the gradient parts only if `grad` is set.
 double FrozenKernelMetaProblem::evaluate(double la, double lc, FrozenKernelGradient* grad) const {
   const Impl& p = *impl_;
-  const Index M = p.M, D = p.D, nq = p.base.parameter_count();
+  const Index D = p.D, nq = p.base.parameter_count();
   const double inv_t = 1.0 / static_cast<double>(p.Nt), inv_v = 1.0 / static_cast<double>(p.Nv);
   const std::size_t nb = p.block_count(), nt = p.tblocks.size();
   Vector h1 = p.h1, h2 = p.h2, hv = p.hv;

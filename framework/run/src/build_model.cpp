@@ -35,7 +35,8 @@ void check_model_tables(Config& m, const ComponentInfo& estimator) {
   std::vector<std::string> part_names;
   for (const PartSpec& part : estimator.all_parts()) {
     keys.push_back(KeySpec::table(part.name, part.doc));
-    part_names.push_back("[" + m.dotted(part.name) + "]");
+    // append, not "[" + std::string&&: GCC 12 reports a false -Wrestrict inside libstdc++ for that.
+    part_names.push_back(std::string("[").append(m.dotted(part.name)).append("]"));
   }
   for (const std::string& key : m.keys()) {
     if (key == "name" || key == "estimator") continue;

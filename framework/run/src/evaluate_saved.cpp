@@ -42,11 +42,12 @@ bool same_transform(const DataTransform& a, const DataTransform& b) {
 std::string column_roles_text(const DataTransform& transform, Index dim) {
   if (!transform.roles.conditional()) return "";
   auto names = [&](const std::vector<Index>& idx) {
+    // append, not "x" + std::string&&: GCC 12 reports a false -Wrestrict inside libstdc++ for that.
     std::vector<std::string> out;
     for (Index d : idx)
       out.push_back(static_cast<Index>(transform.columns.size()) == dim
                         ? transform.columns[static_cast<std::size_t>(d)]
-                        : "x" + std::to_string(d));
+                        : std::string("x").append(std::to_string(d)));
     return list_text(out);
   };
   return "inputs x " + names(transform.roles.inputs(dim)) + ", targets y " + names(transform.roles.targets);

@@ -32,7 +32,10 @@ fs::path parent_of(const fs::path& target) {
   return target.parent_path().empty() ? fs::path(".") : target.parent_path();
 }
 
-std::string staging_prefix(const fs::path& target) { return "." + target.filename().string() + ".kef-tmp-"; }
+// Built with append: for "." + std::string&&, GCC 12 reports a false -Wrestrict inside libstdc++.
+std::string staging_prefix(const fs::path& target) {
+  return std::string(".").append(target.filename().string()).append(".kef-tmp-");
+}
 
 bool exists_no_follow(const fs::path& p) {
   std::error_code ec;

@@ -2,11 +2,11 @@
 // The descriptor a translation unit would write for itself: compiler, standard library ABI, Eigen,
 // pointer size, kef version. Plugins write it through KEF_PLUGIN (kef/sdk/plugin.hpp); the host builds
 // its own from the same macro, so the two can only differ where the builds really differ.
-#include <Eigen/Core>
 #include <cstdint>
 
 #include "kef/plugin_abi.h"
 #include "kef/registry.hpp"
+#include "kef/types.hpp"  // Eigen's version macros
 
 #if defined(__clang__)
 #define KEF_PLUGIN_COMPILER_ID_ KEF_PLUGIN_COMPILER_CLANG
