@@ -38,6 +38,11 @@ class DdeConditionalModel final : public Model, public ConditionalModel {
   Index input_dim() const override { return arch_.cond_dim; }
   Index target_dim() const override { return arch_.dim; }
   Vector log_unnormalized(const Matrix& X, const Matrix& Y) const override;
+  // The conditional overrides below share their names with Model's unconditional functions, which
+  // stay visible beside them.
+  using Model::score;
+  using Model::score_and_laplacian;
+  using Model::sample;
   Matrix score(const Matrix& X, const Matrix& Y) const override;
   void score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& score, Matrix& laplacian) const override;
   // Row n: a draw for x_n. Uncorrected: g(ξ_n, x_n), ξ_n ~ N(0, I) (sampler_draws). With the importance

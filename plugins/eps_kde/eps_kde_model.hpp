@@ -39,6 +39,12 @@ class EpsKdeModel final : public Model, public ConditionalModel {
   Index input_dim() const override { return X_.cols(); }
   Index target_dim() const override { return Y_.cols(); }
   Vector log_unnormalized(const Matrix& X, const Matrix& Y) const override;  // normalised
+  // The conditional overrides below share their names with Model's unconditional functions, which
+  // stay visible beside them.
+  using Model::score;
+  using Model::score_and_laplacian;
+  using Model::sample;
+  using Model::log_normalizer;
   Matrix score(const Matrix& X, const Matrix& Y) const override;
   void score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& score, Matrix& laplacian) const override;
   // Row by row: one uniform_int picks a neighbour (a training pair when there is none), then d_y normals.

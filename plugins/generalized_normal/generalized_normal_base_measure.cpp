@@ -118,7 +118,7 @@ GeneralizedNormalBaseMeasure::GeneralizedNormalBaseMeasure(const Config& cfg, co
 }
 
 void GeneralizedNormalBaseMeasure::fix_dimension(Index dim) const {
-  auto at = [dim](const std::vector<double>& v, Index d) {
+  auto at = [](const std::vector<double>& v, Index d) {
     return v.size() == 1 ? v[0] : v[static_cast<std::size_t>(d)];
   };
   dim_ = dim;

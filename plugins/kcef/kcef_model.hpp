@@ -50,6 +50,10 @@ class KcefModel final : public Model, public ConditionalModel {
   Index input_dim() const override { return p_.basis_inputs.cols(); }
   Index target_dim() const override { return p_.basis_targets.cols(); }
   Vector log_unnormalized(const Matrix& X, const Matrix& Y) const override;
+  // The conditional overrides below share their names with Model's unconditional functions, which
+  // stay visible beside them.
+  using Model::score;
+  using Model::score_and_laplacian;
   Matrix score(const Matrix& X, const Matrix& Y) const override;
   void score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& score, Matrix& laplacian) const override;
 

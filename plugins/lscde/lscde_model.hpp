@@ -35,6 +35,12 @@ class LscdeModel final : public Model, public ConditionalModel {
   Index target_dim() const override { return V_.cols(); }
   // log Σ_l α_l φ_l(x_n, y_n).
   Vector log_unnormalized(const Matrix& X, const Matrix& Y) const override;
+  // The conditional overrides below share their names with Model's unconditional functions, which
+  // stay visible beside them.
+  using Model::score;
+  using Model::score_and_laplacian;
+  using Model::sample;
+  using Model::log_normalizer;
   Matrix score(const Matrix& X, const Matrix& Y) const override;
   void score_and_laplacian(const Matrix& X, const Matrix& Y, Matrix& score, Matrix& laplacian) const override;
   // Row by row: one uniform() picks the component, then d_y normals.

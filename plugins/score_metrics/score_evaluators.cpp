@@ -89,6 +89,8 @@ EvaluationResult ScoreEvaluator::evaluate(const EvalInput& in) {
       r.metrics.emplace_back("true_log_likelihood", lp.mean() - log_z);
       break;
     }
+    case Metric::ConditionalScoreMatching:  // returned above
+      break;
   }
   return r;
 }

@@ -302,10 +302,12 @@ TEST(Baselines, EveryTwoDimensionalModelIntegratesToOne) {
           Eigen::SelfAdjointEigenSolver<Matrix>(kde->geometry().covariance()).eigenvalues()[0];
       ASSERT_GE(kde->bandwidth() * std::sqrt(lambda_min), 0.15) << name << ": the quadrature bound needs it";
     }
-    if (const auto* mix = dynamic_cast<const GaussianMixtureModel*>(model.get()))
-      for (const Matrix& C : mix->parameters().covariances)
+    if (const auto* mix = dynamic_cast<const GaussianMixtureModel*>(model.get())) {
+      for (const Matrix& C : mix->parameters().covariances) {
         ASSERT_GE(Eigen::SelfAdjointEigenSolver<Matrix>(C).eigenvalues()[0], 0.15 * 0.15)
             << name << ": the quadrature bound needs it";
+      }
+    }
     EXPECT_NEAR(integrate_2d(*model), 1.0, 1e-9) << name;
   }
 }

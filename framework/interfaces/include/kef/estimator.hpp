@@ -26,7 +26,9 @@ struct EstimatorParts {
   KernelPtr kernel;
   BaseMeasurePtr base_measure;
   Registry* registry = nullptr;  // for estimators that build nested components
-  Parts parts;                   // every named part ([model.NAME] tables), kernel and base_measure included
+  // Every named part ([model.NAME] tables), kernel and base_measure included. Its initialiser lets
+  // EstimatorParts{kernel, base, &registry} leave it out without -Wmissing-field-initializers.
+  Parts parts{};
 
   // The parts the registry built for this estimator (BuildContext::parts), with the two shorthands.
   static EstimatorParts from(const BuildContext& ctx) {
