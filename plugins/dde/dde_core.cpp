@@ -287,9 +287,7 @@ double Trainer::generator_loss(const Matrix& xi, Vector* grad, const Matrix& con
 double mmd2_unbiased(const Matrix& X, const Matrix& Y, double gamma) {
   const double n = static_cast<double>(X.rows()), m = static_cast<double>(Y.rows());
   if (X.rows() < 2 || Y.rows() < 2) throw DataError("dde: MMD² needs at least 2 rows in each sample");
-  // Kernel centres (no random features).
-  KernelExpansion kx{X, Vector(), gamma, Matrix(), Vector()};
-  KernelExpansion ky{Y, Vector(), gamma, Matrix(), Vector()};
+  KernelExpansion kx{X, Vector(), gamma}, ky{Y, Vector(), gamma};
   // The diagonals are exp(0) = 1 exactly (direct differences), so the off-diagonal sums are the sums
   // minus n and m.
   const double xx = (kx.gram(X).sum() - n) / (n * (n - 1.0));

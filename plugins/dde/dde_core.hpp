@@ -35,8 +35,9 @@ struct KernelExpansion {
   Matrix points;  // n x D (kernel centres)
   Vector alpha;   // n, or m
   double gamma = 1.0;
-  Matrix omega;  // m x D (random features; empty for kernel centres)
-  Vector phase;  // m
+  // Empty for kernel centres, so KernelExpansion{points, alpha, gamma} leaves them out.
+  Matrix omega{};  // m x D (random features)
+  Vector phase{};  // m
 
   bool random_features() const { return omega.rows() > 0; }
   Index dim() const { return random_features() ? omega.cols() : points.cols(); }
