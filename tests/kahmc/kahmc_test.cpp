@@ -78,17 +78,6 @@ KahmcResult run(const Target& t, const KahmcOptions& o, std::uint64_t seed = 1, 
   return run_kahmc(t, gaussian_kernels(), ctx.rng(), o, ctx);
 }
 
-// Draws of chain c (kept draws s·chains + c).
-std::vector<Matrix> per_chain(const KahmcResult& r) {
-  std::vector<Matrix> out;
-  for (Index c = 0; c < r.chains; ++c) {
-    Matrix m(r.samples_per_chain, r.samples.cols());
-    for (Index s = 0; s < r.samples_per_chain; ++s) m.row(s) = r.samples.row(s * r.chains + c);
-    out.push_back(m);
-  }
-  return out;
-}
-
 // The mean and covariance of the draws agree with the target's within Monte Carlo error: each
 // mean within 4.5 standard errors sd/√ESS, each (co)variance within 4.5 standard errors of the
 // sample covariance of a Gaussian, √((Σ_ij² + Σ_ii Σ_jj)/ESS), with the smallest ESS.

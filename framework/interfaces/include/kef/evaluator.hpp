@@ -22,7 +22,7 @@ struct EvalInput {
   const Dataset& data;
   Context& context;
   const Model* other = nullptr;  // second model of comparative evaluators
-  std::string other_name;
+  std::string other_name{};      // initialised, so EvalInput{model, name, data, context} is complete
 };
 
 struct EvaluationResult {

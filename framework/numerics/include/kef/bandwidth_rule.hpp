@@ -18,7 +18,7 @@ struct BandwidthRule {
   enum class Kind { Median, Bkl, Given, BklMultiscale };
   Kind kind = Kind::Median;
   double value = 0;            // σ for Kind::Given (> 0)
-  std::vector<double> scales;  // Kind::BklMultiscale: the R starting length scales (> 0, R >= 2)
+  std::vector<double> scales{};  // Kind::BklMultiscale: the R starting length scales (> 0, R >= 2)
 };
 
 // "median", "bkl", or a positive number, and "bkl_multiscale" when `multiscale` (two-sample tests; the

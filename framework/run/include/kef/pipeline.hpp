@@ -51,7 +51,7 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options);
 struct InMemoryData {
   Matrix samples;                    // N x D, one row per sample, split by [data] split
   std::vector<std::string> columns;  // D names, or empty
-  ModelPtr truth;  // the rows' exact density, when the caller knows it (evaluators needing it); or none
+  ModelPtr truth{};  // the rows' exact density, when the caller knows it (evaluators needing it); or none
   // Or, when `samples` is empty, the caller's N x D values in column-major order, read in place (not
   // copied; the Python package passes Fortran-order NumPy arrays so). The memory must stay valid and
   // unchanged until the call returns.
