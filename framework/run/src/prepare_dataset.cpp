@@ -108,8 +108,9 @@ void record_transform(Dataset& out, const char* kind, const Matrix& A, const Vec
 }
 
 std::string column_name(const std::vector<std::string>& columns, Index d) {
+  // append, not "x" + std::string&&: GCC 12 reports a false -Wrestrict inside libstdc++ for that.
   return static_cast<std::size_t>(d) < columns.size() ? columns[static_cast<std::size_t>(d)]
-                                                      : "x" + std::to_string(d);
+                                                      : std::string("x").append(std::to_string(d));
 }
 
 std::string joined(const std::vector<std::string>& names) {
