@@ -168,12 +168,11 @@ struct ProgressTicker {
   }
 };
 
-// Runs every iteration for the chains chains[0..n) of one group, advancing them as one batch.
-void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, Matrix X, ProgressTicker& ticker) {
-  const Index D = X.cols(), W = o.warmup, total = o.warmup + o.samples * o.thinning;
-  std::vector<std::string> logp_errors, score_errors;
-  Vector logp = guarded_log_p(model, X, logp_errors);
-  Matrix S = guarded_score(model, X, score_errors);
+// The model must be finite, with values of the right shape, at every chain's starting point.
+void check_starting_values(const Model& model, const HmcOptions& o, const Chain* chains, const Matrix& X,
+                           const Vector& logp, const Matrix& S, const std::vector<std::string>& logp_errors,
+                           const std::vector<std::string>& score_errors) {
+  const Index n = X.rows(), D = X.cols();
   if (logp.size() != n || S.rows() != n || S.cols() != D)
     throw Error("HMC on " + who(model, o) + ": the model returned values of the wrong shape");
   for (Index r = 0; r < n; ++r) {
@@ -189,6 +188,40 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
                            " is not finite at its starting point " + row_text(X, r) +
                            "; start from points where the model is finite");
   }
+}
+
+// Warm-up iteration `it` of one chain, now at row r of X: dual averaging of the step size, and the
+// running variance of the mass window [mass_begin, mass_end), which sets the inverse mass at its end.
+void adapt_chain(Chain& ch, const HmcOptions& o, const Matrix& X, Index r, double accept_stat, Index it,
+                 bool adapt_mass, Index mass_begin, Index mass_end) {
+  const Index W = o.warmup;
+  if (o.adapt_step_size) {
+    ch.da.update(accept_stat, o.target_acceptance);
+    ch.eps = std::exp(it + 1 == W ? ch.da.log_eps_bar : ch.da.log_eps);
+  }
+  if (adapt_mass && it >= mass_begin && it < mass_end) {
+    ++ch.var_n;
+    const Vector x = X.row(r).transpose();
+    const Vector delta = x - ch.var_mean;
+    ch.var_mean += delta / static_cast<double>(ch.var_n);
+    ch.var_m2.array() += delta.array() * (x - ch.var_mean).array();
+    if (it + 1 == mass_end && ch.var_n >= 2) {
+      // Stan's regularisation shrinks the variance towards 1e-3 when the window is short.
+      const double k = static_cast<double>(ch.var_n);
+      const Vector var = ch.var_m2 / (k - 1);
+      ch.inv_mass = ((k / (k + 5.0)) * var.array() + 1e-3 * (5.0 / (k + 5.0))).matrix();
+      if (o.adapt_step_size) ch.da.restart(ch.eps);
+    }
+  }
+}
+
+// Runs every iteration for the chains chains[0..n) of one group, advancing them as one batch.
+void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, Matrix X, ProgressTicker& ticker) {
+  const Index D = X.cols(), W = o.warmup, total = o.warmup + o.samples * o.thinning;
+  std::vector<std::string> logp_errors, score_errors;
+  Vector logp = guarded_log_p(model, X, logp_errors);
+  Matrix S = guarded_score(model, X, score_errors);
+  check_starting_values(model, o, chains, X, logp, S, logp_errors, score_errors);
   // Step size only in the first 15%, mass in 15%–50%, then step size alone again. (Stan's last
   // step-size-only window is 10%: too short for dual averaging to settle after its restart, which
   // left the accept statistic near 0.95 for a 0.8 target.)
@@ -255,24 +288,7 @@ void run_group(const Model& model, const HmcOptions& o, Chain* chains, Index n, 
       }
       if (warm) {
         ch.warmup_divergences += divergent;
-        if (o.adapt_step_size) {
-          ch.da.update(accept_stat, o.target_acceptance);
-          ch.eps = std::exp(it + 1 == W ? ch.da.log_eps_bar : ch.da.log_eps);
-        }
-        if (adapt_mass && it >= mass_begin && it < mass_end) {
-          ++ch.var_n;
-          const Vector x = X.row(r).transpose();
-          const Vector delta = x - ch.var_mean;
-          ch.var_mean += delta / static_cast<double>(ch.var_n);
-          ch.var_m2.array() += delta.array() * (x - ch.var_mean).array();
-          if (it + 1 == mass_end && ch.var_n >= 2) {
-            // Stan's regularisation shrinks the variance towards 1e-3 when the window is short.
-            const double k = static_cast<double>(ch.var_n);
-            const Vector var = ch.var_m2 / (k - 1);
-            ch.inv_mass = ((k / (k + 5.0)) * var.array() + 1e-3 * (5.0 / (k + 5.0))).matrix();
-            if (o.adapt_step_size) ch.da.restart(ch.eps);
-          }
-        }
+        adapt_chain(ch, o, X, r, accept_stat, it, adapt_mass, mass_begin, mass_end);
       } else {
         ch.accepted += accept;
         ch.accept_stat_sum += accept_stat;

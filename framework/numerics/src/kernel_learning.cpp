@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <sstream>
@@ -183,6 +184,83 @@ struct RowSums {
   Matrix U, W, M;
 };
 
+// What each row of the pseudolikelihood reads: the landmarks, the distances and ℓ.
+struct BklRowInputs {
+  const Matrix& Xt;   // D x n
+  const Matrix& Z;    // m x D
+  const Matrix& Dzx;  // m x n
+  const Vector& c;    // n: nearest landmark's squared distance
+  double half_inv_l2, inv_l2;
+  Index m, D;
+  bool grad;
+};
+
+// A row group's sums, zero, with its workspace allocated.
+RowSums new_row_sums(const BklRowInputs& in) {
+  const Index m = in.m, D = in.D;
+  RowSums r;
+  r.k = Vector::Zero(m);
+  if (in.grad) r.kd = Vector::Zero(m);
+  r.d.resize(m);
+  r.e.resize(m);
+  r.w2.resize(m);
+  r.q.resize(m);
+  r.kv.resize(m);
+  r.U.resize(m, D);
+  r.W.resize(m, D);
+  r.M.setZero(D, D);
+  return r;
+}
+
+// Adds row i's terms to the group's sums (sets `singular` when M_i has no Cholesky factor).
+void add_row_sums(const BklRowInputs& in, Index i, RowSums& r) {
+  if (r.singular) return;
+  const Index m = in.m, D = in.D;
+  const double half_inv_l2 = in.half_inv_l2, inv_l2 = in.inv_l2;
+  const double ci = in.c[i];
+  // e_l = exp(−(d_il − c_i)/(2ℓ²)): k_il = e_l·exp(−c_i/(2ℓ²)) and the Jacobian weight
+  // exp(−(d_il − c_i)/ℓ²) = e_l², one exponential per entry.
+  r.d = in.Dzx.col(i);
+  r.e = (r.d.array() - ci) * (-half_inv_l2);
+  exp_array(r.e.data(), r.e.data(), m);
+  const double si = std::exp(-ci * half_inv_l2);
+  // Whole-vector sums: a scalar loop accumulating into r's members is serialised through memory.
+  r.kv = r.e * si;
+  r.k += r.kv;
+  r.k2 += r.kv.squaredNorm();
+  if (in.grad) {
+    r.kv.array() *= r.d.array();  // k_il d_il
+    r.kd += r.kv;
+    r.k2d += (r.kv.array() * r.e.array()).sum() * si;
+  }
+  // M~_i = Σ_l e_l² u_l u_lᵀ, u_l = x_i − z_l (its log det shifted by −D c_i/ℓ²): D(D+1)/2 dot
+  // products of length m over contiguous columns (Eigen's GEMM costs more at 5 x 100 x 5).
+  r.w2 = r.e.array().square();
+  Matrix& Lf = r.M;  // its Cholesky factor once weighted_jacobian_logdet returns
+  double logdet;
+  if (!bkl_parts::weighted_jacobian_logdet(in.Xt, i, in.Z, r.w2, r.U, r.W, Lf, logdet)) {
+    r.singular = true;
+    return;
+  }
+  r.logdet += logdet - D * ci * inv_l2;
+  if (in.grad) {
+    // ∂(½ log det M_i)/∂log ℓ = Σ_l w_il (d_il/ℓ²) u_lᵀ M_i⁻¹ u_l (shift-invariant), with
+    // ‖L⁻¹u_l‖² by forward substitution.
+    bkl_parts::inverse_quadratic(Lf, r.U, r.q);
+    r.dlogdet += (r.w2.array() * r.d.array() * r.q.array()).sum() * inv_l2;
+  }
+}
+
+void merge_row_sums(RowSums& acc, RowSums& part, bool grad) {
+  acc.singular = acc.singular || part.singular;
+  acc.k += part.k;
+  if (grad) acc.kd += part.kd;
+  acc.k2 += part.k2;
+  acc.k2d += part.k2d;
+  acc.logdet += part.logdet;
+  acc.dlogdet += part.dlogdet;
+}
+
 }  // namespace
 
 BklPseudolikelihood::BklPseudolikelihood(const Matrix& X, const Matrix& Z, const std::string& where)
@@ -205,67 +283,11 @@ double BklPseudolikelihood::value(double a, double b, Vector* gradient, const Co
   if (!std::isfinite(l2) || !std::isfinite(t) || !(l2 > 0.0) || !(t > 0.0)) return kNegInf;
 
   // Rows in 16 fixed groups (never a function of the thread count), summed in group order.
+  const BklRowInputs rows{Xt_, Z_, Dzx_, c_, half_inv_l2, inv_l2, m, D, grad};
   RowSums s = ordered_reduce(
-      n, context.threads(),
-      [&] {
-        RowSums r;
-        r.k = Vector::Zero(m);
-        if (grad) r.kd = Vector::Zero(m);
-        r.d.resize(m);
-        r.e.resize(m);
-        r.w2.resize(m);
-        r.q.resize(m);
-        r.kv.resize(m);
-        r.U.resize(m, D);
-        r.W.resize(m, D);
-        r.M.setZero(D, D);
-        return r;
-      },
-      [&](Index i, RowSums& r) {
-        if (r.singular) return;
-        const double ci = c_[i];
-        // e_l = exp(−(d_il − c_i)/(2ℓ²)): k_il = e_l·exp(−c_i/(2ℓ²)) and the Jacobian weight
-        // exp(−(d_il − c_i)/ℓ²) = e_l², one exponential per entry.
-        r.d = Dzx_.col(i);
-        r.e = (r.d.array() - ci) * (-half_inv_l2);
-        exp_array(r.e.data(), r.e.data(), m);
-        const double si = std::exp(-ci * half_inv_l2);
-        // Whole-vector sums: a scalar loop accumulating into r's members is serialised through memory.
-        r.kv = r.e * si;
-        r.k += r.kv;
-        r.k2 += r.kv.squaredNorm();
-        if (grad) {
-          r.kv.array() *= r.d.array();  // k_il d_il
-          r.kd += r.kv;
-          r.k2d += (r.kv.array() * r.e.array()).sum() * si;
-        }
-        // M~_i = Σ_l e_l² u_l u_lᵀ, u_l = x_i − z_l (its log det shifted by −D c_i/ℓ²): D(D+1)/2 dot
-        // products of length m over contiguous columns (Eigen's GEMM costs more at 5 x 100 x 5).
-        r.w2 = r.e.array().square();
-        Matrix& Lf = r.M;  // its Cholesky factor once weighted_jacobian_logdet returns
-        double logdet;
-        if (!bkl_parts::weighted_jacobian_logdet(Xt_, i, Z_, r.w2, r.U, r.W, Lf, logdet)) {
-          r.singular = true;
-          return;
-        }
-        r.logdet += logdet - D * ci * inv_l2;
-        if (grad) {
-          // ∂(½ log det M_i)/∂log ℓ = Σ_l w_il (d_il/ℓ²) u_lᵀ M_i⁻¹ u_l (shift-invariant), with
-          // ‖L⁻¹u_l‖² by forward substitution.
-          bkl_parts::inverse_quadratic(Lf, r.U, r.q);
-          r.dlogdet += (r.w2.array() * r.d.array() * r.q.array()).sum() * inv_l2;
-        }
-      },
-      [&](RowSums& acc, RowSums& part) {
-        acc.singular = acc.singular || part.singular;
-        acc.k += part.k;
-        if (grad) acc.kd += part.kd;
-        acc.k2 += part.k2;
-        acc.k2d += part.k2d;
-        acc.logdet += part.logdet;
-        acc.dlogdet += part.dlogdet;
-      },
-      16);
+      n, context.threads(), [&] { return new_row_sums(rows); },
+      [&](Index i, RowSums& r) { add_row_sums(rows, i, r); },
+      [&](RowSums& acc, RowSums& part) { merge_row_sums(acc, part, grad); }, 16);
   if (s.singular) return kNegInf;
 
   // The m x m part, A = n R + τ² I: by Cholesky (m³/3 flops), or, when rounding has left R with
@@ -350,12 +372,9 @@ double quantile(std::vector<double> v, double q) {
   return i + 1 < v.size() ? v[i] * (1.0 - f) + v[i + 1] * f : v[i];
 }
 
-}  // namespace
-
-BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& context) {
+void check_bkl_options(const Matrix& X, const BklOptions& o) {
   const std::string& c = o.context;
-  const Index D = X.cols();
-  if (X.rows() < 1 || D < 1) throw DataError(c + ": no data rows");
+  if (X.rows() < 1 || X.cols() < 1) throw DataError(c + ": no data rows");
   require_finite(X, c + ": data");
   if (!(o.tau2 > 0.0) || !std::isfinite(o.tau2))
     throw ConfigError(c + ": tau2 must be a positive number (the fixed noise variance τ²), got " +
@@ -368,22 +387,15 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
                       ": lower and upper (the box of ℓ) must be positive with lower < upper, or 0 for "
                       "automatic; got lower = " +
                       number_text(o.lower) + ", upper = " + number_text(o.upper));
+}
 
-  // Landmarks: given, or m rows drawn by the context's stream and held out of the data.
-  Matrix data, Z;
-  bkl_parts::split_landmarks(X, o.landmarks, o.landmark_points, c, context, data, Z);
-  const BklPseudolikelihood L(data, Z, c);
-  const double b = std::log(o.tau2);
-  Index evaluations = 0;
-  auto logL = [&](double a, Vector* g) {
-    ++evaluations;
-    return L.value(a, b, g, context);
-  };
+// log L at log ℓ = a (its gradient in (log ℓ, log τ²) when g is not null), counting evaluations.
+using LogPseudolikelihood = std::function<double(double a, Vector* g)>;
 
-  BklResult r;
-  r.tau2 = o.tau2;
-  r.rows = L.rows();
-  r.landmarks = L.landmarks();
+// The box of ℓ: as given, or up to 10² times the median pairwise distance and down from 10^-3 times
+// it to the smallest ℓ (in steps of 1.25) at which log L is finite.
+void bkl_box(const Matrix& data, const BklOptions& o, const LogPseudolikelihood& logL, BklResult& r) {
+  const std::string& c = o.context;
   r.median_lengthscale = data.rows() >= 2 ? median_pairwise_distance(data, 1000) : 0.0;
   const double lmed = r.median_lengthscale;
   if ((o.lower == 0.0 || o.upper == 0.0) && !(lmed > 0.0))
@@ -403,11 +415,13 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
   if (!(r.lower < r.upper))
     throw ConfigError(c + ": lower = " + number_text(r.lower) +
                       " is not below upper = " + number_text(r.upper));
-  const double alo = std::log(r.lower), ahi = std::log(r.upper);
+}
 
-  // The profile in ℓ (τ² fixed), which is also the mode finder's multistart: the objective is
-  // multimodal (the paper's figure), so L-BFGS starts from the best grid point, bracketed by its
-  // neighbours.
+// The profile in ℓ (τ² fixed), which is also the mode finder's multistart: the objective is
+// multimodal (the paper's figure), so L-BFGS starts from the best grid point, bracketed by its
+// neighbours. Returns that point's index.
+Index bkl_profile(const BklOptions& o, const LogPseudolikelihood& logL, BklResult& r) {
+  const double alo = std::log(r.lower), ahi = std::log(r.upper);
   const Index P = o.profile_points;
   Index best = -1;
   for (Index k = 0; k < P; ++k) {
@@ -418,24 +432,31 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
     if (std::isfinite(v) && (best < 0 || v > r.profile.log_likelihood[static_cast<std::size_t>(best)]))
       best = k;
   }
-  if (lmed > 0.0) r.median_log_likelihood = logL(std::log(lmed), nullptr);
+  if (r.median_lengthscale > 0.0) r.median_log_likelihood = logL(std::log(r.median_lengthscale), nullptr);
   if (best < 0)
-    throw DataError(c + ": the pseudolikelihood is not finite anywhere on ℓ in [" + number_text(r.lower) +
-                    ", " + number_text(r.upper) + "]; widen the bounds");
+    throw DataError(o.context + ": the pseudolikelihood is not finite anywhere on ℓ in [" +
+                    number_text(r.lower) + ", " + number_text(r.upper) + "]; widen the bounds");
+  return best;
+}
+
+// A maximum on the box's edge chooses no length scale.
+[[noreturn]] void refuse_bound(const BklOptions& o, const BklResult& r, bool upper, double at) {
   const std::string where_tau = " (τ² fixed at " + number_text(o.tau2) + ", ℓ in [" + number_text(r.lower) +
                                 ", " + number_text(r.upper) + "])";
-  auto refuse = [&](bool upper, double at) {
-    throw DataError(c + ": the pseudolikelihood's maximum over ℓ is on the " + (upper ? "upper" : "lower") +
-                    " bound ℓ = " + number_text(at) + where_tau +
-                    ": no interior optimum, so no length scale is chosen; set tau2 to another value, widen "
-                    "`lower`/`upper`, or give the bandwidth as a number (the profile of log L in ℓ shows the "
-                    "shape)");
-  };
-  if (best == 0) refuse(false, r.lower);
-  if (best == P - 1) refuse(true, r.upper);
+  throw DataError(o.context + ": the pseudolikelihood's maximum over ℓ is on the " + (upper ? "upper" : "lower") +
+                  " bound ℓ = " + number_text(at) + where_tau +
+                  ": no interior optimum, so no length scale is chosen; set tau2 to another value, widen "
+                  "`lower`/`upper`, or give the bandwidth as a number (the profile of log L in ℓ shows the "
+                  "shape)");
+}
 
+// The mode of log ℓ by L-BFGS inside the bracket of the profile's best point; returns its log ℓ.
+double bkl_mode(const BklOptions& o, const LogPseudolikelihood& logL, Index best, BklResult& r) {
+  const Index P = o.profile_points;
+  if (best == 0) refuse_bound(o, r, false, r.lower);
+  if (best == P - 1) refuse_bound(o, r, true, r.upper);
   LbfgsOptions lo;
-  lo.context = c + " (mode of log ℓ)";
+  lo.context = o.context + " (mode of log ℓ)";
   lo.lower = Vector::Constant(1, std::log(r.profile.lengthscale[static_cast<std::size_t>(best - 1)]));
   lo.upper = Vector::Constant(1, std::log(r.profile.lengthscale[static_cast<std::size_t>(best + 1)]));
   const LbfgsResult opt = minimize_lbfgs(
@@ -450,53 +471,88 @@ BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& con
   r.log_likelihood = -opt.value;
   r.iterations = opt.iterations;
   // The bracket's ends are the outer bounds only next to the box's edge.
-  if (opt.at_lower[0] && best - 1 == 0) refuse(false, r.lower);
-  if (opt.at_upper[0] && best + 1 == P - 1) refuse(true, r.upper);
+  if (opt.at_lower[0] && best - 1 == 0) refuse_bound(o, r, false, r.lower);
+  if (opt.at_upper[0] && best + 1 == P - 1) refuse_bound(o, r, true, r.upper);
   r.sigma = r.mode;
   r.method = "mode";
+  return opt.x[0];
+}
+
+// The posterior of ℓ by HMC over log ℓ, started from four points around the mode: its draws,
+// summaries and median (the chosen ℓ); the provenance says how.
+void bkl_hmc(const BklPseudolikelihood& L, const BklOptions& o, double log_mode, const Context& context,
+             BklResult& r, std::ostringstream& how) {
+  const double b = std::log(o.tau2);
+  const double alo = std::log(r.lower), ahi = std::log(r.upper);
+  HmcOptions h = o.hmc;
+  h.init = HmcInit::Points;
+  const double step = (ahi - alo) / static_cast<double>(o.profile_points - 1);
+  h.init_points.resize(4, 1);
+  for (Index k = 0; k < 4; ++k)
+    h.init_points(k, 0) = std::clamp(log_mode + step * (static_cast<double>(k) - 1.5) / 3.0, alo, ahi);
+  h.context = o.context + " (HMC over log ℓ)";
+  h.progress = &context.progress();
+  h.progress_task = "bkl hmc";
+  LogLengthscalePosterior post(L, b, alo, ahi, context);
+  Context hc = context.child("hmc");
+  HmcDiagnostics diag;
+  const Matrix draws = run_hmc(post, hc.rng(), h, context, &diag);
+  r.draws = draws.col(0);
+  std::vector<double> ell(static_cast<std::size_t>(r.draws.size()));
+  for (Index i = 0; i < r.draws.size(); ++i) ell[static_cast<std::size_t>(i)] = std::exp(r.draws[i]);
+  const Vector ev = Eigen::Map<const Vector>(ell.data(), static_cast<Index>(ell.size()));
+  r.posterior_mean = ev.mean();
+  r.posterior_sd =
+      std::sqrt((ev.array() - r.posterior_mean).square().sum() / std::max<double>(1.0, ev.size() - 1.0));
+  r.posterior_q05 = quantile(ell, 0.05);
+  r.posterior_q95 = quantile(ell, 0.95);
+  r.sigma = quantile(ell, 0.5);
+  r.log_likelihood = L.value(std::log(r.sigma), b, nullptr, context);
+  r.hmc_summary = diag.summary();
+  r.method = "hmc";
+  how << "posterior median of ℓ by HMC over log ℓ (" << h.chains << " chains x " << h.samples
+      << " draws after " << h.warmup << " warm-up; mode " << number_text(r.mode) << ", 90% interval ["
+      << number_text(r.posterior_q05) << ", " << number_text(r.posterior_q95) << "])";
+}
+
+}  // namespace
+
+BklResult bkl_bandwidth(const Matrix& X, const BklOptions& o, const Context& context) {
+  const std::string& c = o.context;
+  check_bkl_options(X, o);
+
+  // Landmarks: given, or m rows drawn by the context's stream and held out of the data.
+  Matrix data, Z;
+  bkl_parts::split_landmarks(X, o.landmarks, o.landmark_points, c, context, data, Z);
+  const BklPseudolikelihood L(data, Z, c);
+  const double b = std::log(o.tau2);
+  Index evaluations = 0;
+  const LogPseudolikelihood logL = [&](double a, Vector* g) {
+    ++evaluations;
+    return L.value(a, b, g, context);
+  };
+
+  BklResult r;
+  r.tau2 = o.tau2;
+  r.rows = L.rows();
+  r.landmarks = L.landmarks();
+  bkl_box(data, o, logL, r);
+  const Index best = bkl_profile(o, logL, r);
+  const double log_mode = bkl_mode(o, logL, best, r);
 
   std::ostringstream how;
   how << "Bayesian kernel learning (Flaxman et al. 2016; docs/math.md §9): ";
-  if (o.method == BklMethod::Hmc) {
-    HmcOptions h = o.hmc;
-    h.init = HmcInit::Points;
-    const double step = (ahi - alo) / static_cast<double>(P - 1);
-    h.init_points.resize(4, 1);
-    for (Index k = 0; k < 4; ++k)
-      h.init_points(k, 0) = std::clamp(opt.x[0] + step * (static_cast<double>(k) - 1.5) / 3.0, alo, ahi);
-    h.context = c + " (HMC over log ℓ)";
-    h.progress = &context.progress();
-    h.progress_task = "bkl hmc";
-    LogLengthscalePosterior post(L, b, alo, ahi, context);
-    Context hc = context.child("hmc");
-    HmcDiagnostics diag;
-    const Matrix draws = run_hmc(post, hc.rng(), h, context, &diag);
-    r.draws = draws.col(0);
-    std::vector<double> ell(static_cast<std::size_t>(r.draws.size()));
-    for (Index i = 0; i < r.draws.size(); ++i) ell[static_cast<std::size_t>(i)] = std::exp(r.draws[i]);
-    const Vector ev = Eigen::Map<const Vector>(ell.data(), static_cast<Index>(ell.size()));
-    r.posterior_mean = ev.mean();
-    r.posterior_sd =
-        std::sqrt((ev.array() - r.posterior_mean).square().sum() / std::max<double>(1.0, ev.size() - 1.0));
-    r.posterior_q05 = quantile(ell, 0.05);
-    r.posterior_q95 = quantile(ell, 0.95);
-    r.sigma = quantile(ell, 0.5);
-    r.log_likelihood = L.value(std::log(r.sigma), b, nullptr, context);
-    r.hmc_summary = diag.summary();
-    r.method = "hmc";
-    how << "posterior median of ℓ by HMC over log ℓ (" << h.chains << " chains x " << h.samples
-        << " draws after " << h.warmup << " warm-up; mode " << number_text(r.mode) << ", 90% interval ["
-        << number_text(r.posterior_q05) << ", " << number_text(r.posterior_q95) << "])";
-  } else {
-    how << "posterior mode of log ℓ by L-BFGS (Ceres) from the best of " << P << " profile points";
-  }
+  if (o.method == BklMethod::Hmc)
+    bkl_hmc(L, o, log_mode, context, r, how);
+  else
+    how << "posterior mode of log ℓ by L-BFGS (Ceres) from the best of " << o.profile_points << " profile points";
   r.evaluations = evaluations;
   how << "; flat prior on log ℓ over [" << number_text(r.lower) << ", " << number_text(r.upper)
       << "], τ² fixed at " << number_text(o.tau2) << ", prior covariance exp(−‖x−x'‖²/(4ℓ²)) of amplitude 1; "
       << r.landmarks << " landmarks "
       << (o.landmark_points.size() > 0 ? "given" : "drawn from the rows and held out") << ", " << r.rows
       << " data rows; log L = " << number_text(r.log_likelihood)
-      << " (median heuristic ℓ = " << number_text(lmed)
+      << " (median heuristic ℓ = " << number_text(r.median_lengthscale)
       << ": log L = " << number_text(r.median_log_likelihood) << ")";
   r.provenance = how.str();
   return r;

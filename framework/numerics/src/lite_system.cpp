@@ -92,73 +92,66 @@ void add_radial_chunk(const RadialProfile& profile, const Eigen::Ref<const Matri
 
 namespace {
 
-// The sums over the rows of X, or of `rows` (read block by block) when X is null.
-LiteSystem accumulate_rows(const Kernel& kernel, const BaseMeasure& base, const Matrix* X, const TrainingRows* rows,
-                      const Matrix& Z, const LiteAccumulateOptions& options, const Context& context) {
-  const Index N = X ? X->rows() : rows->rows(), D = X ? X->cols() : rows->cols(), M = Z.rows();
-  if (N == 0) throw DataError("lite system: no training rows");
-  if (Z.cols() != D)
-    throw DataError("lite system: inducing points have " + std::to_string(Z.cols()) +
-                    " columns, data has " + std::to_string(D));
-  const RadialProfile* radial = options.use_radial_structure ? kernel.radial_profile() : nullptr;
-  const bool need_U = options.need_U;
-  Index chunk = options.chunk_rows;
-  if (chunk <= 0) {
-    // About 4 MB of (N·D) x M stack per chunk; the radial path without U only holds N x M matrices.
-    const Index stack_width = (radial && !need_U) ? 4 : D;
-    chunk = std::max<Index>(16, static_cast<Index>(4.0e6 / (8.0 * stack_width * std::max<Index>(M, 1))));
+// What every block reads: the kernel (or its radial profile, with the centred inducing points and
+// their centre), the base measure, the rows and the chunking.
+struct BlockInputs {
+  const Kernel& kernel;
+  const BaseMeasure& base;
+  const RadialProfile* radial;
+  const Matrix* X;
+  const TrainingRows* rows;
+  const Matrix& Z;
+  const Matrix& Zc;
+  const Eigen::RowVectorXd& centre;
+  const LiteAccumulateOptions& options;
+  Index N, M, chunk;
+  bool need_U;
+};
+
+// The sums of block k of `blocks`, chunk by chunk, reporting progress over all rows.
+void accumulate_block(const BlockInputs& in, Index k, Index blocks, std::atomic<Index>& rows_done, BlockSums& s) {
+  const Index N = in.N, M = in.M, chunk = in.chunk;
+  const Matrix* X = in.X;
+  const bool need_U = in.need_U;
+  const Index begin = N * k / blocks, end = N * (k + 1) / blocks;
+  if (in.radial) {
+    s.C = Matrix::Zero(M, M);
+    s.PtP = Matrix::Zero(M, M);
+  } else {
+    s.G = Matrix::Zero(M, M);
   }
-  const Index blocks = block_count(M, N);
-
-  Matrix Zc = Z;
-  Eigen::RowVectorXd centre;
-  if (radial) {
-    centre = Z.colwise().mean();
-    Zc.rowwise() -= centre;
+  if (need_U) s.U = Matrix::Zero(M, M);
+  s.b_main = Vector::Zero(M);
+  s.b_c = Vector::Zero(M);
+  KernelStacks st;
+  RadialWork work;
+  Matrix q1, q2, xc;
+  // Rows read by rows: only this block's, once; its chunks are then the same rows as X's.
+  Matrix block;
+  if (!X) block = in.rows->range(begin, end);
+  const Matrix& src = X ? *X : block;
+  const Index offset = X ? 0 : begin;
+  for (Index r = begin; r < end; r += chunk) {
+    const Index len = std::min(chunk, end - r);
+    const auto Xc = src.middleRows(r - offset, len);
+    in.base.derivatives(Xc, q1, q2);
+    if (in.radial) {
+      xc = Xc.rowwise() - in.centre;
+      add_radial_chunk(*in.radial, xc, in.Zc, q1, q2, need_U, work, s);
+    } else {
+      add_stack_chunk(in.kernel, Xc, in.Z, q1, q2, need_U, st, s);
+    }
+    Index done = rows_done.fetch_add(len) + len;
+    if (in.options.progress)
+      in.options.progress->update("lite system", static_cast<double>(done) / static_cast<double>(N),
+                                  std::to_string(done) + "/" + std::to_string(N) + " rows");
   }
+}
 
-  std::atomic<Index> rows_done{0};
-  // Blocks are shared between the processes of a distributed run too (kef/distributed_reduce.hpp);
-  // every process gets every block's sums and adds them in block order below.
-  const std::vector<BlockSums> sums = distributed_parts(
-      blocks, context, [] { return BlockSums(); },
-      [&](Index k, BlockSums& s) {
-        const Index begin = N * k / blocks, end = N * (k + 1) / blocks;
-        if (radial) {
-          s.C = Matrix::Zero(M, M);
-          s.PtP = Matrix::Zero(M, M);
-        } else {
-          s.G = Matrix::Zero(M, M);
-        }
-        if (need_U) s.U = Matrix::Zero(M, M);
-        s.b_main = Vector::Zero(M);
-        s.b_c = Vector::Zero(M);
-        KernelStacks st;
-        RadialWork work;
-        Matrix q1, q2, xc;
-        // Rows read by rows: only this block's, once; its chunks are then the same rows as X's.
-        Matrix block;
-        if (!X) block = rows->range(begin, end);
-        const Matrix& src = X ? *X : block;
-        const Index offset = X ? 0 : begin;
-        for (Index r = begin; r < end; r += chunk) {
-          const Index len = std::min(chunk, end - r);
-          const auto Xc = src.middleRows(r - offset, len);
-          base.derivatives(Xc, q1, q2);
-          if (radial) {
-            xc = Xc.rowwise() - centre;
-            add_radial_chunk(*radial, xc, Zc, q1, q2, need_U, work, s);
-          } else {
-            add_stack_chunk(kernel, Xc, Z, q1, q2, need_U, st, s);
-          }
-          Index done = rows_done.fetch_add(len) + len;
-          if (options.progress)
-            options.progress->update("lite system", static_cast<double>(done) / static_cast<double>(N),
-                                     std::to_string(done) + "/" + std::to_string(N) + " rows");
-        }
-      },
-      [](BlockSums& s) { return std::tie(s.G, s.U, s.C, s.PtP, s.b_main, s.b_c); });
-
+// The blocks' sums added in block order, symmetrised and divided by N; on the radial path G is
+// assembled from its two parts.
+LiteSystem combine_blocks(const std::vector<BlockSums>& sums, bool radial, bool need_U, const Matrix& Zc, Index N) {
+  const Index M = Zc.rows(), D = Zc.cols();
   LiteSystem out;
   out.rows = N;
   out.G = Matrix::Zero(M, M);
@@ -202,6 +195,42 @@ LiteSystem accumulate_rows(const Kernel& kernel, const BaseMeasure& base, const 
   check_finite(out.G, "lite system G");
   check_finite(out.b_main, "lite system b");
   return out;
+}
+
+// The sums over the rows of X, or of `rows` (read block by block) when X is null.
+LiteSystem accumulate_rows(const Kernel& kernel, const BaseMeasure& base, const Matrix* X, const TrainingRows* rows,
+                      const Matrix& Z, const LiteAccumulateOptions& options, const Context& context) {
+  const Index N = X ? X->rows() : rows->rows(), D = X ? X->cols() : rows->cols(), M = Z.rows();
+  if (N == 0) throw DataError("lite system: no training rows");
+  if (Z.cols() != D)
+    throw DataError("lite system: inducing points have " + std::to_string(Z.cols()) +
+                    " columns, data has " + std::to_string(D));
+  const RadialProfile* radial = options.use_radial_structure ? kernel.radial_profile() : nullptr;
+  const bool need_U = options.need_U;
+  Index chunk = options.chunk_rows;
+  if (chunk <= 0) {
+    // About 4 MB of (N·D) x M stack per chunk; the radial path without U only holds N x M matrices.
+    const Index stack_width = (radial && !need_U) ? 4 : D;
+    chunk = std::max<Index>(16, static_cast<Index>(4.0e6 / (8.0 * stack_width * std::max<Index>(M, 1))));
+  }
+  const Index blocks = block_count(M, N);
+
+  Matrix Zc = Z;
+  Eigen::RowVectorXd centre;
+  if (radial) {
+    centre = Z.colwise().mean();
+    Zc.rowwise() -= centre;
+  }
+
+  std::atomic<Index> rows_done{0};
+  const BlockInputs in{kernel, base, radial, X, rows, Z, Zc, centre, options, N, M, chunk, need_U};
+  // Blocks are shared between the processes of a distributed run too (kef/distributed_reduce.hpp);
+  // every process gets every block's sums and adds them in block order below.
+  const std::vector<BlockSums> sums = distributed_parts(
+      blocks, context, [] { return BlockSums(); },
+      [&](Index k, BlockSums& s) { accumulate_block(in, k, blocks, rows_done, s); },
+      [](BlockSums& s) { return std::tie(s.G, s.U, s.C, s.PtP, s.b_main, s.b_c); });
+  return combine_blocks(sums, radial, need_U, Zc, N);
 }
 
 }  // namespace

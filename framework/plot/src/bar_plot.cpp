@@ -85,6 +85,76 @@ double dot_offset(std::size_t i, std::size_t n, double w) {
   return (static_cast<double>(i) / static_cast<double>(n - 1) - 0.5) * 0.7 * w;
 }
 
+// Tick length in pixels.
+constexpr int kBarTick = 4;
+
+// One panel whose plotting area (PW x PH) starts at (left, top): grid at the ticks, then the bars
+// (light), the dots (full colour) and the mean's line, then the axes and the title; returns where
+// things were drawn.
+BarPanelGeometry draw_bar_panel(cairo_t* cr, const Text& text, const BarPanel& panel, const YAxis& ay,
+                                const std::map<std::string, std::size_t>& colour_of, int left, int top, int PW,
+                                int PH) {
+  const int tick = kBarTick;
+  auto py = [&](double v) { return top + PH - (v - ay.lo) / (ay.hi - ay.lo) * PH; };
+  BarPanelGeometry geo;
+  geo.plot_left = left;
+  geo.plot_top = top;
+  geo.y_min = ay.lo;
+  geo.y_max = ay.hi;
+  const double slot = static_cast<double>(PW) / static_cast<double>(panel.groups.size());
+  geo.bar_width = 0.7 * slot;
+
+  set_colour(cr, Rgb{0.90, 0.90, 0.90});
+  cairo_set_line_width(cr, 1.0);
+  for (double t : ay.ticks) {
+    const double p = std::round(py(t)) + 0.5;
+    cairo_move_to(cr, left, p);
+    cairo_line_to(cr, left + PW, p);
+  }
+  cairo_stroke(cr);
+  for (std::size_t g = 0; g < panel.groups.size(); ++g) {
+    const BarGroup& grp = panel.groups[g];
+    const Rgb c = rgb_hex(kCurveColours[colour_of.at(grp.label) % std::size(kCurveColours)]);
+    const double centre = left + (static_cast<double>(g) + 0.5) * slot;
+    geo.bar_centres.push_back(centre);
+    const double m = mean_of(grp.values);
+    const double y0 = py(0.0), y1 = py(m);
+    cairo_rectangle(cr, centre - geo.bar_width / 2, std::min(y0, y1), geo.bar_width, std::abs(y1 - y0));
+    set_colour(cr, c, 0.35);
+    cairo_fill(cr);
+    cairo_move_to(cr, centre - geo.bar_width / 2, y1);
+    cairo_line_to(cr, centre + geo.bar_width / 2, y1);
+    set_colour(cr, c);
+    cairo_set_line_width(cr, 2.0);
+    cairo_stroke(cr);
+    for (std::size_t i = 0; i < grp.values.size(); ++i) {
+      cairo_new_sub_path(cr);
+      cairo_arc(cr, centre + dot_offset(i, grp.values.size(), geo.bar_width), py(grp.values[i]), 2.5, 0,
+                2 * M_PI);
+    }
+    set_colour(cr, kInk);
+    cairo_fill(cr);
+    text.draw(grp.label, centre + 3, top + PH + tick + 6, kTickSize, false, Align::Right, kInk, false,
+              -M_PI / 4);
+  }
+  // Axes: the zero line across, the left spine with ticks and labels, the panel's title above.
+  set_colour(cr, kInk);
+  cairo_set_line_width(cr, 1.0);
+  cairo_move_to(cr, left - 0.5, top);
+  cairo_line_to(cr, left - 0.5, top + PH + 0.5);
+  cairo_move_to(cr, left, std::round(py(0.0)) + 0.5);
+  cairo_line_to(cr, left + PW, std::round(py(0.0)) + 0.5);
+  for (double t : ay.ticks) {
+    const double p = std::round(py(t)) + 0.5;
+    cairo_move_to(cr, left - 0.5, p);
+    cairo_line_to(cr, left - 0.5 - tick, p);
+    text.draw(bar_tick_label(t, ay.step), left - tick - 3, p, kTickSize, false, Align::Right, kInk, true);
+  }
+  cairo_stroke(cr);
+  text.draw(panel.title, left + PW / 2.0, top - 8, kCaptionSize, true, Align::Centre, kInk);
+  return geo;
+}
+
 }  // namespace
 
 BarPlotResult write_bar_plot(const fs::path& file, const std::vector<BarPanel>& panels,
@@ -107,7 +177,7 @@ BarPlotResult write_bar_plot(const fs::path& file, const std::vector<BarPanel>& 
     for (const BarGroup& g : p.groups)
       xlabel_w = std::max(xlabel_w, measure.width(g.label, kTickSize, false));
   }
-  const int PW = o.panel_width, PH = o.panel_height, tick = 4;
+  const int PW = o.panel_width, PH = o.panel_height, tick = kBarTick;
   const int cols = std::min<int>(o.columns, static_cast<int>(panels.size()));
   const int rows = (static_cast<int>(panels.size()) + cols - 1) / cols;
   const int inner_left = 8 + static_cast<int>(std::ceil(ylabel_w)) + tick + 4;
@@ -129,69 +199,9 @@ BarPlotResult write_bar_plot(const fs::path& file, const std::vector<BarPanel>& 
   if (!o.title.empty()) text.draw(o.title, width / 2.0, 8 + 16, kTitleSize, true, Align::Centre, kInk);
 
   for (std::size_t k = 0; k < panels.size(); ++k) {
-    const BarPanel& panel = panels[k];
-    const YAxis& ay = axes[k];
     const int col = static_cast<int>(k) % cols, row = static_cast<int>(k) / cols;
     const int left = col * cell_w + 8 + inner_left, top = top0 + row * cell_h + panel_title_h;
-    auto py = [&](double v) { return top + PH - (v - ay.lo) / (ay.hi - ay.lo) * PH; };
-    BarPanelGeometry geo;
-    geo.plot_left = left;
-    geo.plot_top = top;
-    geo.y_min = ay.lo;
-    geo.y_max = ay.hi;
-    const double slot = static_cast<double>(PW) / static_cast<double>(panel.groups.size());
-    geo.bar_width = 0.7 * slot;
-
-    // Grid at the ticks, then the bars (light), the dots (full colour) and the mean's line.
-    set_colour(cr, Rgb{0.90, 0.90, 0.90});
-    cairo_set_line_width(cr, 1.0);
-    for (double t : ay.ticks) {
-      const double p = std::round(py(t)) + 0.5;
-      cairo_move_to(cr, left, p);
-      cairo_line_to(cr, left + PW, p);
-    }
-    cairo_stroke(cr);
-    for (std::size_t g = 0; g < panel.groups.size(); ++g) {
-      const BarGroup& grp = panel.groups[g];
-      const Rgb c = rgb_hex(kCurveColours[colour_of.at(grp.label) % std::size(kCurveColours)]);
-      const double centre = left + (static_cast<double>(g) + 0.5) * slot;
-      geo.bar_centres.push_back(centre);
-      const double m = mean_of(grp.values);
-      const double y0 = py(0.0), y1 = py(m);
-      cairo_rectangle(cr, centre - geo.bar_width / 2, std::min(y0, y1), geo.bar_width, std::abs(y1 - y0));
-      set_colour(cr, c, 0.35);
-      cairo_fill(cr);
-      cairo_move_to(cr, centre - geo.bar_width / 2, y1);
-      cairo_line_to(cr, centre + geo.bar_width / 2, y1);
-      set_colour(cr, c);
-      cairo_set_line_width(cr, 2.0);
-      cairo_stroke(cr);
-      for (std::size_t i = 0; i < grp.values.size(); ++i) {
-        cairo_new_sub_path(cr);
-        cairo_arc(cr, centre + dot_offset(i, grp.values.size(), geo.bar_width), py(grp.values[i]), 2.5, 0,
-                  2 * M_PI);
-      }
-      set_colour(cr, kInk);
-      cairo_fill(cr);
-      text.draw(grp.label, centre + 3, top + PH + tick + 6, kTickSize, false, Align::Right, kInk, false,
-                -M_PI / 4);
-    }
-    // Axes: the zero line across, the left spine with ticks and labels, the panel's title above.
-    set_colour(cr, kInk);
-    cairo_set_line_width(cr, 1.0);
-    cairo_move_to(cr, left - 0.5, top);
-    cairo_line_to(cr, left - 0.5, top + PH + 0.5);
-    cairo_move_to(cr, left, std::round(py(0.0)) + 0.5);
-    cairo_line_to(cr, left + PW, std::round(py(0.0)) + 0.5);
-    for (double t : ay.ticks) {
-      const double p = std::round(py(t)) + 0.5;
-      cairo_move_to(cr, left - 0.5, p);
-      cairo_line_to(cr, left - 0.5 - tick, p);
-      text.draw(bar_tick_label(t, ay.step), left - tick - 3, p, kTickSize, false, Align::Right, kInk, true);
-    }
-    cairo_stroke(cr);
-    text.draw(panel.title, left + PW / 2.0, top - 8, kCaptionSize, true, Align::Centre, kInk);
-    result.panels.push_back(std::move(geo));
+    result.panels.push_back(draw_bar_panel(cr, text, panels[k], axes[k], colour_of, left, top, PW, PH));
   }
   for (std::size_t l = 0; l < foot.size(); ++l)
     text.draw(foot[l], 10, height - 10 - 15.0 * (foot.size() - 1 - l) - 4, kFootSize, false, Align::Left,

@@ -145,153 +145,195 @@ struct Panel2d {
   LogDensityGrid grid;
 };
 
-DensityPlotResult render_2d(const fs::path& file, const std::vector<Panel2d>& panels, const Matrix& train,
-                            const PlotExtent& e, const DensityPlotOptions& o) {
-  DensityPlotResult result;
-  result.extent = e;
-  const int cells = static_cast<int>(o.grid);
-  const int k = std::max(1, (o.min_panel_pixels + cells - 1) / cells);
-  const int S = cells * k;
-  result.cell_pixels = k;
+// Tick length, gap between panels, and the colour bar's distance from the last panel and width, in
+// pixels.
+constexpr int kTick2d = 4, kPanelGap = 22, kBarGap = 16, kBarWidth = 14;
 
-  SurfacePtr scratch(cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1));
-  Text measure(scratch.get());
-
-  // Layout.
+// Where the 2-D figure's parts go: panels of S x S pixels (k pixels a cell) from (left, top), their
+// wrapped captions, the ticks of both axes and of the colour bar, the footnote and the whole size.
+struct Layout2d {
+  int cells = 0, k = 0, S = 0;
   std::vector<std::vector<std::string>> captions;
+  double xstep = 1, ystep = 1, cstep = 1;
+  std::vector<double> xticks, yticks, cticks;
+  double clabel_w = 0;
+  int left = 0, title_h = 0, top = 0, P = 0, width = 0, ticks_h = 0, height = 0;
+  std::vector<std::string> foot;
+};
+
+Layout2d layout_2d(const std::vector<Panel2d>& panels, const PlotExtent& e, const DensityPlotOptions& o,
+                   const Text& measure) {
+  Layout2d L;
+  L.cells = static_cast<int>(o.grid);
+  L.k = std::max(1, (o.min_panel_pixels + L.cells - 1) / L.cells);
+  L.S = L.cells * L.k;
   std::size_t caption_lines = 0;
   for (const auto& p : panels) {
-    captions.push_back(measure.wrap(p.caption, "   ", kCaptionSize, S, 4));
-    caption_lines = std::max(caption_lines, captions.back().size());
+    L.captions.push_back(measure.wrap(p.caption, "   ", kCaptionSize, L.S, 4));
+    caption_lines = std::max(caption_lines, L.captions.back().size());
   }
-  double xstep = 1, ystep = 1, cstep = 1;
-  const std::vector<double> xticks = nice_ticks(e.xmin, e.xmax, 5, &xstep);
-  const std::vector<double> yticks = nice_ticks(e.ymin, e.ymax, 5, &ystep);
-  std::vector<double> cticks;
+  L.xticks = nice_ticks(e.xmin, e.xmax, 5, &L.xstep);
+  L.yticks = nice_ticks(e.ymin, e.ymax, 5, &L.ystep);
+  // A floor that is a multiple of 3 gets the four ticks floor, 2/3 floor, floor/3, 0.
   if (o.floor == std::round(o.floor) && static_cast<long>(o.floor) % 3 == 0) {
-    cstep = -o.floor / 3;
-    for (int i = 0; i <= 3; ++i) cticks.push_back(o.floor + i * cstep);
+    L.cstep = -o.floor / 3;
+    for (int i = 0; i <= 3; ++i) L.cticks.push_back(o.floor + i * L.cstep);
   } else {
-    cticks = nice_ticks(o.floor, 0, 4, &cstep);
+    L.cticks = nice_ticks(o.floor, 0, 4, &L.cstep);
   }
-  double ylabel_w = 0, clabel_w = 0;
-  for (double t : yticks) ylabel_w = std::max(ylabel_w, measure.width(tick_label(t, ystep), kTickSize, false));
-  for (double t : cticks) clabel_w = std::max(clabel_w, measure.width(tick_label(t, cstep), kTickSize, false));
+  double ylabel_w = 0;
+  for (double t : L.yticks) ylabel_w = std::max(ylabel_w, measure.width(tick_label(t, L.ystep), kTickSize, false));
+  for (double t : L.cticks)
+    L.clabel_w = std::max(L.clabel_w, measure.width(tick_label(t, L.cstep), kTickSize, false));
 
-  const int gap = 22, tick = 4;
-  const int left = 12 + static_cast<int>(std::ceil(ylabel_w)) + tick + 4;
-  const int title_h = measure.ok() ? 22 : 6;
-  const int top = 10 + title_h + static_cast<int>(caption_lines * (measure.ok() ? kCaptionLine : 0)) + 6;
-  const int bar_gap = 16, bar_w = 14;
-  const int right = bar_gap + bar_w + tick + 4 + static_cast<int>(std::ceil(clabel_w)) + 8 + 18 + 8;
-  const int P = static_cast<int>(panels.size());
-  const int width = left + P * S + (P - 1) * gap + right;
-  const std::vector<std::string> foot = footnote_lines(measure, o.footnote, width - left - 12);
-  const int ticks_h = measure.ok() ? tick + 4 + 12 : tick;
-  const int height = top + S + ticks_h + 10 + static_cast<int>(foot.size()) * 15 + (foot.empty() ? 0 : 4);
-  result.width = width;
-  result.height = height;
-  Canvas canvas(width, height);
+  const int tick = kTick2d;
+  L.left = 12 + static_cast<int>(std::ceil(ylabel_w)) + tick + 4;
+  L.title_h = measure.ok() ? 22 : 6;
+  L.top = 10 + L.title_h + static_cast<int>(caption_lines * (measure.ok() ? kCaptionLine : 0)) + 6;
+  const int right = kBarGap + kBarWidth + tick + 4 + static_cast<int>(std::ceil(L.clabel_w)) + 8 + 18 + 8;
+  L.P = static_cast<int>(panels.size());
+  L.width = L.left + L.P * L.S + (L.P - 1) * kPanelGap + right;
+  L.foot = footnote_lines(measure, o.footnote, L.width - L.left - 12);
+  L.ticks_h = measure.ok() ? tick + 4 + 12 : tick;
+  L.height = L.top + L.S + L.ticks_h + 10 + static_cast<int>(L.foot.size()) * 15 + (L.foot.empty() ? 0 : 4);
+  return L;
+}
+
+// A point of the extent as pixels of the S x S panel whose top-left corner is (x0, y0).
+std::pair<double, double> panel_px(const PlotExtent& e, int S, double x, double y, int x0, int y0) {
+  return std::pair<double, double>{x0 + (x - e.xmin) / (e.xmax - e.xmin) * S,
+                                   y0 + (e.ymax - y) / (e.ymax - e.ymin) * S};
+}
+
+// The grid as an image, one pixel per cell (top row = ymax), scaled by k with nearest-neighbour
+// sampling so that every cell is a k x k block of exactly its colour.
+void draw_grid_image(cairo_t* cr, const fs::path& file, const Matrix& V, const Layout2d& L, int x0, int y0,
+                     double floor) {
+  const int cells = L.cells, k = L.k;
+  SurfacePtr image(cairo_image_surface_create(CAIRO_FORMAT_RGB24, cells, cells));
+  if (cairo_surface_status(image.get()) != CAIRO_STATUS_SUCCESS)
+    throw Error(file.string() + ": cannot allocate the image: " + cairo_status_to_string(cairo_surface_status(image.get())));
+  cairo_surface_flush(image.get());
+  unsigned char* data = cairo_image_surface_get_data(image.get());
+  const int stride = cairo_image_surface_get_stride(image.get());
+  for (int r = 0; r < cells; ++r) {
+    auto* row = reinterpret_cast<std::uint32_t*>(data + static_cast<std::ptrdiff_t>(cells - 1 - r) * stride);
+    for (int c = 0; c < cells; ++c) {
+      const auto rgb = viridis((V(r, c) - floor) / -floor);
+      row[c] = (std::uint32_t{rgb[0]} << 16) | (std::uint32_t{rgb[1]} << 8) | std::uint32_t{rgb[2]};
+    }
+  }
+  cairo_surface_mark_dirty(image.get());
+  cairo_save(cr);
+  cairo_translate(cr, x0, y0);
+  cairo_scale(cr, k, k);
+  cairo_set_source_surface(cr, image.get(), 0, 0);
+  cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+  cairo_rectangle(cr, 0, 0, cells, cells);
+  cairo_fill(cr);
+  cairo_restore(cr);
+}
+
+// The chosen training rows as small light dots, clipped to the panel.
+void draw_overlay(cairo_t* cr, const Matrix& train, const std::vector<Index>& rows, const PlotExtent& e, int S,
+                  int x0, int y0) {
+  cairo_save(cr);
+  cairo_rectangle(cr, x0, y0, S, S);
+  cairo_clip(cr);
+  const double radius = std::clamp(S / 260.0, 1.0, 2.5);
+  for (Index i : rows) {
+    auto [px, py] = panel_px(e, S, train(i, 0), train(i, 1), x0, y0);
+    cairo_new_sub_path(cr);
+    cairo_arc(cr, px, py, radius, 0, 2 * M_PI);
+  }
+  set_colour(cr, {1, 1, 1}, 0.55);
+  cairo_fill_preserve(cr);
+  set_colour(cr, {0, 0, 0}, 0.35);
+  cairo_set_line_width(cr, 0.5);
+  cairo_stroke(cr);
+  cairo_restore(cr);
+}
+
+// Panel p: title and caption, the grid's image, the overlay, a frame, the x ticks (and the y ticks
+// on the first panel only, which the panels share).
+void draw_panel_2d(cairo_t* cr, Text& text, const fs::path& file, const Panel2d& panel, int p, const Layout2d& L,
+                   const Matrix& train, const std::vector<Index>& rows, const PlotExtent& e,
+                   const DensityPlotOptions& o) {
+  const int S = L.S, tick = kTick2d;
+  const int x0 = L.left + p * (S + kPanelGap), y0 = L.top;
+  const double cx = x0 + S / 2.0;
+  text.draw(panel.title, cx, 10 + 15, kTitleSize, true, Align::Centre, kInk);
+  for (std::size_t l = 0; l < L.captions[p].size(); ++l)
+    text.draw(L.captions[p][l], cx, 10 + L.title_h + kCaptionLine * l + 12, kCaptionSize, false, Align::Centre,
+              kGrey);
+
+  draw_grid_image(cr, file, panel.grid.values, L, x0, y0, o.floor);
+  if (!rows.empty()) draw_overlay(cr, train, rows, e, S, x0, y0);
+
+  cairo_set_line_width(cr, 1.0);
+  set_colour(cr, kInk);
+  cairo_rectangle(cr, x0 - 0.5, y0 - 0.5, S + 1, S + 1);
+  cairo_stroke(cr);
+
+  draw_x_ticks(cr, text, L.xticks, L.xstep, [&](double t) { return panel_px(e, S, t, 0, x0, y0).first; }, y0 + S,
+               tick);
+  if (p == 0)
+    draw_y_ticks(cr, text, L.yticks, L.ystep, [&](double t) { return panel_px(e, S, 0, t, x0, y0).second; }, x0,
+                 tick);
+  cairo_stroke(cr);
+}
+
+// Colour bar right of the panels: floor at the bottom, 0 at the top, with its ticks and label.
+void draw_colour_bar(cairo_t* cr, Text& text, const Layout2d& L, double floor) {
+  const int S = L.S, tick = kTick2d, bar_w = kBarWidth;
+  const int bx = L.left + L.P * S + (L.P - 1) * kPanelGap + kBarGap, by = L.top;
+  for (int i = 0; i < S; ++i) {
+    const auto rgb = viridis(1.0 - (i + 0.5) / S);
+    cairo_set_source_rgb(cr, rgb[0] / 255.0, rgb[1] / 255.0, rgb[2] / 255.0);
+    cairo_rectangle(cr, bx, by + i, bar_w, 1);
+    cairo_fill(cr);
+  }
+  set_colour(cr, kInk);
+  cairo_set_line_width(cr, 1.0);
+  cairo_rectangle(cr, bx - 0.5, by - 0.5, bar_w + 1, S + 1);
+  for (double t : L.cticks) {
+    const double py = std::round(by + (0 - t) / (0 - floor) * S) + 0.5;
+    cairo_move_to(cr, bx + bar_w + 0.5, py);
+    cairo_line_to(cr, bx + bar_w + 0.5 + tick, py);
+    text.draw(tick_label(t, L.cstep), bx + bar_w + tick + 4, py, kTickSize, false, Align::Left, kInk, true);
+  }
+  cairo_stroke(cr);
+  const double lx = bx + bar_w + tick + 4 + std::ceil(L.clabel_w) + 8 + 9;
+  text.draw("log p\xcc\x83(x) \xe2\x88\x92 max", lx, by + S / 2.0, kTickSize, false, Align::Centre, kInk, true,
+            -M_PI / 2);
+}
+
+DensityPlotResult render_2d(const fs::path& file, const std::vector<Panel2d>& panels, const Matrix& train,
+                            const PlotExtent& e, const DensityPlotOptions& o) {
+  SurfacePtr scratch(cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1));
+  Text measure(scratch.get());
+  const Layout2d L = layout_2d(panels, e, o, measure);
+
+  DensityPlotResult result;
+  result.extent = e;
+  result.cell_pixels = L.k;
+  result.width = L.width;
+  result.height = L.height;
+  Canvas canvas(L.width, L.height);
   cairo_t* cr = canvas.cr();
   Text text(canvas.surface());
 
   // Training points overlaid: evenly spaced rows, so the subsample needs no random stream.
   const std::vector<Index> rows = o.show_points ? overlay_rows(train.rows(), o.max_points) : std::vector<Index>{};
-  auto to_px = [&](double x, double y, int x0, int y0) {
-    return std::pair<double, double>{x0 + (x - e.xmin) / (e.xmax - e.xmin) * S,
-                                     y0 + (e.ymax - y) / (e.ymax - e.ymin) * S};
-  };
-
-  for (int p = 0; p < P; ++p) {
-    const int x0 = left + p * (S + gap), y0 = top;
-    result.panels.push_back({x0, y0, S});
-    const double cx = x0 + S / 2.0;
-    text.draw(panels[p].title, cx, 10 + 15, kTitleSize, true, Align::Centre, kInk);
-    for (std::size_t l = 0; l < captions[p].size(); ++l)
-      text.draw(captions[p][l], cx, 10 + title_h + kCaptionLine * l + 12, kCaptionSize, false, Align::Centre,
-                kGrey);
-
-    // The grid as an image, one pixel per cell (top row = ymax), scaled by k with nearest-neighbour
-    // sampling so that every cell is a k x k block of exactly its colour.
-    SurfacePtr image(cairo_image_surface_create(CAIRO_FORMAT_RGB24, cells, cells));
-    if (cairo_surface_status(image.get()) != CAIRO_STATUS_SUCCESS)
-      throw Error(file.string() + ": cannot allocate the image: " + cairo_status_to_string(cairo_surface_status(image.get())));
-    cairo_surface_flush(image.get());
-    unsigned char* data = cairo_image_surface_get_data(image.get());
-    const int stride = cairo_image_surface_get_stride(image.get());
-    const Matrix& V = panels[p].grid.values;
-    for (int r = 0; r < cells; ++r) {
-      auto* row = reinterpret_cast<std::uint32_t*>(data + static_cast<std::ptrdiff_t>(cells - 1 - r) * stride);
-      for (int c = 0; c < cells; ++c) {
-        const auto rgb = viridis((V(r, c) - o.floor) / -o.floor);
-        row[c] = (std::uint32_t{rgb[0]} << 16) | (std::uint32_t{rgb[1]} << 8) | std::uint32_t{rgb[2]};
-      }
-    }
-    cairo_surface_mark_dirty(image.get());
-    cairo_save(cr);
-    cairo_translate(cr, x0, y0);
-    cairo_scale(cr, k, k);
-    cairo_set_source_surface(cr, image.get(), 0, 0);
-    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
-    cairo_rectangle(cr, 0, 0, cells, cells);
-    cairo_fill(cr);
-    cairo_restore(cr);
-
-    if (!rows.empty()) {
-      cairo_save(cr);
-      cairo_rectangle(cr, x0, y0, S, S);
-      cairo_clip(cr);
-      const double radius = std::clamp(S / 260.0, 1.0, 2.5);
-      for (Index i : rows) {
-        auto [px, py] = to_px(train(i, 0), train(i, 1), x0, y0);
-        cairo_new_sub_path(cr);
-        cairo_arc(cr, px, py, radius, 0, 2 * M_PI);
-      }
-      set_colour(cr, {1, 1, 1}, 0.55);
-      cairo_fill_preserve(cr);
-      set_colour(cr, {0, 0, 0}, 0.35);
-      cairo_set_line_width(cr, 0.5);
-      cairo_stroke(cr);
-      cairo_restore(cr);
-    }
-
-    cairo_set_line_width(cr, 1.0);
-    set_colour(cr, kInk);
-    cairo_rectangle(cr, x0 - 0.5, y0 - 0.5, S + 1, S + 1);
-    cairo_stroke(cr);
-
-    draw_x_ticks(cr, text, xticks, xstep, [&](double t) { return to_px(t, 0, x0, y0).first; }, y0 + S, tick);
-    if (p == 0)
-      draw_y_ticks(cr, text, yticks, ystep, [&](double t) { return to_px(0, t, x0, y0).second; }, x0, tick);
-    cairo_stroke(cr);
+  for (int p = 0; p < L.P; ++p) {
+    result.panels.push_back({L.left + p * (L.S + kPanelGap), L.top, L.S});
+    draw_panel_2d(cr, text, file, panels[p], p, L, train, rows, e, o);
   }
+  draw_colour_bar(cr, text, L, o.floor);
 
-  // Colour bar: floor at the bottom, 0 at the top.
-  {
-    const int bx = left + P * S + (P - 1) * gap + bar_gap, by = top;
-    for (int i = 0; i < S; ++i) {
-      const auto rgb = viridis(1.0 - (i + 0.5) / S);
-      cairo_set_source_rgb(cr, rgb[0] / 255.0, rgb[1] / 255.0, rgb[2] / 255.0);
-      cairo_rectangle(cr, bx, by + i, bar_w, 1);
-      cairo_fill(cr);
-    }
-    set_colour(cr, kInk);
-    cairo_set_line_width(cr, 1.0);
-    cairo_rectangle(cr, bx - 0.5, by - 0.5, bar_w + 1, S + 1);
-    for (double t : cticks) {
-      const double py = std::round(by + (0 - t) / (0 - o.floor) * S) + 0.5;
-      cairo_move_to(cr, bx + bar_w + 0.5, py);
-      cairo_line_to(cr, bx + bar_w + 0.5 + tick, py);
-      text.draw(tick_label(t, cstep), bx + bar_w + tick + 4, py, kTickSize, false, Align::Left, kInk, true);
-    }
-    cairo_stroke(cr);
-    const double lx = bx + bar_w + tick + 4 + std::ceil(clabel_w) + 8 + 9;
-    text.draw("log p\xcc\x83(x) \xe2\x88\x92 max", lx, by + S / 2.0, kTickSize, false, Align::Centre, kInk, true,
-              -M_PI / 2);
-  }
-
-  for (std::size_t l = 0; l < foot.size(); ++l)
-    text.draw(foot[l], left, top + S + ticks_h + 10 + 11 + 15.0 * l, kFootSize, false, Align::Left, kGrey);
+  for (std::size_t l = 0; l < L.foot.size(); ++l)
+    text.draw(L.foot[l], L.left, L.top + L.S + L.ticks_h + 10 + 11 + 15.0 * l, kFootSize, false, Align::Left,
+              kGrey);
 
   font_notes(text, measure, result.notes);
   canvas.write(file);
@@ -305,87 +347,106 @@ struct Curve {
   bool truth = false;
 };
 
-DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curves, const Matrix& train,
-                            const PlotExtent& e, const DensityPlotOptions& o) {
-  DensityPlotResult result;
-  result.extent = e;
+// Histogram of the training data: Rice's rule for the bin count, clamped to [10, 80]; bar heights
+// are densities relative to all training rows (rows outside the extent count but are not drawn).
+struct Histogram1d {
+  int bins = 0;
+  double bin_w = 0;
+  std::vector<double> hist;
+};
 
-  // Histogram of the training data: Rice's rule for the bin count, clamped to [10, 80]; bar heights
-  // are densities relative to all training rows (rows outside the extent count but are not drawn).
+Histogram1d histogram_1d(const Matrix& train, const PlotExtent& e, bool show_points) {
+  Histogram1d H;
   const Index n = train.rows();
-  const int bins = std::clamp(static_cast<int>(std::ceil(2.0 * std::cbrt(static_cast<double>(n)))), 10, 80);
-  const double bin_w = (e.xmax - e.xmin) / bins;
-  std::vector<double> hist(bins, 0.0);
-  if (o.show_points && n > 0) {
+  H.bins = std::clamp(static_cast<int>(std::ceil(2.0 * std::cbrt(static_cast<double>(n)))), 10, 80);
+  H.bin_w = (e.xmax - e.xmin) / H.bins;
+  H.hist.assign(H.bins, 0.0);
+  if (show_points && n > 0) {
     for (Index i = 0; i < n; ++i) {
       const double x = train(i, 0);
       if (x < e.xmin || x > e.xmax) continue;
-      const int b = std::min(bins - 1, static_cast<int>((x - e.xmin) / bin_w));
-      hist[b] += 1.0;
+      const int b = std::min(H.bins - 1, static_cast<int>((x - e.xmin) / H.bin_w));
+      H.hist[b] += 1.0;
     }
-    for (double& h : hist) h /= static_cast<double>(n) * bin_w;
+    for (double& h : H.hist) h /= static_cast<double>(n) * H.bin_w;
   }
-  double ymax = 0;
-  for (double h : hist) ymax = std::max(ymax, h);
-  for (const auto& c : curves) ymax = std::max(ymax, c.curve.density.maxCoeff());
-  ymax *= 1.08;
+  return H;
+}
 
-  SurfacePtr scratch(cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1));
-  Text measure(scratch.get());
+// Tick length and legend swatch width of the 1-D figure, in pixels.
+constexpr int kTick1d = 4, kSwatch1d = 26;
+
+// Where the 1-D figure's parts go: the plotting area (left, top, PW x PH), the ticks, the legend
+// (per curve a name line and its wrapped caption lines) beside it, the footnote and the whole size.
+struct Layout1d {
   double xstep = 1, ystep = 1;
-  const std::vector<double> xticks = nice_ticks(e.xmin, e.xmax, 6, &xstep);
-  const std::vector<double> yticks = nice_ticks(0, ymax, 5, &ystep);
-  double ylabel_w = 0;
-  for (double t : yticks) ylabel_w = std::max(ylabel_w, measure.width(tick_label(t, ystep), kTickSize, false));
-
-  const int PW = std::max(480, static_cast<int>(1.6 * o.min_panel_pixels)), PH = std::max(300, o.min_panel_pixels);
-  const int tick = 4;
-  const int left = 10 + 16 + static_cast<int>(std::ceil(ylabel_w)) + tick + 6;
-  const int top = 14;
-  const double legend_max_w = 230;
-  const int swatch = 26;
-  // Legend: per entry, the name line and its caption lines; as wide as its widest line.
+  std::vector<double> xticks, yticks;
+  int PW = 0, PH = 0, left = 0, top = 0, legend_x = 0, width = 0, height = 0;
   std::vector<std::vector<std::string>> captions;
+  std::vector<std::string> foot;
+};
+
+Layout1d layout_1d(const std::vector<Curve>& curves, const PlotExtent& e, double ymax, const DensityPlotOptions& o,
+                   const Text& measure) {
+  Layout1d L;
+  L.xticks = nice_ticks(e.xmin, e.xmax, 6, &L.xstep);
+  L.yticks = nice_ticks(0, ymax, 5, &L.ystep);
+  double ylabel_w = 0;
+  for (double t : L.yticks) ylabel_w = std::max(ylabel_w, measure.width(tick_label(t, L.ystep), kTickSize, false));
+
+  L.PW = std::max(480, static_cast<int>(1.6 * o.min_panel_pixels));
+  L.PH = std::max(300, o.min_panel_pixels);
+  const int tick = kTick1d;
+  L.left = 10 + 16 + static_cast<int>(std::ceil(ylabel_w)) + tick + 6;
+  L.top = 14;
+  const double legend_max_w = 230;
+  // The legend is as wide as its widest line.
   double legend_text_w = measure.width("training data", kCaptionSize, false);
   for (const auto& c : curves) {
-    captions.push_back(measure.wrap(c.caption, "   ", kCaptionSize, legend_max_w, 4));
+    L.captions.push_back(measure.wrap(c.caption, "   ", kCaptionSize, legend_max_w, 4));
     legend_text_w = std::max(legend_text_w, measure.width(c.name, kCaptionSize + 1, true));
-    for (const auto& line : captions.back()) legend_text_w = std::max(legend_text_w, measure.width(line, kCaptionSize, false));
+    for (const auto& line : L.captions.back())
+      legend_text_w = std::max(legend_text_w, measure.width(line, kCaptionSize, false));
   }
   legend_text_w = std::ceil(legend_text_w);
-  const int legend_x = left + PW + 20;
-  const int width = legend_x + swatch + static_cast<int>(legend_text_w) + 24;
+  L.legend_x = L.left + L.PW + 20;
+  L.width = L.legend_x + kSwatch1d + static_cast<int>(legend_text_w) + 24;
   double legend_h = 0;
-  for (const auto& cap : captions) legend_h += 20 + kCaptionLine * cap.size() + 6;
+  for (const auto& cap : L.captions) legend_h += 20 + kCaptionLine * cap.size() + 6;
   if (o.show_points) legend_h += 22;
-  const std::vector<std::string> foot = footnote_lines(measure, o.footnote, width - left - 12);
+  L.foot = footnote_lines(measure, o.footnote, L.width - L.left - 12);
   const int axis_h = tick + 4 + 12 + 8 + 14;
-  const int height =
-      std::max(top + PH, top + static_cast<int>(legend_h)) + axis_h + 10 + static_cast<int>(foot.size()) * 15;
-  result.width = width;
-  result.height = height;
-  Canvas canvas(width, height);
-  cairo_t* cr = canvas.cr();
-  Text text(canvas.surface());
-  const int x0 = left, y0 = top;
-  auto px = [&](double x) { return x0 + (x - e.xmin) / (e.xmax - e.xmin) * PW; };
-  auto py = [&](double y) { return y0 + PH - y / ymax * PH; };
+  L.height =
+      std::max(L.top + L.PH, L.top + static_cast<int>(legend_h)) + axis_h + 10 + static_cast<int>(L.foot.size()) * 15;
+  return L;
+}
 
-  const Rgb hist_colour = {0.80, 0.80, 0.80};
-  cairo_save(cr);
-  cairo_rectangle(cr, x0, y0, PW, PH);
-  cairo_clip(cr);
-  for (int b = 0; b < bins; ++b) {
-    if (hist[b] <= 0) continue;
-    const double a = px(e.xmin + b * bin_w), z = px(e.xmin + (b + 1) * bin_w);
-    cairo_rectangle(cr, a, py(hist[b]), z - a, py(0) - py(hist[b]));
+// Data to pixels of the 1-D plotting area.
+struct Frame1d {
+  const PlotExtent& e;
+  int x0, y0, PW, PH;
+  double ymax;
+  double px(double x) const { return x0 + (x - e.xmin) / (e.xmax - e.xmin) * PW; }
+  double py(double y) const { return y0 + PH - y / ymax * PH; }
+};
+
+const Rgb kHistColour = {0.80, 0.80, 0.80};
+
+void draw_histogram_1d(cairo_t* cr, const Frame1d& f, const Histogram1d& H) {
+  for (int b = 0; b < H.bins; ++b) {
+    if (H.hist[b] <= 0) continue;
+    const double a = f.px(f.e.xmin + b * H.bin_w), z = f.px(f.e.xmin + (b + 1) * H.bin_w);
+    cairo_rectangle(cr, a, f.py(H.hist[b]), z - a, f.py(0) - f.py(H.hist[b]));
   }
-  set_colour(cr, hist_colour);
+  set_colour(cr, kHistColour);
   cairo_fill_preserve(cr);
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_set_line_width(cr, 0.8);
   cairo_stroke(cr);
+}
 
+// The curves, the truth dashed in ink and the others in the curve colours; returns each one's colour.
+std::vector<Rgb> draw_curves_1d(cairo_t* cr, const Frame1d& f, const std::vector<Curve>& curves) {
   std::size_t colour_index = 0;
   std::vector<Rgb> colours;
   for (const auto& c : curves) {
@@ -394,8 +455,8 @@ DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curv
     const Vector& x = c.curve.x;
     const Vector& d = c.curve.density;
     for (Index i = 0; i < x.size(); ++i) {
-      if (i == 0) cairo_move_to(cr, px(x[i]), py(d[i]));
-      else cairo_line_to(cr, px(x[i]), py(d[i]));
+      if (i == 0) cairo_move_to(cr, f.px(x[i]), f.py(d[i]));
+      else cairo_line_to(cr, f.px(x[i]), f.py(d[i]));
     }
     set_colour(cr, colour);
     cairo_set_line_width(cr, c.truth ? 1.6 : 2.0);
@@ -405,22 +466,29 @@ DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curv
     cairo_stroke(cr);
     cairo_set_dash(cr, nullptr, 0, 0);
   }
-  cairo_restore(cr);
+  return colours;
+}
 
-  // Axes: left and bottom spines with ticks.
+// Axes: left and bottom spines with ticks, and their labels.
+void draw_axes_1d(cairo_t* cr, Text& text, const Frame1d& f, const Layout1d& L) {
+  const int x0 = f.x0, y0 = f.y0, PW = f.PW, PH = f.PH, tick = kTick1d;
   set_colour(cr, kInk);
   cairo_set_line_width(cr, 1.0);
   cairo_move_to(cr, x0 - 0.5, y0);
   cairo_line_to(cr, x0 - 0.5, y0 + PH + 0.5);
   cairo_line_to(cr, x0 + PW, y0 + PH + 0.5);
-  draw_x_ticks(cr, text, xticks, xstep, px, y0 + PH, tick);
-  draw_y_ticks(cr, text, yticks, ystep, py, x0, tick);
+  draw_x_ticks(cr, text, L.xticks, L.xstep, [&](double x) { return f.px(x); }, y0 + PH, tick);
+  draw_y_ticks(cr, text, L.yticks, L.ystep, [&](double y) { return f.py(y); }, x0, tick);
   cairo_stroke(cr);
   text.draw("x", x0 + PW / 2.0, y0 + PH + tick + 4 + 12 + 16, kTickSize, false, Align::Centre, kInk);
   text.draw("density", 10 + 7, y0 + PH / 2.0, kTickSize, false, Align::Centre, kInk, true, -M_PI / 2);
+}
 
-  // Legend.
-  double ly = top + 4;
+// Legend: per curve its line, name and caption lines; then the histogram's swatch.
+void draw_legend_1d(cairo_t* cr, Text& text, const std::vector<Curve>& curves, const std::vector<Rgb>& colours,
+                    const Layout1d& L, bool show_points) {
+  const int legend_x = L.legend_x, swatch = kSwatch1d;
+  double ly = L.top + 4;
   for (std::size_t i = 0; i < curves.size(); ++i) {
     cairo_move_to(cr, legend_x, ly + 8);
     cairo_line_to(cr, legend_x + swatch - 6, ly + 8);
@@ -432,20 +500,53 @@ DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curv
     cairo_set_dash(cr, nullptr, 0, 0);
     text.draw(curves[i].name, legend_x + swatch, ly + 8, kCaptionSize + 1, true, Align::Left, kInk, true);
     ly += 20;
-    for (const auto& line : captions[i]) {
+    for (const auto& line : L.captions[i]) {
       text.draw(line, legend_x + swatch, ly + 8, kCaptionSize, false, Align::Left, kGrey, true);
       ly += kCaptionLine;
     }
     ly += 6;
   }
-  if (o.show_points) {
+  if (show_points) {
     cairo_rectangle(cr, legend_x, ly + 2, swatch - 6, 12);
-    set_colour(cr, hist_colour);
+    set_colour(cr, kHistColour);
     cairo_fill(cr);
     text.draw("training data", legend_x + swatch, ly + 8, kCaptionSize, false, Align::Left, kInk, true);
   }
-  for (std::size_t l = 0; l < foot.size(); ++l)
-    text.draw(foot[l], left, height - 10 - 15.0 * (foot.size() - 1 - l) - 4, kFootSize, false, Align::Left, kGrey);
+}
+
+DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curves, const Matrix& train,
+                            const PlotExtent& e, const DensityPlotOptions& o) {
+  DensityPlotResult result;
+  result.extent = e;
+
+  const Histogram1d H = histogram_1d(train, e, o.show_points);
+  double ymax = 0;
+  for (double h : H.hist) ymax = std::max(ymax, h);
+  for (const auto& c : curves) ymax = std::max(ymax, c.curve.density.maxCoeff());
+  ymax *= 1.08;
+
+  SurfacePtr scratch(cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1));
+  Text measure(scratch.get());
+  const Layout1d L = layout_1d(curves, e, ymax, o, measure);
+  result.width = L.width;
+  result.height = L.height;
+  Canvas canvas(L.width, L.height);
+  cairo_t* cr = canvas.cr();
+  Text text(canvas.surface());
+  const Frame1d f{e, L.left, L.top, L.PW, L.PH, ymax};
+
+  cairo_save(cr);
+  cairo_rectangle(cr, f.x0, f.y0, f.PW, f.PH);
+  cairo_clip(cr);
+  draw_histogram_1d(cr, f, H);
+  const std::vector<Rgb> colours = draw_curves_1d(cr, f, curves);
+  cairo_restore(cr);
+
+  draw_axes_1d(cr, text, f, L);
+  draw_legend_1d(cr, text, curves, colours, L, o.show_points);
+  for (std::size_t l = 0; l < L.foot.size(); ++l)
+    text.draw(L.foot[l], L.left, L.height - 10 - 15.0 * (L.foot.size() - 1 - l) - 4, kFootSize, false, Align::Left,
+              kGrey);
 
   font_notes(text, measure, result.notes);
   canvas.write(file);

@@ -145,12 +145,12 @@ Ticks make_ticks(const Axis& a, int target) {
   return t;
 }
 
-}  // namespace
+// The data's range over every series, its band included.
+struct LineRange {
+  double xlo, xhi, ylo, yhi;
+};
 
-LinePlotResult write_line_plot(const fs::path& file, const std::vector<LineSeries>& series,
-                               const LinePlotOptions& o) {
-  check_series(series, o);
-
+LineRange line_data_range(const std::vector<LineSeries>& series) {
   double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo, ylo = xlo, yhi = -xlo;
   for (const LineSeries& s : series) {
     xlo = std::min(xlo, s.x.minCoeff());
@@ -162,76 +162,80 @@ LinePlotResult write_line_plot(const fs::path& file, const std::vector<LineSerie
       yhi = std::max(yhi, s.upper.maxCoeff());
     }
   }
-  const Axis ax = make_axis(xlo, xhi, o.log_x), ay = make_axis(ylo, yhi, o.log_y);
-  const Ticks xt = make_ticks(ax, 6), yt = make_ticks(ay, 5);
+  return {xlo, xhi, ylo, yhi};
+}
 
-  SurfacePtr scratch(cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1));
-  Text measure(scratch.get());
+// Tick length and legend swatch width, in pixels.
+constexpr int kLineTick = 4, kLineSwatch = 30;
+
+// The figure's layout: the plotting area (left, top, PW x PH), the legend's column, the wrapped
+// footnote and the whole size, sized so that the widest tick and legend labels fit.
+struct LineLayout {
+  int PW = 0, PH = 0, left = 0, top = 0, legend_x = 0, width = 0, height = 0;
+  std::vector<std::string> foot;
+};
+
+LineLayout line_layout(const std::vector<LineSeries>& series, const Ticks& yt, const LinePlotOptions& o,
+                       const Text& measure) {
   double ylabel_w = 0;
   for (const auto& l : yt.labels) ylabel_w = std::max(ylabel_w, measure.width(l, kTickSize, false));
   double legend_w = 0;
   for (const LineSeries& s : series)
     legend_w = std::max(legend_w, measure.width(s.label, kCaptionSize, false));
 
-  const int PW = o.width, PH = o.height, tick = 4, swatch = 30;
-  const int left = 10 + 16 + static_cast<int>(std::ceil(ylabel_w)) + tick + 6;
-  const int top = o.title.empty() ? 14 : 14 + 24;
-  const int legend_x = left + PW + 18;
-  const int width = legend_x + swatch + static_cast<int>(std::ceil(legend_w)) + 16;
-  const std::vector<std::string> foot = footnote_lines(measure, o.footnote, width - left - 12);
+  LineLayout L;
+  L.PW = o.width;
+  L.PH = o.height;
+  const int tick = kLineTick, swatch = kLineSwatch;
+  L.left = 10 + 16 + static_cast<int>(std::ceil(ylabel_w)) + tick + 6;
+  L.top = o.title.empty() ? 14 : 14 + 24;
+  L.legend_x = L.left + L.PW + 18;
+  L.width = L.legend_x + swatch + static_cast<int>(std::ceil(legend_w)) + 16;
+  L.foot = footnote_lines(measure, o.footnote, L.width - L.left - 12);
   const int axis_h = tick + 4 + 12 + 8 + 14;
   const int legend_h = 8 + 20 * static_cast<int>(series.size());
-  const int height = std::max(top + PH, top + legend_h) + axis_h + 10 + static_cast<int>(foot.size()) * 15;
+  L.height = std::max(L.top + L.PH, L.top + legend_h) + axis_h + 10 + static_cast<int>(L.foot.size()) * 15;
+  return L;
+}
 
-  LinePlotResult result;
-  result.width = width;
-  result.height = height;
-  result.plot_left = left;
-  result.plot_top = top;
-  auto from_units = [](const Axis& a, double u) { return a.log ? std::pow(10.0, u) : u; };
-  result.x_min = from_units(ax, ax.lo);
-  result.x_max = from_units(ax, ax.hi);
-  result.y_min = from_units(ay, ay.lo);
-  result.y_max = from_units(ay, ay.hi);
+// Data (px, py) and drawing units (upx, upy) to pixels of the plotting area.
+struct LineFrame {
+  const Axis& ax;
+  const Axis& ay;
+  int left, top, PW, PH;
+  double px(double v) const { return left + (ax.to_units(v) - ax.lo) / (ax.hi - ax.lo) * PW; }
+  double py(double v) const { return top + PH - (ay.to_units(v) - ay.lo) / (ay.hi - ay.lo) * PH; }
+  double upx(double u) const { return left + (u - ax.lo) / (ax.hi - ax.lo) * PW; }
+  double upy(double u) const { return top + PH - (u - ay.lo) / (ay.hi - ay.lo) * PH; }
+};
 
-  Canvas canvas(width, height);
-  cairo_t* cr = canvas.cr();
-  Text text(canvas.surface());
-  auto px = [&](double v) { return left + (ax.to_units(v) - ax.lo) / (ax.hi - ax.lo) * PW; };
-  auto py = [&](double v) { return top + PH - (ay.to_units(v) - ay.lo) / (ay.hi - ay.lo) * PH; };
-  auto upx = [&](double u) { return left + (u - ax.lo) / (ax.hi - ax.lo) * PW; };
-  auto upy = [&](double u) { return top + PH - (u - ay.lo) / (ay.hi - ay.lo) * PH; };
-
-  // Light grid at the ticks: reading values off log-log axes needs it.
+// Light grid at the ticks: reading values off log-log axes needs it.
+void draw_line_grid(cairo_t* cr, const LineFrame& f, const Ticks& xt, const Ticks& yt) {
   set_colour(cr, Rgb{0.90, 0.90, 0.90});
   cairo_set_line_width(cr, 1.0);
   for (double u : xt.units) {
-    const double p = std::round(upx(u)) + 0.5;
-    cairo_move_to(cr, p, top);
-    cairo_line_to(cr, p, top + PH);
+    const double p = std::round(f.upx(u)) + 0.5;
+    cairo_move_to(cr, p, f.top);
+    cairo_line_to(cr, p, f.top + f.PH);
   }
   for (double u : yt.units) {
-    const double p = std::round(upy(u)) + 0.5;
-    cairo_move_to(cr, left, p);
-    cairo_line_to(cr, left + PW, p);
+    const double p = std::round(f.upy(u)) + 0.5;
+    cairo_move_to(cr, f.left, p);
+    cairo_line_to(cr, f.left + f.PW, p);
   }
   cairo_stroke(cr);
+}
 
-  std::vector<Rgb> colours;
-  for (std::size_t k = 0; k < series.size(); ++k)
-    colours.push_back(rgb_hex(kCurveColours[k % std::size(kCurveColours)]));
-
-  cairo_save(cr);
-  cairo_rectangle(cr, left, top, PW, PH);
-  cairo_clip(cr);
-  // Bands first, so that every line stays visible on top of every band.
+// Every band, drawn before any line so that every line stays visible on top of every band.
+void draw_line_bands(cairo_t* cr, const LineFrame& f, const std::vector<LineSeries>& series,
+                     const std::vector<Rgb>& colours) {
   for (std::size_t k = 0; k < series.size(); ++k) {
     const LineSeries& s = series[k];
     if (s.lower.size() == 0) continue;
     const Index n = s.x.size();
     if (n == 1) {
-      cairo_move_to(cr, px(s.x[0]), py(s.lower[0]));
-      cairo_line_to(cr, px(s.x[0]), py(s.upper[0]));
+      cairo_move_to(cr, f.px(s.x[0]), f.py(s.lower[0]));
+      cairo_line_to(cr, f.px(s.x[0]), f.py(s.upper[0]));
       set_colour(cr, colours[k], 0.35);
       cairo_set_line_width(cr, 6.0);
       cairo_stroke(cr);
@@ -239,23 +243,27 @@ LinePlotResult write_line_plot(const fs::path& file, const std::vector<LineSerie
     }
     for (Index i = 0; i < n; ++i) {
       if (i == 0)
-        cairo_move_to(cr, px(s.x[i]), py(s.upper[i]));
+        cairo_move_to(cr, f.px(s.x[i]), f.py(s.upper[i]));
       else
-        cairo_line_to(cr, px(s.x[i]), py(s.upper[i]));
+        cairo_line_to(cr, f.px(s.x[i]), f.py(s.upper[i]));
     }
-    for (Index i = n - 1; i >= 0; --i) cairo_line_to(cr, px(s.x[i]), py(s.lower[i]));
+    for (Index i = n - 1; i >= 0; --i) cairo_line_to(cr, f.px(s.x[i]), f.py(s.lower[i]));
     cairo_close_path(cr);
     set_colour(cr, colours[k], 0.2);
     cairo_fill(cr);
   }
+}
+
+void draw_line_curves(cairo_t* cr, const LineFrame& f, const std::vector<LineSeries>& series,
+                      const std::vector<Rgb>& colours) {
   for (std::size_t k = 0; k < series.size(); ++k) {
     const LineSeries& s = series[k];
     const Index n = s.x.size();
     for (Index i = 0; i < n; ++i) {
       if (i == 0)
-        cairo_move_to(cr, px(s.x[i]), py(s.y[i]));
+        cairo_move_to(cr, f.px(s.x[i]), f.py(s.y[i]));
       else
-        cairo_line_to(cr, px(s.x[i]), py(s.y[i]));
+        cairo_line_to(cr, f.px(s.x[i]), f.py(s.y[i]));
     }
     set_colour(cr, colours[k]);
     cairo_set_line_width(cr, 2.0);
@@ -265,27 +273,30 @@ LinePlotResult write_line_plot(const fs::path& file, const std::vector<LineSerie
     if (n <= 60) {
       for (Index i = 0; i < n; ++i) {
         cairo_new_sub_path(cr);
-        cairo_arc(cr, px(s.x[i]), py(s.y[i]), 3.0, 0, 2 * M_PI);
+        cairo_arc(cr, f.px(s.x[i]), f.py(s.y[i]), 3.0, 0, 2 * M_PI);
       }
       cairo_fill(cr);
     }
   }
-  cairo_restore(cr);
+}
 
-  // Axes: left and bottom spines with ticks and labels.
+// Axes: left and bottom spines with ticks and labels, the axis labels and the title.
+void draw_line_axes(cairo_t* cr, Text& text, const LineFrame& f, const Ticks& xt, const Ticks& yt,
+                    const LinePlotOptions& o) {
+  const int left = f.left, top = f.top, PW = f.PW, PH = f.PH, tick = kLineTick;
   set_colour(cr, kInk);
   cairo_set_line_width(cr, 1.0);
   cairo_move_to(cr, left - 0.5, top);
   cairo_line_to(cr, left - 0.5, top + PH + 0.5);
   cairo_line_to(cr, left + PW, top + PH + 0.5);
   for (std::size_t i = 0; i < xt.units.size(); ++i) {
-    const double p = std::round(upx(xt.units[i])) + 0.5;
+    const double p = std::round(f.upx(xt.units[i])) + 0.5;
     cairo_move_to(cr, p, top + PH + 0.5);
     cairo_line_to(cr, p, top + PH + 0.5 + tick);
     text.draw(xt.labels[i], p, top + PH + tick + 4 + 9, kTickSize, false, Align::Centre, kInk);
   }
   for (std::size_t i = 0; i < yt.units.size(); ++i) {
-    const double p = std::round(upy(yt.units[i])) + 0.5;
+    const double p = std::round(f.upy(yt.units[i])) + 0.5;
     cairo_move_to(cr, left - 0.5, p);
     cairo_line_to(cr, left - 0.5 - tick, p);
     text.draw(yt.labels[i], left - tick - 4, p, kTickSize, false, Align::Right, kInk, true);
@@ -294,8 +305,12 @@ LinePlotResult write_line_plot(const fs::path& file, const std::vector<LineSerie
   text.draw(o.x_label, left + PW / 2.0, top + PH + tick + 4 + 12 + 16, kTickSize, false, Align::Centre, kInk);
   text.draw(o.y_label, 10 + 7, top + PH / 2.0, kTickSize, false, Align::Centre, kInk, true, -M_PI / 2);
   if (!o.title.empty()) text.draw(o.title, left + PW / 2.0, 14 + 12, kTitleSize, true, Align::Centre, kInk);
+}
 
-  // Legend, beside the plot.
+// Legend, beside the plot: a line (over a band swatch when the series has a band) and the label.
+void draw_line_legend(cairo_t* cr, Text& text, const std::vector<LineSeries>& series,
+                      const std::vector<Rgb>& colours, int legend_x, int top) {
+  const int swatch = kLineSwatch;
   double ly = top + 4;
   for (std::size_t k = 0; k < series.size(); ++k) {
     if (series[k].lower.size() > 0) {
@@ -311,9 +326,55 @@ LinePlotResult write_line_plot(const fs::path& file, const std::vector<LineSerie
     text.draw(series[k].label, legend_x + swatch, ly + 8, kCaptionSize, false, Align::Left, kInk, true);
     ly += 20;
   }
-  for (std::size_t l = 0; l < foot.size(); ++l)
-    text.draw(foot[l], left, height - 10 - 15.0 * (foot.size() - 1 - l) - 4, kFootSize, false, Align::Left,
-              kGrey);
+}
+
+}  // namespace
+
+LinePlotResult write_line_plot(const fs::path& file, const std::vector<LineSeries>& series,
+                               const LinePlotOptions& o) {
+  check_series(series, o);
+
+  const LineRange r = line_data_range(series);
+  const Axis ax = make_axis(r.xlo, r.xhi, o.log_x), ay = make_axis(r.ylo, r.yhi, o.log_y);
+  const Ticks xt = make_ticks(ax, 6), yt = make_ticks(ay, 5);
+
+  SurfacePtr scratch(cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1));
+  Text measure(scratch.get());
+  const LineLayout L = line_layout(series, yt, o, measure);
+
+  LinePlotResult result;
+  result.width = L.width;
+  result.height = L.height;
+  result.plot_left = L.left;
+  result.plot_top = L.top;
+  auto from_units = [](const Axis& a, double u) { return a.log ? std::pow(10.0, u) : u; };
+  result.x_min = from_units(ax, ax.lo);
+  result.x_max = from_units(ax, ax.hi);
+  result.y_min = from_units(ay, ay.lo);
+  result.y_max = from_units(ay, ay.hi);
+
+  Canvas canvas(L.width, L.height);
+  cairo_t* cr = canvas.cr();
+  Text text(canvas.surface());
+  const LineFrame frame{ax, ay, L.left, L.top, L.PW, L.PH};
+  draw_line_grid(cr, frame, xt, yt);
+
+  std::vector<Rgb> colours;
+  for (std::size_t k = 0; k < series.size(); ++k)
+    colours.push_back(rgb_hex(kCurveColours[k % std::size(kCurveColours)]));
+
+  cairo_save(cr);
+  cairo_rectangle(cr, L.left, L.top, L.PW, L.PH);
+  cairo_clip(cr);
+  draw_line_bands(cr, frame, series, colours);
+  draw_line_curves(cr, frame, series, colours);
+  cairo_restore(cr);
+
+  draw_line_axes(cr, text, frame, xt, yt, o);
+  draw_line_legend(cr, text, series, colours, L.legend_x, L.top);
+  for (std::size_t l = 0; l < L.foot.size(); ++l)
+    text.draw(L.foot[l], L.left, L.height - 10 - 15.0 * (L.foot.size() - 1 - l) - 4, kFootSize, false,
+              Align::Left, kGrey);
 
   font_notes(text, measure, result.notes, "line plot");
   canvas.write(file);
