@@ -177,17 +177,12 @@ std::optional<FacetSet> ClusterMixtureEstimator::facets() const {
   return out;
 }
 
-ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
+ClusterMixtureEstimator::Clusters ClusterMixtureEstimator::cluster_rows(const FitInput& in) const {
   const Matrix& X = in.train;
-  const Index N = X.rows(), D = X.cols(), K = clusters_;
-  if (K > N)
-    sites_.fail("clusters", std::to_string(K) + " clusters but only " + std::to_string(N) + " training rows");
-  Registry& registry = *parts_.registry;
-
-  // 1. Spectral clustering; validation rows by the same assignment rule.
+  const Index N = X.rows(), K = clusters_;
+  Clusters out;
   std::vector<Index> train_labels(static_cast<std::size_t>(N), 0),
       val_labels(static_cast<std::size_t>(in.validation.rows()), 0);
-  double bandwidth = 0.0;
   if (K > 1) {
     in.context.progress().update("cluster_mixture", -1.0,
                                  "spectral clustering of " + std::to_string(N) + " rows");
@@ -201,8 +196,8 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
         SpectralClustering::fit(X, opt, in.context.rng().derive("clustering"), in.context);
     train_labels = sc.labels();
     if (in.validation.rows() > 0) val_labels = sc.assign(in.validation, in.context);
-    bandwidth = sc.bandwidth();
-    in.report.values["clustering.bandwidth"] = bandwidth;
+    out.bandwidth = sc.bandwidth();
+    in.report.values["clustering.bandwidth"] = out.bandwidth;
     in.report.values["clustering.landmarks"] = static_cast<double>(sc.landmarks().rows());
     in.report.values["clustering.kmeans_inertia"] = sc.kmeans_inertia();
     for (Index k = 0; k < K; ++k)
@@ -210,14 +205,14 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     if (sc.eigensolver_fell_back())
       in.report.notes.push_back("spectral clustering: Lanczos did not converge; used the dense eigensolver");
   }
-  std::vector<std::vector<Index>> train_rows(static_cast<std::size_t>(K)),
-      val_rows(static_cast<std::size_t>(K));
+  out.train.resize(static_cast<std::size_t>(K));
+  out.validation.resize(static_cast<std::size_t>(K));
   for (Index i = 0; i < N; ++i)
-    train_rows[static_cast<std::size_t>(train_labels[static_cast<std::size_t>(i)])].push_back(i);
+    out.train[static_cast<std::size_t>(train_labels[static_cast<std::size_t>(i)])].push_back(i);
   for (Index i = 0; i < in.validation.rows(); ++i)
-    val_rows[static_cast<std::size_t>(val_labels[static_cast<std::size_t>(i)])].push_back(i);
+    out.validation[static_cast<std::size_t>(val_labels[static_cast<std::size_t>(i)])].push_back(i);
   for (Index k = 0; k < K; ++k) {
-    const Index n_k = static_cast<Index>(train_rows[static_cast<std::size_t>(k)].size());
+    const Index n_k = static_cast<Index>(out.train[static_cast<std::size_t>(k)].size());
     if (n_k < min_cluster_size_)
       sites_.fail("min_cluster_size",
                   "cluster " + std::to_string(k) + " of " + std::to_string(K) + " has " +
@@ -225,6 +220,109 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
                       " training rows, fewer than min_cluster_size = " + std::to_string(min_cluster_size_) +
                       "; use fewer clusters or change the affinity bandwidth");
   }
+  return out;
+}
+
+ModelPtr ClusterMixtureEstimator::fit_cluster(Index k, const Matrix& Xk, const Matrix& Vk, const Context& cluster,
+                                              FitReport& sub) const {
+  const Index D = Xk.cols();
+  Registry& registry = *parts_.registry;
+  const std::string context = "in cluster " + std::to_string(k) + " of " + std::to_string(clusters_) +
+                              ", which has " + std::to_string(Xk.rows()) + " training and " +
+                              std::to_string(Vk.rows()) + " validation rows";
+  RandomStream init = cluster.rng().derive("init");
+  BuildContext ctx{D, &registry, &init, Xk.rows()};
+  ModelPtr model = in_cluster(context, [&] {
+    EstimatorParts parts;
+    parts.registry = &registry;
+    if (parts_.kernel) parts.kernel = fresh_copy(parts_.kernel, init);
+    if (parts_.base_measure) {
+      parts.base_measure = fresh_copy(parts_.base_measure, init);
+      parts.base_measure->check_dimension(D);
+    }
+    EstimatorPtr est = registry.make_estimator(inner_, parts, ctx);
+    Context fit_context = cluster.child("fit");
+    FitInput fin{Xk, Vk, fit_context, sub};
+    return est->fit(fin);
+  });
+  if (!model)
+    throw Error("cluster_mixture: the inner estimator returned no model for cluster " + std::to_string(k));
+  return model;
+}
+
+ClusterMixtureEstimator::Normalizer ClusterMixtureEstimator::normalize_cluster(const Model& model, Index k,
+                                                                               const Matrix& Xk,
+                                                                               const RandomStream& stream,
+                                                                               const FitInput& in) const {
+  Normalizer out;
+  if (const std::optional<double> exact = model.log_normalizer()) {
+    out.log_z = *exact;
+    out.log_z_stderr = 0.0;
+    out.exact = true;
+    out.text = "log Z = " + number_text(out.log_z) + " (exact)";
+    return out;
+  }
+  const Index D = Xk.cols();
+  const std::string prefix = "cluster" + std::to_string(k);
+  const BaseMeasure* base = model.base_measure();
+  if (!base || !base->can_sample())
+    inner_.fail("type",
+                "the models of inner estimator `" + *inner_.type() + "` " +
+                    (base ? "have a base measure (" + base->type_name() + ") that cannot be sampled"
+                          : std::string("expose no base measure")) +
+                    ", so cluster_mixture cannot normalise its components by importance sampling");
+  // The base measure alone misses a component whose mass sits far inside its cluster (a narrow deep
+  // kernel model: log Ẑ_k came out at −268 ± 0.7 from 10⁷ proposals, ESS ≈ 3, and the mixture's
+  // weights with it); the defensive mixture's Student-t and bumps at the cluster's rows reach it.
+  const std::string task = "cluster_mixture normaliser " + std::to_string(k);
+  const std::string label = "cluster_mixture component " + std::to_string(k);
+  const bool defensive = opt_.normalizer_proposal == "defensive";
+  std::optional<MixtureProposal> mixture;
+  if (defensive) {
+    Matrix inducing(0, D);
+    if (const auto* lite = dynamic_cast<const LiteModel*>(&model)) inducing = lite->inducing_points();
+    RandomStream centres = stream.derive("normalizer_centres");
+    DefensiveOptions options;
+    options.max_centres = opt_.normalizer_centres;
+    mixture.emplace(make_defensive_proposal(base, Xk, inducing, options, centres));
+  }
+  const ProposalSource source =
+      defensive ? ProposalSource(model, *mixture, label) : ProposalSource(model, *base, label);
+  const ChunkPlan plan{normalizer_samples_, kNormalizerChunk, 0.0, &in.context.progress(), task};
+  const MomentsRun run = sample_moments(source, stream.derive("normalizer"), plan, in.context);
+  if (!run.moments.has_mass())
+    throw NumericalError("cluster_mixture: every one of the " + std::to_string(run.report.used) +
+                         " importance-sampling proposals of component " + std::to_string(k) +
+                         " has p~ = 0, so log Ẑ = −inf");
+  out.log_z = run.moments.log_mean();
+  out.log_z_stderr = run.moments.log_mean_stderr();
+  const double ess = run.moments.effective_sample_size();
+  in.report.values[prefix + ".normalizer_ess"] = ess;
+  // The responsibilities, hence the mixture's score, Laplacian and Fisher divergence, move with
+  // log Ẑ_k − log Ẑ_j: an imprecise Ẑ_k is not a number to print without a warning.
+  if (ess < kMinNormalizerEss || out.log_z_stderr > kMaxNormalizerStderr)
+    in.report.notes.push_back(
+        "warning: " + prefix + ": log Ẑ = " + number_text(out.log_z) + " ± " + number_text(out.log_z_stderr) +
+        " rests on an effective sample size of " + number_text(ess) + " of " + std::to_string(run.report.used) +
+        " proposals (reliable needs at least " + number_text(kMinNormalizerEss) +
+        " and a standard error of at most " + number_text(kMaxNormalizerStderr) +
+        " nats): the weights between the components, and with them the "
+        "mixture's score and any Fisher divergence or score-matching loss of it, are unreliable; raise "
+        "normalizer_samples" +
+        (defensive ? std::string() : std::string(" or use normalizer_proposal = \"defensive\"")));
+  out.text = "log Ẑ = " + number_text(out.log_z) + " ± " + number_text(out.log_z_stderr) + " from " +
+             std::to_string(run.report.used) + " proposals";
+  return out;
+}
+
+ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
+  const Matrix& X = in.train;
+  const Index N = X.rows(), K = clusters_;
+  if (K > N)
+    sites_.fail("clusters", std::to_string(K) + " clusters but only " + std::to_string(N) + " training rows");
+
+  // 1. Spectral clustering; validation rows by the same assignment rule.
+  const Clusters clusters = cluster_rows(in);
 
   // 2. One inner fit per cluster, each with fresh components and its own streams.
   std::vector<ModelPtr> components;
@@ -233,98 +331,24 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
   Index exact_components = 0;
   for (Index k = 0; k < K; ++k) {
     const auto kk = static_cast<std::size_t>(k);
-    const Matrix Xk = gather_rows(X, train_rows[kk]);
-    const Matrix Vk = gather_rows(in.validation, val_rows[kk]);
+    const Matrix Xk = gather_rows(X, clusters.train[kk]);
+    const Matrix Vk = gather_rows(in.validation, clusters.validation[kk]);
     const std::string prefix = "cluster" + std::to_string(k);
-    const std::string context = "in cluster " + std::to_string(k) + " of " + std::to_string(K) +
-                                ", which has " + std::to_string(Xk.rows()) + " training and " +
-                                std::to_string(Vk.rows()) + " validation rows";
     in.context.progress().update("cluster_mixture", static_cast<double>(k) / static_cast<double>(K),
                                  "fitting cluster " + std::to_string(k + 1) + " of " + std::to_string(K) +
                                      " (" + std::to_string(Xk.rows()) + " rows)");
     // The cluster's context: stream in.context.rng().derive("cluster").derive(k), progress labelled.
     const Context cluster =
         in.context.child("cluster").child(static_cast<std::uint64_t>(k), "cluster " + std::to_string(k));
-    const RandomStream& stream = cluster.rng();
-    RandomStream init = stream.derive("init");
-    BuildContext ctx{D, &registry, &init, Xk.rows()};
     FitReport sub;
-    ModelPtr model = in_cluster(context, [&] {
-      EstimatorParts parts;
-      parts.registry = &registry;
-      if (parts_.kernel) parts.kernel = fresh_copy(parts_.kernel, init);
-      if (parts_.base_measure) {
-        parts.base_measure = fresh_copy(parts_.base_measure, init);
-        parts.base_measure->check_dimension(D);
-      }
-      EstimatorPtr est = registry.make_estimator(inner_, parts, ctx);
-      Context fit_context = cluster.child("fit");
-      FitInput fin{Xk, Vk, fit_context, sub};
-      return est->fit(fin);
-    });
-    if (!model)
-      throw Error("cluster_mixture: the inner estimator returned no model for cluster " + std::to_string(k));
+    ModelPtr model = fit_cluster(k, Xk, Vk, cluster, sub);
 
     // 3. Its normaliser: exact when the model knows its log Z (the likelihood baselines), otherwise by
     // importance sampling from its own normalised base measure.
-    std::string normalizer_text;
-    if (const std::optional<double> exact = model->log_normalizer()) {
-      log_z[k] = *exact;
-      log_z_se[k] = 0.0;
-      ++exact_components;
-      normalizer_text = "log Z = " + number_text(log_z[k]) + " (exact)";
-    } else {
-      const BaseMeasure* base = model->base_measure();
-      if (!base || !base->can_sample())
-        inner_.fail("type",
-                    "the models of inner estimator `" + *inner_.type() + "` " +
-                        (base ? "have a base measure (" + base->type_name() + ") that cannot be sampled"
-                              : std::string("expose no base measure")) +
-                        ", so cluster_mixture cannot normalise its components by importance sampling");
-      // The base measure alone misses a component whose mass sits far inside its cluster (a narrow deep
-      // kernel model: log Ẑ_k came out at −268 ± 0.7 from 10⁷ proposals, ESS ≈ 3, and the mixture's
-      // weights with it); the defensive mixture's Student-t and bumps at the cluster's rows reach it.
-      const std::string task = "cluster_mixture normaliser " + std::to_string(k);
-      const std::string label = "cluster_mixture component " + std::to_string(k);
-      const bool defensive = opt_.normalizer_proposal == "defensive";
-      std::optional<MixtureProposal> mixture;
-      if (defensive) {
-        Matrix inducing(0, D);
-        if (const auto* lite = dynamic_cast<const LiteModel*>(model.get()))
-          inducing = lite->inducing_points();
-        RandomStream centres = stream.derive("normalizer_centres");
-        DefensiveOptions options;
-        options.max_centres = opt_.normalizer_centres;
-        mixture.emplace(make_defensive_proposal(base, Xk, inducing, options, centres));
-      }
-      const ProposalSource source =
-          defensive ? ProposalSource(*model, *mixture, label) : ProposalSource(*model, *base, label);
-      const ChunkPlan plan{normalizer_samples_, kNormalizerChunk, 0.0, &in.context.progress(), task};
-      const MomentsRun run = sample_moments(source, stream.derive("normalizer"), plan, in.context);
-      if (!run.moments.has_mass())
-        throw NumericalError("cluster_mixture: every one of the " + std::to_string(run.report.used) +
-                             " importance-sampling proposals of component " + std::to_string(k) +
-                             " has p~ = 0, so log Ẑ = −inf");
-      log_z[k] = run.moments.log_mean();
-      log_z_se[k] = run.moments.log_mean_stderr();
-      const double ess = run.moments.effective_sample_size();
-      in.report.values[prefix + ".normalizer_ess"] = ess;
-      // The responsibilities, hence the mixture's score, Laplacian and Fisher divergence, move with
-      // log Ẑ_k − log Ẑ_j: an imprecise Ẑ_k is not a number to print without a warning.
-      if (ess < kMinNormalizerEss || log_z_se[k] > kMaxNormalizerStderr)
-        in.report.notes.push_back(
-            "warning: " + prefix + ": log Ẑ = " + number_text(log_z[k]) + " ± " + number_text(log_z_se[k]) +
-            " rests on an effective sample size of " + number_text(ess) + " of " +
-            std::to_string(run.report.used) + " proposals (reliable needs at least " +
-            number_text(kMinNormalizerEss) + " and a standard error of at most " +
-            number_text(kMaxNormalizerStderr) +
-            " nats): the weights between the components, and with them the "
-            "mixture's score and any Fisher divergence or score-matching loss of it, are unreliable; raise "
-            "normalizer_samples" +
-            (defensive ? std::string() : std::string(" or use normalizer_proposal = \"defensive\"")));
-      normalizer_text = "log Ẑ = " + number_text(log_z[k]) + " ± " + number_text(log_z_se[k]) + " from " +
-                        std::to_string(run.report.used) + " proposals";
-    }
+    const Normalizer z = normalize_cluster(*model, k, Xk, cluster.rng(), in);
+    log_z[k] = z.log_z;
+    log_z_se[k] = z.log_z_stderr;
+    if (z.exact) ++exact_components;
     weights[k] = static_cast<double>(Xk.rows()) / static_cast<double>(N);
     counts.push_back(Xk.rows());
 
@@ -342,7 +366,7 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
     in.report.values[prefix + ".log_normalizer"] = log_z[k];
     in.report.values[prefix + ".log_normalizer_stderr"] = log_z_se[k];
     in.report.notes.push_back(prefix + ": " + std::to_string(Xk.rows()) + " training rows, weight " +
-                              number_text(weights[k]) + ", " + normalizer_text);
+                              number_text(weights[k]) + ", " + z.text);
     components.push_back(std::move(model));
   }
   in.context.progress().done("cluster_mixture", "fitted " + std::to_string(K) + " components");
@@ -356,7 +380,7 @@ ModelPtr ClusterMixtureEstimator::fit(const FitInput& in) {
   const bool all_exact = exact_components == K;
   info.normalizer_samples = all_exact ? 0 : normalizer_samples_;
   info.normalizer_proposal = all_exact ? std::string("exact") : opt_.normalizer_proposal;
-  info.bandwidth = bandwidth;
+  info.bandwidth = clusters.bandwidth;
   return std::make_shared<MixtureModel>(std::move(components), weights, log_z, std::move(info));
 }
 

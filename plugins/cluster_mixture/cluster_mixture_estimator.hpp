@@ -6,6 +6,8 @@
 // model knows its log Z (the likelihood baselines) and by importance sampling otherwise; the
 // components weighted by their clusters' training counts (MixtureModel).
 #include <optional>
+#include <vector>
+#include <string>
 
 #include "kef/config.hpp"
 #include "kef/estimator.hpp"
@@ -42,6 +44,25 @@ class ClusterMixtureEstimator final : public Estimator {
   Estimator* clone_raw() const override;
 
  private:
+  // The training rows (and validation rows, by the same rule) of each cluster, and the spectral
+  // clustering's affinity bandwidth (0 for one cluster).
+  struct Clusters {
+    std::vector<std::vector<Index>> train, validation;
+    double bandwidth = 0.0;
+  };
+  // A component's log normaliser, exact or by importance sampling, with its standard error and a
+  // line for the report.
+  struct Normalizer {
+    double log_z = 0.0, log_z_stderr = 0.0;
+    bool exact = false;
+    std::string text;
+  };
+  // The pieces of fit: the clustering, one cluster's inner fit, one component's normaliser.
+  Clusters cluster_rows(const FitInput& in) const;
+  ModelPtr fit_cluster(Index k, const Matrix& Xk, const Matrix& Vk, const Context& cluster, FitReport& sub) const;
+  Normalizer normalize_cluster(const Model& model, Index k, const Matrix& Xk, const RandomStream& stream,
+                               const FitInput& in) const;
+
   ClusterMixtureOptions opt_;
   KeySites sites_;
   Config inner_;

@@ -155,6 +155,49 @@ GaussianPart gaussian_part(const Matrix& F, Index N, Index D, int order, const E
   return p;
 }
 
+// The adjoints of one Gaussian component's derivative stacks (adj.d1, adj.d2 against the stacked
+// g = J_d·u − T_J and e = ‖J_d‖² + S_d·u − T_S): adds their share to kq (the adjoint of the
+// component's k divided by ρ_r), fills Gbar = [ḡ; ē] and returns τ̄ from the stacks divided by ρ_r.
+double gaussian_stack_adjoints(const GaussianPart& p, const KernelStacks& adj, double rho_r, double tau, Index N,
+                               Index D, int order, Matrix& kq, Matrix& Gbar) {
+  const Index M = kq.cols();
+  const bool has_1 = adj.d1.size() > 0, has_2 = adj.d2.size() > 0;
+  double tau_q = 0.0;  // τ̄ from the stacks, divided by ρ_r
+  const double t2 = tau * tau;
+  for (Index m = 0; m < M && order >= 1; ++m) {
+    const double* k = p.K.col(m).data();
+    const double* tj = p.T.col(m).data() + N;
+    const double* ts = p.T.col(m).data() + N + N * D;
+    const double* a1 = has_1 ? adj.d1.col(m).data() : nullptr;
+    const double* a2 = has_2 ? adj.d2.col(m).data() : nullptr;
+    double* kb = kq.col(m).data();
+    double* gb = Gbar.col(m).data();
+    double* eb = order >= 2 ? Gbar.col(m).data() + N * D : nullptr;
+    for (Index d = 0; d < D; ++d) {
+      for (Index n = 0; n < N; ++n) {
+        const Index i = d * N + n;
+        const double gv = p.ja[i] - tj[i];
+        const double w1 = a1 ? a1[i] : 0.0;
+        double kbi = -tau * gv * w1;
+        double gbi = -rho_r * tau * k[n] * w1;
+        double tq = -gv * k[n] * w1;
+        if (eb) {
+          const double ev = p.jj[i] + p.sa[i] - ts[i];
+          const double w2 = a2 ? a2[i] : 0.0;
+          kbi += w2 * (t2 * gv * gv - tau * ev);
+          gbi += 2.0 * rho_r * t2 * gv * k[n] * w2;
+          eb[i] = -rho_r * tau * k[n] * w2;
+          tq += w2 * (2.0 * tau * gv * gv - ev) * k[n];
+        }
+        kb[n] += kbi;
+        gb[i] = gbi;
+        tau_q += tq;
+      }
+    }
+  }
+  return tau_q;
+}
+
 }  // namespace
 
 // The Gram of component r on a block of rows: for a Gaussian component its kernel values k_r (in T),
@@ -311,39 +354,7 @@ void DeepKernel::backward(const Matrix& X, const Matrix& Y, const KernelStacks& 
       // kq: adjoint of this component's k divided by ρ_r; Gbar = [ḡ; ē] (adjoints of g and e).
       Matrix kq = has_v ? adj.value : Matrix(Matrix::Zero(N, M));
       Matrix Gbar(S, M);
-      double tau_q = 0.0;  // τ̄ from the stacks, divided by ρ_r
-      const double t2 = tau * tau;
-      for (Index m = 0; m < M && order >= 1; ++m) {
-        const double* k = p.K.col(m).data();
-        const double* tj = p.T.col(m).data() + N;
-        const double* ts = p.T.col(m).data() + N + N * D;
-        const double* a1 = has_1 ? adj.d1.col(m).data() : nullptr;
-        const double* a2 = has_2 ? adj.d2.col(m).data() : nullptr;
-        double* kb = kq.col(m).data();
-        double* gb = Gbar.col(m).data();
-        double* eb = order >= 2 ? Gbar.col(m).data() + N * D : nullptr;
-        for (Index d = 0; d < D; ++d) {
-          for (Index n = 0; n < N; ++n) {
-            const Index i = d * N + n;
-            const double gv = p.ja[i] - tj[i];
-            const double w1 = a1 ? a1[i] : 0.0;
-            double kbi = -tau * gv * w1;
-            double gbi = -rho[r] * tau * k[n] * w1;
-            double tq = -gv * k[n] * w1;
-            if (eb) {
-              const double ev = p.jj[i] + p.sa[i] - ts[i];
-              const double w2 = a2 ? a2[i] : 0.0;
-              kbi += w2 * (t2 * gv * gv - tau * ev);
-              gbi += 2.0 * rho[r] * t2 * gv * k[n] * w2;
-              eb[i] = -rho[r] * tau * k[n] * w2;
-              tq += w2 * (2.0 * tau * gv * gv - ev) * k[n];
-            }
-            kb[n] += kbi;
-            gb[i] = gbi;
-            tau_q += tq;
-          }
-        }
-      }
+      const double tau_q = gaussian_stack_adjoints(p, adj, rho[r], tau, N, D, order, kq, Gbar);
       // ρ̄_r = Σ kq ∘ K; k̄ = ρ_r kq; ω = k̄ ∘ K; k = exp(−τ‖u‖²/2): ū = −τ ω u, τ̄ += −½ Σ ω r².
       rho_bar[r] += (kq.array() * p.K.array()).sum();
       const Matrix omega = rho[r] * kq.cwiseProduct(p.K);

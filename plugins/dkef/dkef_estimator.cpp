@@ -99,6 +99,29 @@ struct DkefEstimator::State {
   Matrix Z() const { return Eigen::Map<const Matrix>(theta.data() + off_points(), M, D); }
   double lambda_alpha() const { return std::exp(theta[off_lambda()]); }
   double lambda_c() const { return std::exp(theta[off_lambda() + 1]); }
+  // The group parameter i belongs to (errors name it).
+  std::string group_of(Index i) const {
+    if (i < n_kernel) return "kernel";
+    if (i < off_lambda()) return "points";
+    if (i < off_base()) return "lambda";
+    return "base_measure";
+  }
+  // A stage-1 gradient as one vector over θ, zero where the mask is (what does not learn); a
+  // non-finite entry is an error naming its group.
+  Vector gradient(const ClosedFormGradient& g, long step, const Vector& mask) const {
+    Vector grad(theta.size());
+    grad.head(n_kernel) = g.kernel;
+    grad.segment(off_points(), n_points) = Eigen::Map<const Vector>(g.inducing.data(), g.inducing.size());
+    grad[off_lambda()] = g.log_lambda_alpha;
+    grad[off_lambda() + 1] = g.log_lambda_c;
+    grad.tail(n_base) = g.base;
+    for (Index i = 0; i < grad.size(); ++i)
+      if (!std::isfinite(grad[i]))
+        throw NumericalError("dkef step " + std::to_string(step) + ": the gradient of parameter group " +
+                             group_of(i) + " is not finite (entry " + std::to_string(i) +
+                             "); try a smaller learning_rate");
+    return Vector(grad.cwiseProduct(mask));
+  }
 };
 
 DkefEstimator::DkefEstimator(const Config& cfg, const EstimatorParts& parts, Index train_rows)
@@ -207,36 +230,8 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
                 "batch_fit + batch_loss exceeds the " + std::to_string(N) + " rows of the fit split");
   base_->check_dimension(D);
 
-  State s;
-  s.M = inducing_;
-  s.D = D;
-  s.n_kernel = kernel_->parameter_count();
-  s.n_points = inducing_ * D;
-  s.n_base = base_->parameter_count();
-  s.theta = Vector::Zero(s.n_kernel + s.n_points + 2 + s.n_base);
-  s.theta.head(s.n_kernel) = kernel_->parameters();
-  {
-    const Matrix Z = draw_inducing_points(X, inducing_, in.context.rng(), sites_);
-    s.theta.segment(s.off_points(), s.n_points) = Eigen::Map<const Vector>(Z.data(), Z.size());
-  }
-  s.theta.segment(s.off_lambda(), 2).setConstant(init_log_lambda_);
-  s.theta.tail(s.n_base) = base_->parameters();
-  auto apply = [&](const Vector& theta) {
-    s.theta = theta;
-    if (s.n_kernel) kernel_->set_parameters(theta.head(s.n_kernel));
-    if (s.n_base) base_->set_parameters(theta.tail(s.n_base));
-  };
-
-  // Which entries learn, per group.
-  Vector mask = Vector::Zero(s.theta.size());
-  auto enable = [&](const std::string& group, Index off, Index len) {
-    if (learns(group)) mask.segment(off, len).setOnes();
-  };
-  enable("kernel", 0, s.n_kernel);
-  if (kernel_->capabilities().inducing_point_gradients) enable("points", s.off_points(), s.n_points);
-  enable("lambda", s.off_lambda(), 2);
-  const bool base_learns = base_learns_;
-  if (base_learns) enable("base_measure", s.off_base(), s.n_base);
+  State s = initial_state(X, in.context);
+  const Vector mask = learning_mask(s);
 
   // Early stopping fits α on a fixed subsample of the fit split.
   Matrix fit_rows;
@@ -247,28 +242,80 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
     fit_rows = X.range(0, N);  // all of them (validation_fit_rows = 0): held for the whole stage
   }
 
-  auto group_of = [&](Index i) -> std::string {
-    if (i < s.n_kernel) return "kernel";
-    if (i < s.off_lambda()) return "points";
-    if (i < s.off_base()) return "lambda";
-    return "base_measure";
-  };
-  auto gradient_of = [&](const ClosedFormGradient& g, long step) {
-    Vector grad(s.theta.size());
-    grad.head(s.n_kernel) = g.kernel;
-    grad.segment(s.off_points(), s.n_points) = Eigen::Map<const Vector>(g.inducing.data(), g.inducing.size());
-    grad[s.off_lambda()] = g.log_lambda_alpha;
-    grad[s.off_lambda() + 1] = g.log_lambda_c;
-    grad.tail(s.n_base) = g.base;
-    for (Index i = 0; i < grad.size(); ++i)
-      if (!std::isfinite(grad[i]))
-        throw NumericalError("dkef step " + std::to_string(step) + ": the gradient of parameter group " +
-                             group_of(i) + " is not finite (entry " + std::to_string(i) +
-                             "); try a smaller learning_rate");
-    return Vector(grad.cwiseProduct(mask));
-  };
+  const long best_step = run_stage1(s, X, fit_rows, V, mask, in);
+  run_stage2(s, rows, V, in);
 
-  // ---- Stage 1 ----
+  // ---- Final α on the fit split ----
+  LiteAccumulateOptions opt;
+  opt.need_U = true;
+  opt.progress = &in.context.progress();
+  const Matrix Z = s.Z();
+  LiteSolution sol = solve_lite_system(accumulate_lite_system(*kernel_, *base_, X, Z, opt, in.context),
+                                       Matrix(), s.lambda_alpha(), 0.0, s.lambda_c());
+  in.report.values["lambda_alpha"] = s.lambda_alpha();
+  in.report.values["lambda_c"] = s.lambda_c();
+  in.report.values["jitter"] = sol.jitter;
+  auto model = std::make_shared<LiteModel>(kernel_, base_, Z, sol.alpha);
+  model->set_fit_info({{"lambda_alpha", s.lambda_alpha()}, {"lambda_c", s.lambda_c()}},
+                      {{"train_rows", static_cast<std::int64_t>(N)},
+                       {"stage1_steps", static_cast<std::int64_t>(in.report.iterations)},
+                       {"best_step", static_cast<std::int64_t>(best_step)}});
+  return model;
+}
+
+DkefEstimator::State DkefEstimator::initial_state(const TrainingRows& X, const Context& context) const {
+  State s;
+  s.M = inducing_;
+  s.D = X.cols();
+  s.n_kernel = kernel_->parameter_count();
+  s.n_points = inducing_ * s.D;
+  s.n_base = base_->parameter_count();
+  s.theta = Vector::Zero(s.n_kernel + s.n_points + 2 + s.n_base);
+  s.theta.head(s.n_kernel) = kernel_->parameters();
+  {
+    const Matrix Z = draw_inducing_points(X, inducing_, context.rng(), sites_);
+    s.theta.segment(s.off_points(), s.n_points) = Eigen::Map<const Vector>(Z.data(), Z.size());
+  }
+  s.theta.segment(s.off_lambda(), 2).setConstant(init_log_lambda_);
+  s.theta.tail(s.n_base) = base_->parameters();
+  return s;
+}
+
+Vector DkefEstimator::learning_mask(const State& s) const {
+  Vector mask = Vector::Zero(s.theta.size());
+  auto enable = [&](const std::string& group, Index off, Index len) {
+    if (learns(group)) mask.segment(off, len).setOnes();
+  };
+  enable("kernel", 0, s.n_kernel);
+  if (kernel_->capabilities().inducing_point_gradients) enable("points", s.off_points(), s.n_points);
+  enable("lambda", s.off_lambda(), 2);
+  if (base_learns_) enable("base_measure", s.off_base(), s.n_base);
+  return mask;
+}
+
+void DkefEstimator::apply(State& s, const Vector& theta) {
+  s.theta = theta;
+  if (s.n_kernel) kernel_->set_parameters(theta.head(s.n_kernel));
+  if (s.n_base) base_->set_parameters(theta.tail(s.n_base));
+}
+
+std::pair<Matrix, Matrix> DkefEstimator::draw_minibatches(const TrainingRows& X, RandomStream& batches) const {
+  auto idx = sample_without_replacement(X.rows(), batch_fit_ + batch_loss_, batches);
+  // sample_without_replacement returns sorted indices; shuffle so Dt and Dv are random halves.
+  for (std::size_t i = idx.size() - 1; i > 0; --i)
+    std::swap(idx[i], idx[static_cast<std::size_t>(batches.uniform_int(i + 1))]);
+  const auto split = idx.begin() + batch_fit_;
+  Matrix Dt = X.pick({idx.begin(), split});
+  Matrix Dv = X.pick({split, idx.end()});
+  if (noise_std_ > 0) {
+    Dt += noise_std_ * batches.normal_matrix(Dt.rows(), X.cols());
+    Dv += noise_std_ * batches.normal_matrix(Dv.rows(), X.cols());
+  }
+  return {std::move(Dt), std::move(Dv)};
+}
+
+long DkefEstimator::run_stage1(State& s, const TrainingRows& X, const Matrix& fit_rows, const Matrix& V,
+                               const Vector& mask, const FitInput& in) {
   Adam adam(AdamOptions{learning_rate_}, sites_.where("learning_rate"));
   RandomStream batches = in.context.rng().derive("minibatches");
   double best = validation_loss(s, fit_rows, V, in.context);
@@ -278,25 +325,15 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
   in.report.curve.emplace_back(0, best);
   const auto t0 = std::chrono::steady_clock::now();
   for (step = 1; step <= max_steps_; ++step) {
-    auto idx = sample_without_replacement(N, batch_fit_ + batch_loss_, batches);
-    // sample_without_replacement returns sorted indices; shuffle so Dt and Dv are random halves.
-    for (std::size_t i = idx.size() - 1; i > 0; --i)
-      std::swap(idx[i], idx[static_cast<std::size_t>(batches.uniform_int(i + 1))]);
-    const auto split = idx.begin() + batch_fit_;
-    Matrix Dt = X.pick({idx.begin(), split});
-    Matrix Dv = X.pick({split, idx.end()});
-    if (noise_std_ > 0) {
-      Dt += noise_std_ * batches.normal_matrix(Dt.rows(), D);
-      Dv += noise_std_ * batches.normal_matrix(Dv.rows(), D);
-    }
+    const auto [Dt, Dv] = draw_minibatches(X, batches);
     ClosedFormGradient g = closed_form_validation_gradient(*kernel_, *base_, Dt, Dv, s.Z(), s.lambda_alpha(),
                                                            s.lambda_c(), in.context);
     if (!std::isfinite(g.loss))
       throw NumericalError("dkef step " + std::to_string(step) + ": the minibatch loss is not finite");
-    ClippedGradient clipped = clip_stage1_gradient(gradient_of(g, step), clip_norm_);
+    ClippedGradient clipped = clip_stage1_gradient(s.gradient(g, step, mask), clip_norm_);
     clipped_steps += clipped.clipped ? 1 : 0;
     max_gradient_norm = std::max(max_gradient_norm, clipped.norm);
-    apply(adam.step(s.theta, clipped.gradient));
+    apply(s, adam.step(s.theta, clipped.gradient));
     if (step % eval_every_ == 0) {
       const double loss = validation_loss(s, fit_rows, V, in.context);
       if (!std::isfinite(loss))
@@ -317,67 +354,50 @@ ModelPtr DkefEstimator::train(const FitInput& in) {
     }
   }
   in.report.iterations = std::min<long>(step, max_steps_);
-  apply(best_theta);
+  apply(s, best_theta);
   in.report.values["best_step"] = static_cast<double>(best_step);
   in.report.values["stage1_validation_loss"] = best;
   in.report.values["max_gradient_norm"] = max_gradient_norm;
   in.report.values["clipped_steps"] = static_cast<double>(clipped_steps);
+  return best_step;
+}
 
-  // ---- Stage 2: kernel and points frozen; λ (and q0) on α fitted to the whole fit split ----
+void DkefEstimator::run_stage2(State& s, const TrainingRowsPtr& rows, const Matrix& V, const FitInput& in) {
   Vector mask2 = Vector::Zero(s.theta.size());
   if (learns("lambda")) mask2.segment(s.off_lambda(), 2).setOnes();
-  if (learns("base_measure") && base_learns) mask2.tail(s.n_base).setOnes();
-  if (stage2_steps_ > 0 && mask2.any()) {
-    // The kernel and Z are frozen: the stacks' statistics are computed once, each step is an M x M
-    // Cholesky plus M-vector products (and q0's passes over the rows when it learns).
-    const bool q0_learns = mask2.tail(s.n_base).any();
-    const FrozenKernelMetaProblem frozen(*kernel_, *base_, rows, V, s.Z(), q0_learns, in.context,
-                                         stage2_budget_bytes_);
-    in.report.values["stage2_stacks_in_memory"] = frozen.keeps_stacks() ? 1.0 : 0.0;
-    Adam adam2(AdamOptions{learning_rate_}, sites_.where("learning_rate"));
-    double best2 = frozen.loss(s.lambda_alpha(), s.lambda_c());
-    Vector best2_theta = s.theta;
-    for (Index k = 1; k <= stage2_steps_; ++k) {
-      const FrozenKernelGradient g = frozen.gradient(s.lambda_alpha(), s.lambda_c());
-      if (g.loss < best2) {
-        best2 = g.loss;
-        best2_theta = s.theta;
-      }
-      Vector grad = Vector::Zero(s.theta.size());
-      grad[s.off_lambda()] = g.log_lambda_alpha;
-      grad[s.off_lambda() + 1] = g.log_lambda_c;
-      grad.tail(s.n_base) = g.base;
-      for (Index i = s.off_lambda(); i < grad.size(); ++i)
-        if (!std::isfinite(grad[i]))
-          throw NumericalError("dkef stage-2 step " + std::to_string(k) +
-                               ": the gradient of parameter group " + group_of(i) + " is not finite (entry " +
-                               std::to_string(i) + "); try a smaller learning_rate");
-      apply(adam2.step(s.theta, Vector(grad.cwiseProduct(mask2))));
-      in.context.progress().update("dkef stage 2",
-                                   static_cast<double>(k) / static_cast<double>(stage2_steps_), "");
+  if (learns("base_measure") && base_learns_) mask2.tail(s.n_base).setOnes();
+  if (stage2_steps_ <= 0 || !mask2.any()) return;
+  // The kernel and Z are frozen: the stacks' statistics are computed once, each step is an M x M
+  // Cholesky plus M-vector products (and q0's passes over the rows when it learns).
+  const bool q0_learns = mask2.tail(s.n_base).any();
+  const FrozenKernelMetaProblem frozen(*kernel_, *base_, rows, V, s.Z(), q0_learns, in.context,
+                                       stage2_budget_bytes_);
+  in.report.values["stage2_stacks_in_memory"] = frozen.keeps_stacks() ? 1.0 : 0.0;
+  Adam adam2(AdamOptions{learning_rate_}, sites_.where("learning_rate"));
+  double best2 = frozen.loss(s.lambda_alpha(), s.lambda_c());
+  Vector best2_theta = s.theta;
+  for (Index k = 1; k <= stage2_steps_; ++k) {
+    const FrozenKernelGradient g = frozen.gradient(s.lambda_alpha(), s.lambda_c());
+    if (g.loss < best2) {
+      best2 = g.loss;
+      best2_theta = s.theta;
     }
-    const double last = frozen.loss(s.lambda_alpha(), s.lambda_c());
-    if (last < best2) best2_theta = s.theta, best2 = last;
-    apply(best2_theta);
-    in.report.values["stage2_validation_loss"] = best2;
+    Vector grad = Vector::Zero(s.theta.size());
+    grad[s.off_lambda()] = g.log_lambda_alpha;
+    grad[s.off_lambda() + 1] = g.log_lambda_c;
+    grad.tail(s.n_base) = g.base;
+    for (Index i = s.off_lambda(); i < grad.size(); ++i)
+      if (!std::isfinite(grad[i]))
+        throw NumericalError("dkef stage-2 step " + std::to_string(k) +
+                             ": the gradient of parameter group " + s.group_of(i) + " is not finite (entry " +
+                             std::to_string(i) + "); try a smaller learning_rate");
+    apply(s, adam2.step(s.theta, Vector(grad.cwiseProduct(mask2))));
+    in.context.progress().update("dkef stage 2", static_cast<double>(k) / static_cast<double>(stage2_steps_), "");
   }
-
-  // ---- Final α on the fit split ----
-  LiteAccumulateOptions opt;
-  opt.need_U = true;
-  opt.progress = &in.context.progress();
-  const Matrix Z = s.Z();
-  LiteSolution sol = solve_lite_system(accumulate_lite_system(*kernel_, *base_, X, Z, opt, in.context),
-                                       Matrix(), s.lambda_alpha(), 0.0, s.lambda_c());
-  in.report.values["lambda_alpha"] = s.lambda_alpha();
-  in.report.values["lambda_c"] = s.lambda_c();
-  in.report.values["jitter"] = sol.jitter;
-  auto model = std::make_shared<LiteModel>(kernel_, base_, Z, sol.alpha);
-  model->set_fit_info({{"lambda_alpha", s.lambda_alpha()}, {"lambda_c", s.lambda_c()}},
-                      {{"train_rows", static_cast<std::int64_t>(N)},
-                       {"stage1_steps", static_cast<std::int64_t>(in.report.iterations)},
-                       {"best_step", static_cast<std::int64_t>(best_step)}});
-  return model;
+  const double last = frozen.loss(s.lambda_alpha(), s.lambda_c());
+  if (last < best2) best2_theta = s.theta, best2 = last;
+  apply(s, best2_theta);
+  in.report.values["stage2_validation_loss"] = best2;
 }
 
 }  // namespace kef::dkef

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kef/config.hpp"
@@ -54,6 +55,16 @@ class DkefEstimator final : public Estimator {
   bool learns(const std::string& group) const;
   double validation_loss(const State& s, const Matrix& fit_rows, const Matrix& validation,
                          const Context& context) const;
+  // The pieces of train: the starting θ (inducing points drawn from the rows), which entries learn,
+  // setting θ (and with it the kernel's and base measure's parameters), stage 1's minibatches (fit,
+  // loss) and its early-stopped Adam (returns the best step), and stage 2 (λ and q0, kernel frozen).
+  State initial_state(const TrainingRows& X, const Context& context) const;
+  Vector learning_mask(const State& s) const;
+  void apply(State& s, const Vector& theta);
+  std::pair<Matrix, Matrix> draw_minibatches(const TrainingRows& X, RandomStream& batches) const;
+  long run_stage1(State& s, const TrainingRows& X, const Matrix& fit_rows, const Matrix& validation,
+                  const Vector& mask, const FitInput& in);
+  void run_stage2(State& s, const TrainingRowsPtr& rows, const Matrix& validation, const FitInput& in);
 
   KeySites sites_;
   KernelPtr kernel_;

@@ -303,6 +303,77 @@ void FlowDensity::record_batch_norm_statistics(const Matrix& X) {
   set_training(false);
 }
 
+namespace {
+
+// One coupling layer: u = m∘v + (1 − m)∘e^{−s}∘(v − t), log-determinant −Σ_j (1 − m_j) s_j
+// (docs/math.md §15); the step's intermediates go to cs when it is not null.
+void forward_coupling(const Coupling& c, Matrix& u, Vector& logp, FlowDensity::Trace::CouplingStep* cs) {
+  const Vector keep = (1.0 - c.mask().array()).matrix();
+  Matrix mv = (u.array().rowwise() * c.mask().transpose().array()).matrix();
+  Matrix S, T;
+  c.scale_net().forward(mv, 0, S, cs ? &cs->s_tape : nullptr);
+  c.shift_net().forward(mv, 0, T, cs ? &cs->t_tape : nullptr);
+  Matrix e = (-S.array()).exp().matrix();
+  Matrix diff = u - T;
+  Matrix next = (mv.array() + (e.array() * diff.array()).rowwise() * keep.transpose().array()).matrix();
+  logp -= S * keep;
+  if (cs) {
+    cs->input = std::move(u);
+    cs->masked = std::move(mv);
+    cs->s = std::move(S);
+    cs->t = std::move(T);
+    cs->e = std::move(e);
+    cs->diff = std::move(diff);
+  }
+  u = std::move(next);
+}
+
+// The mixture base's log density of u (N x D), added to logp: Σ_d log Σ_c π_dc N(u_d; μ_dc,
+// 1/exp(lp_dc)) with π = softmax of the log mixing weights; the pass's intermediates go to s when
+// it is not null.
+void add_mixture_base(const Made& base, const Matrix& u, Vector& logp, FlowDensity::Trace::BaseStep* s) {
+  const Index N = u.rows(), D = u.cols();
+  const Index C = base.components(), W = base.width();
+  Matrix out;
+  base.net().forward(u, 0, out, s ? &s->tape : nullptr);
+  Matrix w(N, W), e(N, W), r(N, W), pi(N, W);
+  Vector a(C);
+  for (Index n = 0; n < N; ++n) {
+    double total = 0.0;
+    for (Index d = 0; d < D; ++d) {
+      const Index c0 = d * C;
+      const double la_lse = log_sum_exp_of_row(out, n, 2 * W + c0, C);
+      double a_max = -std::numeric_limits<double>::infinity();
+      for (Index c = 0; c < C; ++c) {
+        const double lp = out(n, W + c0 + c), ec = std::exp(0.5 * lp);
+        const double wc = ec * (u(n, d) - out(n, c0 + c));
+        const double log_pi = out(n, 2 * W + c0 + c) - la_lse;
+        e(n, c0 + c) = ec;
+        w(n, c0 + c) = wc;
+        pi(n, c0 + c) = std::exp(log_pi);
+        a[c] = log_pi - 0.5 * wc * wc + 0.5 * lp;
+        a_max = std::max(a_max, a[c]);
+      }
+      double a_sum = 0.0;
+      for (Index c = 0; c < C; ++c) a_sum += std::exp(a[c] - a_max);
+      const double a_lse = a_max + std::log(a_sum);
+      for (Index c = 0; c < C; ++c) r(n, c0 + c) = std::exp(a[c] - a_lse);
+      total += a_lse;
+    }
+    logp[n] += total - D * kHalfLog2Pi;
+  }
+  if (s) {
+    s->input = u;
+    s->out = std::move(out);
+    s->w = std::move(w);
+    s->e = std::move(e);
+    s->r = std::move(r);
+    s->pi = std::move(pi);
+  }
+}
+
+}  // namespace
+
 Vector FlowDensity::forward(const Matrix& X, Trace* tr) const {
   if (X.cols() != arch_.dim)
     throw DataError("flow: data has " + std::to_string(X.cols()) + " columns, the model dimension " +
@@ -318,27 +389,7 @@ Vector FlowDensity::forward(const Matrix& X, Trace* tr) const {
   Vector logp = Vector::Constant(N, -scale_.array().log().sum());
   for (std::size_t k = 0; k < static_cast<std::size_t>(layer_count()); ++k) {
     if (arch_.coupling) {
-      // u = m∘v + (1 − m)∘e^{−s}∘(v − t), log-determinant −Σ_j (1 − m_j) s_j (docs/math.md §15).
-      const Coupling& c = couplings_[k];
-      Trace::CouplingStep* cs = tr ? &tr->couplings[k] : nullptr;
-      const Vector keep = (1.0 - c.mask().array()).matrix();
-      Matrix mv = (u.array().rowwise() * c.mask().transpose().array()).matrix();
-      Matrix S, T;
-      c.scale_net().forward(mv, 0, S, cs ? &cs->s_tape : nullptr);
-      c.shift_net().forward(mv, 0, T, cs ? &cs->t_tape : nullptr);
-      Matrix e = (-S.array()).exp().matrix();
-      Matrix diff = u - T;
-      Matrix next = (mv.array() + (e.array() * diff.array()).rowwise() * keep.transpose().array()).matrix();
-      logp -= S * keep;
-      if (cs) {
-        cs->input = std::move(u);
-        cs->masked = std::move(mv);
-        cs->s = std::move(S);
-        cs->t = std::move(T);
-        cs->e = std::move(e);
-        cs->diff = std::move(diff);
-      }
-      u = std::move(next);
+      forward_coupling(couplings_[k], u, logp, tr ? &tr->couplings[k] : nullptr);
     } else {
       // u ↦ e ∘ (u − μ(u)), e = exp(lp(u)/2); log-determinant Σ_d lp_d / 2 (docs/math.md §15).
       Trace::MadeStep* s = tr ? &tr->mades[k] : nullptr;
@@ -378,46 +429,7 @@ Vector FlowDensity::forward(const Matrix& X, Trace* tr) const {
     logp -= 0.5 * u.rowwise().squaredNorm();
     logp.array() -= D * kHalfLog2Pi;
   } else {
-    // Σ_d log Σ_c π_dc N(u_d; μ_dc, 1/exp(lp_dc)) with π = softmax of the log mixing weights.
-    const Made& base = base_.front();
-    const Index C = base.components(), W = base.width();
-    Trace::BaseStep* s = tr ? &tr->base : nullptr;
-    Matrix out;
-    base.net().forward(u, 0, out, s ? &s->tape : nullptr);
-    Matrix w(N, W), e(N, W), r(N, W), pi(N, W);
-    Vector a(C);
-    for (Index n = 0; n < N; ++n) {
-      double total = 0.0;
-      for (Index d = 0; d < D; ++d) {
-        const Index c0 = d * C;
-        const double la_lse = log_sum_exp_of_row(out, n, 2 * W + c0, C);
-        double a_max = -std::numeric_limits<double>::infinity();
-        for (Index c = 0; c < C; ++c) {
-          const double lp = out(n, W + c0 + c), ec = std::exp(0.5 * lp);
-          const double wc = ec * (u(n, d) - out(n, c0 + c));
-          const double log_pi = out(n, 2 * W + c0 + c) - la_lse;
-          e(n, c0 + c) = ec;
-          w(n, c0 + c) = wc;
-          pi(n, c0 + c) = std::exp(log_pi);
-          a[c] = log_pi - 0.5 * wc * wc + 0.5 * lp;
-          a_max = std::max(a_max, a[c]);
-        }
-        double a_sum = 0.0;
-        for (Index c = 0; c < C; ++c) a_sum += std::exp(a[c] - a_max);
-        const double a_lse = a_max + std::log(a_sum);
-        for (Index c = 0; c < C; ++c) r(n, c0 + c) = std::exp(a[c] - a_lse);
-        total += a_lse;
-      }
-      logp[n] += total - D * kHalfLog2Pi;
-    }
-    if (s) {
-      s->input = u;
-      s->out = std::move(out);
-      s->w = std::move(w);
-      s->e = std::move(e);
-      s->r = std::move(r);
-      s->pi = std::move(pi);
-    }
+    add_mixture_base(base_.front(), u, logp, tr ? &tr->base : nullptr);
   }
   if (tr) tr->last = std::move(u);
   return logp;

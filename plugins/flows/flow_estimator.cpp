@@ -151,31 +151,28 @@ std::optional<FacetSet> FlowEstimator::facets() const {
                   Facet::Sampler};
 }
 
-ModelPtr FlowEstimator::fit(const FitInput& in) {
-  const Matrix& X = in.train;
-  const Matrix& V = in.validation;
-  const Index N = X.rows(), D = X.cols();
-  const std::string name = kind_name(kind_);
-  if (V.rows() == 0) no_validation_split();
-  if (N < 2) throw DataError(name + ": needs at least 2 training rows (got " + std::to_string(N) + ")");
-  if (!X.allFinite() || !V.allFinite())
-    throw DataError(name + ": the training or validation data are not finite");
+namespace {
 
+// The untrained flow: its architecture, the standardisation of X (refusing constant columns), the
+// MADEs' degrees and the initial weights, each from its own stream.
+FlowDensity initial_density(const Matrix& X, const FitInput& in, const FlowOptions& opt, FlowKind kind,
+                            const std::vector<Index>& hidden, const std::string& name) {
+  const Index D = X.cols();
   FlowArchitecture arch;
   arch.dim = D;
-  arch.hidden_units = hidden_;
-  arch.activation = network::activation_from_name(opt_.activation);
-  arch.layers = opt_.layers;
-  arch.components = opt_.components;
-  arch.batch_norm = opt_.batch_norm;
-  arch.batch_norm_epsilon = opt_.batch_norm_epsilon;
-  if (kind_ == FlowKind::real_nvp) {
+  arch.hidden_units = hidden;
+  arch.activation = network::activation_from_name(opt.activation);
+  arch.layers = opt.layers;
+  arch.components = opt.components;
+  arch.batch_norm = opt.batch_norm;
+  arch.batch_norm_epsilon = opt.batch_norm_epsilon;
+  if (kind == FlowKind::real_nvp) {
     arch.coupling = true;
-    arch.shift_activation = network::activation_from_name(opt_.shift_activation);
+    arch.shift_activation = network::activation_from_name(opt.shift_activation);
   }
 
   Vector shift = Vector::Zero(D), scale = Vector::Ones(D);
-  if (opt_.standardize) {
+  if (opt.standardize) {
     column_moments(X, shift, scale);
     for (Index d = 0; d < D; ++d)
       if (!(scale[d] > 0.0))
@@ -184,11 +181,49 @@ ModelPtr FlowEstimator::fit(const FitInput& in) {
   }
   RandomStream degree_rng = in.context.rng().derive("degrees");
   FlowDensity density(arch, shift, scale,
-                      flow_degrees(arch, !arch.coupling && opt_.hidden_degrees == "random", &degree_rng));
+                      flow_degrees(arch, !arch.coupling && opt.hidden_degrees == "random", &degree_rng));
   {
     RandomStream init = in.context.rng().derive("init");
     density.initialize(init);
   }
+  return density;
+}
+
+// One epoch: the rows in a fresh random order, one Adam step per minibatch (with weight decay);
+// returns the sum of the minibatch losses weighted by their sizes.
+double train_epoch(FlowDensity& density, const Matrix& X, const FlowOptions& opt, Adam& adam,
+                   RandomStream& shuffle, Vector& theta, Vector& grad, std::vector<Index>& perm, int threads) {
+  const Index N = X.rows();
+  for (Index i = 0; i < N; ++i) perm[static_cast<std::size_t>(i)] = i;
+  for (std::size_t i = perm.size() - 1; i > 0; --i)  // Fisher–Yates
+    std::swap(perm[i], perm[static_cast<std::size_t>(shuffle.uniform_int(i + 1))]);
+  density.set_training(true);
+  double train_sum = 0.0;
+  for (Index b = 0; b < N; b += opt.batch_size) {
+    const Index len = std::min<Index>(opt.batch_size, N - b);
+    const Matrix batch = gather_rows(X, perm, static_cast<std::size_t>(b), static_cast<std::size_t>(len));
+    const double loss = density.loss_and_gradient(batch, grad, threads);
+    train_sum += loss * static_cast<double>(len);
+    grad += opt.weight_decay * theta;  // the gradient of (w/2)|θ|²
+    adam.step_in_place(theta, grad);
+    density.set_parameters(theta);
+  }
+  return train_sum;
+}
+
+}  // namespace
+
+ModelPtr FlowEstimator::fit(const FitInput& in) {
+  const Matrix& X = in.train;
+  const Matrix& V = in.validation;
+  const Index N = X.rows();
+  const std::string name = kind_name(kind_);
+  if (V.rows() == 0) no_validation_split();
+  if (N < 2) throw DataError(name + ": needs at least 2 training rows (got " + std::to_string(N) + ")");
+  if (!X.allFinite() || !V.allFinite())
+    throw DataError(name + ": the training or validation data are not finite");
+
+  FlowDensity density = initial_density(X, in, opt_, kind_, hidden_, name);
 
   Adam adam(AdamOptions{opt_.learning_rate, opt_.beta1, opt_.beta2, opt_.adam_epsilon},
             sites_.where("learning_rate"));
@@ -203,20 +238,7 @@ ModelPtr FlowEstimator::fit(const FitInput& in) {
   Index left = opt_.patience;
   const auto t0 = std::chrono::steady_clock::now();
   for (epoch = 1; epoch <= opt_.max_epochs; ++epoch) {
-    for (Index i = 0; i < N; ++i) perm[static_cast<std::size_t>(i)] = i;
-    for (std::size_t i = perm.size() - 1; i > 0; --i)  // Fisher–Yates
-      std::swap(perm[i], perm[static_cast<std::size_t>(shuffle.uniform_int(i + 1))]);
-    density.set_training(true);
-    double train_sum = 0.0;
-    for (Index b = 0; b < N; b += opt_.batch_size) {
-      const Index len = std::min<Index>(opt_.batch_size, N - b);
-      const Matrix batch = gather_rows(X, perm, static_cast<std::size_t>(b), static_cast<std::size_t>(len));
-      const double loss = density.loss_and_gradient(batch, grad, threads);
-      train_sum += loss * static_cast<double>(len);
-      grad += opt_.weight_decay * theta;  // the gradient of (w/2)|θ|²
-      adam.step_in_place(theta, grad);
-      density.set_parameters(theta);
-    }
+    const double train_sum = train_epoch(density, X, opt_, adam, shuffle, theta, grad, perm, threads);
     last_train = train_sum / static_cast<double>(N);
     if (density.has_batch_norm())
       density.record_batch_norm_statistics(X);

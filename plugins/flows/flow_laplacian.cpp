@@ -47,6 +47,64 @@ Matrix stack_product(const Matrix& a, const Matrix& b, Index N, Index D) {
   return out;
 }
 
+// The mixture base's log density of the stacked u (value rows, then J_d and S_d rows: N(1 + 2D) x D),
+// added to the stacked lp with its first and diagonal second derivatives.
+// Per coordinate j: log Σ_c π_c N(u_j; μ_c, e^{−lp_c}) = LSE_c a_c, a_c = log π_c − w_c²/2 + lp_c/2,
+// w_c = e^{lp_c/2}(u_j − μ_c), log π = la − LSE(la); its derivatives by the chain rule on each channel
+// (∂ LSE(a) = Σ r ∂a, ∂² LSE(a) = Σ r (∂²a + (∂a)²) − (Σ r ∂a)² with r = softmax(a)).
+void add_mixture_base_stack(const Made& base, const Matrix& u, Index N, Vector& lp) {
+  const Index D = u.cols();
+  const Index C = base.components(), W = base.width();
+  Matrix out;
+  base.net().forward_stack(u, D, 2, out);
+  Vector pi(C), logpi(C), e(C), w(C), a(C), r(C), Ja(C), Sa(C);
+  for (Index j = 0; j < D; ++j)
+    for (Index n = 0; n < N; ++n) {
+      const Index c0 = j * C;
+      const double la_lse = log_sum_exp_of_row(out, n, 2 * W + c0, C);
+      double a_max = -std::numeric_limits<double>::infinity();
+      for (Index c = 0; c < C; ++c) {
+        logpi[c] = out(n, 2 * W + c0 + c) - la_lse;
+        pi[c] = std::exp(logpi[c]);
+        e[c] = std::exp(0.5 * out(n, W + c0 + c));
+        w[c] = e[c] * (u(n, j) - out(n, c0 + c));
+        a[c] = logpi[c] - 0.5 * w[c] * w[c] + 0.5 * out(n, W + c0 + c);
+        a_max = std::max(a_max, a[c]);
+      }
+      double a_sum = 0.0;
+      for (Index c = 0; c < C; ++c) a_sum += std::exp(a[c] - a_max);
+      const double a_lse = a_max + std::log(a_sum);
+      for (Index c = 0; c < C; ++c) r[c] = std::exp(a[c] - a_lse);
+      lp[n] += a_lse;
+      for (Index d = 0; d < D; ++d) {
+        const Index jr = (1 + d) * N + n, sr = (1 + D + d) * N + n;
+        double pJla = 0.0, pSla = 0.0;
+        for (Index c = 0; c < C; ++c) {
+          const double Jla = out(jr, 2 * W + c0 + c);
+          pJla += pi[c] * Jla;
+          pSla += pi[c] * (out(sr, 2 * W + c0 + c) + Jla * Jla);
+        }
+        double Jf = 0.0, Sf = 0.0;
+        for (Index c = 0; c < C; ++c) {
+          const double Jla = out(jr, 2 * W + c0 + c), Sla = out(sr, 2 * W + c0 + c);
+          const double Jlp = out(jr, W + c0 + c), Slp = out(sr, W + c0 + c);
+          const double Jdf = u(jr, j) - out(jr, c0 + c), Sdf = u(sr, j) - out(sr, c0 + c);
+          const double df = u(n, j) - out(n, c0 + c);
+          const double Je = 0.5 * e[c] * Jlp, Se = e[c] * (0.5 * Slp + 0.25 * Jlp * Jlp);
+          const double Jw = Je * df + e[c] * Jdf, Sw = Se * df + 2.0 * Je * Jdf + e[c] * Sdf;
+          const double Jlogpi = Jla - pJla, Slogpi = Sla - (pSla - pJla * pJla);
+          Ja[c] = Jlogpi - w[c] * Jw + 0.5 * Jlp;
+          Sa[c] = Slogpi - (Jw * Jw + w[c] * Sw) + 0.5 * Slp;
+          Jf += r[c] * Ja[c];
+        }
+        for (Index c = 0; c < C; ++c) Sf += r[c] * (Sa[c] + Ja[c] * Ja[c]);
+        lp[jr] += Jf;
+        lp[sr] += Sf - Jf * Jf;
+      }
+    }
+  lp.head(N).array() -= D * kHalfLog2Pi;
+}
+
 }  // namespace
 
 Vector FlowDensity::log_density_score_laplacian(const Matrix& X, Matrix& score, Matrix& laplacian) const {
@@ -98,59 +156,7 @@ Vector FlowDensity::log_density_score_laplacian(const Matrix& X, Matrix& score, 
       lp.segment((1 + D + d) * N, N) -= (J.cwiseAbs2() + u0.cwiseProduct(S)).rowwise().sum();
     }
   } else {
-    // Per coordinate j: log Σ_c π_c N(u_j; μ_c, e^{−lp_c}) = LSE_c a_c, a_c = log π_c − w_c²/2 + lp_c/2,
-    // w_c = e^{lp_c/2}(u_j − μ_c), log π = la − LSE(la); its derivatives by the chain rule on each channel
-    // (∂ LSE(a) = Σ r ∂a, ∂² LSE(a) = Σ r (∂²a + (∂a)²) − (Σ r ∂a)² with r = softmax(a)).
-    const Made& base = base_.front();
-    const Index C = base.components(), W = base.width();
-    Matrix out;
-    base.net().forward_stack(u, D, 2, out);
-    Vector pi(C), logpi(C), e(C), w(C), a(C), r(C), Ja(C), Sa(C);
-    for (Index j = 0; j < D; ++j)
-      for (Index n = 0; n < N; ++n) {
-        const Index c0 = j * C;
-        const double la_lse = log_sum_exp_of_row(out, n, 2 * W + c0, C);
-        double a_max = -std::numeric_limits<double>::infinity();
-        for (Index c = 0; c < C; ++c) {
-          logpi[c] = out(n, 2 * W + c0 + c) - la_lse;
-          pi[c] = std::exp(logpi[c]);
-          e[c] = std::exp(0.5 * out(n, W + c0 + c));
-          w[c] = e[c] * (u(n, j) - out(n, c0 + c));
-          a[c] = logpi[c] - 0.5 * w[c] * w[c] + 0.5 * out(n, W + c0 + c);
-          a_max = std::max(a_max, a[c]);
-        }
-        double a_sum = 0.0;
-        for (Index c = 0; c < C; ++c) a_sum += std::exp(a[c] - a_max);
-        const double a_lse = a_max + std::log(a_sum);
-        for (Index c = 0; c < C; ++c) r[c] = std::exp(a[c] - a_lse);
-        lp[n] += a_lse;
-        for (Index d = 0; d < D; ++d) {
-          const Index jr = (1 + d) * N + n, sr = (1 + D + d) * N + n;
-          double pJla = 0.0, pSla = 0.0;
-          for (Index c = 0; c < C; ++c) {
-            const double Jla = out(jr, 2 * W + c0 + c);
-            pJla += pi[c] * Jla;
-            pSla += pi[c] * (out(sr, 2 * W + c0 + c) + Jla * Jla);
-          }
-          double Jf = 0.0, Sf = 0.0;
-          for (Index c = 0; c < C; ++c) {
-            const double Jla = out(jr, 2 * W + c0 + c), Sla = out(sr, 2 * W + c0 + c);
-            const double Jlp = out(jr, W + c0 + c), Slp = out(sr, W + c0 + c);
-            const double Jdf = u(jr, j) - out(jr, c0 + c), Sdf = u(sr, j) - out(sr, c0 + c);
-            const double df = u(n, j) - out(n, c0 + c);
-            const double Je = 0.5 * e[c] * Jlp, Se = e[c] * (0.5 * Slp + 0.25 * Jlp * Jlp);
-            const double Jw = Je * df + e[c] * Jdf, Sw = Se * df + 2.0 * Je * Jdf + e[c] * Sdf;
-            const double Jlogpi = Jla - pJla, Slogpi = Sla - (pSla - pJla * pJla);
-            Ja[c] = Jlogpi - w[c] * Jw + 0.5 * Jlp;
-            Sa[c] = Slogpi - (Jw * Jw + w[c] * Sw) + 0.5 * Slp;
-            Jf += r[c] * Ja[c];
-          }
-          for (Index c = 0; c < C; ++c) Sf += r[c] * (Sa[c] + Ja[c] * Ja[c]);
-          lp[jr] += Jf;
-          lp[sr] += Sf - Jf * Jf;
-        }
-      }
-    lp.head(N).array() -= D * kHalfLog2Pi;
+    add_mixture_base_stack(base_.front(), u, N, lp);
   }
   score.resize(N, D);
   laplacian.resize(N, D);

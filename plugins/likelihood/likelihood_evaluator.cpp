@@ -165,54 +165,89 @@ void LikelihoodEvaluator::check(const DataShape& data) const {
   if (data.rows(split_) == 0) sites_.fail("split", "log_likelihood: the " + split_ + " split is empty");
 }
 
+void LikelihoodEvaluator::require_samplers(const EvalInput& in, const std::string& check) const {
+  const BaseMeasure* base = in.model.base_measure();
+  const bool base_ok = base && base->can_sample();
+  if ((method_ == "importance" || check == "importance") && !base_ok)
+    sites_.fail(
+        method_ == "importance" ? "type" : "check",
+        "the base measure of model " + in.model_name +
+            (base ? " (" + base->type_name() + ")" : std::string()) +
+            " cannot be sampled, so Z cannot be estimated by importance sampling from it (the model "
+            "does not "
+            "know its normaliser either; method = \"defensive\" or \"ais\" do not need it)");
+  if ((method_ == "ais" || check == "ais") && ais_start_ == "base_measure" && !base_ok)
+    sites_.fail("ais_start",
+                "model " + in.model_name + " has no base measure that can be sampled (use \"student_t\")");
+  if (base_ok) base->check_dimension(in.model.dim());
+}
+
+namespace {
+
+// The result for a model that knows its normaliser: no sampling at all.
+EvaluationResult exact_result(const EvalInput& in, double exact, double mean_log_p, const std::string& task) {
+  EvaluationResult r;
+  if (!std::isfinite(exact))
+    throw NumericalError("log_likelihood: model " + in.model_name + " reports a non-finite log normaliser");
+  r.metrics = {{"log_likelihood", mean_log_p - exact},
+               {"log_normalizer", exact},
+               {"log_normalizer_stderr", 0.0},
+               {"bias_bound", 0.0},
+               {"proposals", 0.0},
+               {"reliable", 1.0}};
+  r.notes.push_back("model " + in.model_name + " knows its normaliser exactly: log Z = " + number_text(exact) +
+                    ", no sampling (stderr and bias bound 0; proposals_per_second omitted)");
+  r.notes.push_back("reliable: true (exact normaliser)");
+  r.summary = task + ": exact log Z = " + number_text(exact) + "; reliable";
+  return r;
+}
+
+// The summary line of a sampled estimate: log Ẑ, the check, the bias bound and the AIS bounds.
+std::string sampled_summary(const std::string& task, const std::string& method, const std::string& check,
+                            const ReliabilityInputs& ri, const std::optional<BoundResult>& bound,
+                            const std::optional<double>& bdmc_lower, const std::optional<double>& bdmc_upper) {
+  const double log_z = ri.main.log_z;
+  std::ostringstream os;
+  os << task << ": log Ẑ = " << number_text(log_z) << " ± " << number_text(ri.main.stderr_log_z) << " (" << method << ", "
+     << ri.main.draws << (method == "ais" ? " particles" : " proposals") << ", ESS " << number_text(ri.main.ess)
+     << ")";
+  if (ri.check) {
+    if (ri.check->failed)
+      os << "; check " << check << " failed";
+    else
+      os << "; check " << check << ": " << number_text(ri.check->log_z) << " ± " << number_text(ri.check->stderr_log_z)
+         << " (ESS " << number_text(ri.check->ess) << ")";
+  }
+  if (bound)
+    os << "; bias bound " << number_text(bound->value) << " = variance term " << number_text(bound->variance_term)
+       << " + exponential term " << number_text(bound->exponential_term) << " (log t = " << number_text(bound->log_t)
+       << ", log Z = " << number_text(bound->log_z) << ")";
+  if (bdmc_lower && bdmc_upper)
+    os << "; bidirectional AIS bounds [" << number_text(*bdmc_lower) << ", " << number_text(*bdmc_upper) << "]";
+  return os.str();
+}
+
+}  // namespace
+
 EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
   const Matrix& X = evaluation_rows(in, split_, sites_, "log_likelihood");
   const Index D = in.model.dim();
   const bool quadrature = method_ == "quadrature";
   if (quadrature) check_quadrature_dimension(D);
   const std::optional<double> exact = in.model.log_normalizer();
-  const BaseMeasure* base = in.model.base_measure();
   const std::string check = check_ != "auto"         ? check_
                             : quadrature             ? std::string("none")
                             : method_ == "defensive" ? std::string("ais")
                                                      : std::string("defensive");
-  if (!exact && !quadrature) {
-    // Every estimator this run needs must be usable before the expensive work starts.
-    const bool base_ok = base && base->can_sample();
-    if ((method_ == "importance" || check == "importance") && !base_ok)
-      sites_.fail(
-          method_ == "importance" ? "type" : "check",
-          "the base measure of model " + in.model_name +
-              (base ? " (" + base->type_name() + ")" : std::string()) +
-              " cannot be sampled, so Z cannot be estimated by importance sampling from it (the model "
-              "does not "
-              "know its normaliser either; method = \"defensive\" or \"ais\" do not need it)");
-    if ((method_ == "ais" || check == "ais") && ais_start_ == "base_measure" && !base_ok)
-      sites_.fail("ais_start",
-                  "model " + in.model_name + " has no base measure that can be sampled (use \"student_t\")");
-    if (base_ok) base->check_dimension(D);
-  }
+  // Every estimator this run needs must be usable before the expensive work starts.
+  if (!exact && !quadrature) require_samplers(in, check);
 
   EvaluationResult r;
   const Vector log_p = log_unnormalized_rows(in.model, X, in.context, split_, in.model_name);
   const double mean_log_p = log_p.sum() / static_cast<double>(log_p.size());
   const std::string task = "log_likelihood " + in.model_name;
 
-  if (exact) {
-    if (!std::isfinite(*exact))
-      throw NumericalError("log_likelihood: model " + in.model_name + " reports a non-finite log normaliser");
-    r.metrics = {{"log_likelihood", mean_log_p - *exact},
-                 {"log_normalizer", *exact},
-                 {"log_normalizer_stderr", 0.0},
-                 {"bias_bound", 0.0},
-                 {"proposals", 0.0},
-                 {"reliable", 1.0}};
-    r.notes.push_back("model " + in.model_name + " knows its normaliser exactly: log Z = " + number_text(*exact) +
-                      ", no sampling (stderr and bias bound 0; proposals_per_second omitted)");
-    r.notes.push_back("reliable: true (exact normaliser)");
-    r.summary = task + ": exact log Z = " + number_text(*exact) + "; reliable";
-    return r;
-  }
+  if (exact) return exact_result(in, *exact, mean_log_p, task);
   if (quadrature) {
     evaluate_quadrature(in, mean_log_p, r);
     ReliabilityInputs ri;
@@ -267,24 +302,7 @@ EvaluationResult LikelihoodEvaluator::evaluate(const EvalInput& in) {
   ri.bdmc_lower = run.bdmc_lower;
   ri.bdmc_upper = run.bdmc_upper;
 
-  std::ostringstream os;
-  os << task << ": log Ẑ = " << number_text(log_z) << " ± " << number_text(ri.main.stderr_log_z) << " (" << method_ << ", "
-     << ri.main.draws << (method_ == "ais" ? " particles" : " proposals") << ", ESS " << number_text(ri.main.ess)
-     << ")";
-  if (ri.check) {
-    if (ri.check->failed)
-      os << "; check " << check << " failed";
-    else
-      os << "; check " << check << ": " << number_text(ri.check->log_z) << " ± " << number_text(ri.check->stderr_log_z)
-         << " (ESS " << number_text(ri.check->ess) << ")";
-  }
-  if (bound)
-    os << "; bias bound " << number_text(bound->value) << " = variance term " << number_text(bound->variance_term)
-       << " + exponential term " << number_text(bound->exponential_term) << " (log t = " << number_text(bound->log_t)
-       << ", log Z = " << number_text(bound->log_z) << ")";
-  if (run.bdmc_lower && run.bdmc_upper)
-    os << "; bidirectional AIS bounds [" << number_text(*run.bdmc_lower) << ", " << number_text(*run.bdmc_upper) << "]";
-  r.summary = os.str();
+  r.summary = sampled_summary(task, method_, check, ri, bound, run.bdmc_lower, run.bdmc_upper);
   in.context.progress().done(task, "log Ẑ = " + number_text(log_z) + " (" + method_ + ")");
   conclude(in, ri, r);
   return r;

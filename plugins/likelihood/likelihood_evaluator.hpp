@@ -37,6 +37,8 @@ class LikelihoodEvaluator final : public Clonable<LikelihoodEvaluator, Evaluator
 
  private:
   void check_quadrature_dimension(Index D) const;
+  // Before any work: the samplers that the method and the check need must exist for this model.
+  void require_samplers(const EvalInput& in, const std::string& check) const;
   // The integration box: `extent`, or the data's range padded by pad_range·range + pad_std·std.
   Box quadrature_box(const EvalInput& in, const Matrix& evaluated, EvaluationResult& out) const;
   void evaluate_quadrature(const EvalInput& in, double mean_log_p, EvaluationResult& out) const;

@@ -7,6 +7,7 @@
 
 namespace kef::likelihood {
 
+// flat table: one declaration per key, in the order `kef plugins` and the README list them.
 KeyList likelihood_keys() {
   return {
       KeySpec::string(

@@ -16,103 +16,88 @@ namespace {
 
 void set_log_sigma(Kernel& kernel, double log_sigma) { kernel.set_parameters(Vector::Constant(1, log_sigma)); }
 
-}  // namespace
+// Pass 1 of the criterion: Σ_n τ_n and Σ_n ‖τ_n‖² over the rows, in fixed chunks.
+struct FeatureSums {
+  FeatureWorkspace ws;
+  Vector sum;
+  double sum_sq = 0;
+};
 
-PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
-                                    double gamma, const Context& context, Matrix* grad_V,
-                                    double* grad_log_sigma) {
-  const Index N = X.rows(), D = X.cols(), J = V.rows(), P = D * J;
-  if (N < 2) throw DataError("fssd power criterion: needs at least 2 rows, got " + std::to_string(N));
-  const double Nd = static_cast<double>(N);
-  const Index chunks = chunk_count(N);
-
-  // Pass 1: μ and the statistic.
-  struct First {
-    FeatureWorkspace ws;
-    Vector sum;
-    double sum_sq = 0;
-  };
-  const First one = ordered_reduce(
-      chunks, context.threads(),
+FeatureSums feature_sums(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
+                         const Context& context) {
+  const Index N = X.rows(), P = X.cols() * V.rows();
+  return ordered_reduce(
+      chunk_count(N), context.threads(),
       [&] {
-        First f;
+        FeatureSums f;
         f.sum = Vector::Zero(P);
         return f;
       },
-      [&](Index c, First& f) {
+      [&](Index c, FeatureSums& f) {
         const Index b = chunk_begin(c), n = chunk_size(c, N);
         fssd_features(kernel, V, X.middleRows(b, n), S.middleRows(b, n), f.ws.stacks, f.ws.T);
         f.sum += f.ws.T.colwise().sum().transpose();
         f.sum_sq += f.ws.T.squaredNorm();
       },
-      [](First& acc, const First& f) {
+      [](FeatureSums& acc, const FeatureSums& f) {
         acc.sum += f.sum;
         acc.sum_sq += f.sum_sq;
       });
-  const Vector mu = one.sum / Nd;
-  const double mu2 = mu.squaredNorm();
-  const double U = (one.sum.squaredNorm() - one.sum_sq) / (Nd * (Nd - 1.0));
+}
 
-  // Pass 2: a_n = τ_n·μ; W = 4 mean(a²) − 4‖μ‖⁴ = 4 Var(a) ≥ 0, and r = mean(a_n τ_n) for the gradient.
-  struct Second {
-    FeatureWorkspace ws;
-    double sum_a2 = 0;
-    Vector sum_at;
-  };
-  const bool need_grad = grad_V || grad_log_sigma;
-  const Second two = ordered_reduce(
-      chunks, context.threads(),
+// Pass 2: with a_n = τ_n·μ, Σ a_n² and (for the gradient) Σ a_n τ_n.
+struct ProjectionSums {
+  FeatureWorkspace ws;
+  double sum_a2 = 0;
+  Vector sum_at;
+};
+
+ProjectionSums projection_sums(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
+                               const Vector& mu, bool need_grad, const Context& context) {
+  const Index N = X.rows(), P = X.cols() * V.rows();
+  return ordered_reduce(
+      chunk_count(N), context.threads(),
       [&] {
-        Second s;
+        ProjectionSums s;
         if (need_grad) s.sum_at = Vector::Zero(P);
         return s;
       },
-      [&](Index c, Second& s) {
+      [&](Index c, ProjectionSums& s) {
         const Index b = chunk_begin(c), n = chunk_size(c, N);
         fssd_features(kernel, V, X.middleRows(b, n), S.middleRows(b, n), s.ws.stacks, s.ws.T);
         const Vector a = s.ws.T * mu;
         s.sum_a2 += a.squaredNorm();
         if (need_grad) s.sum_at.noalias() += s.ws.T.transpose() * a;
       },
-      [&](Second& acc, const Second& s) {
+      [&](ProjectionSums& acc, const ProjectionSums& s) {
         acc.sum_a2 += s.sum_a2;
         if (need_grad) acc.sum_at += s.sum_at;
       });
-  PowerCriterion pc;
-  pc.fssd2 = U;
-  pc.variance = 4.0 * two.sum_a2 / Nd - 4.0 * mu2 * mu2;
-  const double denom = pc.variance + gamma;
-  if (!(denom > 0.0) || !std::isfinite(U))
-    throw NumericalError("fssd power criterion: not finite (FSSD² " + std::to_string(U) + ", variance " +
-                         std::to_string(pc.variance) + ")");
-  pc.value = U / std::sqrt(denom);
-  if (!need_grad) return pc;
+}
 
-  // Pass 3: adjoint of τ_n, then of the kernel stacks, through the kernel's backward pass.
-  //   ∂U/∂τ_n = 2(Σ τ − τ_n)/(N(N − 1))
-  //   ∂W/∂τ_n = (8/N)[a_n μ + r − 2‖μ‖² μ],  r = (1/N) Σ_m a_m τ_m
-  //   ∂c/∂τ_n = g_U ∂U/∂τ_n + g_W ∂W/∂τ_n,   g_U = (W + γ)^(−1/2), g_W = −U (W + γ)^(−3/2) / 2
-  const double g_U = 1.0 / std::sqrt(denom), g_W = -0.5 * U / (denom * std::sqrt(denom));
-  const double cu = 2.0 * g_U / (Nd * (Nd - 1.0)), cw = 8.0 * g_W / Nd;
-  const Vector r = two.sum_at / Nd;
-  // Row-independent part of ∂c/∂τ_n.
-  const Vector common = cu * one.sum + cw * (r - 2.0 * mu2 * mu);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(P));
-  struct Grad {
-    FeatureWorkspace ws;
-    KernelStacks adj;
-    Vector params;
-    Matrix V;
-  };
-  const Grad total = ordered_reduce(
-      chunks, context.threads(),
+// Pass 3: the adjoint of each τ_n (row n is common − cu τ_n + cw a_n μ) taken back through the
+// kernel's stacks and its backward pass, summed into the gradients of the kernel parameter and of V.
+struct CriterionAdjoint {
+  FeatureWorkspace ws;
+  KernelStacks adj;
+  Vector params;
+  Matrix V;
+};
+
+CriterionAdjoint criterion_adjoint(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
+                                   const Vector& mu, const Vector& common, double cu, double cw,
+                                   const Context& context) {
+  const Index N = X.rows(), D = X.cols(), J = V.rows();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D * J));
+  return ordered_reduce(
+      chunk_count(N), context.threads(),
       [&] {
-        Grad g;
+        CriterionAdjoint g;
         g.params = Vector::Zero(1);
         g.V = Matrix::Zero(J, D);
         return g;
       },
-      [&](Index c, Grad& g) {
+      [&](Index c, CriterionAdjoint& g) {
         const Index b = chunk_begin(c), n = chunk_size(c, N);
         const Matrix Xc = X.middleRows(b, n), Sc = S.middleRows(b, n);
         fssd_features(kernel, V, Xc, Sc, g.ws.stacks, g.ws.T);
@@ -134,10 +119,50 @@ PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const
         }
         kernel.backward(Xc, V, adj, &g.params, &g.V);  // accumulates
       },
-      [](Grad& acc, const Grad& g) {
+      [](CriterionAdjoint& acc, const CriterionAdjoint& g) {
         acc.params += g.params;
         acc.V += g.V;
       });
+}
+
+}  // namespace
+
+PowerCriterion fssd_power_criterion(const Kernel& kernel, const Matrix& V, const Matrix& X, const Matrix& S,
+                                    double gamma, const Context& context, Matrix* grad_V,
+                                    double* grad_log_sigma) {
+  const Index N = X.rows();
+  if (N < 2) throw DataError("fssd power criterion: needs at least 2 rows, got " + std::to_string(N));
+  const double Nd = static_cast<double>(N);
+
+  // Pass 1: μ and the statistic.
+  const FeatureSums one = feature_sums(kernel, V, X, S, context);
+  const Vector mu = one.sum / Nd;
+  const double mu2 = mu.squaredNorm();
+  const double U = (one.sum.squaredNorm() - one.sum_sq) / (Nd * (Nd - 1.0));
+
+  // Pass 2: a_n = τ_n·μ; W = 4 mean(a²) − 4‖μ‖⁴ = 4 Var(a) ≥ 0, and r = mean(a_n τ_n) for the gradient.
+  const bool need_grad = grad_V || grad_log_sigma;
+  const ProjectionSums two = projection_sums(kernel, V, X, S, mu, need_grad, context);
+  PowerCriterion pc;
+  pc.fssd2 = U;
+  pc.variance = 4.0 * two.sum_a2 / Nd - 4.0 * mu2 * mu2;
+  const double denom = pc.variance + gamma;
+  if (!(denom > 0.0) || !std::isfinite(U))
+    throw NumericalError("fssd power criterion: not finite (FSSD² " + std::to_string(U) + ", variance " +
+                         std::to_string(pc.variance) + ")");
+  pc.value = U / std::sqrt(denom);
+  if (!need_grad) return pc;
+
+  // Pass 3: adjoint of τ_n, then of the kernel stacks, through the kernel's backward pass.
+  //   ∂U/∂τ_n = 2(Σ τ − τ_n)/(N(N − 1))
+  //   ∂W/∂τ_n = (8/N)[a_n μ + r − 2‖μ‖² μ],  r = (1/N) Σ_m a_m τ_m
+  //   ∂c/∂τ_n = g_U ∂U/∂τ_n + g_W ∂W/∂τ_n,   g_U = (W + γ)^(−1/2), g_W = −U (W + γ)^(−3/2) / 2
+  const double g_U = 1.0 / std::sqrt(denom), g_W = -0.5 * U / (denom * std::sqrt(denom));
+  const double cu = 2.0 * g_U / (Nd * (Nd - 1.0)), cw = 8.0 * g_W / Nd;
+  const Vector r = two.sum_at / Nd;
+  // Row-independent part of ∂c/∂τ_n.
+  const Vector common = cu * one.sum + cw * (r - 2.0 * mu2 * mu);
+  const CriterionAdjoint total = criterion_adjoint(kernel, V, X, S, mu, common, cu, cw, context);
   if (grad_V) *grad_V = total.V;
   if (grad_log_sigma) *grad_log_sigma = total.params[0];
   return pc;
