@@ -21,6 +21,7 @@ namespace {
 // The keys of both estimators; `conditional` selects the defaults of the reference's conditional
 // configurations (dde/conditional/default_configs: widths 64, ξ of dimension 64, three layers each) and
 // the keys only one of the two has.
+// flat table: one declaration per key, in the order `kef plugins` and the README list them.
 OptionsSpec<DdeOptions> make_spec(bool conditional) {
   using O = DdeOptions;
   OptionsSpec<O> s;
