@@ -148,6 +148,70 @@ TEST(Csv, NonFiniteValues) {
   expect_csv_error("overflow.csv", "a\n1e999\n", {"line 2, column 'a'", "non-finite"});
 }
 
+// A file without a header must not lose its first row to the column names: a first line of numbers
+// only is refused, and `header = false` reads every line as data with columns x0, x1, ...
+TEST(Csv, HeaderOfNumbersIsRefused) {
+  const std::vector<std::pair<std::string, std::string>> headers = {
+      {"0.125730,-0.124201", "'0.125730', '-0.124201'"},
+      {"1,2", "'1', '2'"},
+      {" 3 , 4e-2 ", "'3', '4e-2'"},
+      {"-1,1e-400", "'-1', '1e-400'"},
+      {"+5,.5", "'+5', '.5'"}};
+  for (const auto& [header, shown] : headers)
+    expect_csv_error("numeric_header.csv", header + "\n0.5,0.25\n",
+                     {"line 1", "seems to have no header row", "header = false", "numbers only: " + shown});
+  // Names that merely contain digits, quoted numbers (R writes names quoted) and a mixed header are names.
+  EXPECT_EQ(read_csv(csv_file("h1.csv", "x1,x2\n1,2\n")).columns, (std::vector<std::string>{"x1", "x2"}));
+  EXPECT_EQ(read_csv(csv_file("h2.csv", "\"1\",\"2\"\n1,2\n")).columns, (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(read_csv(csv_file("h3.csv", "1,b\n1,2\n")).columns, (std::vector<std::string>{"1", "b"}));
+
+  const fs::path p = csv_file("no_header.csv", "0.125730,-0.124201\n1,2\n3,4\n");
+  const TableData t = read_csv(p, ColumnSelection({}, false));
+  EXPECT_EQ(t.columns, (std::vector<std::string>{"x0", "x1"}));
+  ASSERT_EQ(t.values.rows(), 3);
+  EXPECT_EQ(t.values(0, 0), 0.125730);
+  EXPECT_EQ(t.values(2, 1), 4.0);
+  const TableData x1 = read_table(p, ColumnSelection({"x1"}, false), RowRange{1, 2});
+  ASSERT_EQ(x1.values.rows(), 2);
+  EXPECT_EQ(x1.values(0, 0), 2.0);
+  EXPECT_EQ(count_table_rows(p, false), 3);
+  expect_data_error(p, [&] { count_table_rows(p); }, {"seems to have no header row"});
+  EXPECT_EQ(read_table_rows(p, ColumnSelection({}, false), {0, 2}).values(1, 0), 3.0);
+  std::vector<double> firsts;
+  visit_table_rows(p, ColumnSelection({}, false), nullptr,
+                   [&](Index, const double* row) { firsts.push_back(row[0]); });
+  EXPECT_EQ(firsts, (std::vector<double>{0.125730, 1, 3}));
+  expect_data_error(p, [&] { read_csv(p, ColumnSelection({"a"}, false)); },
+                    {"no column named 'a'", "'x0', 'x1'"});
+  const fs::path ragged = csv_file("no_header_ragged.csv", "1,2\n3\n");
+  expect_data_error(ragged, [&] { read_csv(ragged, ColumnSelection({}, false)); },
+                    {"line 2", "wrong number of fields"});
+}
+
+// strtod reads hexadecimal (0x10 = 16, 0x1p3 = 8): not what a data file means by "0x10".
+TEST(Csv, HexadecimalValuesAreRefused) {
+  expect_csv_error("hex.csv", "a,b\n1,0x10\n", {"line 2, column 'b'", "hexadecimal value", "got '0x10'"});
+  expect_csv_error("hex_float.csv", "a\n2\n-0X1p3\n", {"line 3, column 'a'", "hexadecimal"}, {"a"});
+  EXPECT_EQ(read_csv(csv_file("not_hex.csv", "a\n0\n0.5\n-0e1\n")).values(1, 0), 0.5);
+}
+
+// A value too small for a double is read as 0, with one warning naming where the first one is.
+TEST(Csv, UnderflowWarnsOnce) {
+  const fs::path p = csv_file("underflow.csv", "a,b\n1,2\n3,1e-400\n-1e-999,4\n0e-400,5\n");
+  testing::internal::CaptureStderr();
+  const TableData t = read_csv(p);
+  read_csv(p);  // once per file
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(t.values(1, 1), 0.0);
+  EXPECT_EQ(t.values(2, 0), 0.0);
+  EXPECT_TRUE(test::contains(err, "warning: " + p.string() + ": line 3, column 'b': '1e-400'")) << err;
+  EXPECT_TRUE(test::contains(err, "read as 0")) << err;
+  EXPECT_EQ(err.find("warning", err.find("warning") + 1), std::string::npos) << err;
+  testing::internal::CaptureStderr();
+  read_csv(csv_file("no_underflow.csv", "a\n0e-400\n4.9e-324\n"));  // exact zero; the smallest subnormal
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
 TEST(Csv, StructuralErrors) {
   expect_csv_error("ragged.csv", "a,b\n1,2\n3,4,5\n",
                    {"line 3", "wrong number of fields", "expected 2", "got 3"});

@@ -180,6 +180,56 @@ TEST(Preprocessing, DropCorrelatedDropsTheFirstColumnOfEachCorrelatedPair) {
   EXPECT_THROW(prepare(data_table(dir, {"a", "b", "c", "d", "e"}, X, "drop_correlated = 1.5")), ConfigError);
 }
 
+// A column of values near 1e-200 varies (its sd is about 1e-200), though the squares of its deviations
+// underflow to 0: it is standardised, not called constant. A truly constant column still is.
+TEST(Preprocessing, StandardizeJudgesConstancyOnTheColumnsOwnScale) {
+  const fs::path dir = test::temp_dir("pre-tiny-scale");
+  Matrix X = normal_rows(200, 2, "tiny");
+  const Vector tiny = X.col(1) * 1e-200;
+  X.col(1) = tiny;
+  const Dataset d = prepare(data_table(dir, {"a", "tiny"}, X, "standardize = true\nshuffle = false"));
+  const Eigen::ArrayXd z = d.train.col(1).array();
+  const double mean = z.mean(), sd = std::sqrt((z - mean).square().mean());
+  EXPECT_NEAR(mean, 0.0, 1e-12);
+  EXPECT_NEAR(sd, 1.0, 0.05);  // the training split's population sd is 1 on the 180 rows' statistics
+  X.col(1).setConstant(1e-200);
+  try {
+    (void)prepare(data_table(dir, {"a", "tiny"}, X, "standardize = true"));
+    ADD_FAILURE() << "a constant column was standardised";
+  } catch (const DataError& e) {
+    EXPECT_TRUE(test::contains(e.what(), "column tiny is constant")) << e.what();
+  }
+}
+
+// `header = false` reads a CSV file's first line as data, with the columns named x0, x1, ...; without
+// it such a file is refused rather than read one row short.
+TEST(Preprocessing, HeaderFalseReadsEveryLineAsData) {
+  const fs::path dir = test::temp_dir("pre-no-header");
+  const Matrix X = normal_rows(50, 2, "no-header");
+  Config refused = data_table(dir, {}, X, "shuffle = false");
+  // data_table wrote an empty first line for an empty header: write the file without one.
+  {
+    std::ostringstream csv;
+    csv.precision(17);
+    for (Index n = 0; n < X.rows(); ++n) csv << X(n, 0) << "," << X(n, 1) << "\n";
+    std::ofstream(dir / "data.csv") << csv.str();
+  }
+  try {
+    (void)prepare(refused);
+    ADD_FAILURE() << "a file without a header was read";
+  } catch (const DataError& e) {
+    EXPECT_TRUE(test::contains(e.what(), "seems to have no header row")) << e.what();
+    EXPECT_TRUE(test::contains(e.what(), "header = false")) << e.what();
+  }
+  std::ofstream(dir / "p.toml")
+      << "[data]\ntype = \"file\"\npath = \"data.csv\"\nheader = false\nshuffle = false\n"
+         "exclude = [\"x0\"]\n";
+  const Dataset d = prepare(Config::parse_file((dir / "p.toml").string()).table("data"));
+  EXPECT_EQ(d.columns, (std::vector<std::string>{"x1"}));
+  EXPECT_EQ(d.train.rows() + d.validation.rows() + d.test.rows(), 50);
+  EXPECT_EQ(d.train(0, 0), X(0, 1));  // the first line is the first row
+}
+
 TEST(Preprocessing, StatisticsRowsLimitTheWhiteningRows) {
   const fs::path dir = test::temp_dir("pre-stats");
   Matrix X = normal_rows(300, 2, "stats");

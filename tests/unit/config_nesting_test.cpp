@@ -53,16 +53,25 @@ TEST(ConfigNesting, DottedKeysArraysAndInlineTablesAreBoundedToo) {
       std::string::npos);
   EXPECT_NE(parse_error("v = {" + repeat("a", 40000, ".") + " = 1}\n").find("deep.toml:1: "),
             std::string::npos);
-  // A table two levels deep whose key adds the rest.
-  EXPECT_NE(parse_error("[a.b]\n" + repeat("c", 63, ".") + " = 1\n").find("deep.toml:2: "),
+  // A table two levels deep whose key adds the rest (a key of 64 components opens 63 tables).
+  EXPECT_NE(parse_error("[a.b]\n" + repeat("c", 64, ".") + " = 1\n").find("deep.toml:2: "),
             std::string::npos);
+  EXPECT_EQ(parse_error("[a.b]\n" + repeat("c", 63, ".") + " = 1\n"), "");
 }
 
 TEST(ConfigNesting, TheBoundIsSixtyFourLevelsAndStringsAndCommentsDoNotCount) {
   EXPECT_EQ(parse_error("[" + repeat("a", 64, ".") + "]\nx = 1\n"), "");
   EXPECT_NE(parse_error("[" + repeat("a", 65, ".") + "]\nx = 1\n"), "");
-  EXPECT_EQ(parse_error(repeat("a", 63, ".") + " = [1]\n"), "");
-  EXPECT_NE(parse_error(repeat("a", 64, ".") + " = [1]\n"), "");
+  EXPECT_EQ(parse_error(repeat("a", 64, ".") + " = [1]\n"), "");  // 63 tables and an array
+  EXPECT_NE(parse_error(repeat("a", 65, ".") + " = [1]\n"), "");
+  // Levels are the tables and arrays around a value: a key of one component adds none. 64 nested
+  // arrays are accepted, 65 refused, and the message counts them as the README does.
+  EXPECT_EQ(parse_error("v = " + repeat("[", 64) + repeat("]", 64) + "\n"), "");
+  const std::string deep = parse_error("v = " + repeat("[", 65) + repeat("]", 65) + "\n");
+  EXPECT_NE(deep.find("nested 65 levels deep (at most 64"), std::string::npos) << deep;
+  EXPECT_EQ(parse_error("[" + repeat("a", 63, ".") + "]\nx = [1]\n"), "");
+  EXPECT_NE(parse_error("[" + repeat("a", 64, ".") + "]\nx = [1]\n").find("nested 65 levels"),
+            std::string::npos);
   // Brackets, braces and dots inside strings, multi-line strings, quoted keys and comments.
   const std::string noise = repeat("[{a.", 5000);
   const std::string text = "s = \"" + noise + "\"\nt = '" + noise + "'\nu = \"\"\"\n" + noise +

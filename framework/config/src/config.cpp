@@ -7,8 +7,9 @@
 #include <sstream>
 
 #include "config_node.hpp"
-#include "text.hpp"
 #include "kef/error.hpp"
+#include "kef/input_file.hpp"
+#include "text.hpp"
 
 namespace kef {
 
@@ -168,9 +169,10 @@ namespace {
 // files nest a few levels; anything deeper than this is refused before parsing.
 constexpr int kMaxNesting = 64;
 
-// An upper bound of the nesting depth of every value of a TOML document, read without parsing it:
-// a [table] or [[array]] header counts its dotted components, a key its dotted components on top of
-// the current table, every [ or { of a value one more (and the dotted keys inside inline tables).
+// An upper bound of the nesting depth of every value of a TOML document (the tables and arrays around
+// it, the document's own table not counted), read without parsing it: a [table] header counts its
+// dotted components and an [[array]] header one more, a dotted key the tables it opens (one fewer
+// than its components) on top of the current table, every [ or { of a value one more.
 // Strings and comments are skipped. Throws ConfigError naming the line that goes too deep.
 void check_nesting(std::string_view text, const std::string& source) {
   std::size_t line = 1, i = 0;
@@ -293,11 +295,12 @@ void check_nesting(std::string_view text, const std::string& source) {
     check_ascii();
     prev = c;
     if (key_mode) {
+      // A key of k components opens k - 1 tables; its value, if a [ or {, one more.
       if (c == '.') {
-        too_deep(key_base + ++key_parts);
+        too_deep(key_base + ++key_parts - 1);
       } else if (c == '=') {
         key_mode = false;
-        key_base += key_parts;
+        key_base += key_parts - 1;
       } else if (c == '}' && !open.empty()) {  // an empty inline table
         open.pop_back();
         kinds.pop_back();
@@ -333,12 +336,9 @@ void check_nesting(std::string_view text, const std::string& source) {
 }  // namespace
 
 Config Config::parse_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot open the pipeline file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ConfigError(path + ": cannot read the pipeline file");
-  return parse_string(text.str(), path);
+  // Pipelines and saved models' model.toml are a few kilobytes; the bound stops a wrong file early.
+  constexpr std::uintmax_t kMaxTomlBytes = 64u << 20;
+  return parse_string(read_text_file(path, kMaxTomlBytes, "a TOML file", ConfigError("").kind()), path);
 }
 
 Config Config::parse_string(std::string_view text, const std::string& source_name) {

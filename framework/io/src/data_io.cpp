@@ -9,16 +9,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "kef/error.hpp"
+#include "kef/input_file.hpp"
 #include "kef/npy.hpp"
 
 namespace kef {
 namespace {
 
-[[noreturn]] void fail(const std::filesystem::path& path, const std::string& what) {
+[[noreturn]] void table_fail(const std::filesystem::path& path, const std::string& what) {
   throw DataError(path.string() + ": " + what);
 }
 
@@ -42,11 +47,13 @@ std::string join_names(const std::vector<std::string>& names, const char* quote)
 class ByteSource {
  public:
   explicit ByteSource(const std::filesystem::path& path) : path_(path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) fail(path, "file not found");
-    if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory (expected a data file)");
+    // A FIFO would block the open and a device such as /dev/zero never ends.
+    if (const std::string problem = irregular_file_problem(path); problem == "no such file")
+      table_fail(path, "file not found");
+    else if (!problem.empty())
+      table_fail(path, problem + "; expected a data file (a regular file)");
     in_.open(path, std::ios::binary);
-    if (!in_) fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
+    if (!in_) table_fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
     buffer_.resize(1 << 16);
     // A UTF-8 byte order mark, from spreadsheets, is not part of the first field.
     if (refill() && end_ >= 3 && std::memcmp(buffer_.data(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
@@ -63,7 +70,7 @@ class ByteSource {
   bool refill() {
     if (done_) return false;
     in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-    if (in_.bad()) fail(path_, "read error");
+    if (in_.bad()) table_fail(path_, "read error");
     end_ = static_cast<std::size_t>(in_.gcount());
     pos_ = 0;
     if (end_ < buffer_.size()) done_ = true;
@@ -91,6 +98,7 @@ class CsvReader {
   bool next(std::vector<Field>& fields, std::size_t& line) {
     if (in_.at_end()) return false;
     line = line_;
+    record_bytes_ = 0;
     std::size_t n = 0;
     while (true) {
       if (n == fields.size()) fields.emplace_back();
@@ -110,6 +118,15 @@ class CsvReader {
 
  private:
   static bool is_field_end(int c) { return c < 0 || c == ',' || c == '\n' || c == '\r'; }
+  // A record (a line, or lines joined by a quoted field) is bounded, so that a binary or runaway file
+  // (a quote never closed, no line end) is an error rather than all the memory there is.
+  static constexpr std::size_t kMaxRecordBytes = std::size_t{64} << 20;
+  void count_byte(std::size_t record_line) {
+    if (++record_bytes_ > kMaxRecordBytes)
+      table_fail(path_, "line " + std::to_string(record_line) + ": a record longer than " +
+                            std::to_string(kMaxRecordBytes >> 20) +
+                            " MiB (expected CSV text: is this a binary file, or a quote never closed?)");
+  }
   void skip_blanks() {
     while (in_.peek() == ' ' || in_.peek() == '\t') in_.get();
   }
@@ -123,8 +140,9 @@ class CsvReader {
       in_.get();
       while (true) {
         if (in_.at_end()) {
-          fail(path_, "line " + std::to_string(record_line) +
-                          ": unterminated quoted field (expected a closing '\"', got the end of the file)");
+          table_fail(path_,
+                     "line " + std::to_string(record_line) +
+                         ": unterminated quoted field (expected a closing '\"', got the end of the file)");
         }
         char c = in_.get();
         if (c == '"') {
@@ -137,23 +155,28 @@ class CsvReader {
         }
         if (c == '\n' || (c == '\r' && in_.peek() != '\n')) ++line_;
         f.text += c;
+        count_byte(record_line);
       }
       skip_blanks();
       if (!is_field_end(in_.peek())) {
-        fail(path_, "line " + std::to_string(line_) +
-                        ": unexpected text after a closing quote (expected ',' "
-                        "or the end of the line, got '" +
-                        std::string(1, static_cast<char>(in_.peek())) + "')");
+        table_fail(path_, "line " + std::to_string(line_) +
+                              ": unexpected text after a closing quote (expected ',' "
+                              "or the end of the line, got '" +
+                              std::string(1, static_cast<char>(in_.peek())) + "')");
       }
       return;
     }
-    while (!is_field_end(in_.peek())) f.text += in_.get();
+    while (!is_field_end(in_.peek())) {
+      f.text += in_.get();
+      count_byte(record_line);
+    }
     while (!f.text.empty() && (f.text.back() == ' ' || f.text.back() == '\t')) f.text.pop_back();
   }
 
   ByteSource in_;
   const std::filesystem::path& path_;
   std::size_t line_ = 1;
+  std::size_t record_bytes_ = 0;
 };
 
 bool is_blank(const std::vector<Field>& fields) {
@@ -162,15 +185,36 @@ bool is_blank(const std::vector<Field>& fields) {
 
 bool is_missing(const Field& f) { return f.text.empty() || f.text == "NA"; }
 
-// strtod must consume the whole field: "1.5x" is text, not 1.5.
-std::optional<double> parse_number(const std::string& text) {
+// A field read as a number: strtod must consume the whole field ("1.5x" is text, not 1.5).
+struct ParsedNumber {
+  double value = 0;
+  bool hexadecimal = false;  // strtod's 0x form, which a data file should not hold: refused
+  bool underflow = false;    // a nonzero value too small for a double, read as 0
+};
+
+std::optional<ParsedNumber> parse_number(const std::string& text) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
   const char* begin = text.c_str();
   char* end = nullptr;
   errno = 0;
-  double v = std::strtod(begin, &end);
+  ParsedNumber out;
+  out.value = std::strtod(begin, &end);
   if (end != begin + text.size()) return std::nullopt;
-  return v;
+  const std::size_t digits = (text[0] == '+' || text[0] == '-') ? 1 : 0;
+  out.hexadecimal = text.size() > digits + 1 && text[digits] == '0' && (text[digits + 1] | 0x20) == 'x';
+  out.underflow = errno == ERANGE && out.value == 0;
+  return out;
+}
+
+// One warning per file and process, however often (and in however many pieces) a file is read.
+void warn_underflow_once(const std::filesystem::path& path, const std::string& where,
+                         const std::string& text) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!warned.insert(std::filesystem::absolute(path).lexically_normal().string()).second) return;
+  std::cerr << "[kef] warning: " << path.string() << ": " << where << ": '" << text
+            << "' is too small for a double and was read as 0 (the first such value; others may follow)\n";
 }
 
 // The first offending field of a column the default selection found not to be numeric.
@@ -230,24 +274,49 @@ class RowPick {
 };
 
 // `visit`, when given, receives each kept row instead of the table (which is then left empty).
-CsvScan scan_csv(const std::filesystem::path& path, const std::vector<std::string>& columns, RowPick pick,
+CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selection, RowPick pick,
                  bool keep_values, const RowVisitor* visit = nullptr) {
+  const std::vector<std::string>& columns = selection.names;
   const Index count = visit ? -1 : pick.wanted();
   CsvReader reader(path);
   std::vector<Field> fields;
   std::size_t line = 0;
 
-  if (!reader.next(fields, line)) fail(path, "file is empty (expected a header row and data rows)");
+  const std::string expected = selection.header ? "a header row and data rows" : "data rows";
+  if (!reader.next(fields, line)) table_fail(path, "file is empty (expected " + expected + ")");
   if (is_blank(fields)) {
     std::size_t blank_line = line;
     while (reader.next(fields, line)) {
       if (!is_blank(fields))
-        fail(path, "line " + std::to_string(blank_line) + " is empty (expected the header row)");
+        table_fail(path, "line " + std::to_string(blank_line) + " is empty (expected " +
+                             std::string(selection.header ? "the header row" : "a data row") + ")");
     }
-    fail(path, "file is empty (expected a header row and data rows)");
+    table_fail(path, "file is empty (expected " + expected + ")");
   }
   std::vector<std::string> names;
-  for (auto& f : fields) names.push_back(std::move(f.text));
+  // Without a header the first record is data, read by the loop below; its columns are named by index.
+  bool first_is_data = !selection.header;
+  if (first_is_data) {
+    for (std::size_t j = 0; j < fields.size(); ++j) names.push_back("x" + std::to_string(j));
+  } else {
+    // A header of numbers only is the first data row of a file without one: taking it for names would
+    // lose that row without notice. Quoted fields are names, whatever their text.
+    const bool all_numbers = std::all_of(fields.begin(), fields.end(),
+                                         [](const Field& f) { return !f.quoted && parse_number(f.text); });
+    if (all_numbers) {
+      std::string shown;
+      for (std::size_t j = 0; j < fields.size() && j < 4; ++j)
+        shown += (j ? ", '" : "'") + fields[j].text + "'";
+      if (fields.size() > 4) shown += ", ...";
+      table_fail(
+          path,
+          "line " + std::to_string(line) +
+              ": the file seems to have no header row (expected column names, got numbers only: " + shown +
+              "); add a first line naming the columns, or declare `header = false` in the pipeline's "
+              "[data] table (the columns are then named x0, x1, ...)");
+    }
+    for (auto& f : fields) names.push_back(std::move(f.text));
+  }
   const std::size_t width = names.size();
 
   const bool explicit_selection = !columns.empty();
@@ -256,15 +325,16 @@ CsvScan scan_csv(const std::filesystem::path& path, const std::vector<std::strin
     for (const auto& name : columns) {
       auto it = std::find(names.begin(), names.end(), name);
       if (it == names.end()) {
-        fail(path,
-             "no column named " + single_quoted(name) + " (expected one of " + join_names(names, "'") + ")");
+        table_fail(path, "no column named " + single_quoted(name) + " (expected one of " +
+                             join_names(names, "'") + ")");
       }
       auto index = static_cast<std::size_t>(it - names.begin());
       if (std::find(it + 1, names.end(), name) != names.end())
-        fail(path, "column name " + single_quoted(name) + " appears more than once in the header (line 1)");
+        table_fail(path,
+                   "column name " + single_quoted(name) + " appears more than once in the header (line 1)");
       if (std::find(selected.begin(), selected.end(), index) != selected.end())
-        fail(path,
-             "column " + single_quoted(name) + " is selected twice (expected distinct names in columns)");
+        table_fail(path, "column " + single_quoted(name) +
+                             " is selected twice (expected distinct names in columns)");
       selected.push_back(index);
     }
   } else {
@@ -282,18 +352,22 @@ CsvScan scan_csv(const std::filesystem::path& path, const std::vector<std::strin
   std::size_t rows = 0;
   std::size_t blank_line = 0;
   Index seen = 0;  // data records so far
-  while (!pick.finished(static_cast<Index>(rows)) && reader.next(fields, line)) {
+  std::optional<std::string> underflow;  // where the first value read as 0 for being too small is
+  std::string underflow_text;
+  while (!pick.finished(static_cast<Index>(rows)) &&
+         (std::exchange(first_is_data, false) || reader.next(fields, line))) {
     if (is_blank(fields)) {
       if (!blank_line) blank_line = line;
       continue;
     }
     if (blank_line) {
-      fail(path, "line " + std::to_string(blank_line) +
-                     " is empty (expected a data row; blank lines are only allowed at the end)");
+      table_fail(path, "line " + std::to_string(blank_line) +
+                           " is empty (expected a data row; blank lines are only allowed at the end)");
     }
     if (fields.size() != width) {
-      fail(path, "line " + std::to_string(line) + ": wrong number of fields (expected " +
-                     std::to_string(width) + " as in the header, got " + std::to_string(fields.size()) + ")");
+      table_fail(path, "line " + std::to_string(line) + ": wrong number of fields (expected " +
+                           std::to_string(width) + " as in the header, got " + std::to_string(fields.size()) +
+                           ")");
     }
     if (!pick.take(seen++)) continue;
     if (!keep_values) {
@@ -314,15 +388,21 @@ CsvScan scan_csv(const std::filesystem::path& path, const std::vector<std::strin
         // Without an explicit selection a quoted field marks a string column (R quotes strings and
         // factors only), even when its text looks like a number, e.g. row names "85".
         if (explicit_selection)
-          fail(path, where() + ": not a number (expected a number, got " + show_field(f) + ")");
+          table_fail(path, where() + ": not a number (expected a number, got " + show_field(f) + ")");
         if (!text_samples[s]) text_samples[s] = TextSample{line, f};
-      } else if (!std::isfinite(*parsed)) {
+      } else if (parsed->hexadecimal) {
+        problem = where() + ": hexadecimal value (expected a decimal number, got '" + f.text + "')";
+      } else if (!std::isfinite(parsed->value)) {
         problem = where() + ": non-finite value (expected a finite number, got '" + f.text + "')";
       } else {
-        v = *parsed;
+        v = parsed->value;
+        if (parsed->underflow && !underflow) {
+          underflow = where();
+          underflow_text = f.text;
+        }
       }
       if (!problem.empty()) {
-        if (explicit_selection) fail(path, problem);
+        if (explicit_selection) table_fail(path, problem);
         if (!value_error) value_error = problem;
       }
       if (visit)
@@ -337,7 +417,7 @@ CsvScan scan_csv(const std::filesystem::path& path, const std::vector<std::strin
     if (pick.finished(static_cast<Index>(rows))) break;
   }
   if (seen == 0 && pick.wanted() != 0)
-    fail(path, "no data rows (expected at least one row after the header on line 1)");
+    table_fail(path, "no data rows (expected at least one row after the header on line 1)");
   if (pick.wanted() >= 0 && static_cast<Index>(rows) < pick.wanted())
     throw Error(path.string() + ": " + pick.describe() + " requested of a file of " + std::to_string(seen) +
                 " data rows");
@@ -360,9 +440,10 @@ CsvScan scan_csv(const std::filesystem::path& path, const std::vector<std::strin
                       show_field(sample.field) + ")";
     if (text_columns.size() > 1) msg += "; other non-numeric columns: " + join_names(text_columns, "'");
     msg += "; select numeric columns explicitly, e.g. columns = [" + join_names(numeric_columns, "\"") + "]";
-    fail(path, msg);
+    table_fail(path, msg);
   }
-  if (value_error) fail(path, *value_error);
+  if (value_error) table_fail(path, *value_error);
+  if (underflow) warn_underflow_once(path, *underflow, underflow_text);
 
   CsvScan scan;
   scan.rows = static_cast<Index>(rows);
@@ -378,7 +459,7 @@ CsvScan scan_csv(const std::filesystem::path& path, const std::vector<std::strin
 
 }  // namespace
 
-TableData read_csv(const std::filesystem::path& path, const std::vector<std::string>& columns) {
+TableData read_csv(const std::filesystem::path& path, const ColumnSelection& columns) {
   return scan_csv(path, columns, RowPick(0, -1), true).table;
 }
 
@@ -389,7 +470,8 @@ bool is_csv(const std::filesystem::path& path) {
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   if (ext == ".csv") return true;
   if (ext != ".npy") {
-    fail(path, "unsupported file type '" + path.extension().string() + "' (expected a .csv or .npy file)");
+    table_fail(path,
+               "unsupported file type '" + path.extension().string() + "' (expected a .csv or .npy file)");
   }
   return false;
 }
@@ -409,8 +491,8 @@ NpySelection npy_selection(const std::filesystem::path& path, const std::vector<
   NpySelection out;
   out.layout = read_npy_layout(path);
   if (out.layout.rows == 0) {
-    fail(path, "no data rows (expected at least one sample, got shape (0, " + std::to_string(out.layout.cols) +
-                   "))");
+    table_fail(path, "no data rows (expected at least one sample, got shape (0, " +
+                         std::to_string(out.layout.cols) + "))");
   }
   for (Index j = 0; j < out.layout.cols; ++j) out.names.push_back(std::string("x").append(std::to_string(j)));
   if (columns.empty()) {
@@ -420,12 +502,14 @@ NpySelection npy_selection(const std::filesystem::path& path, const std::vector<
   for (const auto& name : columns) {
     auto it = std::find(out.names.begin(), out.names.end(), name);
     if (it == out.names.end()) {
-      fail(path, "no column named " + single_quoted(name) + " (expected one of x0 .. x" +
-                     std::to_string(out.layout.cols - 1) + "; columns of a .npy file are named by index)");
+      table_fail(path, "no column named " + single_quoted(name) + " (expected one of x0 .. x" +
+                           std::to_string(out.layout.cols - 1) +
+                           "; columns of a .npy file are named by index)");
     }
     auto index = static_cast<Index>(it - out.names.begin());
     if (std::find(out.selected.begin(), out.selected.end(), index) != out.selected.end())
-      fail(path, "column " + single_quoted(name) + " is selected twice (expected distinct names in columns)");
+      table_fail(path,
+                 "column " + single_quoted(name) + " is selected twice (expected distinct names in columns)");
     out.selected.push_back(index);
   }
   return out;
@@ -447,9 +531,9 @@ void check_finite_rows(const std::filesystem::path& path, const Matrix& values, 
       if (std::isfinite(v)) continue;
       std::ostringstream got;
       got << v;
-      fail(path, "row " + std::to_string(file_row(i)) + " (0-based), column " +
-                     single_quoted(sel.names[static_cast<std::size_t>(sel.selected[s])]) +
-                     ": non-finite value (expected a finite number, got " + got.str() + ")");
+      table_fail(path, "row " + std::to_string(file_row(i)) + " (0-based), column " +
+                           single_quoted(sel.names[static_cast<std::size_t>(sel.selected[s])]) +
+                           ": non-finite value (expected a finite number, got " + got.str() + ")");
     }
 }
 
@@ -463,11 +547,10 @@ void check_listed_rows(const std::filesystem::path& path, const std::vector<Inde
 
 }  // namespace
 
-TableData read_table(const std::filesystem::path& path, const std::vector<std::string>& columns,
-                     RowRange range) {
+TableData read_table(const std::filesystem::path& path, const ColumnSelection& columns, RowRange range) {
   if (range.first < 0) throw Error(path.string() + ": negative first row " + std::to_string(range.first));
   if (is_csv(path)) return scan_csv(path, columns, RowPick(range.first, range.count), true).table;
-  const NpySelection sel = npy_selection(path, columns);
+  const NpySelection sel = npy_selection(path, columns.names);
   const Index count = range.count < 0 ? sel.layout.rows - std::min(range.first, sel.layout.rows) : range.count;
   if (range.first + count > sel.layout.rows)
     throw Error(path.string() + ": rows [" + std::to_string(range.first) + ", " +
@@ -480,10 +563,10 @@ TableData read_table(const std::filesystem::path& path, const std::vector<std::s
   return table;
 }
 
-TableData read_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+TableData read_table_rows(const std::filesystem::path& path, const ColumnSelection& columns,
                           const std::vector<Index>& rows) {
   if (is_csv(path)) return scan_csv(path, columns, RowPick(rows), true).table;
-  const NpySelection sel = npy_selection(path, columns);
+  const NpySelection sel = npy_selection(path, columns.names);
   check_listed_rows(path, rows, sel.layout.rows);
   TableData table;
   table.values = read_npy_rows(path, sel.layout, rows, sel.selected);
@@ -495,14 +578,14 @@ TableData read_table_rows(const std::filesystem::path& path, const std::vector<s
 namespace {
 
 // visit_table_rows for a list (`rows`) or, when it is null, the range.
-std::vector<std::string> visit_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+std::vector<std::string> visit_rows(const std::filesystem::path& path, const ColumnSelection& columns,
                                     const std::vector<Index>* rows, RowRange range, const RowVisitor& visit) {
   if (range.first < 0) throw Error(path.string() + ": negative first row " + std::to_string(range.first));
   if (is_csv(path)) {
     const RowPick pick = rows ? RowPick(*rows) : RowPick(range.first, range.count);
     return scan_csv(path, columns, pick, true, &visit).table.columns;
   }
-  const NpySelection sel = npy_selection(path, columns);
+  const NpySelection sel = npy_selection(path, columns.names);
   if (rows) check_listed_rows(path, *rows, sel.layout.rows);
   const Index count = range.count < 0 ? sel.layout.rows - std::min(range.first, sel.layout.rows) : range.count;
   if (!rows && range.first + count > sel.layout.rows)
@@ -536,18 +619,18 @@ std::vector<std::string> visit_rows(const std::filesystem::path& path, const std
 
 }  // namespace
 
-std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const ColumnSelection& columns,
                                           const std::vector<Index>* rows, const RowVisitor& visit) {
   return visit_rows(path, columns, rows, RowRange{}, visit);
 }
 
-std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const std::vector<std::string>& columns,
+std::vector<std::string> visit_table_rows(const std::filesystem::path& path, const ColumnSelection& columns,
                                           RowRange range, const RowVisitor& visit) {
   return visit_rows(path, columns, nullptr, range, visit);
 }
 
-Index count_table_rows(const std::filesystem::path& path) {
-  if (is_csv(path)) return scan_csv(path, {}, RowPick(0, -1), false).rows;
+Index count_table_rows(const std::filesystem::path& path, bool header) {
+  if (is_csv(path)) return scan_csv(path, ColumnSelection({}, header), RowPick(0, -1), false).rows;
   return npy_selection(path, {}).layout.rows;
 }
 

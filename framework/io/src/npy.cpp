@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kef/error.hpp"
+#include "kef/input_file.hpp"
 
 namespace kef {
 namespace {
@@ -29,7 +30,7 @@ static_assert(std::endian::native == std::endian::little,
 
 constexpr std::string_view kMagic("\x93NUMPY", 6);
 
-[[noreturn]] void fail(const std::filesystem::path& path, const std::string& what) {
+[[noreturn]] void npy_fail(const std::filesystem::path& path, const std::string& what) {
   throw DataError(path.string() + ": " + what);
 }
 
@@ -101,7 +102,7 @@ class HeaderParser {
     if (descr.kind == Value::kString) {
       h.descr = descr.text;
     } else {
-      fail(path_, "unsupported dtype " + printable(descr.text) + " (expected '<f8' or '<f4')");
+      npy_fail(path_, "unsupported dtype " + printable(descr.text) + " (expected '<f8' or '<f4')");
     }
     const Value& order = entries["fortran_order"];
     if (order.kind != Value::kBool) malformed_text("'fortran_order' must be True or False");
@@ -131,7 +132,7 @@ class HeaderParser {
     malformed_text("expected " + expected + ", got " + got + " at offset " + std::to_string(pos_));
   }
   [[noreturn]] void malformed_text(const std::string& what) {
-    fail(path_, "malformed .npy header: " + what + "; header is \"" + printable(text_, 200) + "\"");
+    npy_fail(path_, "malformed .npy header: " + what + "; header is \"" + printable(text_, 200) + "\"");
   }
 
   std::string parse_string() {
@@ -296,47 +297,51 @@ void write_array(const std::filesystem::path& path, const std::string& shape, co
 
 NpyLayout read_npy_layout(const std::filesystem::path& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory (expected a .npy file)");
+  // A FIFO would block the open, and a device has no size to check the shape against.
+  if (const std::string problem = irregular_file_problem(path); problem == "no such file")
+    npy_fail(path, "cannot open file (no such file)");
+  else if (!problem.empty())
+    npy_fail(path, problem + "; expected a .npy file (a regular file)");
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
+  if (!in) npy_fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
   const std::uint64_t file_size = std::filesystem::file_size(path, ec);
-  if (ec) fail(path, "cannot read the file size (" + ec.message() + ")");
+  if (ec) npy_fail(path, "cannot read the file size (" + ec.message() + ")");
   // Only the prefix is read here: the data are read by read_npy_rows, by rows.
   auto read_at_most = [&](std::size_t n) {
     std::string bytes(n, '\0');
     in.read(bytes.data(), static_cast<std::streamsize>(n));
-    if (in.bad()) fail(path, "read error");
+    if (in.bad()) npy_fail(path, "read error");
     bytes.resize(static_cast<std::size_t>(in.gcount()));
     in.clear();
     return bytes;
   };
   std::string bytes = read_at_most(kMagic.size() + 2);
   if (bytes.size() < kMagic.size() + 2 || std::string_view(bytes).substr(0, kMagic.size()) != kMagic) {
-    fail(path, "not a .npy file (expected the magic string \\x93NUMPY, got \"" +
+    npy_fail(path, "not a .npy file (expected the magic string \\x93NUMPY, got \"" +
                    printable(std::string_view(bytes).substr(0, kMagic.size() + 2)) + "\")");
   }
   auto major = static_cast<unsigned char>(bytes[6]);
   auto minor = static_cast<unsigned char>(bytes[7]);
   if ((major != 1 && major != 2 && major != 3) || minor != 0) {
-    fail(path, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
+    npy_fail(path, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
                    " (expected 1.0, 2.0 or 3.0)");
   }
   const std::size_t len_size = major == 1 ? 2 : 4;
   const std::size_t prefix = kMagic.size() + 2 + len_size;
   bytes += read_at_most(len_size);
   if (bytes.size() < prefix) {
-    fail(path, "truncated header (expected at least " + std::to_string(prefix) + " bytes, got " +
+    npy_fail(path, "truncated header (expected at least " + std::to_string(prefix) + " bytes, got " +
                    std::to_string(bytes.size()) + ")");
   }
   std::size_t header_len = 0;
   for (std::size_t i = 0; i < len_size; ++i)
     header_len |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
   if (file_size - prefix < header_len) {
-    fail(path, "truncated header (expected " + std::to_string(header_len) + " header bytes, got " +
+    npy_fail(path, "truncated header (expected " + std::to_string(header_len) + " header bytes, got " +
                    std::to_string(file_size - prefix) + ")");
   }
   const std::string header_text = read_at_most(header_len);
-  if (header_text.size() != header_len) fail(path, "read error in the header");
+  if (header_text.size() != header_len) npy_fail(path, "read error in the header");
   Header h = HeaderParser(header_text, path).parse();
 
   NpyLayout layout;
@@ -345,13 +350,13 @@ NpyLayout read_npy_layout(const std::filesystem::path& path) {
   } else if (h.descr == "<f4") {
     layout.item = 4;
   } else if (h.descr.size() >= 2 && h.descr[0] == '>') {
-    fail(path, "big-endian dtype '" + h.descr + "' is not supported (expected '<f8' or '<f4'); " +
+    npy_fail(path, "big-endian dtype '" + h.descr + "' is not supported (expected '<f8' or '<f4'); " +
                    "convert with numpy: a.astype('<f8')");
   } else {
-    fail(path, "unsupported dtype '" + printable(h.descr) + "' (expected '<f8' or '<f4')");
+    npy_fail(path, "unsupported dtype '" + printable(h.descr) + "' (expected '<f8' or '<f4')");
   }
   if (h.shape.empty() || h.shape.size() > 2) {
-    fail(path, "unsupported array shape " + shape_text(h.shape) + " (expected a 1-D or 2-D array, got " +
+    npy_fail(path, "unsupported array shape " + shape_text(h.shape) + " (expected a 1-D or 2-D array, got " +
                    std::to_string(h.shape.size()) + "-D)");
   }
   const std::uint64_t rows = h.shape[0];
@@ -360,12 +365,12 @@ NpyLayout read_npy_layout(const std::filesystem::path& path) {
   constexpr auto kMaxIndex = static_cast<std::uint64_t>(std::numeric_limits<Index>::max());
   if (rows > kMaxIndex || cols > kMaxIndex || __builtin_mul_overflow(rows, cols, &count) ||
       __builtin_mul_overflow(count, static_cast<std::uint64_t>(layout.item), &expected)) {
-    fail(path, "array shape " + shape_text(h.shape) + " is too large");
+    npy_fail(path, "array shape " + shape_text(h.shape) + " is too large");
   }
   layout.data_offset = prefix + header_len;
   const std::uint64_t available = file_size - layout.data_offset;
   if (available != expected) {
-    fail(path, std::string(available < expected ? "truncated data" : "unexpected trailing data") +
+    npy_fail(path, std::string(available < expected ? "truncated data" : "unexpected trailing data") +
                    " (expected " + std::to_string(expected) + " bytes for shape " + shape_text(h.shape) +
                    " of '" + h.descr + "', got " + std::to_string(available) + ")");
   }
@@ -394,7 +399,7 @@ std::vector<Index> checked_columns(const std::filesystem::path& path, const NpyL
 class NpyFile {
  public:
   explicit NpyFile(const std::filesystem::path& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (fd_ < 0) fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
+    if (fd_ < 0) npy_fail(path, std::string("cannot open file (") + std::strerror(errno) + ")");
   }
   NpyFile(const NpyFile&) = delete;
   NpyFile& operator=(const NpyFile&) = delete;
@@ -432,7 +437,7 @@ Matrix read_range(const NpyFile& in, const std::filesystem::path& path, const Np
   auto read_span = [&](std::uint64_t offset, std::uint64_t bytes) {
     buffer.resize(static_cast<std::size_t>(bytes));
     if (!in.read_at(buffer.data(), bytes, layout.data_offset + offset))
-      fail(path, "read error (the file changed or shrank while it was read)");
+      npy_fail(path, "read error (the file changed or shrank while it was read)");
   };
   auto value = [&](std::size_t at) {
     if (layout.item == 8) {

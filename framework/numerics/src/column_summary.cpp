@@ -15,7 +15,17 @@ Matrix ColumnSummary::covariance() const {
 
 Vector ColumnSummary::sd(int ddof) const {
   if (rows - ddof < 1) return Vector::Zero(centred_squares.size());
-  return (centred_squares / static_cast<double>(rows - ddof)).cwiseSqrt();
+  const auto divisor = static_cast<double>(rows - ddof);
+  Vector out = (centred_squares / divisor).cwiseSqrt();
+  // Squares of deviations below 1e-150 or above 1e150 leave the normal range of a double (about 1e±308).
+  for (Index d = 0; d < out.size(); ++d) {
+    const double range = max[d] - min[d];
+    if (range == 0)
+      out[d] = 0;
+    else if (!(range > 1e-150 && range < 1e150))
+      out[d] = range * std::sqrt(scaled_squares[d] / divisor);
+  }
+  return out;
 }
 
 ColumnSummary summarize_columns(const TrainingRows& rows, Index block_rows, Index count) {
@@ -26,6 +36,7 @@ ColumnSummary summarize_columns(const TrainingRows& rows, Index block_rows, Inde
   s.mean = Vector::Zero(D);
   s.scatter = Matrix::Zero(D, D);
   s.centred_squares = Vector::Zero(D);
+  s.scaled_squares = Vector::Zero(D);
   s.min = Vector::Constant(D, std::numeric_limits<double>::infinity());
   s.max = Vector::Constant(D, -std::numeric_limits<double>::infinity());
   if (n == 0) return s;
@@ -42,6 +53,9 @@ ColumnSummary summarize_columns(const TrainingRows& rows, Index block_rows, Inde
     const Matrix C = rows.range(b, std::min(n, b + block_rows)).rowwise() - s.mean.transpose();
     s.scatter.noalias() += C.transpose() * C;
     s.centred_squares += C.array().square().colwise().sum().matrix().transpose();
+    for (Index d = 0; d < D; ++d)
+      if (const double range = s.max[d] - s.min[d]; range > 0)
+        s.scaled_squares[d] += (C.col(d) / range).squaredNorm();
   }
   return s;
 }

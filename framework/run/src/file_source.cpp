@@ -28,6 +28,12 @@ fs::path existing_file(const Config& cfg, const char* key) {
   return p;
 }
 
+// The `columns` and `header` keys of a `file` source.
+ColumnSelection column_selection(const Config& cfg) {
+  return {cfg.has("columns") ? cfg.strings("columns") : std::vector<std::string>{},
+          cfg.has("header") ? cfg.boolean("header") : true};
+}
+
 // The training split of a distributed run reading by rows: positions map to file rows through the
 // shuffle; nothing is held but that map (8 bytes a row).
 class FileTrainingRows final : public TrainingRows {
@@ -64,7 +70,7 @@ class FileTrainingRows final : public TrainingRows {
 class FileSource final : public Clonable<FileSource, DataSource> {
  public:
   explicit FileSource(const Config& cfg) : cfg_(cfg) {
-    columns_ = cfg.strings("columns");
+    columns_ = column_selection(cfg);
     if (cfg.has("path") == (cfg.has("train") || cfg.has("test") || cfg.has("validation")))
       cfg.fail(cfg.has("path") ? "path" : "",
                "give either `path` (split by `split`) or explicit `train` / `validation` / `test` files");
@@ -98,7 +104,7 @@ class FileSource final : public Clonable<FileSource, DataSource> {
 
  private:
   Config cfg_;
-  std::vector<std::string> columns_;
+  ColumnSelection columns_;
 };
 
 }  // namespace
@@ -108,11 +114,11 @@ bool reads_by_split(const Config& data) { return data.type() && *data.type() == 
 FileRows file_rows_of(const Config& data, SourceData& header) {
   FileRows file;
   file.path = existing_file(data, "path");
-  if (data.has("columns")) file.columns = data.strings("columns");
+  file.columns = column_selection(data);
   // The names only (no row is read), then the row count; the rows come with the splits.
   header.columns = read_table_rows(file.path, file.columns, {}).columns;
   header.provenance = file.path.string();
-  file.rows = count_table_rows(file.path);
+  file.rows = count_table_rows(file.path, file.columns.header);
   return file;
 }
 

@@ -12,6 +12,7 @@
 #include "kef/communicator.hpp"
 #include "kef/config.hpp"
 #include "kef/data_source.hpp"
+#include "kef/data_io.hpp"
 #include "kef/training_rows.hpp"
 #include "kef/types.hpp"
 
@@ -23,7 +24,7 @@ bool reads_by_split(const Config& data);
 
 struct FileRows {
   std::filesystem::path path;
-  std::vector<std::string> columns;  // the `columns` key (empty: all), as the reader takes it
+  ColumnSelection columns;  // the `columns` (empty: all) and `header` keys, as the reader takes them
   Index rows = 0;
   // A distributed run reading by rows (kef/training_rows.hpp): its processes, or null.
   const Communicator* by_rows = nullptr;

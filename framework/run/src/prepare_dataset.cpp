@@ -407,13 +407,22 @@ namespace {
 void register_core(PluginRegistrar& r) {
   ComponentInfo info;
   info.type = "file";
-  info.summary = "Samples from a CSV (header row) or NPY file, or separate train/validation/test files";
+  info.summary =
+      "Samples from a CSV (header row, unless header = false) or NPY file, or separate train/validation/test "
+      "files";
   info.keys = {
       KeySpec::string("path", "data file (.csv or .npy), split by `split`").optional(),
       KeySpec::string("train", "training file (instead of `path`)").optional(),
       KeySpec::string("validation", "validation file (with `train`)").optional(),
       KeySpec::string("test", "test file (with `train`)").optional(),
-      KeySpec::strings("columns", "columns to use, by header name (NPY: x0, x1, ...); default all"),
+      KeySpec::strings("columns",
+                       "columns to use, by header name (NPY, or CSV with header = false: x0, x1, ...); "
+                       "default all"),
+      KeySpec::boolean("header",
+                       "a CSV file's first line names its columns; false: every line is data and the "
+                       "columns are named x0, x1, ... (a first line of numbers only is refused unless "
+                       "this is false)",
+                       true),
   };
   r.add_data_source(info,
                     [](const Config& cfg, const BuildContext&) { return make_file_source(cfg); });
