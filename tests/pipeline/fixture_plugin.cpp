@@ -107,6 +107,11 @@ class LinearGaussian final : public kef::Model, public kef::ConditionalModel {
     const kef::Matrix R = residuals(X, Y);
     return -0.5 * (R * precision_).cwiseProduct(R).rowwise().sum().array() - log_norm_;
   }
+  // Model's unconditional functions of the same names stay visible beside these overrides.
+  using kef::Model::log_normalizer;
+  using kef::Model::sample;
+  using kef::Model::score;
+  using kef::Model::score_and_laplacian;
   kef::Matrix score(const kef::Matrix& X, const kef::Matrix& Y) const override {
     return -residuals(X, Y) * precision_;
   }
