@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the fuzz targets: the readers take paths, so each input is written to a file in a
 // directory of this process (on /dev/shm when there is one: no disk traffic per execution).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -31,6 +32,31 @@ inline std::filesystem::path write_input(const std::string& name, std::string_vi
   const std::filesystem::path p = work_dir() / name;
   std::ofstream(p, std::ios::binary | std::ios::trunc)
       .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return p;
+}
+
+// An input "\0irregular:KIND" stands for a file at work_dir()/name that is not a regular file, KIND one
+// of dir (a directory), fifo (a FIFO no process writes: opening it for reading would wait forever) and
+// zero (a symbolic link to /dev/zero, which never ends): the readers must refuse each at once, never
+// block or read without limit (a timeout or out-of-memory finding). Returns the path, or an empty path
+// for any other input. Seeded by fuzz/corpus/*/irregular-*.
+inline std::filesystem::path irregular_input(const std::string& name, std::string_view bytes) {
+  constexpr std::string_view kPrefix("\0irregular:", 11);
+  if (bytes.substr(0, kPrefix.size()) != kPrefix) return {};
+  const std::string_view kind = bytes.substr(kPrefix.size());
+  const std::filesystem::path p = work_dir() / name;
+  std::error_code ec;
+  std::filesystem::remove_all(p, ec);
+  if (kind == "dir") {
+    std::filesystem::create_directories(p);
+  } else if (kind == "fifo") {
+    if (::mkfifo(p.c_str(), 0600) != 0) return {};
+  } else if (kind == "zero") {
+    std::filesystem::create_symlink("/dev/zero", p, ec);
+    if (ec) return {};
+  } else {
+    return {};
+  }
   return p;
 }
 

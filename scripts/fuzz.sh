@@ -3,8 +3,10 @@
 # scripts/fuzz.sh SECONDS [TARGET...] (default targets: npy csv toml model_archive). The build directory
 # is the sanitizer build that `make test-sanitize` uses (KEF_FUZZ_BUILD_DIR, default build-sanitize,
 # configured by scripts/configure-sanitize.sh when it is not yet), so CI compiles everything once.
-# Seed corpora come from the repository (configs, data) and from a model saved by that build's own
-# kef; findings are written to BUILD/findings/TARGET/ and make the script exit 1.
+# Seed corpora come from the repository: fuzz/corpus/TARGET (small committed inputs: CSV header forms,
+# hexadecimal and underflowing values, non-regular files, deep TOML, a saved model of every model type),
+# configs/ and a model saved by that build's own kef; findings are written to BUILD/findings/TARGET/ and
+# make the script exit 1.
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ "$1" =~ ^[0-9]+$ ]] || [ "$1" -lt 1 ]; then
@@ -42,6 +44,9 @@ seeds=$build/seeds
 rm -rf "$seeds"
 mkdir -p "$seeds"/{npy,csv,toml,model_archive}
 cp "$root"/configs/*.toml "$seeds/toml/"
+for t in npy csv toml model_archive; do
+  if compgen -G "$root/fuzz/corpus/$t/*" > /dev/null; then cp "$root/fuzz/corpus/$t"/* "$seeds/$t/"; fi
+done
 printf 'a,b\n1,2\n3.5,-4e-3\n' > "$seeds/csv/plain.csv"
 printf '"a","b,c"\r\n1,"2"\r\nNA,3\r\n' > "$seeds/csv/quoted.csv"
 printf 'a;b\r1;2\r' > "$seeds/csv/cr.csv"
