@@ -8,6 +8,7 @@
 #include "gaussian_estimation.hpp"
 #include "gaussian_mixture_model.hpp"
 #include "kef/error.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/number_text.hpp"
 
 namespace kef::baselines {
@@ -120,6 +121,11 @@ void GmmEstimator::check(const DataShape& data) const {
   if (top > data.train_rows)
     sites_.fail("components", "a mixture of " + std::to_string(top) + " components but only " +
                                   std::to_string(data.train_rows) + " training rows");
+  // EM's memory for the largest K, before any is allocated: each component's covariance and factor
+  // (D x D) and the responsibilities and log densities of every training row (rows x K).
+  const double K = static_cast<double>(top), D = static_cast<double>(std::max<Index>(data.dim, 1));
+  require_memory(8.0 * (3.0 * K * D * D + 3.0 * static_cast<double>(data.train_rows) * K),
+                 sites_.where("components"), "EM's covariances and responsibilities (components)");
   if (candidates_.size() > 1 && opt_.select == "validation" && data.validation_rows == 0)
     sites_.fail("select",
                 "choosing K by held-out log-likelihood needs a validation split, and it is empty; add "

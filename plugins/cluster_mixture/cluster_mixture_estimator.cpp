@@ -1,5 +1,7 @@
 #include "cluster_mixture_estimator.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "kef/importance_sampling.hpp"
 #include "kef/linalg.hpp"
 #include "kef/lite_model.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/number_text.hpp"
 #include "kef/spectral_clustering.hpp"
 #include "mixture_model.hpp"
@@ -117,6 +120,13 @@ ClusterMixtureEstimator::ClusterMixtureEstimator(const Config& cfg, const Estima
   if (opt_.max_points < clusters_)
     cfg.fail("max_points", "max_points = " + std::to_string(opt_.max_points) +
                                " is below clusters = " + std::to_string(clusters_));
+  {
+    // The spectral clustering's landmark eigenproblem (the affinity, its eigenvectors and a work copy:
+    // landmarks x landmarks each), before any is allocated.
+    const double m = static_cast<double>(ctx.train_rows > 0 ? std::min<std::int64_t>(opt_.max_points, ctx.train_rows)
+                                                            : opt_.max_points);
+    require_memory(8.0 * 4.0 * m * m, sites_.where("max_points"), "the clustering's landmark eigenproblem");
+  }
   if (!parts.registry) throw Error("cluster_mixture: built without a registry (nested estimators need one)");
   const ComponentInfo& info = parts.registry->info_for(ComponentKind::Estimator, inner_);
   // Each cluster gets its own copy of the parts the inner estimator uses, and only those: a

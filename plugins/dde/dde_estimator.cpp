@@ -13,6 +13,7 @@
 #include "dde_parts.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
+#include "kef/memory_budget.hpp"
 
 namespace kef::dde {
 
@@ -359,6 +360,29 @@ void check_basis(const DdeOptions& opt, const KeySites& sites) {
                "centres (inducing_points of them), not both; set one");
 }
 
+// The fit's memory before any of it is allocated: the sampler's and the dual's weights with their
+// gradients and optimiser states, a minibatch's activations through both networks, f's basis against
+// a minibatch (kernel centres: the training rows or inducing_points of them; or random features), and
+// the draws the iterate selection and the diagnostic compare.
+void check_memory(const DdeOptions& opt, const KeySites& sites, const DataShape& data) {
+  if (data.dim < 1) return;
+  const double D = static_cast<double>(data.dim), W = static_cast<double>(opt.width);
+  const double Wn = static_cast<double>(opt.dual_width > 0 ? opt.dual_width : opt.width);
+  const double gd = static_cast<double>(opt.generator_depth), nd = static_cast<double>(opt.dual_depth);
+  const double B = static_cast<double>(opt.batch_size), xi = static_cast<double>(opt.noise_dim);
+  const double g = (xi + 1.0) * W + std::max(gd - 2.0, 0.0) * (W + 1.0) * W + (W + 1.0) * D;
+  const double nu = (D + 1.0) * Wn + std::max(nd - 2.0, 0.0) * (Wn + 1.0) * Wn + Wn + 1.0;
+  const double basis = opt.random_features > 0 ? static_cast<double>(opt.random_features)
+                       : opt.inducing_points > 0 ? static_cast<double>(opt.inducing_points)
+                                                 : static_cast<double>(data.train_rows);
+  const double S = static_cast<double>(opt.select_samples);
+  const double doubles = 4.0 * (g + nu) + 3.0 * B * (gd * W + nd * Wn) + basis * (D + 3.0 * B) +
+                         S * (xi + D + std::min(S, basis)) + static_cast<double>(opt.diagnostic_samples) * (xi + D);
+  require_memory(8.0 * doubles, sites.where("width"),
+                 "the networks, f's basis and the compared draws (width, generator_depth, dual_depth, noise_dim, "
+                 "batch_size, inducing_points or random_features, select_samples, diagnostic_samples)");
+}
+
 }  // namespace
 
 const OptionsSpec<DdeOptions>& dde_options() {
@@ -385,6 +409,7 @@ DdeEstimator::DdeEstimator(const Config& cfg, const Parts& parts)
 }
 
 void DdeEstimator::check(const DataShape& data) const {
+  check_memory(opt_, sites_, data);
   if (data.target_dim > 0)
     throw ConfigError(sites_.where() + ": dde models p(x) and takes no [data] targets (" +
                       std::to_string(data.target_dim) + " target columns given)");
@@ -463,6 +488,7 @@ DdeConditionalEstimator::DdeConditionalEstimator(const Config& cfg, const Parts&
 }
 
 void DdeConditionalEstimator::check(const DataShape& data) const {
+  check_memory(opt_, sites_, data);
   if (data.target_dim == 0)
     sites_.fail(
         "",

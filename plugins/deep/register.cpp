@@ -1,9 +1,24 @@
+#include <cstdint>
+#include <string>
+
 #include "deep_kernel.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/sdk/plugin.hpp"
 #include "mlp_feature_map.hpp"
 #include "scalar_head_kernel.hpp"
 
 namespace {
+
+// The networks' weights before any is drawn: R networks of L layers of width W on D inputs (the first
+// layer D·W, the others W·W, a skip connection D·W), each weight held with copies for its gradient,
+// the optimiser's moments, the best step's parameters and the clones of a fit.
+void check_network_memory(const kef::Config& cfg, kef::Index D, std::int64_t R, const char* what) {
+  const double W = static_cast<double>(cfg.integer("width")), L = static_cast<double>(cfg.integer("layers"));
+  const double d = static_cast<double>(D);
+  const double weights = static_cast<double>(R) * (2.0 * (d + 1.0) * W + (L - 1.0) * (W + 1.0) * W);
+  kef::require_memory(8.0 * 8.0 * weights, cfg.where("width"),
+                      std::string(what) + "'s weights (components, layers, width)");
+}
 
 using kef::KeySpec;
 
@@ -47,6 +62,7 @@ void register_deep(kef::PluginRegistrar& r) {
     } else {
       cfg.fail("sigma_init", "needed when components > 3 (DKEF's default covers 3)");
     }
+    check_network_memory(cfg, D, R, "the deep kernel");
     kef::RandomStream fallback(0, "kernel/deep");
     kef::RandomStream& rng = ctx.rng ? *ctx.rng : fallback;
     return std::make_unique<kef::deep::DeepKernel>(
@@ -64,6 +80,7 @@ void register_deep(kef::PluginRegistrar& r) {
       KeySpec::integer("width", "W, the width of every layer under the head", 50).at_least(1)};
   r.add_kernel(scalar, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     const kef::Index D = require_dim(cfg, ctx, "the deep_scalar kernel");
+    check_network_memory(cfg, D, 1, "the deep_scalar kernel");
     kef::RandomStream fallback(0, "kernel/deep_scalar");
     kef::RandomStream& rng = ctx.rng ? *ctx.rng : fallback;
     return std::make_unique<kef::deep::ScalarHeadKernel>(D, cfg.integer("layers"), cfg.integer("width"), rng);
@@ -77,6 +94,7 @@ void register_deep(kef::PluginRegistrar& r) {
              KeySpec::integer("width", "W, the width of every layer", 30).at_least(1)};
   r.add_feature_map(fm, [](const kef::Config& cfg, const kef::BuildContext& ctx) {
     const kef::Index D = require_dim(cfg, ctx, "the mlp feature map");
+    check_network_memory(cfg, D, 1, "the mlp feature map");
     kef::RandomStream fallback(0, "feature_map/mlp");
     kef::RandomStream& rng = ctx.rng ? *ctx.rng : fallback;
     return std::make_unique<kef::deep::MlpFeatureMap>(D, cfg.integer("width"), cfg.integer("layers"), rng);

@@ -14,6 +14,7 @@
 #include "kef/linalg.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/lite_system.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/network/optimizer.hpp"
 
 namespace kef::dkef {
@@ -203,6 +204,18 @@ ModelPtr DkefEstimator::fit(const FitInput& in) {
   trainee.kernel_ = clone_shared(kernel_);
   trainee.base_ = clone_shared(base_);
   return trainee.train(in);
+}
+
+void DkefEstimator::check(const DataShape& data) const {
+  if (data.dim < 1) return;
+  // Stage 1's memory before any is allocated: the M x M systems (G, its factor, the curvature term and
+  // their gradients) and the derivative stacks (rows x D x M, two orders, with their adjoints) of the
+  // two minibatches (the early-stopping fits run in blocks; stage 2's stacks are bounded by
+  // stage2_memory_mb).
+  const double M = static_cast<double>(inducing_), D = static_cast<double>(data.dim);
+  const double rows = static_cast<double>(batch_fit_ + batch_loss_);
+  require_memory(8.0 * (6.0 * M * M + 4.0 * rows * D * M), sites_.where("inducing_points"),
+                 "stage 1's systems and derivative stacks (inducing_points, batch_fit, batch_loss)");
 }
 
 std::optional<FacetSet> DkefEstimator::facets() const {

@@ -43,6 +43,8 @@ class DkefEstimator final : public Estimator {
   ModelPtr fit(const FitInput& input) override;
   // The fitted model is f + log q0 with the (learned) configured q0, no exact sampler or normaliser.
   std::optional<FacetSet> facets() const override;
+  // Refuses, before any fit, sizes whose stage-1 memory would exceed the limit (kef/memory_budget.hpp).
+  void check(const DataShape& data) const override;
 
  protected:
   // Its own clones of the kernel and base measure.

@@ -1,5 +1,6 @@
 #include "flow_estimator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -10,6 +11,7 @@
 #include "kef/adam.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/network/activation.hpp"
 
 namespace kef::flows {
@@ -139,11 +141,41 @@ FlowEstimator::FlowEstimator(const Config& cfg, FlowKind kind)
 
 void FlowEstimator::check(const DataShape& data) const {
   if (data.validation_rows == 0) no_validation_split();
+  if (data.dim > 0) check_memory(data.dim);
 }
 
-void FlowEstimator::no_validation_split() const {
-  throw ConfigError(sites_.where("patience") + ": " + kind_name(kind_) +
-                    " early-stops on a validation split; set `split = { validation = ... }` in [data]");
+// The fit's memory before any of it is allocated: every layer's weights (a MADE's masks are as large),
+// with the gradient, Adam's two moments and the best parameters kept for early stopping, and a
+// minibatch's activations through every layer.
+void FlowEstimator::check_memory(Index dim) const {
+  const double D = static_cast<double>(dim);
+  const bool coupling = kind_ == FlowKind::real_nvp;
+  double per_net = 0.0, units = 0.0, in = D;
+  for (Index h : hidden_) {
+    per_net += (in + 1.0) * static_cast<double>(h);
+    units += static_cast<double>(h);
+    in = static_cast<double>(h);
+  }
+  // A Gaussian MADE outputs a mean and a log scale per dimension; a coupling layer has a scale and a
+  // shift net of D outputs each; the mixture MADE K weights, means and log scales per dimension.
+  const double layer = coupling ? 2.0 * (per_net + (in + 1.0) * D) : per_net + (in + 1.0) * 2.0 * D;
+  const double mixture = opt_.components > 0
+                             ? per_net + (in + 1.0) * 3.0 * static_cast<double>(opt_.components) * D
+                             : 0.0;
+  const double layers = static_cast<double>(std::max<std::int64_t>(opt_.layers, 0));
+  // A MADE's masks are as large as its weights.
+  const double weights = layers * (coupling ? layer : 2.0 * layer) + 2.0 * mixture;
+  const double nets = layers + (opt_.components > 0 ? 1.0 : 0.0);
+  const double activations = 4.0 * static_cast<double>(opt_.batch_size) * (coupling ? 2.0 : 1.0) * units;
+  const double bytes = 8.0 * (5.0 * weights + nets * activations);
+  // The key to lower: the widths when one network alone is too large, else the number of layers.
+  const double one_net = 8.0 * (5.0 * 2.0 * std::max(layer, mixture) + activations);
+  const std::optional<double> limit = memory_limit_bytes();
+  const char* key = limit && one_net > *limit           ? "hidden_units"
+                    : kind_ == FlowKind::made_mog ? "components"
+                                                  : "layers";
+  require_memory(bytes, sites_.where(key),
+                 "the weights of " + kind_name(kind_) + " (layers, hidden_units, components, batch_size)");
 }
 
 std::optional<FacetSet> FlowEstimator::facets() const {

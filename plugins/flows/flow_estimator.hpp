@@ -41,6 +41,8 @@ class FlowEstimator final : public Estimator {
 
  private:
   [[noreturn]] void no_validation_split() const;
+  // Refuses, before any fit, layers and widths whose weights would not fit in memory.
+  void check_memory(Index dim) const;
   FlowKind kind_;
   FlowOptions opt_;
   std::vector<Index> hidden_;

@@ -1,5 +1,6 @@
 #include "kernel_test_evaluators.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "kef/hmc.hpp"
 #include "kef/hsic_test.hpp"
 #include "kef/linalg.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/mmd_test.hpp"
 #include "kef/number_text.hpp"
 
@@ -152,6 +154,12 @@ void MmdTwoSampleEvaluator::check(const DataShape& data) const {
   if (rows < 2)
     sites_.fail("split", "the " + opt_.split + " split has " + std::to_string(rows) +
                              " rows; a two-sample test needs at least 2");
+  // The model's draws, the pooled sample and the permutation labellings, before any is drawn.
+  const double n = static_cast<double>(opt_.samples ? *opt_.samples : rows);
+  const double pooled = n + static_cast<double>(rows), D = static_cast<double>(std::max<Index>(data.dim, 1));
+  require_memory(8.0 * (3.0 * n * D + pooled * D + pooled * static_cast<double>(opt_.permutations + 1)),
+                 sites_.where(opt_.samples ? "samples" : "permutations"),
+                 "the model's samples and the permutation test's labellings (samples, permutations)");
 }
 
 EvaluationResult MmdTwoSampleEvaluator::evaluate(const EvalInput& in) {
@@ -213,6 +221,10 @@ void HsicIndependenceEvaluator::check(const DataShape& data) const {
   if (rows < 4)
     sites_.fail("split", "the " + opt_.split + " split has " + std::to_string(rows) +
                              " rows; the independence test needs at least 4");
+  // The test holds the two centred n x n Gram matrices and their products, before any is formed.
+  const double n = static_cast<double>(opt_.samples && opt_.of == "model" ? *opt_.samples : rows);
+  require_memory(8.0 * 4.0 * n * n, sites_.where(opt_.samples ? "samples" : "split"),
+                 "the independence test's Gram matrices (n x n each: samples or the split's rows)");
 }
 
 void HsicIndependenceEvaluator::check_model(const DataShape&, const PlannedModel& model) const {

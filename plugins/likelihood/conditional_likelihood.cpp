@@ -8,6 +8,7 @@
 #include "kef/error.hpp"
 #include "kef/evaluation_rows.hpp"
 #include "kef/linalg.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/number_text.hpp"
 
 namespace kef::likelihood {
@@ -89,6 +90,10 @@ void ConditionalLikelihoodEvaluator::check(const DataShape& data) const {
   if (opt_.normalizer == "quadrature" && data.target_dim > 1)
     sites_.fail("normalizer",
                 "quadrature in y needs one target column; the data have " + std::to_string(data.target_dim));
+  if (opt_.normalizer == "quadrature" && data.dim > 0)
+    // Each x's grid: the nodes, x repeated at every node and the model's values there, before any is made.
+    require_memory(8.0 * 4.0 * static_cast<double>(opt_.quadrature_points) * static_cast<double>(data.dim + 2),
+                   sites_.where("quadrature_points"), "the y grid of each x (quadrature_points)");
 }
 
 void ConditionalLikelihoodEvaluator::check_model(const DataShape&, const PlannedModel& model) const {

@@ -12,6 +12,7 @@
 #include "kef/error.hpp"
 #include "kef/evaluation_rows.hpp"
 #include "kef/lite_model.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/parallel.hpp"
 #include "kef/student_t_proposal.hpp"
 #include "kef/number_text.hpp"
@@ -163,6 +164,28 @@ struct LikelihoodEvaluator::Run {
 
 void LikelihoodEvaluator::check(const DataShape& data) const {
   if (data.rows(split_) == 0) sites_.fail("split", "log_likelihood: the " + split_ + " split is empty");
+  if (data.dim < 1) return;
+  // What the method holds at once, before any of it is allocated: the quadrature's grid (the fine and
+  // the coarse one), the bias bound's percentile sample (kept whole), AIS's particles (positions,
+  // momenta, gradients, weights) and the Gaussian bumps of the defensive mixture; the proposals of Ẑ
+  // are drawn in chunks, the chunks in flight per thread bounded.
+  const double D = static_cast<double>(data.dim);
+  if (method_ == "quadrature") {
+    const double n = static_cast<double>(grid_ > 0 ? grid_ : (data.dim == 1 ? kDefaultGrid1 : kDefaultGrid2));
+    const double cells = std::pow(n, std::min(D, 2.0));
+    require_memory(8.0 * 4.0 * cells * (1.0 + D), sites_.where("grid"), "the quadrature grid (grid)");
+    return;
+  }
+  if (bias_bound_)
+    require_memory(8.0 * static_cast<double>(bound_percentile_samples_) * (D + 2.0),
+                   sites_.where("bound_percentile_samples"), "the bias bound's percentile sample");
+  require_memory(8.0 * 16.0 * static_cast<double>(chunk_size_) * (D + 2.0) *
+                     static_cast<double>(std::max(1, default_threads())),
+                 sites_.where("chunk_size"), "the proposal chunks in flight (chunk_size)");
+  require_memory(8.0 * 4.0 * static_cast<double>(std::max(ais_.particles, ais_.pilot_particles)) * (D + 2.0),
+                 sites_.where("ais_particles"), "AIS's particles (ais_particles)");
+  require_memory(8.0 * static_cast<double>(defensive_.max_centres) * (D + 2.0) * 4.0, sites_.where("max_centres"),
+                 "the defensive mixture's bumps (max_centres)");
 }
 
 void LikelihoodEvaluator::require_samplers(const EvalInput& in, const std::string& check) const {

@@ -1,5 +1,6 @@
 #include "lite_estimator.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "kef/clone_shared.hpp"
@@ -9,6 +10,7 @@
 #include "kef/linalg.hpp"
 #include "kef/lite_model.hpp"
 #include "kef/lite_system.hpp"
+#include "kef/memory_budget.hpp"
 
 namespace kef::lite {
 
@@ -71,7 +73,15 @@ Matrix LiteEstimator::choose_inducing_points(const Matrix& train, RandomStream& 
 }
 
 void LiteEstimator::check(const DataShape& data) const {
-  if (opt_.inducing_points) check_inducing_count(*opt_.inducing_points, data.train_rows, sites_);
+  if (!opt_.inducing_points) return;
+  check_inducing_count(*opt_.inducing_points, data.train_rows, sites_);
+  // The system of M inducing points (G, its factor and the curvature term: M x M each) and a chunk's
+  // derivative stacks (rows x D x M, two orders), before any is allocated.
+  if (data.dim < 1) return;
+  const double M = static_cast<double>(*opt_.inducing_points), D = static_cast<double>(data.dim);
+  const double chunk = opt_.chunk_rows > 0 ? static_cast<double>(opt_.chunk_rows) : 4e6 / 8.0 / (2.0 * D * M);
+  require_memory(8.0 * (4.0 * M * M + 2.0 * std::max(chunk, 1.0) * D * M), sites_.where("inducing_points"),
+                 "the lite system (inducing_points, chunk_rows)");
 }
 
 std::optional<FacetSet> LiteEstimator::facets() const {

@@ -1,5 +1,6 @@
 #include "lscde_estimator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "kef/cross_validation.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/number_text.hpp"
 #include "lscde_model.hpp"
 
@@ -98,6 +100,11 @@ void LscdeEstimator::check(const DataShape& data) const {
                 "b = " + std::to_string(*opt_.basis) + " basis functions, but the training split has " +
                     std::to_string(data.train_rows) +
                     " pairs (expected b <= training rows); lower `basis` or leave it out for min(100, n)");
+  // The basis' b x b system and the design of every training pair against it (rows x b), before any is
+  // formed.
+  const double b = static_cast<double>(opt_.basis ? *opt_.basis : std::min<Index>(100, data.train_rows));
+  require_memory(8.0 * (3.0 * b * b + 2.0 * static_cast<double>(data.train_rows) * b), sites_.where("basis"),
+                 "the basis' system and design (basis)");
   const bool searching = !opt_.sigma || !opt_.lambda;
   if (searching && opt_.folds > data.train_rows)
     sites_.fail("folds", std::to_string(opt_.folds) + "-fold cross-validation of " +

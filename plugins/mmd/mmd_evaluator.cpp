@@ -1,5 +1,6 @@
 #include "mmd_evaluator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "kef/error.hpp"
 #include "kef/evaluation_rows.hpp"
 #include "kef/linalg.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/number_text.hpp"
 #include "mmd_statistic.hpp"
 
@@ -93,6 +95,13 @@ void MmdEvaluator::check(const DataShape& data) const {
   if (rows < 2)
     sites_.fail("split",
                 "the " + split_ + " split has " + std::to_string(rows) + " rows; MMD needs at least 2");
+  // The model's draws (with HMC's chains and the pooled copy) and the labellings of the permutation
+  // test (pooled rows x (permutations + 1)), before any is drawn.
+  const double n = static_cast<double>(opt_.samples ? *opt_.samples : rows);
+  const double pooled = n + static_cast<double>(rows), D = static_cast<double>(std::max<Index>(data.dim, 1));
+  require_memory(8.0 * (3.0 * n * D + pooled * D + pooled * static_cast<double>(permutations_ + 1)),
+                 sites_.where(opt_.samples ? "samples" : "permutations"),
+                 "the model's samples and the permutation test's labellings (samples, permutations)");
 }
 
 void MmdEvaluator::check_model(const DataShape& data, const PlannedModel& model) const {

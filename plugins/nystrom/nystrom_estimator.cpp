@@ -10,6 +10,7 @@
 #include "kef/error.hpp"
 #include "kef/inducing_points.hpp"
 #include "kef/linalg.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/random.hpp"
 #include "kef/nystrom_model.hpp"
 
@@ -114,6 +115,16 @@ void NystromEstimator::check(const DataShape& data) const {
       sites_.fail("components", std::to_string(*opt_.components) + " components but only " +
                                     std::to_string(*opt_.inducing_points * data.dim) +
                                     " (point, coordinate) pairs (inducing_points x dimension)");
+    if (data.dim > 0) {
+      // The basis of M = m·D functions per derivative order (or `components` of them): the M x M
+      // system, its factor and a copy, and a chunk's features, before any is formed.
+      const double orders = static_cast<double>(std::max<std::size_t>(opt_.orders.size(), 1));
+      const double M = opt_.components ? static_cast<double>(*opt_.components)
+                                       : orders * static_cast<double>(*opt_.inducing_points) *
+                                             static_cast<double>(data.dim);
+      require_memory(8.0 * (3.0 * M * M + 2e6 / 8.0), sites_.where(opt_.components ? "components" : "inducing_points"),
+                     "the basis system (inducing_points, orders, components)");
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
+#include "kef/memory_budget.hpp"
 #include "stein_common.hpp"
 
 namespace kef::stein {
@@ -140,6 +141,15 @@ void FssdEvaluator::check(const DataShape& data) const {
   const Index N = data.rows(split_);
   if (N == 0) sites_.fail("split", "the " + split_ + " split is empty");
   if (N < 2) sites_.fail("split", "the " + split_ + " split has " + std::to_string(N) + " row; FSSD needs 2");
+  if (data.dim > 0) {
+    // The rows' features (rows x J·D), their covariance and its eigenvectors ((J·D)² each) and the
+    // null's draws, before any is formed.
+    const Index J = mode_ == "given" ? given_.rows()
+                                     : J_.value_or(mode_ == "optimized" ? kOptimizedLocations : kDkefLocations);
+    const double JD = static_cast<double>(J) * static_cast<double>(data.dim);
+    require_memory(8.0 * (2.0 * static_cast<double>(N) * JD + 3.0 * JD * JD + static_cast<double>(null_draws_)),
+                   sites_.where(J_ ? "J" : "null_draws"), "the features and their covariance (J, the split's rows)");
+  }
   if (mode_ == "given") {
     if (data.dim > 0 && given_.cols() != data.dim)
       sites_.fail("locations_file", "locations of dimension " + std::to_string(given_.cols()) +

@@ -1,5 +1,6 @@
 #include "ksd.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "kef/distributed_reduce.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
+#include "kef/memory_budget.hpp"
 #include "stein_common.hpp"
 
 namespace kef::stein {
@@ -347,6 +349,10 @@ void KsdEvaluator::check(const DataShape& data) const {
   const Index rows = data.rows(split_);
   if (rows == 0) sites_.fail("split", "the " + split_ + " split is empty");
   if (rows < 2) sites_.fail("split", "the " + split_ + " split has 1 row; KSD needs 2");
+  // The rows' scores and the bootstrap's Rademacher weights and sums (rows x draws), before any is drawn.
+  const double n = static_cast<double>(rows), D = static_cast<double>(std::max<Index>(data.dim, 1));
+  require_memory(8.0 * n * (2.0 * static_cast<double>(bootstrap_draws_) + 3.0 * D + 4.0),
+                 sites_.where("bootstrap_draws"), "the wild bootstrap's weights (bootstrap_draws x the split's rows)");
 }
 
 EvaluationResult KsdEvaluator::evaluate(const EvalInput& in) {

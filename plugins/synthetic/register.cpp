@@ -11,6 +11,7 @@
 #include "densities.hpp"
 #include "kef/config.hpp"
 #include "kef/data_source.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/model_target.hpp"
 #include "kef/registry.hpp"
 #include "kef/sdk/plugin.hpp"
@@ -414,6 +415,11 @@ void register_components(PluginRegistrar& registrar) {
           const bool has_rotate = std::any_of(keys.begin(), keys.end(),
                                               [](const KeySpec& k) { return k.name == "rotate"; });
           const bool rotate = has_rotate && cfg.boolean("rotate");
+          // The rows drawn and their copies in the shuffled splits, before any is drawn (sources
+          // without a `dim` key draw 1 or 2 columns).
+          const double dim = cfg.has("dim") ? static_cast<double>(cfg.integer("dim")) : 2.0;
+          require_memory(8.0 * 3.0 * static_cast<double>(cfg.integer("n")) * dim, cfg.where("n"),
+                         "the synthetic rows (n, dim)");
           return std::make_unique<SyntheticSource>(type, Index(cfg.integer("n")), rotate,
                                                    std::move(build), parameters_text(cfg, keys));
         });

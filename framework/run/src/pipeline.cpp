@@ -22,6 +22,7 @@
 #include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/output_dir.hpp"
 #include "kef/parallel.hpp"
@@ -53,6 +54,11 @@ const KeyList& top_level_keys() {
       KeySpec::table("output", "where and what to write"),
       KeySpec::table("plugins", "plugin search: `paths`"),
       KeySpec::table("tune", "grid search of one model's numeric keys, scored on a held-out split"),
+      KeySpec::number("memory_limit_gb",
+                      "the memory (GB) the components' up-front estimates may reach; default: the memory "
+                      "available when the run starts")
+          .optional()
+          .positive(),
   };
   return keys;
 }
@@ -194,6 +200,9 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
   plan.root = std::move(pipeline);
   Config& root = plan.root;
   plan.seed = static_cast<std::uint64_t>(root.integer("seed"));
+  // Before any component is built: their up-front memory estimates are checked against it.
+  set_memory_limit_bytes(root.has("memory_limit_gb") ? std::optional<double>(root.number("memory_limit_gb") * 1e9)
+                                                     : std::nullopt);
 
   Config plugins = root.table("plugins");
   plugins.validate({KeySpec::strings("paths", "extra plugin directories, searched first")});
