@@ -2,6 +2,7 @@
 #include "test_command.hpp"
 
 #include <charconv>
+#include <sstream>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,12 +15,9 @@
 #include "kef/bayesian_witness.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
-#include "kef/hsic_test.hpp"
-#include "kef/kernel_causal_discovery.hpp"
-#include "kef/kernel_learning.hpp"
+#include "kef/kernel_tests.hpp"
 #include "kef/linalg.hpp"
 #include "kef/line_plot.hpp"
-#include "kef/mmd_test.hpp"
 #include "kef/number_text.hpp"
 
 namespace kef_cli {
@@ -108,141 +106,56 @@ kef::Matrix read_test_sample(const std::string& argument, const std::string& fil
   return M;
 }
 
-kef::KernelPtr cli_gaussian_kernel(kef::Registry& registry, double sigma) {
-  char text[96];
-  std::snprintf(text, sizeof text, "type = \"gaussian\"\nsigma = %.17g", sigma);
-  return registry.make_kernel(kef::Config::parse_string(text, "kef test"), {});
-}
-
-// NaN (no permutations) as JSON null, not as a number JSON cannot hold.
-nlohmann::ordered_json json_number(double v) {
-  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
-}
-
-std::string bandwidth_rule_name(const kef::BandwidthRule& r) {
-  switch (r.kind) {
-    case kef::BandwidthRule::Kind::Median:
-      return "median";
-    case kef::BandwidthRule::Kind::Bkl:
-      return "bkl";
-    case kef::BandwidthRule::Kind::BklMultiscale:
-      return "bkl_multiscale";
-    case kef::BandwidthRule::Kind::Given:
-      break;
-  }
-  return "given";
+std::string number_text_of(const nlohmann::ordered_json& v) {
+  if (v.is_null()) return std::string("n/a (--permutations 0)");
+  std::ostringstream os;
+  os.precision(6);
+  os << v.get<double>();
+  return os.str();
 }
 
 }  // namespace
 
 int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_sample, int threads) {
-  // Arguments first, before any file is read.
-  kef::BandwidthRule rule = kef::parse_bandwidth_rule(f.bandwidth, "--kernel-bandwidth", two_sample);
-  if (rule.kind == kef::BandwidthRule::Kind::BklMultiscale)
-    rule = kef::multiscale_rule(f.scales, "--kernel-scales");
-  else if (!f.scales.empty())
-    throw kef::ConfigError("--kernel-scales: applies to --kernel-bandwidth bkl_multiscale only");
-  const kef::BandwidthRule rule_y =
-      f.bandwidth_y.empty() ? rule : kef::parse_bandwidth_rule(f.bandwidth_y, "--kernel-bandwidth-y");
+  kef::KernelTestOptions o;
+  o.bandwidth = f.bandwidth;
+  o.bandwidth_y = f.bandwidth_y;
+  o.scales = f.scales;
+  o.permutations = f.permutations;
+  o.seed = f.seed;
+  o.threads = threads;
+  kef::check_kernel_test_options(o, two_sample);  // arguments first, before any file is read
   const kef::Matrix X = read_test_sample("X", f.x_file), Y = read_test_sample("Y", f.y_file);
-  const kef::Index P = static_cast<kef::Index>(f.permutations);
-  kef::Context context(f.seed, threads, nullptr, "--threads");
-  const kef::RandomStream rng = context.rng().derive(two_sample ? "two-sample" : "independence");
-  nlohmann::ordered_json j;
-  j["test"] = two_sample ? "two-sample" : "independence";
-  j["x"] = {{"file", f.x_file}, {"rows", X.rows()}, {"columns", X.cols()}};
-  j["y"] = {{"file", f.y_file}, {"rows", Y.rows()}, {"columns", Y.cols()}};
-  j["permutations"] = P;
-  j["seed"] = f.seed;
-  if (two_sample) {
-    if (X.cols() != Y.cols())
-      throw kef::DataError("Y (" + f.y_file + "): " + std::to_string(Y.cols()) + " columns, but X (" +
-                           f.x_file + ") has " + std::to_string(X.cols()) +
-                           "; a two-sample test needs samples of the same "
-                           "dimension");
-    if (X.rows() < 2 || Y.rows() < 2)
-      throw kef::DataError((X.rows() < 2 ? "X (" + f.x_file : "Y (" + f.y_file) +
-                           "): a two-sample test needs at least 2 rows in each sample");
-    load_default_plugins(registry, f.plugin_paths);
-    const kef::ChosenBandwidth bw = kef::choose_bandwidth(rule, X, Y, "--kernel-bandwidth", context);
-    const kef::KernelPtr k =
-        bw.mixture()
-            ? registry.make_kernel(kef::Config::parse_string(kef::kernel_table(bw), "--kernel-bandwidth"), {})
-            : cli_gaussian_kernel(registry, bw.sigma);
-    kef::RandomStream perm_rng = rng.derive("permutations");
-    const kef::MmdTest t = kef::mmd_test(*k, X, Y, P, perm_rng, context);
-    j["statistic"] = {{"mmd2_unbiased", t.mmd2}, {"mmd2_biased", t.mmd2_biased}};
-    j["p_value"] = {{"permutation", json_number(t.p_value)},
-                    {"permutation_biased", json_number(t.p_value_biased)},
-                    {"gamma", t.gamma_p_value}};
-    j["gamma"] = {{"shape", t.gamma.shape},
-                  {"scale", t.gamma.scale},
-                  {"null_mean", t.gamma.mean},
-                  {"null_variance", t.gamma.variance}};
-    j["bandwidth"] = {{"sigma", bw.sigma}, {"rule", bandwidth_rule_name(rule)}, {"how", bw.how}};
-    if (bw.mixture()) {
-      j["bandwidth"]["sigmas"] = bw.sigmas;
-      j["bandwidth"]["weights"] = bw.weights;
-    }
-  } else {
-    if (X.rows() != Y.rows())
-      throw kef::DataError("Y (" + f.y_file + "): " + std::to_string(Y.rows()) + " rows, but X (" + f.x_file +
-                           ") has " + std::to_string(X.rows()) + "; an independence test needs paired rows");
-    if (X.rows() < 4)
-      throw kef::DataError("X (" + f.x_file + "): " + std::to_string(X.rows()) +
-                           " rows; an independence test needs at least 4 pairs");
-    load_default_plugins(registry, f.plugin_paths);
-    const kef::ChosenBandwidth bx = kef::choose_bandwidth(rule, X, "--kernel-bandwidth", context);
-    const kef::ChosenBandwidth by = kef::choose_bandwidth(
-        rule_y, Y, f.bandwidth_y.empty() ? "--kernel-bandwidth" : "--kernel-bandwidth-y", context);
-    const kef::KernelPtr kx = cli_gaussian_kernel(registry, bx.sigma),
-                         ky = cli_gaussian_kernel(registry, by.sigma);
-    const kef::HsicTest t = kef::hsic_test(*kx, *ky, X, Y, P, rng.derive("permutations"), context);
-    j["statistic"] = {{"hsic_biased", t.hsic}, {"hsic_unbiased", t.hsic_unbiased}};
-    j["p_value"] = {{"permutation", json_number(t.p_value)}, {"gamma", t.gamma_p_value}};
-    j["gamma"] = {{"shape", t.gamma.shape},
-                  {"scale", t.gamma.scale},
-                  {"null_mean", t.gamma.mean},
-                  {"null_variance", t.gamma.variance}};
-    j["bandwidth"] = {{"x", {{"sigma", bx.sigma}, {"rule", bandwidth_rule_name(rule)}, {"how", bx.how}}},
-                      {"y", {{"sigma", by.sigma}, {"rule", bandwidth_rule_name(rule_y)}, {"how", by.how}}}};
-  }
+  load_default_plugins(registry, f.plugin_paths);
+  const kef::TestSample x{&X, "X (" + f.x_file + ")", f.x_file}, y{&Y, "Y (" + f.y_file + ")", f.y_file};
+  const std::string report = two_sample ? kef::two_sample_test_json(registry, x, y, o)
+                                        : kef::independence_test_json(registry, x, y, o);
   if (f.json) {
-    std::cout << j.dump(2) << "\n";
+    std::cout << report << "\n";
     return 0;
   }
-  auto num = [](const nlohmann::ordered_json& v) {
-    if (v.is_null()) return std::string("n/a (--permutations 0)");
-    std::ostringstream os;
-    os.precision(6);
-    os << v.get<double>();
-    return os.str();
-  };
+  const auto j = nlohmann::ordered_json::parse(report);
   std::cout << (two_sample ? "two-sample test (MMD): " : "independence test (HSIC): ") << X.rows() << " x "
             << X.cols() << " (" << f.x_file << ") " << (two_sample ? "vs " : "with ") << Y.rows() << " x "
             << Y.cols() << " (" << f.y_file << ")\n";
   for (const auto& item : j["statistic"].items())
-    std::cout << "  " << item.key() << " = " << num(item.value()) << "\n";
-  std::cout << "  p-value (permutation, " << P << ") = " << num(j["p_value"]["permutation"]) << "\n";
-  std::cout << "  p-value (Gamma approximation) = " << num(j["p_value"]["gamma"]) << "\n";
+    std::cout << "  " << item.key() << " = " << number_text_of(item.value()) << "\n";
+  std::cout << "  p-value (permutation, " << f.permutations << ") = " << number_text_of(j["p_value"]["permutation"])
+            << "\n";
+  std::cout << "  p-value (Gamma approximation) = " << number_text_of(j["p_value"]["gamma"]) << "\n";
   if (two_sample) {
-    std::cout << "  bandwidth = " << num(j["bandwidth"]["sigma"]) << " ("
+    std::cout << "  bandwidth = " << number_text_of(j["bandwidth"]["sigma"]) << " ("
               << j["bandwidth"]["how"].get<std::string>() << ")\n";
   } else {
     for (const char* v : {"x", "y"})
-      std::cout << "  bandwidth " << v << " = " << num(j["bandwidth"][v]["sigma"]) << " ("
+      std::cout << "  bandwidth " << v << " = " << number_text_of(j["bandwidth"][v]["sigma"]) << " ("
                 << j["bandwidth"][v]["how"].get<std::string>() << ")\n";
   }
   return 0;
 }
 
 int cmd_causal(kef::Registry& registry, const CausalFlags& f, int threads) {
-  kef::CausalDiscoveryOptions o;
-  o.bandwidth = kef::parse_bandwidth_rule(f.bandwidth, "--kernel-bandwidth");
-  o.alpha = f.alpha;
-  o.permutations = static_cast<kef::Index>(f.permutations);
-  o.max_given = static_cast<kef::Index>(f.max_given);
-  o.where = "--kernel-bandwidth";
+  kef::parse_bandwidth_rule(f.bandwidth, "--kernel-bandwidth");  // arguments first, before any file is read
   const kef::TableData table = kef::read_table(f.data);
   const kef::Index p = table.values.cols();
   kef::PartialGraph truth;
@@ -275,26 +188,16 @@ int cmd_causal(kef::Registry& registry, const CausalFlags& f, int threads) {
     }
   }
   load_default_plugins(registry, f.plugin_paths);
-  kef::Context context(f.seed, threads, nullptr, "--threads");
-  const auto gaussian = [&](double sigma) { return cli_gaussian_kernel(registry, sigma); };
-  const kef::CausalDiscoveryResult r =
-      kef::discover_causal_structure(table.values, o, gaussian, context.child("causal"));
-  nlohmann::ordered_json j;
-  j["test"] = "causal";
-  j["data"] = {{"file", f.data}, {"rows", table.values.rows()}, {"variables", table.columns}};
-  j["alpha"] = f.alpha;
-  j["bandwidth_rule"] = f.bandwidth;
-  j["permutations"] = f.permutations;
-  j["seed"] = f.seed;
-  j["cpdag"] = r.pc.cpdag.to_string(table.columns);
-  j["skeleton"] = r.pc.skeleton.to_string(table.columns);
-  j["tests"] = r.pc.tests;
-  j["regressions"] = r.regressions;
-  j["orientation_conflicts"] = r.pc.conflicts;
-  if (!f.truth.empty()) {
-    j["truth_cpdag"] = truth.to_string(table.columns);
-    j["structural_hamming_distance"] = kef::structural_hamming_distance(r.pc.cpdag, truth);
-  }
+  kef::CausalRequest request;
+  request.bandwidth = f.bandwidth;
+  request.alpha = f.alpha;
+  request.permutations = f.permutations;
+  request.max_given = f.max_given;
+  request.seed = f.seed;
+  request.threads = threads;
+  request.truth_cpdag = f.truth.empty() ? nullptr : &truth;
+  const auto j = nlohmann::ordered_json::parse(kef::causal_discovery_json(
+      registry, kef::TestSample{&table.values, f.data, f.data}, table.columns, request));
   if (f.json) {
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -303,7 +206,8 @@ int cmd_causal(kef::Registry& registry, const CausalFlags& f, int threads) {
             << f.bandwidth << "): " << table.values.rows() << " rows of " << p << " variables (" << f.data
             << ")\n"
             << "  CPDAG: " << j["cpdag"].get<std::string>() << "\n"
-            << "  tests: " << r.pc.tests << ", regressions: " << r.regressions << "\n";
+            << "  tests: " << j["tests"].get<kef::Index>() << ", regressions: " << j["regressions"].get<kef::Index>()
+            << "\n";
   if (!f.truth.empty())
     std::cout << "  truth's CPDAG: " << j["truth_cpdag"].get<std::string>() << "\n"
               << "  structural Hamming distance: " << j["structural_hamming_distance"].get<kef::Index>()
@@ -417,13 +321,14 @@ void write_witness_csv(const std::string& out, const kef::Matrix& G, const kef::
 }  // namespace
 
 int cmd_witness(const WitnessFlags& f, int threads) {
-  // Arguments first, before any data file is read.
-  const kef::BandwidthRule rule = kef::parse_bandwidth_rule(f.bandwidth, "--kernel-bandwidth");
-  if (f.integrate && rule.kind != kef::BandwidthRule::Kind::Bkl)
-    throw kef::ConfigError(
-        "--integrate-lengthscale: integrates over BKL's posterior of ℓ, so it needs "
-        "--kernel-bandwidth bkl (got `" +
-        f.bandwidth + "`)");
+  kef::WitnessRequest r;
+  r.bandwidth = f.bandwidth;
+  r.integrate = f.integrate;
+  r.tau2 = f.tau2;
+  r.level = f.level;
+  r.seed = f.seed;
+  r.threads = threads;
+  kef::check_witness_request(r);  // arguments first, before any data file is read
   if (!f.out.empty()) check_output_file("--out", f.out);
   if (!f.plot.empty()) check_output_file("--plot", f.plot);
   const kef::Matrix X = read_test_sample("X", f.x_file), Y = read_test_sample("Y", f.y_file);
@@ -435,56 +340,13 @@ int cmd_witness(const WitnessFlags& f, int threads) {
   if (!f.plot.empty() && G.cols() != 1)
     throw kef::ConfigError("--plot " + f.plot + ": the figure is for 1-D samples; these have " +
                            std::to_string(G.cols()) + " columns (use --out for the values)");
-  kef::Context context(f.seed, threads, nullptr, "--threads");
-  const kef::Context wc = context.child("witness");
-  kef::WitnessOptions o;
-  o.tau2 = f.tau2;
-  o.level = f.level;
-  o.where = "kef test witness";
-  nlohmann::ordered_json bw;
-  kef::WitnessPosterior w;
-  if (rule.kind == kef::BandwidthRule::Kind::Bkl) {
-    kef::BklOptions b;
-    b.landmarks = kef::bkl_landmarks(X.rows() + Y.rows(), X.cols());
-    b.method = f.integrate ? kef::BklMethod::Hmc : kef::BklMethod::Mode;
-    b.context = "--kernel-bandwidth";
-    const kef::LearnedWitness lw = kef::bayesian_witness_bkl(X, Y, G, b, o, wc);
-    w = lw.witness;
-    bw = {{"sigma", lw.bkl.sigma},
-          {"rule", f.integrate ? "bkl-hmc" : "bkl"},
-          {"how", lw.bkl.provenance},
-          {"mode", lw.bkl.mode},
-          {"log_likelihood", lw.bkl.log_likelihood},
-          {"landmarks", lw.bkl.landmarks},
-          {"lengthscales", w.lengthscales}};
-    if (f.integrate) {
-      bw["posterior_q05"] = lw.bkl.posterior_q05;
-      bw["posterior_q95"] = lw.bkl.posterior_q95;
-      bw["hmc"] = lw.bkl.hmc_summary;
-    }
-    // The profile of log L in ℓ, with the fields a pipeline records under chosen.KEY.bkl, so that
-    // scripts/bkl_profile_plot.py draws either; −inf (ℓ too small for the landmarks) as null.
-    nlohmann::ordered_json ll = nlohmann::ordered_json::array();
-    for (double v : lw.bkl.profile.log_likelihood) ll.push_back(json_number(v));
-    bw["bkl"] = {{"tau2", lw.bkl.tau2},
-                 {"method", lw.bkl.method},
-                 {"lower", lw.bkl.lower},
-                 {"upper", lw.bkl.upper},
-                 {"landmarks", lw.bkl.landmarks},
-                 {"rows", lw.bkl.rows},
-                 {"log_likelihood", lw.bkl.log_likelihood},
-                 {"median_lengthscale", lw.bkl.median_lengthscale},
-                 {"median_log_likelihood", json_number(lw.bkl.median_log_likelihood)},
-                 {"profile", {{"lengthscale", lw.bkl.profile.lengthscale}, {"log_likelihood", ll}}}};
-  } else {
-    const kef::ChosenBandwidth c = kef::choose_bandwidth(rule, X, Y, "--kernel-bandwidth", wc);
-    w = kef::bayesian_witness(X, Y, G, c.sigma, o, wc);
-    bw = {{"sigma", c.sigma}, {"rule", bandwidth_rule_name(rule)}, {"how", c.how}, {"lengthscales", 1}};
-  }
-  kef::Index excludes = 0;
-  for (kef::Index i = 0; i < G.rows(); ++i) excludes += (w.lower[i] > 0.0 || w.upper[i] < 0.0) ? 1 : 0;
-  const double fraction = static_cast<double>(excludes) / static_cast<double>(G.rows());
+  const kef::WitnessReport report = kef::witness_json(kef::TestSample{&X, "X (" + f.x_file + ")", f.x_file},
+                                                      kef::TestSample{&Y, "Y (" + f.y_file + ")", f.y_file}, G, r);
+  const kef::WitnessPosterior& w = report.posterior;
+  const double fraction = report.band_excludes_zero;
   if (!f.out.empty()) write_witness_csv(f.out, G, w);
+  auto j = nlohmann::ordered_json::parse(report.json);
+  const nlohmann::ordered_json& bw = j["bandwidth"];
   if (!f.plot.empty()) {
     kef::LineSeries s{"posterior mean, central " + kef::number_text(100 * f.level, 3) + "% band", G.col(0),
                       w.mean, w.lower, w.upper};
@@ -495,23 +357,11 @@ int cmd_witness(const WitnessFlags& f, int threads) {
     po.x_label = "x";
     po.y_label = "witness";
     po.footnote = std::to_string(X.rows()) + " vs " + std::to_string(Y.rows()) +
-                  " points · ℓ = " + kef::number_text(bw["sigma"].get<double>(), 3) + " (" +
+                  " points · ℓ = " + kef::number_text(report.lengthscale, 3) + " (" +
                   bw["rule"].get<std::string>() + ") · band excludes 0 on " +
                   kef::number_text(100 * fraction, 3) + "% of the grid";
     kef::write_line_plot(f.plot, {s, zero}, po);
   }
-  nlohmann::ordered_json j;
-  j["test"] = "witness";
-  j["x"] = {{"file", f.x_file}, {"rows", X.rows()}, {"columns", X.cols()}};
-  j["y"] = {{"file", f.y_file}, {"rows", Y.rows()}, {"columns", Y.cols()}};
-  j["points"] = G.rows();
-  j["level"] = f.level;
-  j["tau2"] = f.tau2;
-  j["seed"] = f.seed;
-  j["bandwidth"] = bw;
-  j["band_excludes_zero"] = fraction;
-  j["max_abs_mean"] = w.mean.cwiseAbs().maxCoeff();
-  j["max_sd"] = w.sd.maxCoeff();
   if (!f.out.empty()) j["out"] = f.out;
   if (!f.plot.empty()) j["plot"] = f.plot;
   if (f.json) {
@@ -520,7 +370,7 @@ int cmd_witness(const WitnessFlags& f, int threads) {
   }
   std::cout << "Bayesian witness function: " << X.rows() << " x " << X.cols() << " (" << f.x_file << ") vs "
             << Y.rows() << " x " << Y.cols() << " (" << f.y_file << "), " << G.rows() << " points\n"
-            << "  bandwidth = " << kef::number_text(bw["sigma"].get<double>(), 6) << " ("
+            << "  bandwidth = " << kef::number_text(report.lengthscale, 6) << " ("
             << bw["how"].get<std::string>() << ")\n"
             << "  central " << kef::number_text(100 * f.level, 3) << "% band excludes 0 at "
             << kef::number_text(100 * fraction, 4)

@@ -10,6 +10,8 @@ The same pipelines, components and key declarations as the ``kef`` command (see 
     model.save("my-model"); kef.load("my-model")
     kef.run("pipeline.toml", set={"seed": 3})  # results.json as a dict
 
+    kef.two_sample_test(X, Y, seed=1)        # MMD, as `kef test two-sample`; independence_test, witness
+
 Arrays are float64 NumPy arrays of shape (rows, columns), C or Fortran order, finite; anything else
 raises TypeError (dtype) or kef.DataError naming the argument. kef's errors are raised as kef.Error's
 subclasses (ConfigError, DataError, PluginError, ModelFileError, NumericalError) carrying kef's message.
@@ -24,17 +26,24 @@ import sys
 
 from . import _kef
 from ._kef import (ConfigError, DataError, Error, Model, ModelFileError,
-                   NumericalError, PluginError)
+                   NumericalError, PluginError, causal_discovery, independence_test,
+                   two_sample_test, witness)
 
 __version__ = _kef.__version__
 # Shown as kef.ConfigError, kef.Model, ... (where users import them from), not kef._kef.
 for _cls in (Error, ConfigError, DataError, PluginError, ModelFileError, NumericalError, Model):
     _cls.__module__ = __name__
 del _cls
+for _fn in (two_sample_test, independence_test, witness, causal_discovery):
+    try:
+        _fn.__module__ = __name__
+    except (AttributeError, TypeError):  # builtin functions may refuse it; help() still shows them
+        pass
+del _fn
 __all__ = [
     "fit", "run", "validate", "load", "evaluate", "fssd", "ksd", "log_likelihood",
     "score_matching_loss", "mmd", "conditional_log_likelihood", "conditional_score_matching_loss",
-    "Model", "Error", "ConfigError", "DataError",
+    "two_sample_test", "independence_test", "witness", "causal_discovery", "Model", "Error", "ConfigError", "DataError",
     "PluginError", "ModelFileError", "NumericalError", "quiet",
 ]
 
@@ -108,47 +117,30 @@ def _overrides(settings):
 # ---------------------------------------------------------------------------------------------------
 # Models
 
-def _model_sample(self, n, seed=0, *, given=None, threads=0, quiet=None, chains=4, warmup=500,
-                  leapfrog_steps=10, step_size=0.1):
-    """n draws in data units: the model's exact sampler when it has one, HMC otherwise (as
-    `kef sample MODEL_DIR` with the same seed and options). Returns an (n, dim) array.
-
-    given (conditional models p(y | x) only): the inputs x, an (m, input columns) float64 array in
-    data units; returns n draws of y for each row, (m * n, dim) full rows in the data's column order,
-    n consecutive rows per row of given, as `kef sample MODEL_DIR --given X -n n` with the same seed.
-    """
-    if given is not None:
-        draws, approximate = self._sample_given(given, int(n), int(seed), int(threads), _quiet(quiet))
-        if not _quiet(quiet):
-            print("[kef] drawn with the model's " +
-                  ("approximate conditional sampler: draws from its learned q(y | x), not exact "
-                   "draws from its density" if approximate else "exact conditional sampler"),
-                  file=sys.stderr)
-        return draws
-    draws, summary = self._sample(int(n), int(seed), int(threads), _quiet(quiet), int(chains),
-                                  int(warmup), int(leapfrog_steps), float(step_size))
-    if summary is not None and not _quiet(quiet):
-        print(f"[kef] {summary}", file=sys.stderr)
-    return draws
-
-
-def _model_save(self, directory, *, quiet=None):
-    """Writes the model to `directory` (created; must not exist): model.toml and .npy arrays, the
-    same layout `kef run` writes, read back by kef.load, `kef score` and numpy.load."""
-    self._save(os.fspath(directory), _quiet(quiet))
-
-
-def _model_repr(self):
-    return f"<kef.Model {self.type} dim={self.dim} ({self.name})>"
-
-
-Model.sample = _model_sample
-Model.save = _model_save
-Model.__repr__ = _model_repr
-
-
 def load(directory, *, quiet=None):
-    """A saved model (a directory written by `kef run`, Model.save or `kef` 0.2), in data units."""
+    """Loads a saved model.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        A directory written by ``kef run`` (its ``models/NAME``), :meth:`Model.save` or kef 0.2.
+    quiet : bool or None
+        Silence plugin warnings (None: ``kef.quiet``).
+
+    Returns
+    -------
+    kef.Model
+        In data units, bitwise the model that was saved.
+
+    Raises
+    ------
+    kef.ModelFileError
+        The directory is not a readable saved model, or a component's plugin is not loaded.
+
+    Examples
+    --------
+    >>> model = kef.load("runs/demo/models/lite")     # doctest: +SKIP
+    """
     return _kef._load(os.fspath(directory), _quiet(quiet))
 
 
@@ -171,7 +163,7 @@ def _comm_handle(comm):
 def _run_in_memory(toml, source, X, columns, settings, threads, quiet, write, output, from_file,
                    comm):
     results, models, table, log, out = _kef._run_in_memory(
-        toml, source, X, list(columns or []), _overrides(settings), int(threads), _quiet(quiet),
+        toml, source, X, list(columns or []), _overrides(settings), _kef._threads(threads), _quiet(quiet),
         bool(write), os.fspath(output) if output else "", from_file, _comm_handle(comm))
     return json.loads(results), dict(models)
 
@@ -180,6 +172,31 @@ def run(config, X=None, *, set=None, columns=None, write=None, output=None, thre
         return_models=False, comm=None):
     """Runs a pipeline and returns its results.json as a dict.
 
+    Parameters
+    ----------
+    config : str or os.PathLike
+        A pipeline file.
+    X : numpy.ndarray of float64, optional
+        Rows replacing the pipeline's [data] source.
+    set : dict, optional
+        Overrides, as ``kef run --set``.
+    columns, write, output, threads, quiet, return_models, comm
+        See below.
+
+    Returns
+    -------
+    dict, or (dict, {name: kef.Model}) with ``return_models=True``
+
+    Raises
+    ------
+    kef.ConfigError, kef.DataError, kef.PluginError, kef.NumericalError
+
+    Examples
+    --------
+    >>> results = kef.run("pipeline.toml", set={"seed": 3})   # doctest: +SKIP
+
+    Notes
+    -----
     config: a pipeline file's path. Without X this is `kef run FILE` (the output directory is written;
     `output` replaces [output] dir). With X (an N x D float64 array) the matrix replaces the [data]
     source (its host keys split, standardize, ... still apply); then nothing is written unless
@@ -197,7 +214,7 @@ def run(config, X=None, *, set=None, columns=None, write=None, output=None, thre
         if write is False:
             raise ConfigError("write=False: a pipeline file's run writes its output directory; give X "
                               "for a run in memory")
-        text, out, table = _kef._run_file(path, _overrides(set), int(threads), _quiet(quiet),
+        text, out, table = _kef._run_file(path, _overrides(set), _kef._threads(threads), _quiet(quiet),
                                           os.fspath(output) if output else "", _comm_handle(comm))
         return json.loads(text)
     results, models = _run_in_memory("", path, X, columns, set, threads, quiet, bool(write), output,
@@ -206,15 +223,63 @@ def run(config, X=None, *, set=None, columns=None, write=None, output=None, thre
 
 
 def validate(config, X=None, *, set=None, columns=None, quiet=None):
-    """`kef validate`: every check kef.run(config, X, set=...) makes before its first fit (keys,
-    types, plugins, the data); raises kef.ConfigError/DataError/... and returns None when it passes."""
+    """Every check kef.run(config, X, set=...) makes before its first fit, as ``kef validate``.
+
+    Parameters
+    ----------
+    config : str or os.PathLike
+    X : numpy.ndarray of float64, optional
+    set : dict, optional
+    columns : list of str, optional
+    quiet : bool or None
+
+    Returns
+    -------
+    None
+        When every check passes.
+
+    Raises
+    ------
+    kef.ConfigError, kef.DataError, kef.PluginError
+
+    Examples
+    --------
+    >>> kef.validate("pipeline.toml")                      # doctest: +SKIP
+    """
     _kef._validate(os.fspath(config), X, list(columns or []), _overrides(set), _quiet(quiet))
 
 
 def fit(X, estimator, kernel=None, base_measure=None, *, validation=None, data=None, parts=None,
         seed=0, threads=0, quiet=None, columns=None, comm=None):
-    """Fits one model to the rows of X (N x D float64) and returns it (a kef.Model, in data units).
+    """Fits one model to the rows of X and returns it.
 
+    Parameters
+    ----------
+    X : numpy.ndarray of float64, shape (n_rows, dim)
+    estimator : str or dict
+        The [model.estimator] table ({"type": "lite", "inducing_points": 200, ...}).
+    kernel, base_measure : str or dict, optional
+        The [model.kernel] and [model.base_measure] tables.
+    validation, data, parts, seed, threads, quiet, columns, comm
+        See below.
+
+    Returns
+    -------
+    kef.Model
+        In data units.
+
+    Raises
+    ------
+    kef.ConfigError
+        An unknown or misspelt key (with kef's "did you mean"), a wrong type, ``threads=1.5``.
+    kef.DataError, kef.NumericalError, kef.PluginError
+
+    Examples
+    --------
+    >>> model = kef.fit(X, "lite", {"type": "gaussian", "sigma": "median"}, "gaussian")  # doctest: +SKIP
+
+    Notes
+    -----
     estimator, kernel, base_measure: the [model.estimator], [model.kernel] and [model.base_measure]
     tables as dicts ({"type": "lite", "inducing_points": 200, ...}; a string is {"type": string}).
     parts: other part tables of the model ({"feature_map": {...}, "sampler": {...}}).
@@ -230,7 +295,7 @@ def fit(X, estimator, kernel=None, base_measure=None, *, validation=None, data=N
     if validation is not None:
         split["validation"] = validation
     data_table["split"] = split
-    text = f"seed = {_toml_value(int(seed), 'seed')}\n"
+    text = f"seed = {_toml_value(_kef._seed(seed), 'seed')}\n"
     text += _toml_table("data", data_table, "data")
     text += '[[model]]\nname = "model"\n'
     text += _toml_table("model.estimator", estimator, "estimator")
@@ -247,7 +312,35 @@ def fit(X, estimator, kernel=None, base_measure=None, *, validation=None, data=N
 # Evaluators
 
 def evaluate(model, X, type, *, against=None, seed=0, threads=0, quiet=None, **keys):
-    """Runs the evaluator `type` (e.g. "fssd", "ksd", "log_likelihood", "score_matching_loss", "mmd")
+    """Runs one evaluator on a model with held-out rows, as ``kef eval``.
+
+    Parameters
+    ----------
+    model : kef.Model
+    X : numpy.ndarray of float64
+    type : str
+        The evaluator ("fssd", "ksd", "log_likelihood", "score_matching_loss", "mmd", ...).
+    against : kef.Model, optional
+    seed, threads, quiet
+    **keys
+        The evaluator's keys.
+
+    Returns
+    -------
+    dict
+        {metric: value}.
+
+    Raises
+    ------
+    TypeError, kef.ConfigError, kef.DataError
+
+    Examples
+    --------
+    >>> kef.evaluate(model, X_test, "fssd", seed=3)        # doctest: +SKIP
+
+    Notes
+    -----
+    Runs the evaluator `type` (e.g. "fssd", "ksd", "log_likelihood", "score_matching_loss", "mmd")
     on `model` with the rows of X (data units) as held-out data, as `kef eval` does on a saved model
     with the same seed; `keys` are the evaluator's keys (see `kef plugins --describe evaluator/TYPE`).
     against: the second model of comparative evaluators. Returns {metric: value}; metrics in
@@ -259,7 +352,7 @@ def evaluate(model, X, type, *, against=None, seed=0, threads=0, quiet=None, **k
     table = {"type": type}
     table.update(keys)
     metrics, _spaces, notes = _kef._evaluate(model, X, _toml_table("", table, "evaluator"), against,
-                                             int(seed), int(threads), _quiet(quiet))
+                                             _kef._seed(seed), _kef._threads(threads), _quiet(quiet))
     if not _quiet(quiet):
         for note in notes:
             print(f"[kef] note: {note}", file=sys.stderr)
@@ -270,8 +363,12 @@ def _evaluator(name):
     def function(model, X, **keys):
         return evaluate(model, X, name, **keys)
     function.__name__ = name
-    function.__doc__ = (f"The evaluator `{name}`: kef.evaluate(model, X, \"{name}\", **keys); "
-                        f"see `kef plugins --describe evaluator/{name}` for its keys.")
+    function.__doc__ = (f"The evaluator ``{name}``: kef.evaluate(model, X, \"{name}\", **keys).\n\n"
+                        f"Parameters\n----------\nmodel : kef.Model\nX : numpy.ndarray of float64\n"
+                        f"**keys\n    The evaluator's keys (``kef plugins --describe evaluator/{name}``), "
+                        f"seed, threads, quiet.\n\nReturns\n-------\ndict\n    {{metric: value}}.\n\n"
+                        f"Raises\n------\nkef.ConfigError, kef.DataError\n\nExamples\n--------\n"
+                        f">>> kef.{name}(model, X_test)   # doctest: +SKIP\n")
     return function
 
 

@@ -4,18 +4,21 @@
 // `kef sample` runs). kef/__init__.py builds the TOML tables from Python dicts and the public API.
 //
 // Arrays: float64, 2-D, C or Fortran order, finite; anything else is refused with an exception naming
-// the argument, never converted silently. The GIL is released around every fit, evaluation, sampling
+// the argument, never converted silently (kef.sklearn converts with scikit-learn's check_array first). The GIL is released around every fit, evaluation, sampling
 // and row loop, so other Python threads run meanwhile.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -23,6 +26,10 @@
 #include <vector>
 
 #include "kef/conditional_sampling.hpp"
+#include "kef/fit_defaults.hpp"
+#include "kef/bandwidth_rule.hpp"
+#include "kef/kernel_tests.hpp"
+#include "kef/output_dir.hpp"
 #include "kef/context.hpp"
 #include "kef/model_rows.hpp"
 #include "kef/error.hpp"
@@ -67,6 +74,9 @@ struct PyModel {
   kef::ModelRows rows;  // log density and score of rows in data units, what `kef score` computes
   std::string name;          // the directory it was loaded from, or its [[model]] name (progress labels)
   std::string what;          // for messages: "the model at DIR", "model NAME (kef.fit)"
+  // An unpickled model's files as pickled, so that pickling it again gives the same bytes (a model
+  // saved after a fit records its fit's keys, which a reloaded model no longer has).
+  std::vector<std::pair<std::string, std::string>> pickled_files;
 
   PyModel(kef::SavedModel s, std::string n, std::string w)
       : saved(std::move(s)),
@@ -77,6 +87,40 @@ struct PyModel {
 };
 
 std::string type_name(const py::handle& obj) { return py::str(py::type::of(obj).attr("__name__")); }
+
+// `quiet=None`: the module-wide default kef.quiet.
+bool resolve_quiet(const py::object& quiet) {
+  if (!quiet.is_none()) return py::bool_(quiet);
+  return py::bool_(py::module_::import("kef").attr("quiet"));
+}
+
+// A count argument: a Python or NumPy integer (not a bool, not a float: threads=1.5 is refused, never
+// truncated) in [low, high]. ConfigError naming the argument.
+long long checked_count(const py::handle& value, const std::string& arg, long long low, long long high) {
+  const bool integer = !py::isinstance<py::bool_>(value) &&
+                       (py::isinstance<py::int_>(value) ||
+                        py::isinstance(value, py::module_::import("numpy").attr("integer")));
+  if (!integer)
+    throw kef::ConfigError(arg + ": expected an integer, got " + std::string(py::repr(value)) + " (" +
+                           type_name(value) + ")");
+  long long v = 0;
+  try {
+    v = py::int_(py::reinterpret_borrow<py::object>(value)).cast<long long>();
+  } catch (const py::cast_error&) {
+    throw kef::ConfigError(arg + ": " + std::string(py::repr(value)) + " is out of range");
+  }
+  if (v < low || v > high)
+    throw kef::ConfigError(arg + ": expected an integer in [" + std::to_string(low) + ", " + std::to_string(high) +
+                           "], got " + std::to_string(v));
+  return v;
+}
+
+// Worker threads: 0 (all cores) or a positive count.
+int checked_threads(const py::handle& value) { return static_cast<int>(checked_count(value, "threads", 0, 4096)); }
+
+std::uint64_t checked_seed(const py::handle& value) {
+  return static_cast<std::uint64_t>(checked_count(value, "seed", 0, std::numeric_limits<long long>::max()));
+}
 
 // A NumPy argument, checked and read in place: float64, 2-D, C or Fortran order, non-empty, finite,
 // with `dim` (>= 0) columns when a model's dimension is known. Nothing is copied or converted.
@@ -103,7 +147,10 @@ ArrayArg checked_array(const py::handle& obj, const std::string& arg, kef::Index
     throw py::type_error(arg + ": expected a numpy.ndarray of float64, got " + type_name(obj));
   ArrayArg a;
   a.array = py::reinterpret_borrow<py::array>(obj);
-  if (!a.array.dtype().is(py::dtype::of<double>()))
+  // By equivalence, not identity: an array that crossed a process boundary (joblib, pickle) carries an
+  // equal dtype object of its own. Equivalence also refuses float64 of the other byte order.
+  auto& api = py::detail::npy_api::get();
+  if (!api.PyArray_EquivTypes_(a.array.dtype().ptr(), py::dtype::of<double>().ptr()))
     throw py::type_error(arg + ": expected dtype float64, got " + std::string(py::str(a.array.dtype())) +
                          "; kef does not convert silently: pass " + arg + ".astype(numpy.float64)");
   if (a.array.ndim() != 2)
@@ -363,9 +410,8 @@ py::array score(const PyModel& m, const py::handle& X) {
 
 // `kef sample MODEL_DIR` (the hmc sampler): the model's exact sampler when it has one, HMC otherwise, in
 // the model's coordinates, mapped to data units. Returns (draws, HMC summary or None).
-py::tuple sample(const PyModel& m, long long n, std::uint64_t seed, int threads, bool quiet, long long chains,
-                 long long warmup, long long leapfrog_steps, double step_size) {
-  if (n < 1) throw kef::ConfigError("n: expected a positive number of samples, got " + std::to_string(n));
+py::tuple sample_unconditional(const PyModel& m, long long n, std::uint64_t seed, int threads, bool quiet,
+                               long long chains, long long warmup, long long leapfrog_steps, double step_size) {
   if (m.saved.model->conditional() != nullptr || m.saved.transform.roles.conditional())
     throw kef::ConfigError("kef.Model.sample: " + m.what + " is a conditional density p(y | x) (columns: " +
                            kef::conditional_columns_text(m.saved, m.saved.model->conditional()) +
@@ -407,10 +453,139 @@ py::tuple sample_given(const PyModel& m, const py::handle& given, long long n, s
   return py::make_tuple(to_numpy(draws.rows), draws.approximate);
 }
 
-void save(const PyModel& m, const std::string& dir, bool quiet) {
-  kef::Registry& reg = registry(quiet);
+void print_stderr(const std::string& line) {
+  py::module_::import("sys").attr("stderr").attr("write")(line + "\n");
+}
+
+py::array sample(const PyModel& m, const py::handle& n_arg, const py::handle& seed_arg, const py::object& given,
+                 const py::handle& threads_arg, const py::object& quiet_arg, const py::handle& chains,
+                 const py::handle& warmup, const py::handle& leapfrog_steps, double step_size) {
+  const long long n = checked_count(n_arg, "n", 1, 1000000000000LL);
+  const std::uint64_t seed = checked_seed(seed_arg);
+  const int threads = checked_threads(threads_arg);
+  const bool quiet = resolve_quiet(quiet_arg);
+  if (!given.is_none()) {
+    py::tuple r = sample_given(m, given, n, seed, threads, quiet);
+    if (!quiet)
+      print_stderr(std::string("[kef] drawn with the model's ") +
+                   (r[1].cast<bool>() ? "approximate conditional sampler: draws from its learned q(y | x), not "
+                                        "exact draws from its density"
+                                      : "exact conditional sampler"));
+    return r[0].cast<py::array>();
+  }
+  py::tuple r = sample_unconditional(m, n, seed, threads, quiet, checked_count(chains, "chains", 1, 1000000),
+                                     checked_count(warmup, "warmup", 0, 1000000000),
+                                     checked_count(leapfrog_steps, "leapfrog_steps", 1, 1000000), step_size);
+  if (!r[1].is_none() && !quiet) print_stderr("[kef] " + r[1].cast<std::string>());
+  return r[0].cast<py::array>();
+}
+
+// Model.save: `kef run`'s publishing rule for a saved model (kef/output_dir.hpp): written into a staging
+// directory beside the target, then moved into place in one rename; the target may be absent, an
+// empty directory or a saved kef model, anything else is refused and left untouched.
+void save(const PyModel& m, const fs::path& dir, const py::object& quiet_arg) {
+  kef::Registry& reg = registry(resolve_quiet(quiet_arg));
   py::gil_scoped_release release;
-  kef::save_model(*m.saved.model, dir, m.saved.transform, &reg);
+  kef::check_output_target(dir, kef::OutputKind::SavedModel);
+  const fs::path staging = kef::make_staging_dir(dir);
+  try {
+    kef::save_model(*m.saved.model, staging, m.saved.transform, &reg);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw;
+  }
+  kef::publish_staging_dir(staging, dir, kef::PublishMethod::Automatic, kef::OutputKind::SavedModel);
+}
+
+// Pickling: the saved model's files (model.toml and its .npy arrays, byte for byte) and the model's
+// name, so that a copy computes bitwise what the original does. The files go through a private
+// temporary directory on both sides.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "kef-pickle-XXXXXX").string();
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data()))
+      throw kef::Error(pattern + ": cannot create a temporary directory (" + std::strerror(errno) + ")");
+    path = buf.data();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string read_bytes(const fs::path& file) {
+  std::ifstream f(file, std::ios::binary);
+  std::stringstream text;
+  text << f.rdbuf();
+  if (!f) throw kef::Error(file.string() + ": cannot read");
+  return text.str();
+}
+
+py::tuple get_state(const PyModel& m) {
+  py::dict files;
+  if (!m.pickled_files.empty()) {
+    for (const auto& [name, bytes] : m.pickled_files) files[py::str(name)] = py::bytes(bytes);
+  } else {
+    TempDir tmp;
+    const fs::path dir = tmp.path / "model";
+    {
+      py::gil_scoped_release release;
+      kef::save_model(*m.saved.model, dir, m.saved.transform, &registry(true));
+    }
+    std::vector<fs::path> paths;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file()) paths.push_back(e.path());
+    std::sort(paths.begin(), paths.end());
+    for (const fs::path& f : paths)
+      files[py::str(fs::relative(f, dir).generic_string())] = py::bytes(read_bytes(f));
+  }
+  return py::make_tuple(1, files, m.name, m.what);
+}
+
+std::shared_ptr<PyModel> set_state(const py::tuple& state) {
+  if (state.size() != 4 || state[0].cast<int>() != 1)
+    throw kef::ModelFileError("unpickling a kef.Model: not a state this kef wrote (expected version 1)");
+  TempDir tmp;
+  const fs::path dir = tmp.path / "model";
+  fs::create_directories(dir);
+  std::vector<std::pair<std::string, std::string>> pickled;
+  for (const auto& item : state[1].cast<py::dict>()) {
+    const fs::path rel(item.first.cast<std::string>());
+    if (rel.is_absolute() || rel.lexically_normal().string().rfind("..", 0) == 0)
+      throw kef::ModelFileError("unpickling a kef.Model: file name " + rel.string() + " leaves its directory");
+    fs::create_directories((dir / rel).parent_path());
+    std::ofstream f(dir / rel, std::ios::binary);
+    const std::string bytes = item.second.cast<std::string>();
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) throw kef::Error((dir / rel).string() + ": cannot write");
+    pickled.emplace_back(rel.generic_string(), bytes);
+  }
+  kef::Registry& reg = registry(true);
+  kef::SavedModel saved;
+  try {
+    py::gil_scoped_release release;
+    saved = kef::load_saved_model(dir, reg);
+  } catch (const kef::ModelFileError& e) {
+    // A component whose plugin this kef has not loaded: the saved model's [origins] names it, and
+    // load_saved_model's message says which plugin and file; here that is a missing plugin.
+    const kef::Config manifest = kef::Config::parse_file((dir / "model.toml").string());
+    if (manifest.has("origins")) {
+      const kef::Config origins = manifest.table("origins");
+      for (const std::string& key : origins.keys()) {
+        const kef::Config o = origins.table(key);
+        if (o.has("interface") && o.has("type") && !reg.find(o.string("interface"), o.string("type")))
+          throw kef::PluginError(std::string("unpickling a kef.Model: ") + e.what());
+      }
+    }
+    throw;
+  }
+  auto model = std::make_shared<PyModel>(std::move(saved), state[2].cast<std::string>(), state[3].cast<std::string>());
+  model->pickled_files = std::move(pickled);
+  return model;
 }
 
 // One evaluator (TOML table `evaluator_toml`: type and keys) on `model` with X as the held-out rows.
@@ -443,20 +618,218 @@ py::tuple evaluate(const PyModel& m, const py::handle& X, const std::string& eva
   return py::make_tuple(r.metrics, spaces, r.notes);
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------------------------------
+// Declarations (what `kef plugins --describe` prints), for kef.sklearn's parameters.
 
-PYBIND11_MODULE(_kef, m) {
-  m.doc() = "kef's C++ core (see the package kef for the API)";
-  m.attr("__version__") = kef::version();
+py::object default_value(const kef::DefaultValue& v) {
+  return std::visit(
+      [](const auto& x) -> py::object {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>)
+          return py::none();
+        else
+          return py::cast(x);
+      },
+      v);
+}
 
-  // kef's exception classes, one Python class each, under kef._kef.Error; kef/__init__.py re-exports
-  // them. Registered base first: pybind11 tries the most recently registered translator first.
+py::dict component_dict(const kef::ComponentInfo& info) {
+  py::list keys;
+  for (const kef::KeySpec& k : info.keys) {
+    py::dict key;
+    key["name"] = k.name;
+    key["kind"] = kef::to_string(k.kind);
+    key["doc"] = k.doc;
+    key["default"] = default_value(k.default_value);
+    key["required"] = k.required;
+    key["choices"] = k.choices;
+    keys.append(key);
+  }
+  py::list parts;
+  for (const kef::PartSpec& part : info.parts)
+    parts.append(py::dict(py::arg("name") = part.name, py::arg("interface") = part.interface,
+                          py::arg("required") = part.required, py::arg("doc") = part.doc));
+  py::dict d;
+  d["type"] = info.type;
+  d["summary"] = info.summary;
+  d["keys"] = keys;
+  d["parts"] = parts;
+  d["uses_kernel"] = info.uses_kernel;
+  d["uses_base_measure"] = info.uses_base_measure;
+  d["log_density"] = info.facets.has(kef::Facet::LogDensity);
+  d["conditional"] = info.facets.has(kef::Facet::ConditionalDensity);
+  d["normalized"] = info.facets.has(kef::Facet::NormalizedDensity);
+  d["score"] = info.facets.has(kef::Facet::Score);
+  d["laplacian"] = info.facets.has(kef::Facet::Laplacian);
+  return d;
+}
+
+py::list components(const std::string& interface) {
+  py::list out;
+  for (const kef::ComponentInfo& info : registry(true).components(interface)) out.append(component_dict(info));
+  return out;
+}
+
+// kef/fit_defaults.hpp for an estimator type: [(table, key, value)].
+py::list fit_defaults(const std::string& estimator, const std::vector<std::string>& given_tables,
+                      const std::vector<std::string>& given_keys, long long train_rows) {
+  const kef::ComponentInfo* info = registry(true).find("estimator", estimator);
+  if (!info) throw kef::ConfigError("estimator: unknown type `" + estimator + "`");
+  py::list out;
+  for (const kef::DefaultSetting& d : kef::fit_defaults(*info, given_tables, given_keys, train_rows))
+    out.append(py::make_tuple(d.table, d.key, default_value(d.value)));
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Kernel tests (kef/kernel_tests.hpp): the command's computation on arrays, its JSON report as a dict.
+
+std::string bandwidth_text(const py::handle& value, const std::string& arg) {
+  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  if (!py::isinstance<py::bool_>(value) &&
+      (py::isinstance<py::float_>(value) || py::isinstance<py::int_>(value) ||
+       py::isinstance(value, py::module_::import("numpy").attr("number")))) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", py::float_(py::reinterpret_borrow<py::object>(value)).cast<double>());
+    return text;
+  }
+  throw kef::ConfigError(arg + ": expected \"median\", \"bkl\" or a positive number, got " +
+                         std::string(py::repr(value)));
+}
+
+py::object json_dict(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
+
+kef::KernelTestOptions test_options(const py::handle& bandwidth, const py::handle& permutations,
+                                    const py::handle& seed, const py::handle& threads) {
+  kef::KernelTestOptions o;
+  o.bandwidth = bandwidth_text(bandwidth, "bandwidth");
+  o.permutations = checked_count(permutations, "permutations", 0, 100000000);
+  o.seed = checked_seed(seed);
+  o.threads = checked_threads(threads);
+  o.bandwidth_key = "bandwidth";
+  o.bandwidth_y_key = "bandwidth_y";
+  o.scales_key = "scales";
+  o.threads_key = "threads";
+  return o;
+}
+
+py::object two_sample_test(const py::handle& X, const py::handle& Y, const py::handle& bandwidth,
+                           const std::vector<double>& scales, const py::handle& permutations, const py::handle& seed,
+                           const py::handle& threads) {
+  kef::KernelTestOptions o = test_options(bandwidth, permutations, seed, threads);
+  o.scales = scales;
+  kef::check_kernel_test_options(o, true);
+  const kef::Matrix x = to_matrix(X, "X"), y = to_matrix(Y, "Y");
+  kef::Registry& reg = registry(true);
+  std::string text;
+  {
+    py::gil_scoped_release release;
+    text = kef::two_sample_test_json(reg, {&x, "X", ""}, {&y, "Y", ""}, o);
+  }
+  return json_dict(text);
+}
+
+py::object independence_test(const py::handle& X, const py::handle& Y, const py::handle& bandwidth,
+                             const py::object& bandwidth_y, const py::handle& permutations, const py::handle& seed,
+                             const py::handle& threads) {
+  kef::KernelTestOptions o = test_options(bandwidth, permutations, seed, threads);
+  if (!bandwidth_y.is_none()) o.bandwidth_y = bandwidth_text(bandwidth_y, "bandwidth_y");
+  kef::check_kernel_test_options(o, false);
+  const kef::Matrix x = to_matrix(X, "X"), y = to_matrix(Y, "Y");
+  kef::Registry& reg = registry(true);
+  std::string text;
+  {
+    py::gil_scoped_release release;
+    text = kef::independence_test_json(reg, {&x, "X", ""}, {&y, "Y", ""}, o);
+  }
+  return json_dict(text);
+}
+
+py::object witness(const py::handle& X, const py::handle& Y, const py::handle& points, const py::handle& bandwidth,
+                   bool integrate, double tau2, double level, const py::handle& seed, const py::handle& threads) {
+  kef::WitnessRequest r;
+  r.bandwidth = bandwidth_text(bandwidth, "bandwidth");
+  r.integrate = integrate;
+  if (!(tau2 >= 1e-12 && tau2 <= 1e12))
+    throw kef::ConfigError("tau2: expected a number in [1e-12, 1e12], got " + std::to_string(tau2));
+  if (!(level >= 1e-6 && level <= 1.0 - 1e-6))
+    throw kef::ConfigError("level: expected a probability in (0, 1), got " + std::to_string(level));
+  r.tau2 = tau2;
+  r.level = level;
+  r.seed = checked_seed(seed);
+  r.threads = checked_threads(threads);
+  r.bandwidth_key = "bandwidth";
+  r.integrate_key = "integrate_lengthscale";
+  r.threads_key = "threads";
+  kef::check_witness_request(r);
+  const kef::Matrix x = to_matrix(X, "X"), y = to_matrix(Y, "Y"), g = to_matrix(points, "points");
+  kef::WitnessReport report;
+  {
+    py::gil_scoped_release release;
+    report = kef::witness_json({&x, "X", ""}, {&y, "Y", ""}, g, r);
+  }
+  py::object d = json_dict(report.json);
+  auto column = [](const kef::Vector& v) {
+    py::array_t<double> out(v.size());
+    std::memcpy(out.mutable_data(), v.data(), sizeof(double) * static_cast<std::size_t>(v.size()));
+    return out;
+  };
+  d["mean"] = column(report.posterior.mean);
+  d["lower"] = column(report.posterior.lower);
+  d["upper"] = column(report.posterior.upper);
+  d["sd"] = column(report.posterior.sd);
+  return d;
+}
+
+py::object causal_discovery(const py::handle& data, const py::object& columns, double alpha,
+                            const py::handle& bandwidth, const py::handle& permutations,
+                            const py::object& max_given, const py::handle& seed, const py::handle& threads) {
+  kef::CausalRequest r;
+  r.bandwidth = bandwidth_text(bandwidth, "bandwidth");
+  kef::parse_bandwidth_rule(r.bandwidth, "bandwidth");
+  if (!(alpha >= 1e-12 && alpha <= 1.0 - 1e-12))
+    throw kef::ConfigError("alpha: expected a level in (0, 1), got " + std::to_string(alpha));
+  r.alpha = alpha;
+  r.permutations = checked_count(permutations, "permutations", 0, 1000000);
+  r.max_given = max_given.is_none() ? -1 : checked_count(max_given, "max_given", 0, 1000);
+  r.seed = checked_seed(seed);
+  r.threads = checked_threads(threads);
+  r.bandwidth_key = "bandwidth";
+  r.threads_key = "threads";
+  const kef::Matrix x = to_matrix(data, "data");
+  std::vector<std::string> names;
+  if (columns.is_none())
+    for (kef::Index j = 0; j < x.cols(); ++j) names.push_back("x" + std::to_string(j + 1));
+  else
+    names = columns.cast<std::vector<std::string>>();
+  kef::Registry& reg = registry(true);
+  std::string text;
+  {
+    py::gil_scoped_release release;
+    text = kef::causal_discovery_json(reg, {&x, "data", ""}, names, r);
+  }
+  return json_dict(text);
+}
+
+// kef's exception classes, one Python class each, under kef._kef.Error; kef/__init__.py re-exports
+// them. Registered base first: pybind11 tries the most recently registered translator first. A bad
+// key or value (ConfigError) and bad data (DataError) are also ValueErrors, Python's convention for
+// an argument of the right type with a wrong value.
+void bind_errors(py::module_& m) {
   static py::exception<kef::Error> error(m, "Error");
-  static py::exception<kef::ConfigError> config_error(m, "ConfigError", error.ptr());
-  static py::exception<kef::DataError> data_error(m, "DataError", error.ptr());
+  static py::exception<kef::ConfigError> config_error(m, "ConfigError",
+                                                      py::make_tuple(error, py::handle(PyExc_ValueError)));
+  static py::exception<kef::DataError> data_error(m, "DataError",
+                                                  py::make_tuple(error, py::handle(PyExc_ValueError)));
   static py::exception<kef::PluginError> plugin_error(m, "PluginError", error.ptr());
   static py::exception<kef::ModelFileError> model_file_error(m, "ModelFileError", error.ptr());
   static py::exception<kef::NumericalError> numerical_error(m, "NumericalError", error.ptr());
+  error.doc() = "Base class of kef's errors; the message is kef's, naming the key, file, row or argument.";
+  config_error.doc() = "A bad key, value or argument (also a ValueError).";
+  data_error.doc() = "Bad data: shape, non-finite values, too few rows (also a ValueError).";
+  plugin_error.doc() = "A plugin failed, or a component's plugin is not loaded (the message names it).";
+  model_file_error.doc() = "A saved model that cannot be read (the message names the file).";
+  numerical_error.doc() = "A computation that failed numerically (non-finite result, singular system).";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -475,30 +848,327 @@ PYBIND11_MODULE(_kef, m) {
     }
   });
 
-  py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
-      .def_property_readonly("dim", &PyModel::dim)
-      .def_property_readonly("type", [](const PyModel& p) { return p.saved.model->type_name(); })
-      .def_property_readonly("name", [](const PyModel& p) { return p.name; })
-      .def_property_readonly("columns", [](const PyModel& p) { return p.saved.transform.columns; })
-      .def_property_readonly("preprocessing", [](const PyModel& p) { return p.saved.transform.kind; })
-      .def_property_readonly("log_normalizer",
-                             [](const PyModel& p) { return p.saved.model->log_normalizer(); })
-      .def_property_readonly("can_sample", [](const PyModel& p) { return p.saved.model->can_sample(); })
-      .def("log_density", &log_density, py::arg("X"), py::arg("normalized") = false)
-      .def("score", &score, py::arg("X"))
-      .def_property_readonly("conditional",
-                             [](const PyModel& p) {
-                               return p.saved.model->conditional() != nullptr ||
-                                      p.saved.transform.roles.conditional();
-                             })
-      .def_property_readonly("column_roles",
-                             [](const PyModel& p) {
-                               return kef::conditional_columns_text(p.saved, p.saved.model->conditional());
-                             })
-      .def("_sample", &sample)
-      .def("_sample_given", &sample_given)
-      .def("_save", &save);
+}
 
+// flat table: the Model class's properties and methods with their numpydoc docstrings, read as one
+// reference page.
+void bind_model(py::module_& m) {
+  py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model", R"doc(A fitted density model, in data units.
+
+Returned by :func:`kef.fit`, :func:`kef.run` (``return_models=True``) and :func:`kef.load`. Its
+methods compute what the ``kef`` command computes on the same saved model: ``log_density`` and
+``score`` as ``kef score``, ``sample`` as ``kef sample``. Models pickle and deep-copy through their
+saved-model files (bitwise the same model).
+
+Examples
+--------
+>>> model = kef.fit(X, estimator="lite", kernel={"type": "gaussian", "sigma": 1.0},
+...                 base_measure="gaussian", seed=1)   # doctest: +SKIP
+>>> model.log_density(X[:5]).shape                      # doctest: +SKIP
+(5,)
+)doc")
+      .def_property_readonly("dim", &PyModel::dim, "int: the number of data columns the model is defined on.")
+      .def_property_readonly(
+          "type", [](const PyModel& p) { return p.saved.model->type_name(); },
+          "str: the model's type (``lite``, ``maf``, ...), as model.toml records it.")
+      .def_property_readonly(
+          "name", [](const PyModel& p) { return p.name; },
+          "str: the directory it was loaded from, or its pipeline name.")
+      .def_property_readonly(
+          "columns", [](const PyModel& p) { return p.saved.transform.columns; },
+          "list of str: the data's column names (empty when saved without them).")
+      .def_property_readonly(
+          "preprocessing", [](const PyModel& p) { return p.saved.transform.kind; },
+          "str: the map from data units to the model's coordinates (``identity``, ``standardize``, ...).")
+      .def_property_readonly(
+          "log_normalizer", [](const PyModel& p) { return p.saved.model->log_normalizer(); },
+          "float or None: log Z in the model's coordinates when known exactly.")
+      .def_property_readonly(
+          "can_sample", [](const PyModel& p) { return p.saved.model->can_sample(); },
+          "bool: whether the model has an exact sampler (otherwise ``sample`` runs HMC).")
+      .def("log_density", &log_density, py::arg("X"), py::arg("normalized") = false,
+           R"doc(Log density of each row of X, in data units.
+
+Parameters
+----------
+X : numpy.ndarray of float64, shape (n_rows, dim)
+    C or Fortran order, finite.
+normalized : bool, default False
+    False: the unnormalised log p~(x) (kef's models rarely know log Z). True: log p(x), for models
+    whose normaliser is exact (refused otherwise).
+
+Returns
+-------
+numpy.ndarray of float64, shape (n_rows,)
+    Bitwise what ``kef score`` writes for the same rows.
+
+Raises
+------
+TypeError
+    X is not a float64 NumPy array.
+kef.DataError
+    Wrong shape or column count, or a non-finite value (named by row and column).
+kef.ConfigError
+    ``normalized=True`` on a model without an exact normaliser.
+
+Examples
+--------
+>>> model.log_density(X_test)        # doctest: +SKIP
+)doc")
+      .def("score", &score, py::arg("X"), R"doc(Score (gradient of the log density) of each row of X.
+
+Parameters
+----------
+X : numpy.ndarray of float64, shape (n_rows, dim)
+
+Returns
+-------
+numpy.ndarray of float64, shape (n_rows, dim)
+    ∇ log p~(x) in data units (for a conditional model, ∇_y log p~(y | x)).
+
+Raises
+------
+TypeError, kef.DataError
+    As for :meth:`log_density`.
+
+Examples
+--------
+>>> model.score(X_test)              # doctest: +SKIP
+)doc")
+      .def_property_readonly(
+          "conditional",
+          [](const PyModel& p) {
+            return p.saved.model->conditional() != nullptr || p.saved.transform.roles.conditional();
+          },
+          "bool: whether the model is a conditional density p(y | x).")
+      .def_property_readonly(
+          "column_roles",
+          [](const PyModel& p) { return kef::conditional_columns_text(p.saved, p.saved.model->conditional()); },
+          "str: which columns are inputs x and which targets y.")
+      .def("sample", &sample, py::arg("n"), py::arg("seed") = 0, py::kw_only(), py::arg("given") = py::none(),
+           py::arg("threads") = 0, py::arg("quiet") = py::none(), py::arg("chains") = 4, py::arg("warmup") = 500,
+           py::arg("leapfrog_steps") = 10, py::arg("step_size") = 0.1,
+           R"doc(Draws from the model, in data units.
+
+The model's exact sampler when it has one, HMC otherwise: as ``kef sample MODEL_DIR`` with the same
+seed and options, bitwise.
+
+Parameters
+----------
+n : int
+    Number of draws (per row of ``given``), at least 1.
+seed : int, default 0
+threads : int, default 0
+    Worker threads (0: all cores); results do not depend on it.
+quiet : bool or None
+    Silence progress on stderr (None: ``kef.quiet``).
+given : numpy.ndarray of float64, optional
+    Conditional models only: the inputs x, one row each (input columns, data units).
+chains, warmup, leapfrog_steps, step_size
+    HMC's settings, for models without an exact sampler.
+
+Returns
+-------
+numpy.ndarray of float64, shape (n, dim)
+    With ``given``: (rows of given × n, dim), full rows in the data's column order.
+
+Raises
+------
+kef.ConfigError
+    A bad count (``threads=1.5``, ``n=0``), or a conditional model without ``given``.
+
+Examples
+--------
+>>> model.sample(1000, seed=2)       # doctest: +SKIP
+)doc")
+      .def("save", &save, py::arg("directory"), py::kw_only(), py::arg("quiet") = py::none(),
+           R"doc(Writes the model to a directory, as ``kef run`` writes its models.
+
+The files (model.toml and .npy arrays) are written into a staging directory beside the target and
+moved into place in one rename. The target may be absent, an empty directory or a saved kef model
+(replaced as a whole); any other directory is refused and left untouched.
+
+Parameters
+----------
+directory : str or os.PathLike
+quiet : bool or None
+    Silence plugin warnings (None: ``kef.quiet``).
+
+Raises
+------
+kef.ConfigError
+    The target exists and is not a saved kef model (or is a symbolic link or a file).
+
+Examples
+--------
+>>> model.save("my-model"); kef.load("my-model")     # doctest: +SKIP
+)doc")
+      .def("__repr__",
+           [](const PyModel& p) {
+             return "<kef.Model " + p.saved.model->type_name() + " dim=" + std::to_string(p.dim()) + " (" + p.name +
+                    ")>";
+           })
+      .def(py::pickle(&get_state, &set_state));
+
+}
+
+// flat table: the kernel tests' signatures and numpydoc docstrings.
+void bind_kernel_tests(py::module_& m) {
+  m.def("two_sample_test", &two_sample_test, py::arg("X"), py::arg("Y"), py::kw_only(),
+        py::arg("bandwidth") = "median", py::arg("scales") = std::vector<double>{}, py::arg("permutations") = 1000,
+        py::arg("seed") = 0, py::arg("threads") = 0,
+        R"doc(Kernel two-sample test (MMD): do the rows of X and Y come from the same distribution?
+
+The computation of ``kef test two-sample X Y --json``: bitwise the same numbers for the same seed.
+
+Parameters
+----------
+X, Y : numpy.ndarray of float64, shapes (n, d) and (m, d)
+    At least 2 rows each, the same columns.
+bandwidth : str or float, default "median"
+    The Gaussian kernel's σ: ``"median"`` (median distance of the pooled sample), ``"bkl"`` (Bayesian
+    kernel learning), ``"bkl_multiscale"`` (a Gaussian mixture kernel learned from ``scales``) or a
+    positive number.
+scales : list of float, optional
+    With ``"bkl_multiscale"``: the starting length scales.
+permutations : int, default 1000
+    Permutations of the permutation p-value (0: none, its p-values are None).
+seed : int, default 0
+threads : int, default 0
+
+Returns
+-------
+dict
+    ``statistic`` (``mmd2_unbiased``, ``mmd2_biased``), ``p_value`` (``permutation``,
+    ``permutation_biased``, ``gamma``), ``gamma`` (the null's fit), ``bandwidth`` (σ and how it was
+    chosen), and the samples' shapes.
+
+Raises
+------
+kef.ConfigError
+    A bad bandwidth, count or seed.
+kef.DataError
+    Samples of different dimensions, fewer than 2 rows, non-finite values.
+
+Examples
+--------
+>>> r = kef.two_sample_test(X, Y, seed=1)                 # doctest: +SKIP
+>>> r["p_value"]["permutation"]                           # doctest: +SKIP
+)doc");
+  m.def("independence_test", &independence_test, py::arg("X"), py::arg("Y"), py::kw_only(),
+        py::arg("bandwidth") = "median", py::arg("bandwidth_y") = py::none(), py::arg("permutations") = 1000,
+        py::arg("seed") = 0, py::arg("threads") = 0,
+        R"doc(Kernel independence test (HSIC): are the paired rows x_i of X and y_i of Y independent?
+
+The computation of ``kef test independence X Y --json``: bitwise the same numbers for the same seed.
+
+Parameters
+----------
+X, Y : numpy.ndarray of float64, shapes (n, p) and (n, q)
+    Paired rows, at least 4.
+bandwidth : str or float, default "median"
+    Gaussian σ on X (and on Y unless ``bandwidth_y``): ``"median"``, ``"bkl"`` or a positive number.
+bandwidth_y : str or float, optional
+permutations : int, default 1000
+seed : int, default 0
+threads : int, default 0
+
+Returns
+-------
+dict
+    ``statistic`` (``hsic_biased``, ``hsic_unbiased``), ``p_value`` (``permutation``, ``gamma``),
+    ``gamma``, ``bandwidth`` (``x`` and ``y``).
+
+Raises
+------
+kef.ConfigError, kef.DataError
+
+Examples
+--------
+>>> kef.independence_test(X, Y, seed=0)["p_value"]["gamma"]   # doctest: +SKIP
+)doc");
+  m.def("witness", &witness, py::arg("X"), py::arg("Y"), py::arg("points"), py::kw_only(),
+        py::arg("bandwidth") = "median", py::arg("integrate_lengthscale") = false, py::arg("tau2") = 1.0,
+        py::arg("level") = 0.8, py::arg("seed") = 0, py::arg("threads") = 0,
+        R"doc(The Bayesian witness function μ_P − μ_Q of two samples: where do they differ?
+
+The computation of ``kef test witness X Y --grid POINTS --json``, bitwise.
+
+Parameters
+----------
+X, Y : numpy.ndarray of float64, shapes (n, d) and (m, d)
+points : numpy.ndarray of float64, shape (k, d)
+    Where to evaluate the witness.
+bandwidth : str or float, default "median"
+    Gaussian ℓ: ``"median"``, ``"bkl"`` or a positive number.
+integrate_lengthscale : bool, default False
+    With ``"bkl"``: integrate over ℓ (the mixture over BKL's HMC draws) instead of its mode.
+tau2 : float, default 1.0
+    τ², the embedding likelihood's noise variance.
+level : float, default 0.8
+    Probability of the central credible band.
+seed : int, default 0
+threads : int, default 0
+
+Returns
+-------
+dict
+    The command's report (``bandwidth``, ``band_excludes_zero``, ``max_abs_mean``, ``max_sd``, ...)
+    and arrays ``mean``, ``lower``, ``upper``, ``sd`` (one value per point).
+
+Raises
+------
+kef.ConfigError, kef.DataError
+
+Examples
+--------
+>>> w = kef.witness(X, Y, np.linspace(-3, 3, 50).reshape(-1, 1))   # doctest: +SKIP
+)doc");
+  m.def("causal_discovery", &causal_discovery, py::arg("data"), py::kw_only(), py::arg("columns") = py::none(),
+        py::arg("alpha") = 0.05, py::arg("bandwidth") = "median", py::arg("permutations") = 200,
+        py::arg("max_given") = py::none(), py::arg("seed") = 0, py::arg("threads") = 0,
+        R"doc(Causal structure of the columns of data: the PC algorithm with HSIC tests on GP residuals.
+
+The computation of ``kef test causal DATA --json``, bitwise.
+
+Parameters
+----------
+data : numpy.ndarray of float64, shape (n, p)
+columns : list of str, optional
+    The variables' names (default x1, ..., xp).
+alpha : float, default 0.05
+    Level of each independence test.
+bandwidth : str or float, default "median"
+permutations : int, default 200
+    HSIC permutations per test (0: the Gamma approximation).
+max_given : int, optional
+    Largest conditioning set (default: no limit).
+seed : int, default 0
+threads : int, default 0
+
+Returns
+-------
+dict
+    ``cpdag`` and ``skeleton`` (as text), ``tests``, ``regressions``, ``orientation_conflicts``.
+
+Raises
+------
+kef.ConfigError, kef.DataError
+
+Examples
+--------
+>>> kef.causal_discovery(D, columns=["a", "b", "c"])["cpdag"]   # doctest: +SKIP
+)doc");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_kef, m) {
+  m.doc() = "kef's C++ core (see the package kef for the API)";
+  m.attr("__version__") = kef::version();
+
+  bind_errors(m);
+  bind_model(m);
   // The row block of log_density, score and `kef score` (tests size inputs to span several).
   m.attr("_row_block") = kef::kModelRowBlock;
   m.attr("_with_mpi") =
@@ -513,4 +1183,10 @@ PYBIND11_MODULE(_kef, m) {
   m.def("_load", &load);
   m.def("_validate", &validate);
   m.def("_evaluate", &evaluate);
+  m.def("_threads", &checked_threads, "threads, checked: an integer >= 0 (ConfigError otherwise)");
+  m.def("_seed", &checked_seed, "seed, checked: an integer >= 0 (ConfigError otherwise)");
+  m.def("_components", &components, "the declarations of every registered component of an interface");
+  m.def("_fit_defaults", &fit_defaults, "kef/fit_defaults.hpp: [(table, key, value)] for an estimator");
+
+  bind_kernel_tests(m);
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "kef/config.hpp"
 #include "kef/error.hpp"
 
 namespace fs = std::filesystem;
@@ -42,11 +43,31 @@ bool exists_no_follow(const fs::path& p) {
   return fs::symlink_status(p, ec).type() != fs::file_type::not_found && !ec;
 }
 
-// An empty directory or a kef run: what publishing may replace. Symbolic links are neither.
-bool is_replaceable(const fs::path& dir) {
+// A saved model's model.toml: a regular file whose top level has the keys ModelWriter writes first. A
+// user's own model.toml (a pipeline, notes) lacks kef_version, and one that does not parse is not ours.
+bool is_saved_model(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path manifest = dir / "model.toml";
+  if (!fs::is_regular_file(fs::symlink_status(manifest, ec))) return false;
+  try {
+    const Config c = Config::parse_file(manifest);
+    return c.has("type") && c.has("kef_version");
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// What publishing `kind` may replace besides an empty directory, named for messages.
+const char* kind_text(OutputKind kind) {
+  return kind == OutputKind::Run ? "a kef run (no results.json)" : "a saved kef model (no kef model.toml)";
+}
+
+// An empty directory or a directory of `kind`: what publishing may replace. Symbolic links are neither.
+bool is_replaceable(const fs::path& dir, OutputKind kind) {
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(dir, ec))) return false;
   if (fs::is_empty(dir, ec) && !ec) return true;
+  if (kind == OutputKind::SavedModel) return is_saved_model(dir);
   return fs::is_regular_file(fs::symlink_status(dir / "results.json", ec));
 }
 
@@ -68,7 +89,7 @@ bool process_alive(long pid) {
 }
 
 // Moves this run's results out of the way of a directory that is not ours, and says where they are.
-[[noreturn]] void keep_unpublished(const fs::path& staging, const fs::path& target) {
+[[noreturn]] void keep_unpublished(const fs::path& staging, const fs::path& target, OutputKind kind) {
   const std::string base = target.filename().string() + ".kef-unpublished-" + std::to_string(::getpid());
   fs::path kept;
   for (int n = 0; n < 1000; ++n) {
@@ -84,9 +105,10 @@ bool process_alive(long pid) {
   const std::string where = kept.empty() ? staging.string() : kept.string();
   throw ConfigError(
       target.string() +
-      ": a directory that is not a kef run (no results.json) appeared at the output path while this "
+      ": a directory that is not " + kind_text(kind) + " appeared at the output path while this "
       "run worked; it was left untouched. This run's results are in " +
-      where + "; move them, or choose another [output] dir or --output");
+      where + "; move them, or choose another " +
+      (kind == OutputKind::Run ? "[output] dir or --output" : "directory"));
 }
 
 [[noreturn]] void publish_failed(const fs::path& staging, const fs::path& target, const std::string& what,
@@ -97,7 +119,7 @@ bool process_alive(long pid) {
 
 // The fallback: the previous run is renamed aside, checked, and replaced; between the two renames the
 // target is briefly absent.
-void publish_with_two_renames(const fs::path& staging, const fs::path& target) {
+void publish_with_two_renames(const fs::path& staging, const fs::path& target, OutputKind kind) {
   if (!exists_no_follow(target)) {
     if (::rename(staging.c_str(), target.c_str()) == 0) return;
     if (errno != EEXIST && errno != ENOTEMPTY && errno != ENOTDIR && errno != EISDIR)
@@ -107,10 +129,10 @@ void publish_with_two_renames(const fs::path& staging, const fs::path& target) {
   old += ".old";
   if (::rename(target.c_str(), old.c_str()) != 0)
     publish_failed(staging, target, "rename the previous run", errno);
-  if (!is_replaceable(old)) {
+  if (!is_replaceable(old, kind)) {
     if (::rename(old.c_str(), target.c_str()) != 0)
       publish_failed(staging, target, "restore " + target.string() + " from " + old.string(), errno);
-    keep_unpublished(staging, target);
+    keep_unpublished(staging, target, kind);
   }
   if (::rename(staging.c_str(), target.c_str()) != 0) {
     const int err = errno;
@@ -123,7 +145,7 @@ void publish_with_two_renames(const fs::path& staging, const fs::path& target) {
 
 }  // namespace
 
-void check_output_target(const fs::path& dir_in) {
+void check_output_target(const fs::path& dir_in, OutputKind kind) {
   const fs::path dir = target_path(dir_in);
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
@@ -134,10 +156,10 @@ void check_output_target(const fs::path& dir_in) {
                       "would replace the link, not what it points to. Give the real path");
   if (!fs::is_directory(st)) throw ConfigError(dir.string() + ": output path exists and is not a directory");
   if (fs::is_empty(dir, ec)) return;
-  if (!fs::exists(dir / "results.json"))
-    throw ConfigError(dir.string() +
-                      ": output directory exists and is not a kef run (no results.json); refusing to "
-                      "replace it. Choose another [output] dir or --output");
+  if (!is_replaceable(dir, kind))
+    throw ConfigError(dir.string() + ": output directory exists and is not " + kind_text(kind) +
+                      "; refusing to replace it. Choose another " +
+                      (kind == OutputKind::Run ? "[output] dir or --output" : "directory"));
 }
 
 StaleStaging clean_stale_staging(const fs::path& target_in) {
@@ -187,21 +209,22 @@ fs::path make_staging_dir(const fs::path& target_in) {
   return fs::path(buf.data());
 }
 
-void publish_staging_dir(const fs::path& staging, const fs::path& target_in, PublishMethod method) {
+void publish_staging_dir(const fs::path& staging, const fs::path& target_in, PublishMethod method,
+                         OutputKind kind) {
   const fs::path target = target_path(target_in);
-  if (method == PublishMethod::TwoRenames) return publish_with_two_renames(staging, target);
+  if (method == PublishMethod::TwoRenames) return publish_with_two_renames(staging, target, kind);
   // Absent target: moved into place, without replacing anything that appeared meanwhile.
   if (rename_flags(staging, target, RENAME_NOREPLACE) == 0) return;
   int err = errno;
   if (err == EEXIST || err == ENOTEMPTY) {
     if (rename_flags(staging, target, RENAME_EXCHANGE) == 0) {
       // `staging` now holds what was at the target: ours to remove only if it is a kef run.
-      if (!is_replaceable(staging)) {
+      if (!is_replaceable(staging, kind)) {
         if (rename_flags(staging, target, RENAME_EXCHANGE) != 0)
           throw Error(target.string() + ": cannot restore the directory found at the output path (" +
                       std::strerror(errno) + "); it is now at " + staging.string() +
                       " and this run's results at " + target.string());
-        keep_unpublished(staging, target);
+        keep_unpublished(staging, target, kind);
       }
       std::error_code ec;
       fs::remove_all(staging, ec);
@@ -215,7 +238,7 @@ void publish_staging_dir(const fs::path& staging, const fs::path& target_in, Pub
   if (err != EINVAL && err != ENOSYS && err != EOPNOTSUPP) publish_failed(staging, target, "rename", err);
   std::cerr << "[kef] note: " << target.string()
             << ": the file system cannot exchange directories atomically; publishing with two renames\n";
-  publish_with_two_renames(staging, target);
+  publish_with_two_renames(staging, target, kind);
 }
 
 }  // namespace kef

@@ -13,9 +13,14 @@
 
 namespace kef {
 
-// Throws ConfigError unless `dir` is absent, an empty directory or a kef run (has results.json). A
-// symbolic link is refused: publishing replaces the path, not what it points to.
-void check_output_target(const std::filesystem::path& dir);
+// What a published directory holds, and so what publishing may replace besides an empty directory:
+// a kef run (results.json), or a saved model (model.toml whose top level has kef's `type` and
+// `kef_version`, as ModelWriter writes it).
+enum class OutputKind { Run, SavedModel };
+
+// Throws ConfigError unless `dir` is absent, an empty directory or a directory of `kind`. A symbolic
+// link is refused: publishing replaces the path, not what it points to.
+void check_output_target(const std::filesystem::path& dir, OutputKind kind = OutputKind::Run);
 
 // Staging directories of earlier runs for this target: removed (their process has ended) and kept
 // (their process is alive, or they carry no pid: left by kef 0.2).
@@ -34,10 +39,10 @@ std::filesystem::path make_staging_dir(const std::filesystem::path& target);
 // renameat2 is missing; tests select it to check that it too never deletes a foreign directory).
 enum class PublishMethod { Automatic, TwoRenames };
 
-// Moves `staging` to `target`. If a directory that is neither empty nor a kef run is at `target` at
+// Moves `staging` to `target`. If a directory that is neither empty nor of `kind` is at `target` at
 // that moment, it is left untouched, the staging directory is moved to a visible sibling
 // `NAME.kef-unpublished-PID[-N]`, and ConfigError says where the results are.
 void publish_staging_dir(const std::filesystem::path& staging, const std::filesystem::path& target,
-                         PublishMethod method = PublishMethod::Automatic);
+                         PublishMethod method = PublishMethod::Automatic, OutputKind kind = OutputKind::Run);
 
 }  // namespace kef
