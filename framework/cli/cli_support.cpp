@@ -6,14 +6,19 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "kef/error.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/plugin_permissions.hpp"
+#include "text.hpp"
 
 namespace kef_cli {
 
@@ -77,6 +82,76 @@ void check_output_file(const std::string& option, const std::string& out) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw kef::ConfigError(what + ": directory " + dir.string() + " is not writable (" +
                            std::strerror(errno) + ")");
+}
+
+void require_finite_output(const kef::Matrix& values, const std::string& source, const std::string& rows) {
+  const auto bad = static_cast<long long>((!values.array().isFinite()).count());
+  if (bad == 0) return;
+  for (kef::Index i = 0; i < values.rows(); ++i)
+    for (kef::Index j = 0; j < values.cols(); ++j) {
+      const double v = values(i, j);
+      if (std::isfinite(v)) continue;
+      std::ostringstream got;
+      got << v;
+      throw kef::NumericalError(source + ": " + rows + " " + std::to_string(i) + " (0-based), component " +
+                                std::to_string(j) + " is " + got.str() + " (" + std::to_string(bad) + " of " +
+                                std::to_string(values.size()) +
+                                " values are not finite); nothing was written. The model's parameters take "
+                                "its draws beyond the range of a double: check its saved arrays");
+    }
+}
+
+void require_output_memory(double rows, double cols, double copies, const std::string& option,
+                           const std::string& what) {
+  const double bytes = 8.0 * rows * cols * copies;
+  const std::optional<double> available = kef::available_memory_bytes();
+  if (!available || bytes <= *available) return;
+  throw kef::ConfigError(
+      option + ": needs an estimated " + kef::memory_text(bytes) + " for " + what + ", more than the " +
+      kef::memory_text(*available) +
+      " of memory available; ask for fewer (runs with different --seed values give more draws)");
+}
+
+std::string unknown_word_message(CLI::App& app, int argc, const char* const* argv) {
+  CLI::App* current = &app;
+  std::string command = "kef";
+  auto suggestion = [](const std::string& word, const std::vector<std::string>& known) {
+    const std::string best = kef::detail::closest(word, known);
+    return best.empty() ? std::string() : " (did you mean `" + best + "`?)";
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.rfind("--", 0) == 0) {
+      const std::string name = arg.substr(0, arg.find('='));
+      if (current->get_option_no_throw(name) || app.get_option_no_throw(name)) continue;
+      std::vector<std::string> known;
+      for (const CLI::App* a : {static_cast<const CLI::App*>(current), static_cast<const CLI::App*>(&app)})
+        for (const CLI::Option* o : a->get_options())
+          for (const std::string& l : o->get_lnames()) known.push_back("--" + l);
+      return "unknown option `" + name + "` of `" + command + "`" + suggestion(name, known) + "; see `" +
+             command + " --help`";
+    }
+    if (arg.empty() || arg[0] == '-') continue;  // a short option, a negative number or a value
+    const std::vector<CLI::App*> subcommands = current->get_subcommands([](CLI::App*) { return true; });
+    if (subcommands.empty()) continue;  // a positional argument or an option's value
+    CLI::App* found = nullptr;
+    std::vector<std::string> names;
+    for (CLI::App* sub : subcommands) {
+      names.push_back(sub->get_name());
+      if (sub->check_name(arg)) found = sub;
+    }
+    if (found) {
+      current = found;
+      command += " " + found->get_name();
+      continue;
+    }
+    // A word where a subcommand is needed (kef's own subcommands, or those of one that requires one).
+    if (current == &app || current->get_require_subcommand_min() > 0)
+      return "unknown command `" + arg + "`" + (current == &app ? "" : " of `" + command + "`") +
+             suggestion(arg, names) + "; the commands are: " + kef::detail::join(names);
+  }
+  return {};
 }
 
 void load_default_plugins(kef::Registry& registry, const std::vector<std::string>& extra) {

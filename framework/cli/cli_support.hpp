@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kef/registry.hpp"
+#include "kef/types.hpp"
 
 namespace kef_cli {
 
@@ -21,6 +22,19 @@ CLI::Validator integer_in(long long lo, long long hi);
 CLI::Validator seed_value();
 // A file a command writes (--out): absent or a regular file in an existing writable directory.
 void check_output_file(const std::string& option, const std::string& out);
+// When CLI11 refused a command line for a word kef does not know (a subcommand, or a --option of the
+// command given), a message naming that word and the closest known one ("did you mean"); else empty.
+// Checked before CLI11's own message, which for a misspelt subcommand or option names something else
+// ("A subcommand is required", "--out is required").
+std::string unknown_word_message(CLI::App& app, int argc, const char* const* argv);
+// No command writes a non-finite number with exit 0: the first non-finite value of an output (in file
+// order) is a NumericalError naming `source` (the model), its row, its column (the component of the
+// draw) and how many values are not finite. `rows` names the rows ("sample", "draw").
+void require_finite_output(const kef::Matrix& values, const std::string& source, const std::string& rows);
+// The memory a command's output needs while it is held whole (about `copies` matrices of rows x cols
+// doubles), refused up front when more than the memory available, naming `option` (e.g. "-n 1000000000").
+void require_output_memory(double rows, double cols, double copies, const std::string& option,
+                           const std::string& what);
 // The built-in components and the plugins of the search path (plus `extra`), with permission warnings.
 void load_default_plugins(kef::Registry& registry, const std::vector<std::string>& extra);
 

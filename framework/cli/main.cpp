@@ -361,9 +361,13 @@ int cmd_sample_target(kef::Registry& registry, const std::string& model_dir, lon
   o.progress = progress.get();
   // The same root as the hmc sampler: the sampler draws from RandomStream(seed, "sample").
   kef::Context context = kef::Context(seed, threads, progress.get(), "--threads").child("sample");
+  require_output_memory(static_cast<double>(o.samples) * static_cast<double>(o.chains),
+                        static_cast<double>(target->dim()), 3.0, "-n " + std::to_string(n),
+                        "the samples, held whole until written");
   const kef::KahmcResult r = kef::run_kahmc(*target, kernels, context.rng(), o, context);
   kef::Matrix X = r.samples.topRows(n);
   if (from_model) X = transform.to_data(X);
+  require_finite_output(X, (from_model ? "model " : "target ") + spec, "sample");
   kef::write_npy(out_path, X);
   if (!quiet) std::cerr << "[kef] " << target->describe() << ": " << r.summary() << "\n";
   std::cerr << "[kef] wrote " << X.rows() << " x " << X.cols() << " samples to " << out
@@ -408,10 +412,15 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
   // The root context of `kef sample`; HMC draws from its child "sample", RandomStream(seed, "sample").
   kef::Context context = kef::Context(seed, threads, progress.get(), "--threads").child("sample");
   kef::HmcDiagnostics diag;
+  // The draws are held whole until written: HMC's kept draws (every chain's, a little more than -n), the
+  // first n of them, and those in data units.
+  require_output_memory(static_cast<double>(n), static_cast<double>(saved.model->dim()), 3.0,
+                        "-n " + std::to_string(n), "the samples, held whole until written");
   // HMC runs in the coordinates the model was fitted in (where its step sizes were tuned for unit
   // scales); the draws are then mapped back to data units.
   const kef::Matrix X =
       saved.transform.to_data(kef::draw_samples(*saved.model, n, context.rng(), options, context, &diag));
+  require_finite_output(X, "model " + model_dir, "sample");
   kef::write_npy(out_path, X);
   if (!quiet) {
     if (diag.ran)
@@ -445,6 +454,11 @@ int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const s
   j["preprocessing"] = {
       {"kind", transform.kind}, {"columns", transform.columns}, {"model_space", transform.model_space()}};
   if (!transform.identity()) j["preprocessing"]["log_abs_det"] = transform.log_abs_det;
+  // Every metric in data units is finite before any is printed or written.
+  for (const auto& [k, v] : r.metrics)
+    if (!std::isfinite(v))
+      throw kef::NumericalError("model " + opts.model_dir + ": metric " + k + " of " + opts.evaluator +
+                                " is not finite in data units; nothing was written");
   for (std::size_t i = 0; i < r.metrics.size(); ++i) {
     const auto& [k, v] = r.metrics[i];
     j["metrics"][k] = v;
@@ -579,6 +593,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (const std::string unknown = unknown_word_message(app, argc, argv); !unknown.empty()) {
+      std::cerr << "kef: " << unknown << "\n";
+      return 2;
+    }
     app.exit(e);
     return 2;
   }
@@ -597,6 +615,9 @@ int main(int argc, char** argv) {
   try {
     if (threads > 0) kef::set_default_threads(threads);
     (void)kef::product_backend();  // a bad KEF_BLAS fails here, before any work
+    // An empty --output would otherwise fall back to [output] dir without notice.
+    if (run->parsed() && run->count("--output") > 0 && output.empty())
+      throw kef::ConfigError("--output: empty path (expected an output directory)");
     if (score->parsed()) check_output_file("--out", out);
     if (sample->parsed()) check_output_file("--out", sample_out);
     if (eval->parsed() && !eval_out.empty()) check_output_file("--out", eval_out);
@@ -660,6 +681,15 @@ int main(int argc, char** argv) {
       return finish(cmd_eval(registry, eval_opts, eval_out, plugin_paths));
     }
   } catch (const kef::Error& e) {
+    std::cerr << "kef: " << e.kind() << ": " << e.what() << "\n";
+    return e.exit_status();
+  } catch (const std::bad_alloc&) {
+    std::string command = "kef";
+    for (const CLI::App* sub = &app; sub && !sub->get_subcommands().empty();) {
+      sub = sub->get_subcommands().front();
+      command += " " + sub->get_name();
+    }
+    const kef::OutOfMemoryError e = kef::out_of_memory_error(command);
     std::cerr << "kef: " << e.kind() << ": " << e.what() << "\n";
     return e.exit_status();
   } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli_support.hpp"
 #include "kef/conditional_model.hpp"
 #include "kef/conditional_sampling.hpp"
 #include "kef/context.hpp"
@@ -36,11 +37,16 @@ int cmd_sample_given(kef::Registry& registry, const std::string& model_dir, cons
   const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
   // read_table refuses non-finite entries, naming the file, row and column.
   const kef::Matrix X = kef::read_table(given).values;
+  require_output_memory(static_cast<double>(n) * static_cast<double>(X.rows()),
+                        static_cast<double>(saved.model->dim()), 3.0, "-n " + std::to_string(n),
+                        "the draws for the " + std::to_string(X.rows()) + " rows of --given " + given +
+                            ", held whole until written");
   auto shown = quiet ? kef::make_silent_progress() : kef::make_stderr_progress();
   kef::Context context = kef::Context(seed, threads, shown.get(), "--threads").child("sample");
   const kef::ConditionalDraws draws =
       kef::sample_conditional(saved, X, n, context, "--given " + given, "-n", "the model at " + model_dir);
   const kef::Matrix& result = draws.rows;
+  require_finite_output(result, "model " + model_dir, "draw");
   kef::write_npy(out_path, result);
   if (!quiet) {
     if (draws.approximate)

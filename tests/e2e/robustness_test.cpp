@@ -3,9 +3,11 @@
 // result or exit 0.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include <fstream>
 
+#include "kef/memory_budget.hpp"
 #include "kef/npy.hpp"
 #include "test_support.hpp"
 
@@ -226,6 +228,125 @@ TEST(Robustness, ModelNamesWithControlCharactersOrOver255BytesAreConfigErrors) {
               "name = \"" + std::string(255, 'm') + "\"");
   Result ok = kef_cmd("validate " + write_file(dir, "p.toml", cfg).string());
   EXPECT_EQ(ok.status, 0) << ok.output.substr(0, 400);
+}
+
+// Where a regular file is expected, a directory, a FIFO or a device is refused before it is read: a
+// directory read as an empty pipeline ("missing required key `data`"), a FIFO blocked forever and
+// /dev/zero grew memory without limit.
+TEST(Robustness, APipelineOrDataFileThatIsNotARegularFileIsRefused) {
+  fs::path dir = test::temp_dir("robust-irregular");
+  fs::create_directory(dir / "pipeline_dir");
+  Result directory = kef_cmd("validate " + (dir / "pipeline_dir").string());
+  EXPECT_EQ(directory.status, 2) << directory.output;
+  EXPECT_TRUE(contains(directory.output, "is a directory")) << directory.output;
+  EXPECT_FALSE(contains(directory.output, "missing required key")) << directory.output;
+  ASSERT_EQ(::mkfifo((dir / "fifo.toml").c_str(), 0600), 0);
+  // `timeout`: before the check, opening the FIFO waited for a writer forever.
+  Result fifo = kef_cmd("validate " + (dir / "fifo.toml").string(), "timeout 20");
+  EXPECT_EQ(fifo.status, 2) << fifo.output;
+  EXPECT_TRUE(contains(fifo.output, "is a named pipe (FIFO)")) << fifo.output;
+  Result zero = kef_cmd("validate /dev/zero", "timeout 20");
+  EXPECT_EQ(zero.status, 2) << zero.output;
+  EXPECT_TRUE(contains(zero.output, "/dev/zero: is a character device")) << zero.output;
+  // The same for a data file (a .csv name pointing at /dev/zero) and a saved model's model.toml.
+  fs::create_symlink("/dev/zero", dir / "zero.csv");
+  std::string cfg = kPipeline;
+  cfg.replace(cfg.find("type = \"synthetic/banana\"\nn = 300"),
+              std::string("type = \"synthetic/banana\"\nn = 300").size(),
+              "type = \"file\"\npath = \"zero.csv\"");
+  Result data = kef_cmd("validate " + write_file(dir, "p.toml", cfg).string(), "timeout 20");
+  EXPECT_EQ(data.status, 2) << data.output;
+  EXPECT_TRUE(contains(data.output, "zero.csv: is a character device")) << data.output;
+  fs::create_directory(dir / "model");
+  fs::create_symlink("/dev/zero", dir / "model" / "model.toml");
+  Result model = kef_cmd("score " + (dir / "model").string() + " --data " + (dir / "zero.csv").string() +
+                             " --out " + (dir / "s.npy").string(),
+                         "timeout 20");
+  EXPECT_EQ(model.status, 2) << model.output;
+  EXPECT_TRUE(contains(model.output, "model.toml: is a character device")) << model.output;
+}
+
+TEST(Robustness, AnEmptyOutputDirectoryIsRefused) {
+  fs::path dir = test::temp_dir("robust-empty-output");
+  fs::path cfg = write_file(dir, "p.toml", kPipeline);
+  Result r = kef_cmd("run " + cfg.string() + " --quiet --output ''");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--output: empty path")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "runs"));
+}
+
+// A misspelt command or option is named, with the closest known word, as pipeline keys are.
+TEST(Robustness, AMisspeltCommandOrOptionIsNamedWithASuggestion) {
+  Result command = kef_cmd("smaple model -n 3 --out x.npy");
+  EXPECT_EQ(command.status, 2) << command.output;
+  EXPECT_TRUE(contains(command.output, "unknown command `smaple` (did you mean `sample`?)"))
+      << command.output;
+  Result option = kef_cmd("run p.toml --ouput out");
+  EXPECT_EQ(option.status, 2) << option.output;
+  EXPECT_TRUE(contains(option.output, "unknown option `--ouput` of `kef run` (did you mean `--output`?)"))
+      << option.output;
+  Result score = kef_cmd("score m --data d.npy --ouput x.npy");
+  EXPECT_EQ(score.status, 2) << score.output;
+  EXPECT_TRUE(contains(score.output, "unknown option `--ouput` of `kef score` (did you mean `--out`?)"))
+      << score.output;
+  EXPECT_FALSE(contains(score.output, "--out is required")) << score.output;
+  // Known words with a different error keep CLI11's message.
+  Result missing = kef_cmd("score m --data d.npy");
+  EXPECT_EQ(missing.status, 2) << missing.output;
+  EXPECT_TRUE(contains(missing.output, "--out is required")) << missing.output;
+}
+
+// A saved model with a finite but extreme parameter (preprocessing_matrix[0, 1] = 1e308: the matrix
+// stays triangular, so its log|det| still agrees) drew ±inf samples and `kef sample` wrote them with
+// exit 0. Now nothing is written and the error names the model, the row and the component.
+TEST(Robustness, SampleRefusesToWriteNonFiniteDraws) {
+  fs::path dir = test::temp_dir("robust-extreme-sample");
+  std::string cfg = kPipeline;
+  cfg.replace(cfg.find("n = 300\n"), std::string("n = 300\n").size(), "n = 300\nstandardize = true\n");
+  fs::path p = write_file(dir, "p.toml", cfg);
+  Result run = kef_cmd("run " + p.string() + " --quiet --output " + (dir / "out").string());
+  ASSERT_EQ(run.status, 0) << run.output;
+  const fs::path model = dir / "out" / "models" / "lite";
+  Matrix A = read_npy(model / "preprocessing_matrix.npy");
+  A(0, 1) = 1e308;
+  write_npy(model / "preprocessing_matrix.npy", A);
+  const fs::path out = dir / "s.npy";
+  Result r =
+      kef_cmd("sample " + model.string() + " -n 400 --quiet --allow-poor-mixing --out " + out.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "numerical error: model " + model.string() + ": sample ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "component ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "values are not finite")) << r.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// -n inside its documented limit (10^9) needs more memory than the machine has: refused up front with
+// the estimate, not a bare std::bad_alloc after minutes of sampling.
+TEST(Robustness, SampleRefusesAnOutputLargerThanTheAvailableMemory) {
+  if (const auto available = available_memory_bytes(); !available || *available > 40e9)
+    GTEST_SKIP() << "the test needs a machine with less than 40 GB of memory available";
+  const fs::path& model = saved_model();
+  fs::path dir = test::temp_dir("robust-sample-memory");
+  Result r = kef_cmd("sample " + model.string() + " -n 1000000000 --quiet --out " + (dir / "s.npy").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "-n 1000000000: needs an estimated 48 GB for the samples")) << r.output;
+  EXPECT_TRUE(contains(r.output, "of memory available")) << r.output;
+  EXPECT_FALSE(contains(r.output, "bad_alloc")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "s.npy"));
+}
+
+// Memory that runs out after the up-front estimate passed (here an address-space limit below what the
+// draws need) is one error kind with one exit status, naming the step: not "internal error:
+// std::bad_alloc" (exit 1), nor "plugin error" when a plugin's allocation failed (exit 2).
+TEST(Robustness, RunningOutOfMemoryIsOneErrorKindNamingTheStep) {
+  const fs::path& model = saved_model();
+  fs::path dir = test::temp_dir("robust-oom");
+  Result r = kef_cmd("sample " + model.string() + " -n 100000000 --quiet --out " + (dir / "s.npy").string(),
+                     "ulimit -v 1500000;");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "kef: out of memory: kef sample: an allocation failed")) << r.output;
+  EXPECT_FALSE(contains(r.output, "internal error")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "s.npy"));
 }
 
 }  // namespace

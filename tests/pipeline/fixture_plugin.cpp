@@ -7,6 +7,7 @@
 // squares on the roles of [data] targets (exact log p(y | x), ∇_y, Laplacian and sampling; saved and
 // reloaded). It is a test fixture, not a kef method.
 #include <cmath>
+#include <new>
 #include <numbers>
 #include <string>
 
@@ -26,6 +27,7 @@ class FailingEvaluator final : public kef::Clonable<FailingEvaluator, kef::Evalu
     if (in.model_name == fail_on_) {
       const std::string message = "pipeline_fixture_fail: failing on model " + in.model_name + " as asked";
       if (kind_ == "data") throw kef::DataError(message);
+      if (kind_ == "memory") throw std::bad_alloc();  // as a failed allocation in plugin code throws
       throw kef::NumericalError(message);
     }
     kef::EvaluationResult r;
@@ -192,8 +194,9 @@ void register_components(kef::PluginRegistrar& r) {
   info.type = "pipeline_fixture_fail";
   info.summary = "test fixture: reports the test rows, or fails at run time on model `fail_on`";
   info.keys = {kef::KeySpec::string("fail_on", "the model to fail on", std::string("")),
-               kef::KeySpec::string("kind", "error kind: numerical or data", std::string("numerical"))
-                   .one_of({"numerical", "data"})};
+               kef::KeySpec::string("kind", "error kind: numerical, data or memory (std::bad_alloc)",
+                                    std::string("numerical"))
+                   .one_of({"numerical", "data", "memory"})};
   r.add_evaluator(info,
                   [](const kef::Config& cfg, const kef::BuildContext&) -> std::unique_ptr<kef::Evaluator> {
                     return std::make_unique<FailingEvaluator>(cfg.string("fail_on"), cfg.string("kind"));

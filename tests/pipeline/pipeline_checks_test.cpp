@@ -202,6 +202,39 @@ TEST(PipelineChecks, EvaluatorsCheckTheFacetsTheEstimatorDeclares) {
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
+// Two [[evaluate]] of one type without `name` would report the same metrics: kef run found it only
+// after fitting every model, while kef validate passed the file.
+TEST(PipelineChecks, TwoEvaluatorsOfOneTypeWithoutNamesFailInValidate) {
+  fs::path dir = test::temp_dir("checks-duplicate-evaluate");
+  const char* twice = R"(
+[[evaluate]]
+type = "score_matching_loss"
+[[evaluate]]
+type = "score_matching_loss"
+)";
+  fs::path cfg = write_file(dir, "p.toml", two_models(twice));
+  for (const std::string& command :
+       {"validate " + cfg.string(), "run " + cfg.string() + " --quiet --output " + (dir / "out").string()}) {
+    Result r = kef_cmd(command);
+    EXPECT_EQ(r.status, 2) << command << ": " << r.output;
+    EXPECT_NE(r.output.find("evaluate[1]"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("evaluate[0] reports the same metrics"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("fitted in"), std::string::npos) << "no model may be fitted: " << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  // The same name twice on a model is the same clash; distinct names, or disjoint models, are not.
+  const std::string named =
+      std::string(twice) + "name = \"x\"\n[[evaluate]]\ntype = \"fssd\"\nname = \"x\"\n";
+  Result same_name = kef_cmd("validate " + write_file(dir, "named.toml", two_models(named)).string());
+  EXPECT_EQ(same_name.status, 2) << same_name.output;
+  EXPECT_NE(same_name.output.find("evaluate[2].name"), std::string::npos) << same_name.output;
+  const std::string split =
+      "[[evaluate]]\ntype = \"score_matching_loss\"\nmodels = [\"a\"]\n"
+      "[[evaluate]]\ntype = \"score_matching_loss\"\nmodels = [\"b\"]\n";
+  Result disjoint = kef_cmd("validate " + write_file(dir, "disjoint.toml", two_models(split)).string());
+  EXPECT_EQ(disjoint.status, 0) << disjoint.output;
+}
+
 TEST(PipelineChecks, AFailureAfterFittingKeepsTheModelsAndFinishedMetrics) {
   fs::path dir = test::temp_dir("checks-keep");
   fs::path cfg = write_file(dir, "p.toml", two_models(R"(
@@ -252,6 +285,25 @@ kind = "data"
   const Json j = read_json(dir / "out" / "results.json");
   EXPECT_EQ(j["status"], "failed");
   EXPECT_EQ(j["failure"]["kind"], "data error");
+}
+
+// A plugin whose allocation fails (std::bad_alloc) is out of memory, not a "plugin error": one kind and
+// exit status wherever memory runs out, with the step named.
+TEST(PipelineChecks, APluginsFailedAllocationIsOutOfMemory) {
+  fs::path dir = test::temp_dir("checks-keep-memory");
+  fs::path cfg = write_file(dir, "p.toml", two_models(R"(
+[[evaluate]]
+type = "pipeline_fixture_fail"
+fail_on = "a"
+kind = "memory"
+)"));
+  Result r = kef_cmd("run " + cfg.string() + " --quiet --output " + (dir / "out").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("kef: out of memory: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("an allocation failed"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("plugin error"), std::string::npos) << r.output;
+  const Json j = read_json(dir / "out" / "results.json");
+  EXPECT_EQ(j["failure"]["kind"], "out of memory");
 }
 
 TEST(PipelineChecks, ASuccessfulRunSaysItIsComplete) {

@@ -2,6 +2,8 @@
 // (see error.hpp).
 #include "kef/error.hpp"
 
+#include <sstream>
+
 namespace kef {
 
 Error::~Error() = default;
@@ -27,12 +29,30 @@ const char* ModelFileError::kind() const { return "model file error"; }
 NumericalError::~NumericalError() = default;
 const char* NumericalError::kind() const { return "numerical error"; }
 
+OutOfMemoryError::~OutOfMemoryError() = default;
+int OutOfMemoryError::exit_status() const { return 2; }
+const char* OutOfMemoryError::kind() const { return "out of memory"; }
+
+OutOfMemoryError out_of_memory_error(const std::string& step, double bytes) {
+  std::string size;
+  if (bytes > 0) {
+    std::ostringstream os;
+    os.precision(3);
+    os << bytes / 1e9;
+    size = " of " + os.str() + " GB";
+  }
+  return OutOfMemoryError(step + ": an allocation" + size +
+                          " failed: the machine has not the memory this step asked for; ask for less (fewer "
+                          "rows, samples or a smaller model) or free memory");
+}
+
 void throw_error_of_kind(const std::string& kind, const std::string& message) {
   if (kind == ConfigError("").kind()) throw ConfigError(message);
   if (kind == DataError("").kind()) throw DataError(message);
   if (kind == PluginError("").kind()) throw PluginError(message);
   if (kind == ModelFileError("").kind()) throw ModelFileError(message);
   if (kind == NumericalError("").kind()) throw NumericalError(message);
+  if (kind == OutOfMemoryError("").kind()) throw OutOfMemoryError(message);
   throw Error(message);
 }
 

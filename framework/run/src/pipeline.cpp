@@ -283,6 +283,9 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
 
   auto eval_tables = root.table_array("evaluate");
   for (std::size_t i = 0; i < eval_tables.size(); ++i) {
+  // Which [[evaluate]] reports under each key (its `name`, else its type) on each model: two of one
+  // type without names would write the same metrics, found only after the fits without this check.
+  std::map<std::pair<std::string, std::string>, std::size_t> reporter;
     Config e = eval_tables[i];
     EvalPlan ep;
     ep.table = e;
@@ -299,6 +302,15 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
     }
     if (e.has("name")) ep.label = e.string("name");
     if (ep.info->compares_two_models) {
+    for (const std::string& model : ep.models) {
+      const std::string key = ep.label.empty() ? ep.info->type : ep.label;
+      const auto [at, inserted] = reporter.emplace(std::pair{key, model}, i);
+      if (!inserted)
+        e.fail(ep.label.empty() ? "type" : "name",
+               (ep.label.empty() ? "a second `" + key + "` without a `name`" : "the `name` \"" + key + "\" again") +
+                   " on model " + model + " (evaluate[" + std::to_string(at->second) +
+                   "] reports the same metrics on it); give each [[evaluate]] a distinct `name`");
+    }
       if (!e.has("against"))
         e.fail("", "`" + ep.info->type + "` compares two models: set `against = \"NAME\"`");
       ep.other = e.string("against");
@@ -405,7 +417,7 @@ struct FailureInfo {
   int exit_status = 1;
 };
 
-FailureInfo describe_failure(const std::exception_ptr& error) {
+FailureInfo describe_failure(const std::exception_ptr& error, const std::string& step) {
   FailureInfo f;
   try {
     std::rethrow_exception(error);
@@ -418,6 +430,11 @@ FailureInfo describe_failure(const std::exception_ptr& error) {
     f.message = e.what();
   } catch (...) {
     f.kind = "internal error";
+  } catch (const std::bad_alloc&) {
+    const OutOfMemoryError e = out_of_memory_error(step);
+    f.kind = e.kind();
+    f.message = e.what();
+    f.exit_status = e.exit_status();
     f.message = "unknown exception";
   }
   return f;
@@ -633,7 +650,7 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
     out.log = log_memory.str();
     return out;
   } catch (...) {
-    const FailureInfo failure = describe_failure(std::current_exception());
+    const FailureInfo failure = describe_failure(std::current_exception(), step);
     // A run whose own files could not be written (a full disk: saving a model, log.txt, results.json)
     // publishes nothing, since what it would publish is truncated; any other failure after a fit
     // publishes what is finished.

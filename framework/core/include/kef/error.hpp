@@ -78,6 +78,22 @@ class KEF_ERROR_API NumericalError : public Error {
   const char* kind() const override;
 };
 
+// Memory ran out (a std::bad_alloc, or an up-front estimate found it would): one kind and one exit
+// status (2, as for a size asked for in the input) wherever it happens, in the host or in a plugin.
+class KEF_ERROR_API OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+  OutOfMemoryError(const OutOfMemoryError&) = default;
+  OutOfMemoryError& operator=(const OutOfMemoryError&) = default;
+  ~OutOfMemoryError() override;
+  int exit_status() const override;
+  const char* kind() const override;
+};
+
+// The OutOfMemoryError for a std::bad_alloc caught around `step` ("kef sample", "fit of model a"):
+// names the step, and the size of the allocation that failed when `bytes` is given (> 0).
+KEF_ERROR_API OutOfMemoryError out_of_memory_error(const std::string& step, double bytes = 0);
+
 // Throws the error whose kind() is `kind` ("config error", ...; anything else: Error) with `message`:
 // how a failure that crossed a process boundary as text (MPI ranks) is raised again with its exit status.
 [[noreturn]] KEF_ERROR_API void throw_error_of_kind(const std::string& kind, const std::string& message);
