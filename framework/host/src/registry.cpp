@@ -120,20 +120,20 @@ auto guarded(const Origin& origin, Context&& context, F&& f) -> decltype(f()) {
     throw ModelFileError(e.what());
   } catch (const NumericalError& e) {
     throw NumericalError(e.what());
+  } catch (const OutOfMemoryError& e) {
+    throw OutOfMemoryError(e.what());
   } catch (const Error& e) {
     throw Error(e.what());
+  } catch (const std::bad_alloc&) {
+    throw out_of_memory_error(where());
   } catch (const std::exception& e) {
     throw PluginError(where() + ": " + e.what());
   } catch (...) {
     throw PluginError(where() + ": an exception that is not a std::exception");
   }
 }
-  } catch (const OutOfMemoryError& e) {
-    throw OutOfMemoryError(e.what());
 
 // An object made by plugin code may come with the plugin's own control block (the factory's
-  } catch (const std::bad_alloc&) {
-    throw out_of_memory_error(where());
 // shared_ptr): the result's control block is ours, and releases the plugin's before letting go of
 // the library.
 std::shared_ptr<void> hold(std::shared_ptr<void> object, const LibraryPtr& library) {

@@ -282,10 +282,10 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
   if (root.has("tune")) plan.tune = build_tune(plan, root.table("tune"));
 
   auto eval_tables = root.table_array("evaluate");
-  for (std::size_t i = 0; i < eval_tables.size(); ++i) {
   // Which [[evaluate]] reports under each key (its `name`, else its type) on each model: two of one
   // type without names would write the same metrics, found only after the fits without this check.
   std::map<std::pair<std::string, std::string>, std::size_t> reporter;
+  for (std::size_t i = 0; i < eval_tables.size(); ++i) {
     Config e = eval_tables[i];
     EvalPlan ep;
     ep.table = e;
@@ -301,7 +301,6 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
       for (const auto& mp : plan.models) ep.models.push_back(mp.name);
     }
     if (e.has("name")) ep.label = e.string("name");
-    if (ep.info->compares_two_models) {
     for (const std::string& model : ep.models) {
       const std::string key = ep.label.empty() ? ep.info->type : ep.label;
       const auto [at, inserted] = reporter.emplace(std::pair{key, model}, i);
@@ -311,6 +310,7 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
                    " on model " + model + " (evaluate[" + std::to_string(at->second) +
                    "] reports the same metrics on it); give each [[evaluate]] a distinct `name`");
     }
+    if (ep.info->compares_two_models) {
       if (!e.has("against"))
         e.fail("", "`" + ep.info->type + "` compares two models: set `against = \"NAME\"`");
       ep.other = e.string("against");
@@ -425,16 +425,16 @@ FailureInfo describe_failure(const std::exception_ptr& error, const std::string&
     f.kind = e.kind();
     f.message = e.what();
     f.exit_status = e.exit_status();
-  } catch (const std::exception& e) {
-    f.kind = "internal error";
-    f.message = e.what();
-  } catch (...) {
-    f.kind = "internal error";
   } catch (const std::bad_alloc&) {
     const OutOfMemoryError e = out_of_memory_error(step);
     f.kind = e.kind();
     f.message = e.what();
     f.exit_status = e.exit_status();
+  } catch (const std::exception& e) {
+    f.kind = "internal error";
+    f.message = e.what();
+  } catch (...) {
+    f.kind = "internal error";
     f.message = "unknown exception";
   }
   return f;
