@@ -237,10 +237,13 @@ TEST(PcAlgorithm, StableSkeletonDoesNotDependOnTheVariablesOrder) {
           return p_value(label[i], label[j], vars);
         },
         PcOptions{.alpha = 0.3});
-    for (Index i = 0; i < n; ++i)
-      for (Index j = 0; j < n; ++j)
-        if (i != j)
+    for (Index i = 0; i < n; ++i) {
+      for (Index j = 0; j < n; ++j) {
+        if (i != j) {
           ASSERT_EQ(r.skeleton.adjacent(i, j), base.skeleton.adjacent(label[i], label[j])) << "rep " << rep;
+        }
+      }
+    }
   }
 }
 

@@ -88,7 +88,9 @@ TEST_P(DdeTwin, OneIterationMatchesTheAnchor) {
   std::cout << p << ": relative error alpha " << ea << ", generator " << eg << ", dual " << en
             << "; of the updates " << ua << ", " << ug << ", " << un << "\n";
   // The anchor reports its f loss without the penalty and the last sampler loss (its λ multiplies ν).
-  if (c.eta == 0.0) EXPECT_NEAR(L.f, losses[0], 1e-12 * std::abs(losses[0]));
+  if (c.eta == 0.0) {
+    EXPECT_NEAR(L.f, losses[0], 1e-12 * std::abs(losses[0]));
+  }
   EXPECT_NEAR(L.generator, losses[1], 1e-10 * std::abs(losses[1]));
 }
 

@@ -81,7 +81,9 @@ class PluginErrors : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(r.status, status) << r.output;
     EXPECT_NE(r.output.find("fixture_throwing: " + where), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("failed on purpose"), std::string::npos) << r.output;
-    if (GetParam() == "kef") EXPECT_NE(r.output.find("kef: data error:"), std::string::npos) << r.output;
+    if (GetParam() == "kef") {
+      EXPECT_NE(r.output.find("kef: data error:"), std::string::npos) << r.output;
+    }
     EXPECT_FALSE(fs::exists(out)) << out;
   }
   // A kef::DataError keeps its class (exit 2); anything else from a plugin is a failure of that
@@ -145,7 +147,9 @@ TEST_P(PluginErrors, ScoreEvalAndSampleExitCleanlyWhenAKernelOrBaseMeasureThrows
     // ends with one, and names the fixture when it fails.
     Result h = kef_cmd("sample " + dir.string() + " -n 5 --quiet --out " + out.string());
     EXPECT_GE(h.status, 0) << "killed by a signal: " << h.output;
-    if (h.status != 0) EXPECT_NE(h.output.find("fixture_throwing: " + where), std::string::npos) << h.output;
+    if (h.status != 0) {
+      EXPECT_NE(h.output.find("fixture_throwing: " + where), std::string::npos) << h.output;
+    }
     fs::remove(out);
   }
 }
@@ -197,7 +201,7 @@ TEST(PluginPermissions, WorldWritablePluginFilesAndDirectoriesAreReported) {
 
   fs::permissions(so, fs::perms::others_write, fs::perm_options::add);
   fs::permissions(dir, fs::perms::others_write, fs::perm_options::add);
-  for (const std::string command :
+  for (const std::string& command :
        std::vector<std::string>{"plugins", "score /nonexistent --data x.npy --out y.npy"}) {
     Result r = run(command);
     EXPECT_NE(r.output.find("[kef] warning: plugin " + so.string() + " is writable by every user"),
