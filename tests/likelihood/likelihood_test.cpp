@@ -80,7 +80,9 @@ TEST(LogLikelihood, HugeConstantRatiosStayInLogSpace) {
   EXPECT_NEAR(metric(r, "log_normalizer"), 800.0, 1e-12);
   EXPECT_LT(metric(r, "log_normalizer_stderr"), 1e-12);
   // The ratios are constant up to that rounding, so whatever the bound reports must be ~0 as well.
-  if (auto b = find_metric(r, "bias_bound")) EXPECT_LT(*b, 1e-20);
+  if (auto b = find_metric(r, "bias_bound")) {
+    EXPECT_LT(*b, 1e-20);
+  }
 }
 
 TEST(LogLikelihood, AnExactNormaliserIsReportedWithoutSampling) {

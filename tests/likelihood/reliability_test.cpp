@@ -217,8 +217,9 @@ TEST(LogLikelihoodReliability, ResultsDoNotDependOnTheThreadCount) {
   ASSERT_EQ(a.metrics.size(), b.metrics.size());
   for (std::size_t i = 0; i < a.metrics.size(); ++i) {
     EXPECT_EQ(a.metrics[i].first, b.metrics[i].first);
-    if (a.metrics[i].first != "proposals_per_second")
+    if (a.metrics[i].first != "proposals_per_second") {
       EXPECT_EQ(a.metrics[i].second, b.metrics[i].second) << a.metrics[i].first;
+    }
   }
 }
 

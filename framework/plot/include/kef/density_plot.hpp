@@ -33,10 +33,10 @@ struct DensityPlotOptions {
   Index grid = 200;                    // 2-D: cells per side; 1-D: points of the curves
   bool show_points = true;             // overlay (2-D) / histogram (1-D) of the training data
   Index max_points = 1000;             // overlay at most this many training points (evenly spaced rows)
-  std::optional<PlotExtent> extent;    // default: data_extent(train and test)
+  std::optional<PlotExtent> extent{};  // default: data_extent(train and test)
   double floor = -9.0;                 // clip of log p~ − max (DKEF Fig. 2)
   int min_panel_pixels = 300;          // 2-D panels are grid·k pixels wide, k = ceil(this / grid)
-  std::string footnote;                // one line under the figure (e.g. metrics_legend)
+  std::string footnote{};              // one line under the figure (e.g. metrics_legend)
 };
 
 // Where things were drawn, so that callers (and tests) can find a cell's pixels.
