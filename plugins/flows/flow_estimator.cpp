@@ -144,6 +144,11 @@ void FlowEstimator::check(const DataShape& data) const {
   if (data.dim > 0) check_memory(data.dim);
 }
 
+void FlowEstimator::no_validation_split() const {
+  throw ConfigError(sites_.where("patience") + ": " + kind_name(kind_) +
+                    " early-stops on a validation split; set `split = { validation = ... }` in [data]");
+}
+
 // The fit's memory before any of it is allocated: every layer's weights (a MADE's masks are as large),
 // with the gradient, Adam's two moments and the best parameters kept for early stopping, and a
 // minibatch's activations through every layer.
