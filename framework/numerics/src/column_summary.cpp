@@ -17,12 +17,14 @@ Vector ColumnSummary::sd(int ddof) const {
   if (rows - ddof < 1) return Vector::Zero(centred_squares.size());
   const auto divisor = static_cast<double>(rows - ddof);
   Vector out = (centred_squares / divisor).cwiseSqrt();
-  // Squares of deviations below 1e-150 or above 1e150 leave the normal range of a double (about 1e±308).
+  // Squares of deviations below 1e-150 underflow (the normal range of a double ends near 1e-308): such a
+  // column's sd comes from its squares relative to its range. Wider columns keep centred_squares, so
+  // that a column whose variance overflows still reads as infinite (and is refused by its callers).
   for (Index d = 0; d < out.size(); ++d) {
     const double range = max[d] - min[d];
     if (range == 0)
       out[d] = 0;
-    else if (!(range > 1e-150 && range < 1e150))
+    else if (range < 1e-150)
       out[d] = range * std::sqrt(scaled_squares[d] / divisor);
   }
   return out;

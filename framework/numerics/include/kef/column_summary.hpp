@@ -17,7 +17,7 @@ struct ColumnSummary {
   Vector centred_squares;  // Σ (x_d − mean_d)², column by column (scatter's diagonal, summed elementwise)
   Vector min, max;         // column extremes
   // Σ ((x_d − mean_d) / (max_d − min_d))² (0 for a constant column): centred_squares on the column's own
-  // scale, where a column of values near 1e-200 (or 1e200) does not underflow (overflow) its squares.
+  // scale, where a column of values near 1e-200 does not underflow its squares.
   Vector scaled_squares;
   bool finite = true;      // every value finite (otherwise the moments are meaningless and not computed)
 
@@ -25,7 +25,7 @@ struct ColumnSummary {
   Matrix covariance() const;
   // Column standard deviations with divisor rows − `ddof` (1: the sample sd, 0: the population sd); 0
   // exactly when the column is constant, whatever its scale (from scaled_squares where the squares of its
-  // deviations leave the normal range of a double, from centred_squares elsewhere).
+  // deviations underflow, from centred_squares elsewhere: an overflowing variance stays infinite).
   Vector sd(int ddof = 1) const;
 };
 
