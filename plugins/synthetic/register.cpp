@@ -49,7 +49,9 @@ class SyntheticSource final : public Clonable<SyntheticSource, DataSource> {
     RandomStream draws = rng.derive("samples");
     SourceData data;
     data.samples = truth->sample(n_, draws);
-    for (Index j = 0; j < density->dim(); ++j) data.columns.push_back("x" + std::to_string(j));
+    // append, not "x" + std::string&&: GCC 12 reports a false -Wrestrict inside libstdc++ for that.
+    for (Index j = 0; j < density->dim(); ++j)
+      data.columns.push_back(std::string("x").append(std::to_string(j)));
     data.provenance = type_ + " (" + parameters_ + "), " + std::to_string(n_) +
                       " exact samples, seed " + std::to_string(rng.seed()) + "; " +
                       truth->describe();
