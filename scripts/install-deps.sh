@@ -21,7 +21,9 @@ packages=(
   python3-scipy          # the Nyström anchor (Cholesky and pinvh) the nystrom tests run
   pybind11-dev python3-dev  # the Python package (`import kef`), built by the project's CMake
   python3-pytest         # the Python package's tests, run by ctest
-  python3-sklearn        # the scikit-learn-compatible estimator class and its GridSearchCV test
+  python3-sklearn        # the scikit-learn estimator classes (kef.sklearn) and their checks
+  python3-setuptools python3-wheel  # `pip install .` / the wheel (pyproject.toml, setup.py)
+  python3-build python3-venv python3-pip  # `python3 -m build --wheel`, the venv the wheel test installs into
   python3-mpi4py         # the Python package under mpirun (kef.run/kef.fit with comm=), its ctest
   libopenmpi-dev openmpi-bin  # `mpirun -np K kef run`: distributed fits and evaluations (tests/mpi)
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer, ASan and UBSan (the main build uses g++)

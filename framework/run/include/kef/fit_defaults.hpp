@@ -7,7 +7,11 @@
 //    (the pipeline's median heuristic on the training rows);
 //  - one that uses a base measure and was given none gets base_measure/gaussian (its declared keys'
 //    defaults);
-//  - a declared `inducing_points` default larger than the training rows is lowered to their number.
+//  - a declared `inducing_points` default larger than the training rows is lowered to their number;
+//    a count declared without a default (the estimator takes a count or a file) is min(100, rows);
+//  - an estimator that early-stops on the validation split (a `patience` key counted in validation
+//    losses) and was given no split ("validation" not among the given tables) gets a tenth of the
+//    rows as its validation split ([data] split.validation, table "data", key "validation").
 #include <string>
 #include <vector>
 
@@ -18,7 +22,7 @@
 namespace kef {
 
 struct DefaultSetting {
-  std::string table;   // "estimator", "kernel", "base_measure"
+  std::string table;   // "estimator", "kernel", "base_measure", "data"
   std::string key;     // "type", "sigma", "inducing_points", ...
   DefaultValue value;  // what to set
 };
