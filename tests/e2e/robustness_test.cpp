@@ -6,8 +6,11 @@
 #include <sys/types.h>
 
 #include <fstream>
+#include <limits>
 
+#include "kef/error.hpp"
 #include "kef/memory_budget.hpp"
+#include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
 #include "test_support.hpp"
 
@@ -347,6 +350,24 @@ TEST(Robustness, RunningOutOfMemoryIsOneErrorKindNamingTheStep) {
   EXPECT_TRUE(contains(r.output, "kef: out of memory: kef sample: an allocation failed")) << r.output;
   EXPECT_FALSE(contains(r.output, "internal error")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "s.npy"));
+}
+
+// A saved model is an output too: a non-finite parameter is refused when written, naming the array and
+// the entry, so that no run publishes a model that draws or scores non-finite values.
+TEST(Robustness, ASavedModelNeverHoldsANonFiniteParameter) {
+  fs::path dir = test::temp_dir("robust-save-nonfinite") / "m";
+  ModelWriter writer(dir, "lite");
+  Matrix A = Matrix::Ones(3, 2);
+  writer.write_array("inducing_points", A);
+  A(1, 0) = std::numeric_limits<double>::infinity();
+  try {
+    writer.write_array("alpha", A);
+    ADD_FAILURE() << "a non-finite array was saved";
+  } catch (const NumericalError& e) {
+    EXPECT_TRUE(contains(e.what(), "alpha.npy[1, 0] is not finite")) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "alpha.npy"));
+  EXPECT_TRUE(fs::exists(dir / "inducing_points.npy"));
 }
 
 }  // namespace

@@ -22,11 +22,28 @@ ModelWriter::ModelWriter(fs::path dir, std::string model_type) : dir_(std::move(
   manifest_.set("kef_version", std::string(version()));
 }
 
+namespace {
+
+// A saved model is an output like any other: no non-finite parameter is written (the run then fails at
+// "saving model NAME" and publishes nothing), naming the model directory, the array and the entry.
+void require_finite_array(const fs::path& dir, const std::string& name, const Matrix& array) {
+  for (Index i = 0; i < array.rows(); ++i)
+    for (Index j = 0; j < array.cols(); ++j)
+      if (!std::isfinite(array(i, j)))
+        throw NumericalError(dir.string() + ": " + name + ".npy[" + std::to_string(i) + ", " + std::to_string(j) +
+                             "] is not finite (" + std::to_string(array(i, j)) +
+                             "); a model with a non-finite parameter is not saved");
+}
+
+}  // namespace
+
 void ModelWriter::write_array(const std::string& name, const Matrix& array) {
+  require_finite_array(dir_, name, array);
   write_npy(dir_ / (name + ".npy"), array);
 }
 
 void ModelWriter::write_array(const std::string& name, const Vector& array) {
+  require_finite_array(dir_, name, array);
   write_npy(dir_ / (name + ".npy"), array);
 }
 
