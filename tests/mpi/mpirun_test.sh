@@ -12,6 +12,12 @@
 #                `whiten`; then with `dequantize` the processes must fall back to holding the whole
 #                split (and say why), with the same results as one. NEEDLE `npy-only`: the CSV file's
 #                run must hold the split instead (an estimator that reads scattered rows, DKEF).
+#   disagree CONFIG: processes that read different inputs (each its own copy of CONFIG beside a data
+#                file rows.npy): a value set differently on one process (--set, as a stale copy of the
+#                pipeline would have it), then data files of the same shape with different values; each
+#                must end every process with exit status 2 before any work, the error naming the key
+#                or the files printed once, and no output directory. The same copies with the same
+#                data must run.
 # Usage: mpirun_test.sh MODE KEF MPIEXEC WORKDIR CONFIG [NEEDLE]
 set -euo pipefail
 mode=$1 kef=$2 mpiexec=$3 work=$4 config=$5 needle=${6:-}
@@ -125,6 +131,59 @@ PY
     [ ! -e out ] || { echo "FAIL: a failed run left an output directory"; exit 1; }
     echo "fails: exit 2, one message"
     ;;
+  disagree)
+    /usr/bin/python3 - <<'PY'
+import numpy as np, os
+rng = np.random.default_rng(5)
+for rank in (0, 1):
+    os.makedirs(f"rank{rank}", exist_ok=True)
+    np.save(f"rank{rank}/rows.npy", rng.normal(size=(300, 2)))
+PY
+    cp "$config" rank0/pipeline.toml
+    cp "$config" rank1/pipeline.toml
+    # Each process runs its own copy of the pipeline (and so reads the data beside it), with ARGS added
+    # on rank 1 only; every process's exit status is kept in status.RANK. mpirun waits for both
+    # (it would otherwise end the other process as soon as one exits with a failure).
+    run_each() {
+      rm -rf out status.0 status.1
+      set +e
+      OMPI_MCA_orte_abort_on_non_zero_status=0 timeout 300 "${mpi[@]}" bash -c \
+        'r=$OMPI_COMM_WORLD_RANK; extra=(); if [ "$r" = 1 ]; then extra=("${@:2}"); fi
+         "$1" run "rank$r/pipeline.toml" --threads 1 --quiet --output out "${extra[@]}"; s=$?
+         echo $s > "status.$r"; exit $s' wrapper "$kef" "$@" > out.txt 2> err.txt
+      status=$?
+      set -e
+      cat err.txt
+    }
+    # NEEDLE...: exit 2 from both processes (mpirun's own status says nothing when it waits for both),
+    # one message holding every NEEDLE.
+    expect_refused() {
+      [ "$status" -ne 124 ] || { echo "FAIL: the processes hung"; exit 1; }
+      for r in 0 1; do
+        [ "$(cat "status.$r" 2> /dev/null)" = 2 ] || { echo "FAIL: rank $r exited with $(cat "status.$r" 2> /dev/null), expected 2"; exit 1; }
+      done
+      [ "$(grep -c 'distributed run: the processes' err.txt)" -eq 1 ] || { echo "FAIL: the error was not printed exactly once"; exit 1; }
+      for n in "$@"; do
+        grep -qF -- "$n" err.txt || { echo "FAIL: the error does not say '$n'"; exit 1; }
+      done
+      [ ! -e out ] || { echo "FAIL: a refused run left an output directory"; exit 1; }
+    }
+    # The same pipeline on different data.
+    run_each
+    expect_refused "data error: distributed run: the processes were given different data" \
+      "data.path is $PWD/rank0/rows.npy" "on rank 0 and $PWD/rank1/rows.npy" "on rank 1"
+    # A value differs (and the data too: the pipeline is compared first, and named).
+    run_each --set model[0].kernel.sigma=1.6
+    expect_refused "config error: distributed run: the processes resolved different pipelines" \
+      '`model[0].kernel.sigma` is 1.5 on rank 0 and 1.6 on rank 1'
+    # The same data on both: the run completes.
+    cp rank0/rows.npy rank1/rows.npy
+    run_each
+    [ "$status" -eq 0 ] && [ "$(cat status.0)" = 0 ] && [ "$(cat status.1)" = 0 ] ||
+      { echo "FAIL: processes that agree did not run (status $status)"; exit 1; }
+    grep -q '"status": "complete"' out/results.json || { echo "FAIL: the agreeing run did not complete"; exit 1; }
+    echo "disagree: a different value and different data refused on both processes, naming them"
+    ;;
   killed)
     set +e
     # $$ of the wrapper shell is kef's pid after exec.
@@ -141,7 +200,7 @@ PY
     echo "killed: mpirun exited with $status, no output"
     ;;
   *)
-    echo "usage: mpirun_test.sh same|rows|killed|fails KEF MPIEXEC WORKDIR CONFIG [NEEDLE]" >&2
+    echo "usage: mpirun_test.sh same|rows|killed|fails|disagree KEF MPIEXEC WORKDIR CONFIG [NEEDLE]" >&2
     exit 2
     ;;
 esac

@@ -111,6 +111,14 @@ class FileSource final : public Clonable<FileSource, DataSource> {
 
 bool reads_by_split(const Config& data) { return data.type() && *data.type() == "file" && data.has("path"); }
 
+std::vector<std::pair<std::string, fs::path>> source_files(const Config& data) {
+  std::vector<std::pair<std::string, fs::path>> files;
+  if (!data.type() || *data.type() != "file") return files;
+  for (const char* key : {"path", "train", "validation", "test"})
+    if (data.has(key)) files.emplace_back(key, resolve_path(data, data.string(key)));
+  return files;
+}
+
 FileRows file_rows_of(const Config& data, SourceData& header) {
   FileRows file;
   file.path = existing_file(data, "path");

@@ -7,12 +7,13 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kef/communicator.hpp"
 #include "kef/config.hpp"
-#include "kef/data_source.hpp"
 #include "kef/data_io.hpp"
+#include "kef/data_source.hpp"
 #include "kef/training_rows.hpp"
 #include "kef/types.hpp"
 
@@ -21,6 +22,10 @@ namespace kef {
 // A `file` source with one `path` is read by the splits: the host learns its row count and column
 // names first, and reads each row straight into its split, so the file's rows are held once.
 bool reads_by_split(const Config& data);
+
+// The files a `file` source reads, by key (`path`, or `train`, `validation`, `test`), resolved as they
+// are read (against the pipeline file's directory); none for another source.
+std::vector<std::pair<std::string, std::filesystem::path>> source_files(const Config& data);
 
 struct FileRows {
   std::filesystem::path path;

@@ -28,6 +28,7 @@
 #include "kef/parallel.hpp"
 #include "kef/plugin_permissions.hpp"
 #include "kef/progress.hpp"
+#include "input_agreement.hpp"
 #include "pipeline_plan.hpp"
 #include "run_outputs.hpp"
 
@@ -350,7 +351,7 @@ Plan build_plan(const std::string& path, const RunOptions& options) {
 
 // A pipeline given as a Config: the overrides and the top-level schema, as load_pipeline_config does
 // for a file. The [data] table may be absent (the caller's matrix is the data).
-Plan build_in_memory_plan(const Config& pipeline, const InMemoryData& data, const RunOptions& options) {
+Config in_memory_root(const Config& pipeline, const RunOptions& options) {
   Config root = pipeline;
   for (const auto& o : options.overrides) {
     auto eq = o.find('=');
@@ -359,7 +360,11 @@ Plan build_in_memory_plan(const Config& pipeline, const InMemoryData& data, cons
   }
   (void)root.table("data");  // inserts an empty [data] when absent
   root.validate(top_level_keys());
-  return build_plan(std::move(root), "", options, &data);
+  return root;
+}
+
+Plan build_in_memory_plan(const Config& pipeline, const InMemoryData& data, const RunOptions& options) {
+  return build_plan(in_memory_root(pipeline, options), "", options, &data);
 }
 
 // Staging, checking and publishing the output directory: kef/output_dir.hpp.
@@ -683,6 +688,16 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
   }
 }
 
+// What the processes compare once their plans are built: the resolved pipeline (with its defaults),
+// the plugins that resolved it and the splits each holds.
+InputFingerprint resolved_inputs(const Plan& plan) {
+  InputFingerprint inputs;
+  add_pipeline(inputs, plan.root, true);
+  add_plugins(inputs, *plan.registry);
+  add_held_splits(inputs, plan.data);
+  return inputs;
+}
+
 }  // namespace
 
 RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
@@ -698,16 +713,32 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
   // A distributed run: every process reads and validates the file, its plugins and data, and rank 0
   // checks the output directory; then they agree, so a bad input (on any process) is the same error
   // on every process before any work, never a process waiting in a reduction for one that stopped.
-  std::optional<Plan> plan;
+  // They also compare what they read (input_agreement.hpp) twice: the pipeline as written and the data
+  // files before building the plan (whose data preparation may already share sums), then the resolved
+  // pipeline, the plugins and the held splits.
+  std::optional<Config> root;
+  std::string print;
   std::exception_ptr error;
   try {
     (void)Context::resolve_threads(options.threads, kThreadsKey);
-    plan.emplace(build_plan(path, options));
-    if (comm.rank() == 0) check_output_target(plan->output_dir);
+    root.emplace(load_pipeline_config(path, options.overrides));
+    InputFingerprint inputs;
+    add_pipeline(inputs, *root, false);
+    add_data_files(inputs, root->table("data"));
+    print = inputs.encode();
   } catch (...) {
     error = std::current_exception();
   }
-  agree(comm, CollectiveStep::prepare, error);
+  require_same_inputs(exchange(comm, CollectiveStep::prepare, print, error));
+  std::optional<Plan> plan;
+  try {
+    plan.emplace(build_plan(std::move(*root), path, options, nullptr));
+    if (comm.rank() == 0) check_output_target(plan->output_dir);
+    print = resolved_inputs(*plan).encode();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  require_same_inputs(exchange(comm, CollectiveStep::prepare, print, error));
   // Only rank 0 writes: the others run the same fits and evaluations and keep nothing.
   RunResult r = execute_plan(*plan, options, comm.rank() == 0);
   RunSummary summary;
@@ -715,38 +746,6 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
   summary.table = std::move(r.table);
   return summary;
 }
-
-namespace {
-
-// A fingerprint of a caller's matrix and column names: what the processes of a distributed in-memory
-// run compare before any work (each passes its own copy; different data would make every shared sum
-// meaningless). 64-bit words of the values' bytes through a multiply-xorshift mix, seeded by the shape:
-// it tells different inputs apart, it does not resist a deliberate collision.
-std::string data_fingerprint(const InMemoryData& data) {
-  const Eigen::Map<const Matrix> X = data.matrix();
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ static_cast<std::uint64_t>(X.rows());
-  const auto mix = [&h](std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-  };
-  mix(static_cast<std::uint64_t>(X.cols()));
-  const double* values = X.data();
-  for (Index i = 0; i < X.size(); ++i) {
-    std::uint64_t bits;
-    std::memcpy(&bits, values + i, sizeof bits);
-    mix(bits);
-  }
-  for (const std::string& c : data.columns) {
-    mix(c.size());
-    for (const char ch : c) mix(static_cast<unsigned char>(ch));
-  }
-  std::ostringstream out;
-  out << X.rows() << " x " << X.cols() << ", fingerprint " << std::hex << h;
-  return out.str();
-}
-
-}  // namespace
 
 RunResult run_pipeline(const Config& pipeline, const InMemoryData& data, const RunOptions& options,
                        bool write_output) {
@@ -758,23 +757,31 @@ RunResult run_pipeline(const Config& pipeline, const InMemoryData& data, const R
   // A distributed run on in-memory data (the Python package under mpi4py): every process builds and
   // checks the plan on its own copy of the matrix, and the processes agree on success and on the data
   // (the same values and names on every process) before any work. Only rank 0 writes.
-  std::optional<Plan> plan;
+  // They compare the pipeline as given and the caller's matrix first, then the resolved pipeline, the
+  // plugins and the held splits (input_agreement.hpp).
+  std::optional<Config> root;
+  std::string print;
   std::exception_ptr error;
-  std::string fingerprint;
   try {
     (void)Context::resolve_threads(options.threads, kThreadsKey);
-    fingerprint = data_fingerprint(data);
-    plan.emplace(build_in_memory_plan(pipeline, data, options));
-    if (comm.rank() == 0 && write_output) check_output_target(plan->output_dir);
+    root.emplace(in_memory_root(pipeline, options));
+    InputFingerprint inputs;
+    add_pipeline(inputs, *root, false);
+    add_matrix(inputs, "the caller's matrix", data);
+    print = inputs.encode();
   } catch (...) {
     error = std::current_exception();
   }
-  const std::vector<std::string> prints = exchange(comm, CollectiveStep::prepare, fingerprint, error);
-  for (int q = 1; q < comm.size(); ++q)
-    if (prints[static_cast<std::size_t>(q)] != prints[0])
-      throw DataError("distributed run: the processes were given different data (rank 0: " + prints[0] +
-                      "; rank " + std::to_string(q) + ": " + prints[static_cast<std::size_t>(q)] +
-                      "); every process must pass the same matrix and column names");
+  require_same_inputs(exchange(comm, CollectiveStep::prepare, print, error));
+  std::optional<Plan> plan;
+  try {
+    plan.emplace(build_plan(std::move(*root), "", options, &data));
+    if (comm.rank() == 0 && write_output) check_output_target(plan->output_dir);
+    print = resolved_inputs(*plan).encode();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  require_same_inputs(exchange(comm, CollectiveStep::prepare, print, error));
   return execute_plan(*plan, options, write_output && comm.rank() == 0);
 }
 
