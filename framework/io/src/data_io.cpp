@@ -273,6 +273,32 @@ class RowPick {
   std::size_t next_ = 0;
 };
 
+// The columns' names from the first record (moved out of `fields`), or x0, x1, ... without a header. A
+// header of numbers only is the first data row of a file without one: taking it for names would lose
+// that row without notice, so it is refused. Quoted fields are names, whatever their text.
+std::vector<std::string> column_names(const std::filesystem::path& path, std::vector<Field>& fields,
+                                      std::size_t line, bool header) {
+  std::vector<std::string> names;
+  if (!header) {
+    for (std::size_t j = 0; j < fields.size(); ++j) names.push_back("x" + std::to_string(j));
+    return names;
+  }
+  const bool all_numbers =
+      std::all_of(fields.begin(), fields.end(), [](const Field& f) { return !f.quoted && parse_number(f.text); });
+  if (all_numbers) {
+    std::string shown;
+    for (std::size_t j = 0; j < fields.size() && j < 4; ++j) shown += (j ? ", '" : "'") + fields[j].text + "'";
+    if (fields.size() > 4) shown += ", ...";
+    table_fail(path, "line " + std::to_string(line) +
+                         ": the file seems to have no header row (expected column names, got numbers only: " +
+                         shown +
+                         "); add a first line naming the columns, or declare `header = false` in the pipeline's "
+                         "[data] table (the columns are then named x0, x1, ...)");
+  }
+  for (auto& f : fields) names.push_back(std::move(f.text));
+  return names;
+}
+
 // `visit`, when given, receives each kept row instead of the table (which is then left empty).
 CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selection, RowPick pick,
                  bool keep_values, const RowVisitor* visit = nullptr) {
@@ -293,30 +319,9 @@ CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selec
     }
     table_fail(path, "file is empty (expected " + expected + ")");
   }
-  std::vector<std::string> names;
-  // Without a header the first record is data, read by the loop below; its columns are named by index.
+  // Without a header the first record is data, read by the loop below.
   bool first_is_data = !selection.header;
-  if (first_is_data) {
-    for (std::size_t j = 0; j < fields.size(); ++j) names.push_back("x" + std::to_string(j));
-  } else {
-    // A header of numbers only is the first data row of a file without one: taking it for names would
-    // lose that row without notice. Quoted fields are names, whatever their text.
-    const bool all_numbers = std::all_of(fields.begin(), fields.end(),
-                                         [](const Field& f) { return !f.quoted && parse_number(f.text); });
-    if (all_numbers) {
-      std::string shown;
-      for (std::size_t j = 0; j < fields.size() && j < 4; ++j)
-        shown += (j ? ", '" : "'") + fields[j].text + "'";
-      if (fields.size() > 4) shown += ", ...";
-      table_fail(
-          path,
-          "line " + std::to_string(line) +
-              ": the file seems to have no header row (expected column names, got numbers only: " + shown +
-              "); add a first line naming the columns, or declare `header = false` in the pipeline's "
-              "[data] table (the columns are then named x0, x1, ...)");
-    }
-    for (auto& f : fields) names.push_back(std::move(f.text));
-  }
+  std::vector<std::string> names = column_names(path, fields, line, selection.header);
   const std::size_t width = names.size();
 
   const bool explicit_selection = !columns.empty();
