@@ -6,6 +6,7 @@
 // vtable was the plugin's copy, and the command unloaded the plugin while the error propagated.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <fstream>
 
 #include "kef/npy.hpp"
@@ -87,11 +88,10 @@ class PluginErrors : public ::testing::TestWithParam<std::string> {
     EXPECT_FALSE(fs::exists(out)) << out;
   }
   // A kef::DataError keeps its class (exit 2); anything else from a plugin is a failure of that
-  // plugin: a PluginError (exit 2) when it passes through the registry's guard (loaders, factories,
-  // estimators, evaluators and every method of a plugin's model), otherwise an internal error (exit 1):
-  // a plugin kernel or base measure called by a model of libkef (a saved lite model).
+  // plugin, a PluginError (exit 2), whichever command and whichever code called it: every call into a
+  // plugin's loaders, factories, estimators, evaluators, models, kernels and base measures passes
+  // through the registry's guard (a plugin kernel called by a model of libkef, a saved lite model, too).
   int guarded_status() const { return 2; }
-  int unguarded_status() const { return GetParam() == "kef" ? 2 : 1; }
 
   fs::path root_, data_;
 };
@@ -138,10 +138,17 @@ TEST_P(PluginErrors, ScoreEvalAndSampleExitCleanlyWhenAKernelOrBaseMeasureThrows
     fs::path dir = lite_model(root_, component, error);
     const std::string where = component == "kernel" ? "kernel" : "base measure";
     Result s = kef_cmd("score " + dir.string() + " --data " + data_.string() + " --out " + out.string());
-    expect_clean_failure(s, unguarded_status(), where, out);
+    expect_clean_failure(s, guarded_status(), where, out);
     Result e =
         kef_cmd("eval " + dir.string() + " --data " + data_.string() + " --type score_matching_loss --quiet");
     expect_clean_failure(e, guarded_status(), where, out);
+    // One exception, one error in every command: a non-kef exception is the plugin error of the
+    // component's own plugin, not of the code that called it (the lite model, the evaluator's plugin).
+    if (error != "kef") {
+      for (const Result* r : {&s, &e}) {
+        EXPECT_NE(r->output.find("kef: plugin error: plugin fixture_throwing ("), std::string::npos) << r->output;
+      }
+    }
     // HMC may count a component's error inside a trajectory as a divergence (docs: "non-finite values
     // during sampling count as divergences"), so the status is not pinned here: only that the command
     // ends with one, and names the fixture when it fails.
@@ -201,7 +208,7 @@ TEST(PluginPermissions, WorldWritablePluginFilesAndDirectoriesAreReported) {
 
   fs::permissions(so, fs::perms::others_write, fs::perm_options::add);
   fs::permissions(dir, fs::perms::others_write, fs::perm_options::add);
-  for (const std::string& command :
+  for (const std::string command :
        std::vector<std::string>{"plugins", "score /nonexistent --data x.npy --out y.npy"}) {
     Result r = run(command);
     EXPECT_NE(r.output.find("[kef] warning: plugin " + so.string() + " is writable by every user"),
@@ -211,6 +218,63 @@ TEST(PluginPermissions, WorldWritablePluginFilesAndDirectoriesAreReported) {
               std::string::npos)
         << r.output;
   }
+}
+
+// A plugin that crashes while it loads (a static initialiser run by dlopen, or its registration
+// function) still ends the command, but names itself first, in every command that loads plugins.
+TEST(PluginCrash, APluginThatCrashesWhileLoadingIsNamed) {
+  for (const char* stage : {"init", "register"}) {
+    SCOPED_TRACE(stage);
+    const fs::path dir = fs::path(KEF_CRASHING_FIXTURE_DIR) / stage;
+    const fs::path so = dir / "kef_fixture_crashing.so";
+    ASSERT_TRUE(fs::exists(so)) << so;
+    for (const char* command : {"plugins", "score /nonexistent --data x.npy --out y.npy"}) {
+      SCOPED_TRACE(command);
+      Result r;
+      r.status = test::run_command(
+          "KEF_PLUGIN_PATH=" + dir.string() + " " + test::kef_executable() + " " + command, &r.output);
+      // Killed by the signal (the shell may report it as 128 + SIGSEGV).
+      EXPECT_TRUE(r.status == -1 || r.status == 128 + SIGSEGV) << r.status << ": " << r.output;
+      EXPECT_NE(r.output.find("kef: crashed while loading plugin fixture_crashing (" + so.string() + ")"),
+                std::string::npos)
+          << r.output;
+    }
+  }
+}
+
+// Whoever can write the directory above a plugin directory can put a directory of their own in its
+// place: reported too, unless that directory is sticky (only an entry's owner may rename it there).
+TEST(PluginPermissions, WorldWritableParentOfAPluginDirectoryIsReported) {
+  const fs::path parent = test::temp_dir("plugin-parent") / "shared";
+  const fs::path dir = parent / "plugins";
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(KEF_THROWING_FIXTURE_DIR) / "kef_fixture_throwing.so", dir / "kef_fixture_throwing.so");
+  const fs::perms readable = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(dir, readable);
+  auto run = [&] {
+    Result r;
+    r.status =
+        test::run_command("KEF_PLUGIN_PATH=" + dir.string() + " " + test::kef_executable() + " plugins", &r.output);
+    return r;
+  };
+  const std::string warning = "[kef] warning: directory " + parent.string() + ", above plugin directory " +
+                              dir.string() + ", is writable by every user";
+  fs::permissions(parent, readable);
+  Result quiet = run();
+  ASSERT_EQ(quiet.status, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("writable by every user"), std::string::npos) << quiet.output;
+
+  fs::permissions(parent, readable | fs::perms::others_write);
+  Result r = run();
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(warning), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("warning: plugin directory"), std::string::npos) << r.output;  // the directory is not
+
+  fs::permissions(parent, readable | fs::perms::others_write | fs::perms::sticky_bit);
+  Result sticky = run();
+  ASSERT_EQ(sticky.status, 0) << sticky.output;
+  EXPECT_EQ(sticky.output.find("writable by every user"), std::string::npos) << sticky.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKindOfException, PluginErrors, ::testing::Values("kef", "std", "custom"));

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <set>
+#include <system_error>
 
 namespace fs = std::filesystem;
 
@@ -29,6 +30,19 @@ std::vector<std::string> plugin_permission_warnings(const std::vector<fs::path>&
       warnings.push_back("plugin directory " + dir.string() +
                          " is writable by every user, who could add plugins that kef loads and runs as you; "
                          "`chmod o-w` it or move the plugins");
+    // Whoever can write a directory above it can rename the plugin directory away and put one of their
+    // own in its place, unless that directory is sticky (like /tmp: only an entry's owner may rename
+    // it). Each such directory is named once.
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(dir, ec).lexically_normal();
+    if (ec) continue;
+    for (fs::path child = absolute, up = absolute.parent_path(); up != child; child = up, up = up.parent_path()) {
+      if (::stat(up.c_str(), &st) != 0 || !(st.st_mode & S_IWOTH) || (st.st_mode & S_ISVTX)) continue;
+      if (!seen_dirs.insert(up.string()).second) continue;
+      warnings.push_back("directory " + up.string() + ", above plugin directory " + dir.string() +
+                         ", is writable by every user, who could replace " + child.string() +
+                         " and the plugins in it; `chmod o-w` it (or `chmod +t`) or move the plugins");
+    }
   }
   return warnings;
 }

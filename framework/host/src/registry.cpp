@@ -8,6 +8,9 @@
 #include "kef/registry.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <array>
@@ -16,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -24,9 +28,13 @@
 #include <utility>
 
 #include "elf_descriptor.hpp"
+#include "kef/base_measure.hpp"
 #include "kef/error.hpp"
+#include "kef/feature_map.hpp"
+#include "kef/kernel.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/plugin_abi.h"
+#include "kef/radial_profile.hpp"
 #include "plugin_compatibility.hpp"
 #include "text.hpp"
 
@@ -132,6 +140,55 @@ auto guarded(const Origin& origin, Context&& context, F&& f) -> decltype(f()) {
     throw PluginError(where() + ": an exception that is not a std::exception");
   }
 }
+
+// A plugin that crashes while it loads (its static initialisers, run by dlopen, or its registration
+// function) would kill the program without a word about which library did it. While one loads, the
+// fatal signals print its name and file first, then end the program as the signal would have (the
+// previous handlers are restored and the signal raised again). Plugins stay trusted code: this names
+// the culprit, it does not survive it. The message is written into a fixed buffer beforehand, since a
+// signal handler may only call async-signal-safe functions (write, sigaction, raise).
+class LoadCrashGuard {
+ public:
+  LoadCrashGuard(const std::string& name, const fs::path& file) {
+    lock_ = std::unique_lock(mutex());
+    const std::string text = "kef: crashed while loading plugin " + name + " (" + file.string() +
+                             "); plugins run as trusted code: remove or rebuild it\n";
+    length_ = std::min(text.size(), sizeof message_);
+    std::memcpy(message_, text.data(), length_);
+    struct sigaction action {};
+    action.sa_handler = &LoadCrashGuard::handle;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &action, &previous_[i]);
+  }
+  ~LoadCrashGuard() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+    length_ = 0;
+  }
+  LoadCrashGuard(const LoadCrashGuard&) = delete;
+  LoadCrashGuard& operator=(const LoadCrashGuard&) = delete;
+
+ private:
+  static constexpr std::array<int, 5> kSignals = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static void handle(int signal) {
+    if (length_ > 0) {
+      const ssize_t written = ::write(2, message_, length_);
+      (void)written;
+    }
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      if (kSignals[i] == signal) sigaction(signal, &previous_[i], nullptr);
+    raise(signal);
+  }
+  // One plugin loads at a time (the lock), so one buffer serves.
+  static inline char message_[1024];
+  static inline std::size_t length_ = 0;
+  static inline std::array<struct sigaction, kSignals.size()> previous_{};
+  std::unique_lock<std::mutex> lock_;
+};
 
 // An object made by plugin code may come with the plugin's own control block (the factory's
 // shared_ptr): the result's control block is ours, and releases the plugin's before letting go of
@@ -295,9 +352,139 @@ class PluginDataSource final : public DataSource {
   std::string name_;
 };
 
-// The guard wrappers of the interfaces whose objects are called long after they were built. Objects
-// of other interfaces are held (their library stays loaded) but their calls are not wrapped: they are
-// called by the plugins that asked for them, inside those plugins' own guarded calls.
+// Kernels, feature maps and base measures made by plugins are guarded like models: an exception that is
+// not a kef::Error becomes a PluginError naming the component's own plugin whichever code called it (a
+// model of libkef, another plugin's estimator or evaluator, a command), so the same exception is the same
+// error and exit status in every command. The guard is one try block per call on whole matrices. The
+// wrapper carries the component's type and config (saved models record them) and forwards everything
+// else, parameters included, so results are unchanged bit for bit.
+template <class Interface>
+class GuardedComponent : public Interface {
+ public:
+  GuardedComponent(std::shared_ptr<Interface> inner, OriginPtr origin, std::string name)
+      : origin_(std::move(origin)), inner_(std::move(inner)), name_(std::move(name)) {
+    this->attach_config(inner_->type_name(), inner_->config());
+  }
+  void initialize(RandomStream& rng) override {
+    call("initialize", [&] { inner_->initialize(rng); });
+  }
+  Index parameter_count() const override { return inner_->parameter_count(); }
+  Vector parameters() const override {
+    return call("parameters", [&] { return inner_->parameters(); });
+  }
+  void set_parameters(const Vector& theta) override {
+    call("set_parameters", [&] { inner_->set_parameters(theta); });
+  }
+  std::vector<std::string> parameter_names() const override {
+    return call("parameter_names", [&] { return inner_->parameter_names(); });
+  }
+
+ protected:
+  template <class F>
+  auto call(const char* what, F&& f) const -> decltype(f()) {
+    return guarded(*origin_, [&] { return name_ + " failed in " + what; }, std::forward<F>(f));
+  }
+  // A clone made by the plugin, held with its library and guarded again.
+  template <class Guard>
+  Guard* guarded_clone() const {
+    std::shared_ptr<void> copy = call("clone", [&] { return std::shared_ptr<void>(inner_->clone()); });
+    return new Guard(std::static_pointer_cast<Interface>(hold(std::move(copy), origin_->library)), origin_, name_);
+  }
+  // The origin (and so the library) first: destroyed last.
+  OriginPtr origin_;
+  std::shared_ptr<Interface> inner_;
+  std::string name_;
+};
+
+class PluginKernel final : public GuardedComponent<Kernel> {
+ public:
+  using GuardedComponent::GuardedComponent;
+  KernelCapabilities capabilities() const override { return inner_->capabilities(); }
+  Matrix gram(const Matrix& X, const Matrix& Y) const override {
+    return call("gram", [&] { return inner_->gram(X, Y); });
+  }
+  Vector gram_times(const Matrix& X, const Matrix& Y, const Vector& b) const override {
+    return call("gram_times", [&] { return inner_->gram_times(X, Y, b); });
+  }
+  void derivatives(const Matrix& X, const Matrix& Y, int order, KernelStacks& out) const override {
+    call("derivatives", [&] { inner_->derivatives(X, Y, order, out); });
+  }
+  void cross_derivatives(const Matrix& X, const Matrix& Y, KernelCrossStacks& out) const override {
+    call("cross_derivatives", [&] { inner_->cross_derivatives(X, Y, out); });
+  }
+  void cross_second_derivatives(const Matrix& X, const Matrix& Y, Matrix& d2xd2y) const override {
+    call("cross_second_derivatives", [&] { inner_->cross_second_derivatives(X, Y, d2xd2y); });
+  }
+  void backward(const Matrix& X, const Matrix& Y, const KernelStacks& adjoint, Vector* grad_params,
+                Matrix* grad_Y) const override {
+    call("backward", [&] { inner_->backward(X, Y, adjoint, grad_params, grad_Y); });
+  }
+  // The plugin's profile, its calls guarded too; null whenever the plugin's is.
+  const RadialProfile* radial_profile() const override { return inner_->radial_profile() ? &profile_ : nullptr; }
+
+ protected:
+  Kernel* clone_raw() const override { return guarded_clone<PluginKernel>(); }
+
+ private:
+  class Profile final : public RadialProfile {
+   public:
+    explicit Profile(const PluginKernel& kernel) : kernel_(kernel) {}
+    void evaluate(const Matrix& r, Matrix* phi, Matrix* dphi, Matrix* d2phi) const override {
+      kernel_.call("radial profile", [&] { kernel_.inner_->radial_profile()->evaluate(r, phi, dphi, d2phi); });
+    }
+
+   private:
+    const PluginKernel& kernel_;
+  };
+  Profile profile_{*this};
+};
+
+class PluginBaseMeasure final : public GuardedComponent<BaseMeasure> {
+ public:
+  using GuardedComponent::GuardedComponent;
+  void check_dimension(Index dim) const override {
+    call("check_dimension", [&] { inner_->check_dimension(dim); });
+  }
+  Vector log_density(const Matrix& X) const override {
+    return call("log_density", [&] { return inner_->log_density(X); });
+  }
+  void derivatives(const Matrix& X, Matrix& d1, Matrix& d2) const override {
+    call("derivatives", [&] { inner_->derivatives(X, d1, d2); });
+  }
+  bool can_sample() const override { return inner_->can_sample(); }
+  Matrix sample(Index n, Index dim, RandomStream& rng) const override {
+    return call("sample", [&] { return inner_->sample(n, dim, rng); });
+  }
+  void backward(const Matrix& X, const Vector& adj_log, const Matrix& adj_d1, const Matrix& adj_d2,
+                Vector& grad_params) const override {
+    call("backward", [&] { inner_->backward(X, adj_log, adj_d1, adj_d2, grad_params); });
+  }
+
+ protected:
+  BaseMeasure* clone_raw() const override { return guarded_clone<PluginBaseMeasure>(); }
+};
+
+class PluginFeatureMap final : public GuardedComponent<FeatureMap> {
+ public:
+  using GuardedComponent::GuardedComponent;
+  Index input_dim() const override { return inner_->input_dim(); }
+  Index output_dim() const override { return inner_->output_dim(); }
+  void forward(const Matrix& X, int order, FeatureStacks& out) const override {
+    call("forward", [&] { inner_->forward(X, order, out); });
+  }
+  void backward(const Matrix& X, const FeatureStacks& adjoint, Vector* grad_params,
+                Matrix* grad_X) const override {
+    call("backward", [&] { inner_->backward(X, adjoint, grad_params, grad_X); });
+  }
+
+ protected:
+  FeatureMap* clone_raw() const override { return guarded_clone<PluginFeatureMap>(); }
+};
+
+// The guard wrappers of the host's interfaces: every call into an object a plugin made runs inside a
+// guard naming that plugin. Objects of other interfaces (a plugin's own) are held (their library stays
+// loaded) but their calls are not wrapped: they are called by the plugins that asked for them, inside
+// those plugins' own guarded calls.
 using Wrapper =
     std::function<std::shared_ptr<void>(std::shared_ptr<void>, const OriginPtr&, const std::string&)>;
 
@@ -315,6 +502,9 @@ const std::map<std::string, Wrapper, std::less<>>& wrappers() {
       {Estimator::kInterface, wrapper_of<Estimator, PluginEstimator>()},
       {Evaluator::kInterface, wrapper_of<Evaluator, PluginEvaluator>()},
       {DataSource::kInterface, wrapper_of<DataSource, PluginDataSource>()},
+      {Kernel::kInterface, wrapper_of<Kernel, PluginKernel>()},
+      {BaseMeasure::kInterface, wrapper_of<BaseMeasure, PluginBaseMeasure>()},
+      {FeatureMap::kInterface, wrapper_of<FeatureMap, PluginFeatureMap>()},
       {Model::kInterface,
        [](std::shared_ptr<void> object, const OriginPtr& origin, const std::string&) {
          ModelPtr guarded_model = guard_model(std::static_pointer_cast<const Model>(object), origin);
@@ -512,6 +702,8 @@ const PluginRecord& Registry::Impl::load_one(const fs::path& requested) {
   }
   if (std::string why = detail::incompatibility(d); !why.empty()) return refuse(why);
 
+  // Loading runs the plugin's code for the first time: its static initialisers, then its registration.
+  LoadCrashGuard crash_guard(record.name, file);
   LibraryPtr library;
   try {
     library = std::make_shared<const Library>(
