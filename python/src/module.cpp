@@ -412,6 +412,7 @@ py::array score(const PyModel& m, const py::handle& X) {
 // the model's coordinates, mapped to data units. Returns (draws, HMC summary or None).
 py::tuple sample_unconditional(const PyModel& m, long long n, std::uint64_t seed, int threads, bool quiet,
                                long long chains, long long warmup, long long leapfrog_steps, double step_size) {
+  if (n < 1) throw kef::ConfigError("n: expected a positive number of samples, got " + std::to_string(n));
   if (m.saved.model->conditional() != nullptr || m.saved.transform.roles.conditional())
     throw kef::ConfigError("kef.Model.sample: " + m.what + " is a conditional density p(y | x) (columns: " +
                            kef::conditional_columns_text(m.saved, m.saved.model->conditional()) +
@@ -460,7 +461,9 @@ void print_stderr(const std::string& line) {
 py::array sample(const PyModel& m, const py::handle& n_arg, const py::handle& seed_arg, const py::object& given,
                  const py::handle& threads_arg, const py::object& quiet_arg, const py::handle& chains,
                  const py::handle& warmup, const py::handle& leapfrog_steps, double step_size) {
-  const long long n = checked_count(n_arg, "n", 1, 1000000000000LL);
+  // An integer here; its range is checked where `kef sample` checks it (the messages are the command's).
+  const long long n = checked_count(n_arg, "n", std::numeric_limits<long long>::min(),
+                                    std::numeric_limits<long long>::max());
   const std::uint64_t seed = checked_seed(seed_arg);
   const int threads = checked_threads(threads_arg);
   const bool quiet = resolve_quiet(quiet_arg);

@@ -44,7 +44,8 @@ assert importlib.metadata.version("kef") == version == kef.__version__
 assert kef.__file__.startswith(os.path.join(work, "venv")), kef.__file__
 rng = np.random.default_rng(0)
 X = rng.normal(size=(300, 2))
-model = kef.fit(X, "lite", {"type": "gaussian", "sigma": "median"}, "gaussian", seed=1, quiet=True)
+model = kef.fit(X, {"type": "lite", "inducing_points": 50}, {"type": "gaussian", "sigma": "median"},
+                "gaussian", seed=1, quiet=True)
 draws = model.sample(50, seed=2, quiet=True)
 assert draws.shape == (50, 2) and np.isfinite(draws).all()
 model.save(os.path.join(work, "m"))
