@@ -79,10 +79,11 @@ TEST(Made, MaskedNetworkIsAutoregressive) {
         const Matrix J = st.middleRows((1 + j) * 6, 6);
         for (Index i = 0; i < 2 * D; ++i) {
           const double mx = J.col(i).cwiseAbs().maxCoeff();
-          if (in[static_cast<std::size_t>(j)] >= out[static_cast<std::size_t>(i)])
+          if (in[static_cast<std::size_t>(j)] >= out[static_cast<std::size_t>(i)]) {
             EXPECT_EQ(mx, 0.0) << "output " << i << " input " << j;
-          else if (mode == made::HiddenDegrees::sequential)
+          } else if (mode == made::HiddenDegrees::sequential) {
             EXPECT_GT(mx, 0.0) << "output " << i << " input " << j;  // every allowed path exists
+          }
         }
       }
     }
@@ -125,8 +126,11 @@ TEST(Made, UnmaskedParameterValuesAreKeptButNeverRead) {
   net.backward(X, ta, adjoint, &ga, nullptr);
   zeroed.backward(X, tb, adjoint, &gb, nullptr);
   for (Index i = 0; i < ga.size(); ++i) ASSERT_EQ(ga[i], gb[i]) << i;
-  for (Index i = 0; i < ga.size(); ++i)
-    if (raw[i] != masked[i]) EXPECT_EQ(ga[i], 0.0) << i;
+  for (Index i = 0; i < ga.size(); ++i) {
+    if (raw[i] != masked[i]) {
+      EXPECT_EQ(ga[i], 0.0) << i;
+    }
+  }
 }
 
 }  // namespace
