@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "closed_form_gradient.hpp"
 #include "kef/adam.hpp"
-#include "kef/closed_form_gradient.hpp"
 #include "kef/allocator.hpp"
 #include "kef/config.hpp"
 #include "kef/parallel.hpp"

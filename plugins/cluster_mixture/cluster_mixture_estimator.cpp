@@ -14,8 +14,8 @@
 #include "kef/lite_model.hpp"
 #include "kef/memory_budget.hpp"
 #include "kef/number_text.hpp"
-#include "kef/spectral_clustering.hpp"
 #include "mixture_model.hpp"
+#include "spectral_clustering.hpp"
 
 namespace kef::cluster_mixture {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kef/kernel.hpp"
-#include "kef/mlp.hpp"
+#include "mlp.hpp"
 
 namespace kef::deep {
 

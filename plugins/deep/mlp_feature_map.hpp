@@ -1,7 +1,7 @@
 #pragma once
 // FeatureMap `mlp`: the framework's DKEF network (kef::Mlp) as a standalone component.
 #include "kef/feature_map.hpp"
-#include "kef/mlp.hpp"
+#include "mlp.hpp"
 
 namespace kef::deep {
 

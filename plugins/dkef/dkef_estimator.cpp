@@ -6,9 +6,9 @@
 #include <limits>
 #include <sstream>
 
+#include "closed_form_gradient.hpp"
 #include "kef/adam.hpp"
 #include "kef/clone_shared.hpp"
-#include "kef/closed_form_gradient.hpp"
 #include "kef/error.hpp"
 #include "kef/inducing_points.hpp"
 #include "kef/linalg.hpp"

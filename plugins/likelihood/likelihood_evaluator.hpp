@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ais.hpp"
 #include "bias_bound.hpp"
-#include "kef/ais.hpp"
 #include "kef/config.hpp"
 #include "kef/defensive_proposal.hpp"
 #include "kef/evaluator.hpp"

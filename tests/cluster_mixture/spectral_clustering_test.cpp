@@ -2,7 +2,7 @@
 // determinism across thread counts, the Nyström assignment against clustering every row, Spectra's
 // Lanczos against a dense eigensolver and a known spectrum, the dense fallback when Lanczos does not
 // converge, and the error paths.
-#include "kef/spectral_clustering.hpp"
+#include "spectral_clustering.hpp"
 
 #include <gtest/gtest.h>
 

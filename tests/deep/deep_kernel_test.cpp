@@ -4,9 +4,9 @@
 
 #include "kef/error.hpp"
 #include "kef/kernel.hpp"
-#include "kef/mlp.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/progress.hpp"
+#include "mlp.hpp"
 #include "test_support.hpp"
 
 namespace kef {

@@ -9,14 +9,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "kef/closed_form_gradient.hpp"
+#include "closed_form_gradient.hpp"
 #include "kef/data_source.hpp"
 #include "kef/error.hpp"
 #include "kef/kernel.hpp"
-#include "kef/mlp.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
 #include "kef/progress.hpp"
+#include "mlp.hpp"
 #include "test_support.hpp"
 
 namespace kef {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "kef/closed_form_gradient.hpp"
+#include "closed_form_gradient.hpp"
 #include "kef/error.hpp"
 #include "test_support.hpp"
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "kef/closed_form_gradient.hpp"
+#include "closed_form_gradient.hpp"
 #include "kef/config.hpp"
 #include "kef/error.hpp"
 #include "kef/kernel.hpp"

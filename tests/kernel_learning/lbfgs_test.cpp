@@ -1,6 +1,6 @@
 // kef::minimize_lbfgs (Ceres behind the wrapper): minima, bounds, and the checks that keep Ceres's
 // aborting CHECKs unreachable.
-#include "kef/lbfgs.hpp"
+#include "lbfgs.hpp"
 
 #include <gtest/gtest.h>
 

@@ -9,6 +9,14 @@ own private headers, may include any layer. A header is found by its file name i
 layers' include/kef and src folders; a name that two layers both define is an error too, since the
 build could not tell them apart.
 
+The installed surface (docs/design.md, "The public surface"): a public header (a layer's include/
+folder) of an installed layer (KEF_PUBLIC_LAYERS) may include only other installed headers, or the
+installed tree would not compile; and the code built as a plugin author or embedder builds (every
+plugin in plugins/, the SDK's examples, the Python module) may include only installed headers, the
+SDK's own headers (sdk/include) and files in its own folder (the Python module also framework/mpi's
+header, which it links as a static library). A header becomes public by moving it into include/,
+never by a plugin reaching into src/.
+
 Usage: check_layers.py SOURCE_DIR  (prints every violation with file:line, exits 1 if any)
 """
 import os
@@ -20,12 +28,78 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 ABOVE = ['mpi', 'cli']
 
 
-def layers_of(source_dir):
+def cmake_list(source_dir, name):
     text = open(os.path.join(source_dir, 'framework', 'CMakeLists.txt')).read()
-    m = re.search(r'set\(KEF_LAYERS ([a-z_ ]+)\)', text)
+    m = re.search(r'set\(' + name + r' ([a-z_ ]+)\)', text)
     if not m:
-        sys.exit('check_layers: no `set(KEF_LAYERS ...)` in framework/CMakeLists.txt')
+        sys.exit(f'check_layers: no `set({name} ...)` in framework/CMakeLists.txt')
     return m.group(1).split()
+
+
+def layers_of(source_dir):
+    return cmake_list(source_dir, 'KEF_LAYERS')
+
+
+def quoted_includes(path):
+    """(line number, included name) of each #include "..." in a source file."""
+    with open(path, encoding='utf-8') as f:
+        for lineno, line in enumerate(f, 1):
+            m = INCLUDE.match(line)
+            if m:
+                yield lineno, m.group(1)
+
+
+def sources_under(folder):
+    for dirpath, _, names in os.walk(folder):
+        for name in sorted(names):
+            if name.endswith(('.hpp', '.h', '.cpp')):
+                yield os.path.join(dirpath, name)
+
+
+def check_surface(source_dir, header_layer, public_keys, problems):
+    """The installed headers include only installed headers; plugins, the SDK's examples and the
+    Python module include only installed headers, the SDK's headers and their own files."""
+    framework = os.path.join(source_dir, 'framework')
+    public_layers = set(cmake_list(source_dir, 'KEF_PUBLIC_LAYERS'))
+    installed = {key for key, layer in public_keys.items() if layer in public_layers}
+    sdk_include = os.path.join(source_dir, 'sdk', 'include')
+    for dirpath, _, names in os.walk(sdk_include):
+        for name in names:
+            installed.add(os.path.relpath(os.path.join(dirpath, name), sdk_include).replace(os.sep, '/'))
+    for layer in public_layers:
+        for path in sources_under(os.path.join(framework, layer)):
+            if 'include' not in os.path.relpath(path, framework).split(os.sep):
+                continue
+            for lineno, target in quoted_includes(path):
+                if target in header_layer and target not in installed:
+                    problems.append(f'{os.path.relpath(path, source_dir)}:{lineno}: the installed header includes '
+                                    f'"{target}", which is not installed (private to `{header_layer[target]}`)')
+    # Each consumer: its root folder, and the extra folders whose headers it may include.
+    consumers = []
+    plugins = os.path.join(source_dir, 'plugins')
+    if os.path.isdir(plugins):
+        for name in sorted(os.listdir(plugins)):
+            if os.path.isdir(os.path.join(plugins, name)):
+                consumers.append((f'plugin `{name}`', os.path.join(plugins, name), []))
+    examples = os.path.join(source_dir, 'sdk', 'examples')
+    if os.path.isdir(examples):
+        for name in sorted(os.listdir(examples)):
+            if os.path.isdir(os.path.join(examples, name)):
+                consumers.append((f'SDK example `{name}`', os.path.join(examples, name), []))
+    python = os.path.join(source_dir, 'python', 'src')
+    if os.path.isdir(python):
+        consumers.append(('the Python module', python, [os.path.join(framework, 'mpi')]))
+    for what, root, extra in consumers:
+        for path in sources_under(root):
+            for lineno, target in quoted_includes(path):
+                if target in installed:
+                    continue
+                if any(os.path.isfile(os.path.join(d, target)) for d in [os.path.dirname(path), root] + extra):
+                    continue
+                where = (f'private to `{header_layer[target]}`' if target in header_layer
+                         else 'neither installed nor in its folder')
+                problems.append(f'{os.path.relpath(path, source_dir)}:{lineno}: {what} includes "{target}", '
+                                f'which is {where}')
 
 
 def main():
@@ -33,7 +107,7 @@ def main():
     framework = os.path.join(source_dir, 'framework')
     layers = layers_of(source_dir)
     rank = {layer: i for i, layer in enumerate(layers)}
-    header_layer, problems, files = {}, [], []
+    header_layer, public_keys, problems, files = {}, {}, [], []
     for layer in layers:
         for dirpath, _, names in os.walk(os.path.join(framework, layer)):
             for name in sorted(names):
@@ -45,6 +119,7 @@ def main():
                     # kef/x.hpp (public) or x.hpp (private, in src/): keyed as it is included.
                     if 'include' in parts:
                         key = '/'.join(parts[parts.index('include') + 1:])
+                        public_keys[key] = layer
                     else:
                         key = '/'.join(parts[parts.index('src') + 1:])
                     if key in header_layer and header_layer[key] != layer:
@@ -83,6 +158,7 @@ def main():
                 if rank[target_layer] > rank[layer]:
                     problems.append(f'{os.path.relpath(path, source_dir)}:{lineno}: layer `{layer}` includes '
                                     f'"{target}" of the higher layer `{target_layer}`')
+    check_surface(source_dir, header_layer, public_keys, problems)
     for p in problems:
         print(p)
     print(f'check_layers: {len(files)} files, {checked} includes, {len(problems)} problems '

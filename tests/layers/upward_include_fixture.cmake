@@ -2,7 +2,7 @@
 # it and requires it to fail naming the file, line and both layers; and the same tree without the
 # upward include must pass.
 file(REMOVE_RECURSE "${WORK}")
-file(WRITE "${WORK}/framework/CMakeLists.txt" "set(KEF_LAYERS low high)\n")
+file(WRITE "${WORK}/framework/CMakeLists.txt" "set(KEF_LAYERS low high)\nset(KEF_PUBLIC_LAYERS low high)\n")
 file(WRITE "${WORK}/framework/low/include/kef/low.hpp" "#pragma once\n#include \"kef/high.hpp\"\n")
 file(WRITE "${WORK}/framework/high/include/kef/high.hpp" "#pragma once\n#include \"kef/low.hpp\"\n")
 execute_process(COMMAND "${PYTHON}" "${CHECKER}" "${WORK}" RESULT_VARIABLE rc OUTPUT_VARIABLE out)

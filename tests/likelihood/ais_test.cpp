@@ -1,6 +1,6 @@
 // Annealed importance sampling: Gaussian to Gaussian against the closed form, the bidirectional
 // bracket from exact samples, thread independence, and synthetic truths (exact log Z = 0).
-#include "kef/ais.hpp"
+#include "ais.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -23,9 +23,9 @@
 #include <tuple>
 #include <vector>
 
-#include "kef/ais.hpp"
+#include "ais.hpp"
+#include "closed_form_gradient.hpp"
 #include "kef/byte_codec.hpp"
-#include "kef/closed_form_gradient.hpp"
 #include "kef/communicator.hpp"
 #include "kef/context.hpp"
 #include "kef/data_io.hpp"

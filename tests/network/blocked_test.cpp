@@ -1,6 +1,6 @@
 // Blocked passes on threads: bitwise the same for 1 and 2 threads (values, J, S, parameter and input
 // gradients), equal to the one-block pass up to rounding, and refused for batch norm in training mode.
-#include "kef/network/blocked.hpp"
+#include "blocked.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include "kef/network/activation.hpp"
 #include "kef/network/batch_norm.hpp"
 #include "kef/network/dense.hpp"
-#include "kef/network/residual.hpp"
+#include "residual.hpp"
 
 namespace kef::network {
 namespace {

@@ -14,8 +14,8 @@
 #include "kef/network/dense.hpp"
 #include "kef/network/made.hpp"
 #include "kef/network/network.hpp"
-#include "kef/network/residual.hpp"
 #include "network_check.hpp"
+#include "residual.hpp"
 
 namespace kef::network {
 namespace {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sdk_consumer.sh BUILD_DIR SOURCE_DIR CMAKE NINJA CXX [BUILD_TYPE [PYTHON PYTHON_DIR]]
 #
-# Installs the kef build tree into a temporary prefix, builds sdk/examples/imq_kernel and
+# Installs the kef build tree into a temporary prefix, checks that the installed headers are exactly
+# those sdk/public_headers.txt lists, builds sdk/examples/imq_kernel (an out-of-tree plugin) and
 # sdk/examples/embed against the installed package only (find_package(kef) with
 # CMAKE_PREFIX_PATH=<prefix>), then runs the installed `kef` on the example pipeline with the new
 # plugin found through KEF_PLUGIN_PATH.
@@ -39,6 +40,19 @@ for f in "$prefix/bin/kef" "$libdir/libkef.so" "$prefix/include/kef/registry.hpp
   [[ -e $f ]] || fail "missing from the install tree: ${f#"$prefix"/}"
 done
 [[ -d $libdir/kef/plugins ]] || fail "no plugin directory ${libdir#"$prefix"/}/kef/plugins"
+
+echo "== installed headers against sdk/public_headers.txt"
+# The public surface is a list (docs/design.md, "The public surface"): the installed headers must be
+# exactly those listed, so that making a header public is a deliberate act.
+(cd "$prefix/include" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) >"$work/installed_headers"
+grep -v -e '^#' -e '^$' "$source_dir/sdk/public_headers.txt" | LC_ALL=C sort >"$work/listed_headers"
+unlisted=$(LC_ALL=C comm -23 "$work/installed_headers" "$work/listed_headers")
+missing=$(LC_ALL=C comm -13 "$work/installed_headers" "$work/listed_headers")
+[[ -z $unlisted ]] || fail "installed but not in sdk/public_headers.txt (list it to make it public, or move it to its layer's src/):
+$unlisted"
+[[ -z $missing ]] || fail "in sdk/public_headers.txt but not installed:
+$missing"
+echo "$(wc -l <"$work/installed_headers") headers installed, as listed"
 
 configure() {  # configure NAME SOURCE
   run "configure-$1" "$cmake" -S "$2" -B "$work/$1" -G Ninja -DCMAKE_MAKE_PROGRAM="$ninja" \

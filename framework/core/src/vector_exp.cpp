@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kef/multiply_add.hpp"
+#include "multiply_add.hpp"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>

@@ -10,11 +10,11 @@
 #include "bkl_parts.hpp"
 #include "kef/constants.hpp"
 #include "kef/error.hpp"
-#include "kef/lbfgs.hpp"
 #include "kef/linalg.hpp"
 #include "kef/number_text.hpp"
 #include "kef/parallel.hpp"
 #include "kef/vector_exp.hpp"
+#include "lbfgs.hpp"
 
 namespace kef {
 namespace {

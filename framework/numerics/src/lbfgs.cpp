@@ -1,4 +1,4 @@
-#include "kef/lbfgs.hpp"
+#include "lbfgs.hpp"
 
 #include <ceres/gradient_problem.h>
 #include <ceres/gradient_problem_solver.h>

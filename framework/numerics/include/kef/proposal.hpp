@@ -1,7 +1,8 @@
 #pragma once
 // A proposal density for estimating a normaliser: normalised, samplable, with the gradient of its log
 // density (annealed importance sampling moves along q^{1−β} p~^β and needs ∇ log q). Importance
-// sampling (importance_sampling.hpp) and annealed importance sampling (ais.hpp) draw from one.
+// sampling (importance_sampling.hpp) and annealed importance sampling (the likelihood plugin's ais.hpp)
+// draw from one.
 #include <memory>
 #include <string>
 

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "kef/error.hpp"
-#include "kef/multiply_add.hpp"
 #include "kef/vector_exp.hpp"
+#include "multiply_add.hpp"
 
 namespace kef::network {
 

@@ -1,4 +1,4 @@
-#include "kef/network/blocked.hpp"
+#include "blocked.hpp"
 
 #include <algorithm>
 

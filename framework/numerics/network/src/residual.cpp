@@ -1,4 +1,4 @@
-#include "kef/network/residual.hpp"
+#include "residual.hpp"
 
 #include "kef/error.hpp"
 

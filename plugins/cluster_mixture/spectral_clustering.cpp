@@ -1,4 +1,4 @@
-#include "kef/spectral_clustering.hpp"
+#include "spectral_clustering.hpp"
 
 #include <Spectra/MatOp/DenseSymMatProd.h>
 #include <Spectra/SymEigsSolver.h>

@@ -1,4 +1,4 @@
-#include "kef/ais.hpp"
+#include "ais.hpp"
 
 #include <algorithm>
 #include <chrono>

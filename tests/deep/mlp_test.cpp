@@ -1,6 +1,6 @@
 // The MLP of deep kernels: forward-mode input derivatives and the reverse-mode gradients for every
 // weight and for the input, all against central differences.
-#include "kef/mlp.hpp"
+#include "mlp.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,9 @@
 // DKEF's meta-gradient through the closed-form fit, for every parameter group, against central
 // differences of the validation loss itself.
+#include "closed_form_gradient.hpp"
+
 #include <gtest/gtest.h>
 
-#include "kef/closed_form_gradient.hpp"
 #include "kef/error.hpp"
 #include "kef/lite_system.hpp"
 #include "test_support.hpp"

@@ -1,4 +1,4 @@
-#include "kef/closed_form_gradient.hpp"
+#include "closed_form_gradient.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,11 +1,11 @@
-#include "kef/mlp.hpp"
+#include "mlp.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
+#include "feature_stack_layout.hpp"
 #include "kef/error.hpp"
-#include "kef/feature_stack_layout.hpp"
 #include "kef/network/activation.hpp"
 #include "kef/network/dense.hpp"
 

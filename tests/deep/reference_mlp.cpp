@@ -5,8 +5,8 @@
 #include <limits>
 #include <string>
 
+#include "feature_stack_layout.hpp"
 #include "kef/error.hpp"
-#include "kef/feature_stack_layout.hpp"
 
 namespace kef::test {
 

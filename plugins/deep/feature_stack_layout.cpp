@@ -1,4 +1,4 @@
-#include "kef/feature_stack_layout.hpp"
+#include "feature_stack_layout.hpp"
 
 #include <algorithm>
 #include <cstddef>

@@ -1,8 +1,7 @@
 #pragma once
 // Limited-memory BFGS minimisation of a smooth function of a few parameters, with optional box bounds.
 // The line search and the L-BFGS updates are Ceres Solver's (GradientProblemSolver); Ceres stays
-// private to libkef (no public header includes it), so plugins and embedders call this wrapper and
-// never link Ceres themselves.
+// private to libkef behind this wrapper, itself private to libkef (Bayesian kernel learning uses it).
 //
 // Why a wrapper checks so much: Ceres reports several misuses by a failed CHECK, which aborts the
 // process. Everything that could reach one (sizes, a non-finite start, bounds, options) is checked

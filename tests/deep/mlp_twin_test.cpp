@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "kef/mlp.hpp"
+#include "mlp.hpp"
 #include "reference_mlp.hpp"
 
 namespace kef {
