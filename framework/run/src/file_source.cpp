@@ -115,7 +115,7 @@ std::vector<std::pair<std::string, fs::path>> source_files(const Config& data) {
   std::vector<std::pair<std::string, fs::path>> files;
   if (!data.type() || *data.type() != "file") return files;
   for (const char* key : {"path", "train", "validation", "test"})
-    if (data.has(key)) files.emplace_back(key, resolve_path(data, data.string(key)));
+    if (data.has(key)) files.emplace_back(key, existing_file(data, key));
   return files;
 }
 

@@ -24,7 +24,8 @@ namespace kef {
 bool reads_by_split(const Config& data);
 
 // The files a `file` source reads, by key (`path`, or `train`, `validation`, `test`), resolved as they
-// are read (against the pipeline file's directory); none for another source.
+// are read (against the pipeline file's directory) and checked to exist (the reader's DataError citing
+// the key otherwise); none for another source.
 std::vector<std::pair<std::string, std::filesystem::path>> source_files(const Config& data);
 
 struct FileRows {

@@ -162,8 +162,8 @@ void add_plugins(InputFingerprint& print, const Registry& registry) {
 void add_data_files(InputFingerprint& print, const Config& data) {
   for (const auto& [key, path] : source_files(data)) {
     std::error_code ec;
-    // Only a regular file is hashed: anything else (missing, a directory, a FIFO that would block) is
-    // for the reader to refuse with its own message.
+    // Only a regular file is hashed: anything else (a directory, a FIFO that would block) is for the
+    // reader to refuse with its own message.
     if (!fs::is_regular_file(path, ec)) continue;
     std::ifstream in(path, std::ios::binary);
     if (!in) continue;

@@ -34,8 +34,9 @@ void add_pipeline(InputFingerprint& print, const Config& root, bool with_default
 // The loaded plugins' versions ("plugin NAME"): different plugin builds resolve different defaults.
 void add_plugins(InputFingerprint& print, const Registry& registry);
 // The files the [data] table's `file` source reads (`path`, or `train`/`validation`/`test`): each
-// one's size and a hash of all its bytes, read in blocks (memory bounded by a block). Files that do
-// not exist are skipped: reading them is the error that names them.
+// one's size and a hash of all its bytes, read in blocks (memory bounded by a block). A missing file
+// is the reader's DataError, so it is the error every process reports (before any difference in the
+// pipelines); a file that is not regular (a directory, a FIFO) is skipped, for the reader to refuse.
 void add_data_files(InputFingerprint& print, const Config& data);
 // The rows a caller passed (values, shape and column names).
 void add_matrix(InputFingerprint& print, const std::string& name, const InMemoryData& data);
