@@ -264,39 +264,26 @@ int mixing_status(double r_hat, double ess, long n, const std::string& out, cons
 // target is a registered type (`--target synthetic/banana --target-set dim=4`) or a saved model
 // directory (`--target DIR`, or DIR as the positional argument), sampled in the coordinates it was
 // fitted in and written in data units as the hmc sampler does.
-int cmd_sample_target(kef::Registry& registry, const std::string& model_dir, long n, const std::string& out,
-                      std::uint64_t seed, int threads, bool quiet, const SamplerFlags& flags,
-                      const std::vector<std::string>& plugin_paths) {
-  if (!flags.target.empty() && !model_dir.empty())
-    throw kef::ConfigError("--target " + flags.target + ": give the target once (--target or MODEL_DIR " +
-                           model_dir + ", not both)");
-  if (!flags.target_settings.empty() && flags.target.empty())
-    throw kef::ConfigError("--target-set: needs --target (a registered target type)");
-  const std::string spec = flags.target.empty() ? model_dir : flags.target;
-  const std::string flag = flags.target.empty() ? "MODEL_DIR" : "--target";
-  if (spec.empty())
-    throw kef::ConfigError(
-        "--target: --sampler " + flags.sampler +
-        " needs a target (a registered type such as synthetic/banana, or a saved model directory)");
-  fs::path out_path(out);
-  if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
-    throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() +
-                           " does not exist");
-  load_default_plugins(registry, plugin_paths);
-
+// What kef sample draws from: a saved model (with its data transform) or a registered target type
+// built with the --target-set keys.
+struct SampleTarget {
   kef::TargetPtr target;
   kef::DataTransform transform;
   bool from_model = false;
-  kef::RandomStream target_rng(seed, "sample.target");  // a target's structure (rotation, centres)
+};
+
+SampleTarget resolve_sample_target(kef::Registry& registry, const std::string& spec, const std::string& flag,
+                                   const SamplerFlags& flags, kef::RandomStream& target_rng) {
+  SampleTarget t;
   if (fs::is_directory(spec)) {
     if (!flags.target_settings.empty())
       throw kef::ConfigError("--target-set: " + spec +
                              " is a saved model directory, which has no keys to set");
     const kef::SavedModel saved = kef::load_saved_model(spec, registry);
     kef::require_unconditional(saved, spec, "kef sample");
-    target = std::make_shared<kef::ModelTarget>(saved.model, "model " + spec);
-    transform = saved.transform;
-    from_model = true;
+    t.target = std::make_shared<kef::ModelTarget>(saved.model, "model " + spec);
+    t.transform = saved.transform;
+    t.from_model = true;
   } else {
     if (!registry.find(kef::Target::kInterface, spec)) {
       std::string known;
@@ -313,22 +300,15 @@ int cmd_sample_target(kef::Registry& registry, const std::string& model_dir, lon
         throw kef::ConfigError("--target-set " + setting + ": expected KEY=VALUE");
       cfg.set_from_text(setting.substr(0, eq), setting.substr(eq + 1));
     }
-    target = registry.make<kef::Target>(cfg, kef::BuildContext{-1, &registry, &target_rng});
+    t.target = registry.make<kef::Target>(cfg, kef::BuildContext{-1, &registry, &target_rng});
   }
+  return t;
+}
 
-  kef::KahmcOptions o = flags.kahmc;
-  o.method = flags.sampler == "rwm" ? kef::KahmcMethod::RandomWalk : kef::KahmcMethod::Kahmc;
-  o.surrogate = flags.surrogate == "nystrom" ? kef::KahmcSurrogate::Nystrom : kef::KahmcSurrogate::Lite;
-  o.chains = flags.hmc.chains;
-  o.warmup = flags.hmc.warmup;
-  o.leapfrog_steps = flags.hmc.leapfrog_steps;
-  o.step_size = flags.hmc.step_size;
-  o.thinning = flags.hmc.thinning;
-  o.samples = n / o.chains + (n % o.chains != 0 ? 1 : 0);
-  o.context = (from_model ? "model " : "target ") + spec + " (kef sample --sampler " + flags.sampler + ")";
-  // The options the command line sets, checked here so that a message names the flag.
+// The options the command line sets, checked here so that a message names the flag.
+void validate_sampler_flags(const kef::KahmcOptions& o, kef::Index dim) {
   try {
-    kef::validate(o, target->dim());
+    kef::validate(o, dim);
   } catch (const kef::ConfigError& e) {
     static const std::vector<std::pair<std::string, std::string>> names = {
         {"chains", "--chains"},
@@ -349,6 +329,45 @@ int cmd_sample_target(kef::Registry& registry, const std::string& model_dir, lon
     }
     throw kef::ConfigError(message);
   }
+}
+
+int cmd_sample_target(kef::Registry& registry, const std::string& model_dir, long n, const std::string& out,
+                      std::uint64_t seed, int threads, bool quiet, const SamplerFlags& flags,
+                      const std::vector<std::string>& plugin_paths) {
+  if (!flags.target.empty() && !model_dir.empty())
+    throw kef::ConfigError("--target " + flags.target + ": give the target once (--target or MODEL_DIR " +
+                           model_dir + ", not both)");
+  if (!flags.target_settings.empty() && flags.target.empty())
+    throw kef::ConfigError("--target-set: needs --target (a registered target type)");
+  const std::string spec = flags.target.empty() ? model_dir : flags.target;
+  const std::string flag = flags.target.empty() ? "MODEL_DIR" : "--target";
+  if (spec.empty())
+    throw kef::ConfigError(
+        "--target: --sampler " + flags.sampler +
+        " needs a target (a registered type such as synthetic/banana, or a saved model directory)");
+  fs::path out_path(out);
+  if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
+    throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() +
+                           " does not exist");
+  load_default_plugins(registry, plugin_paths);
+
+  kef::RandomStream target_rng(seed, "sample.target");  // a target's structure (rotation, centres)
+  const SampleTarget resolved = resolve_sample_target(registry, spec, flag, flags, target_rng);
+  const kef::TargetPtr& target = resolved.target;
+  const kef::DataTransform& transform = resolved.transform;
+  const bool from_model = resolved.from_model;
+
+  kef::KahmcOptions o = flags.kahmc;
+  o.method = flags.sampler == "rwm" ? kef::KahmcMethod::RandomWalk : kef::KahmcMethod::Kahmc;
+  o.surrogate = flags.surrogate == "nystrom" ? kef::KahmcSurrogate::Nystrom : kef::KahmcSurrogate::Lite;
+  o.chains = flags.hmc.chains;
+  o.warmup = flags.hmc.warmup;
+  o.leapfrog_steps = flags.hmc.leapfrog_steps;
+  o.step_size = flags.hmc.step_size;
+  o.thinning = flags.hmc.thinning;
+  o.samples = n / o.chains + (n % o.chains != 0 ? 1 : 0);
+  o.context = (from_model ? "model " : "target ") + spec + " (kef sample --sampler " + flags.sampler + ")";
+  validate_sampler_flags(o, target->dim());
   // The surrogate's Gaussian kernel (plugin `gaussian`), one per length scale the sampler asks for.
   kef::KernelFamily kernels = [&registry](double sigma) {
     kef::Config k = kef::Config::parse_string("type = \"gaussian\"\n", "kef sample (surrogate kernel)");

@@ -346,6 +346,12 @@ struct FrozenKernelMetaProblem::Impl {
 
   Impl(const Kernel& k, const BaseMeasure& b, const Context& c) : kernel(k), base(b), context(c) {}
 
+  // The pieces of build and evaluate (defined with them).
+  void sum_stacks();
+  void q0_products(std::vector<Matrix>& q1, Vector& h1, Vector& h2, Vector& hv, double& sum_q2v,
+                   double& sq_q1v) const;
+  Vector q0_gradient(std::vector<Matrix>& q1, const Vector& w, const Vector& alpha, double lc) const;
+
   std::size_t block_count() const { return tblocks.size() + vblocks.size(); }
   bool is_train(std::size_t i) const { return i < tblocks.size(); }
   Matrix rows_of_block(std::size_t i) const {
@@ -401,7 +407,6 @@ void FrozenKernelMetaProblem::build(const Matrix& validation, const Matrix& Z, b
   Impl& p = *impl_;
   const Kernel& kernel = p.kernel;
   const BaseMeasure& base = p.base;
-  const Context& context = p.context;
   const TrainingRows& train = *p.train;
   check_inputs(train.rows(), train.cols(), validation, Z);
   p.validation = validation;
@@ -415,7 +420,6 @@ void FrozenKernelMetaProblem::build(const Matrix& validation, const Matrix& Z, b
   p.vblocks = row_blocks(p.Nv);
   p.base_parameters = base.parameters();
   p.kernel_parameters = kernel.parameters();
-  const std::size_t nt = p.tblocks.size();
   // All rows' stacks, 8·M·D bytes per row (twice on training rows), as one process holds them: the
   // decision (reported as stage2_stacks_in_memory) is the same for any number of processes, each of
   // which then holds only its share (own_items).
@@ -427,6 +431,18 @@ void FrozenKernelMetaProblem::build(const Matrix& validation, const Matrix& Z, b
     p.B2.resize(p.tblocks.size());
     p.B1v.resize(p.vblocks.size());
   }
+  p.sum_stacks();
+}
+
+// The sums over the row blocks that every evaluation reuses (and, when `keep`, the blocks' stacks).
+void FrozenKernelMetaProblem::Impl::sum_stacks() {
+  Impl& p = *this;
+  const Kernel& kernel = p.kernel;
+  const BaseMeasure& base = p.base;
+  const Context& context = p.context;
+  const bool base_learns = p.base_learns;
+  const Matrix& Z = p.Z;
+  const std::size_t nt = p.tblocks.size();
   const Index M = p.M;
   // Training blocks fill G, U, c, h1, h2; validation blocks Gv, cv, hv and the two scalars. A run of
   // blocks holds only the kinds it met (an empty member adds nothing).
@@ -502,51 +518,14 @@ void FrozenKernelMetaProblem::build(const Matrix& validation, const Matrix& Z, b
 // One evaluation of the frozen-kernel problem; the gradient parts only if `grad` is set.
 double FrozenKernelMetaProblem::evaluate(double la, double lc, FrozenKernelGradient* grad) const {
   const Impl& p = *impl_;
-  const Index D = p.D, nq = p.base.parameter_count();
+  const Index nq = p.base.parameter_count();
   const double inv_t = 1.0 / static_cast<double>(p.Nt), inv_v = 1.0 / static_cast<double>(p.Nv);
-  const std::size_t nb = p.block_count(), nt = p.tblocks.size();
+  const std::size_t nb = p.block_count();
   Vector h1 = p.h1, h2 = p.h2, hv = p.hv;
   double sum_q2v = p.sum_q2v, sq_q1v = p.sq_q1v;
   std::vector<Matrix> q1(nb);  // q0's first derivatives per block (n x D), when q0 learns
   if (p.base_learns) {
-    // Pass 1: q0's derivatives and their products with the stacks, in the runs of blocks.
-    struct Part {
-      Vector h1, h2, hv;
-      double sum_q2v = 0, sq_q1v = 0;
-    };
-    Part sums = ordered_reduce(
-        static_cast<Index>(nb), p.context, [] { return Part(); },
-        [&](Index i, Part& q) {
-          const auto bi = static_cast<std::size_t>(i);
-          const Matrix X = p.rows_of_block(bi);
-          Matrix q2;
-          p.base.derivatives(X, q1[bi], q2);
-          KernelStacks scratch;
-          const Matrix *d1 = nullptr, *d2 = nullptr;
-          p.stacks(bi, X, scratch, d1, d2);
-          const Eigen::Map<const Vector> v1(q1[bi].data(), q1[bi].size()), v2(q2.data(), q2.size());
-          if (bi < nt) {
-            add_into(q.h1, Vector(d1->transpose() * v1));
-            add_into(q.h2, Vector(d2->transpose() * v2));
-          } else {
-            add_into(q.hv, Vector(d1->transpose() * v1));
-            q.sum_q2v += v2.sum();
-            q.sq_q1v += v1.squaredNorm();
-          }
-        },
-        [](Part& into, const Part& q) {
-          add_into(into.h1, q.h1);
-          add_into(into.h2, q.h2);
-          add_into(into.hv, q.hv);
-          into.sum_q2v += q.sum_q2v;
-          into.sq_q1v += q.sq_q1v;
-        },
-        kGroups, [](Part& q) { return std::tie(q.h1, q.h2, q.hv, q.sum_q2v, q.sq_q1v); });
-    h1 = std::move(sums.h1);
-    h2 = std::move(sums.h2);
-    hv = std::move(sums.hv);
-    sum_q2v = sums.sum_q2v;
-    sq_q1v = sums.sq_q1v;
+    p.q0_products(q1, h1, h2, hv, sum_q2v, sq_q1v);
   } else if (p.base.parameters() != p.base_parameters) {
     throw std::logic_error("FrozenKernelMetaProblem: q0's parameters changed but base_learns is false");
   }
@@ -574,43 +553,98 @@ double FrozenKernelMetaProblem::evaluate(double la, double lc, FrozenKernelGradi
   grad->log_lambda_c = lc * (-w.dot(inv_t * (p.U * alpha)) - inv_t * w.dot(h2));
   grad->base = Vector::Zero(nq);
   if (p.base_learns && nq > 0) {
-    // Pass 2: q0's adjoints, −B1 w/N and −λ_C B2 w/N on training rows, (B1v α + q1v)/Nv and 1/Nv on
-    // validation rows, through BaseMeasure::backward; added in block order.
-    // The same runs of blocks as pass 1, so each process finds q1 of its own blocks.
-    grad->base = ordered_reduce(
-        static_cast<Index>(nb), p.context, [nq] { return Vector(Vector::Zero(nq)); },
-        [&](Index i, Vector& sum) {
-          const auto bi = static_cast<std::size_t>(i);
-          const Matrix X = p.rows_of_block(bi);
-          KernelStacks scratch;
-          const Matrix *d1 = nullptr, *d2 = nullptr;
-          p.stacks(bi, X, scratch, d1, d2);
-          const Index n = X.rows();
-          Vector q1bar, q2bar;
-          if (bi < nt) {
-            q1bar.noalias() = -inv_t * (*d1 * w);
-            q2bar.noalias() = (-inv_t * lc) * (*d2 * w);
-          } else {
-            if (q1[bi].size() == 0) {
-              Matrix unused;
-              p.base.derivatives(X, q1[bi], unused);
-            }
-            q1bar.noalias() = *d1 * alpha;
-            q1bar += Eigen::Map<const Vector>(q1[bi].data(), q1[bi].size());
-            q1bar *= inv_v;
-            q2bar = Vector::Constant(n * D, inv_v);
-          }
-          Vector block;  // backward() sets it (it does not add)
-          p.base.backward(X, Vector(), Eigen::Map<const Matrix>(q1bar.data(), n, D),
-                          Eigen::Map<const Matrix>(q2bar.data(), n, D), block);
-          sum += block;
-        },
-        [](Vector& into, const Vector& x) { into += x; }, kGroups, [](Vector& sum) { return std::tie(sum); });
+    grad->base = p.q0_gradient(q1, w, alpha, lc);
   }
   if (!std::isfinite(grad->log_lambda_alpha) || !std::isfinite(grad->log_lambda_c))
     throw NumericalError("DKEF stage-2 gradient (log λ) is not finite");
   check_finite(grad->base, "DKEF stage-2 gradient (base measure parameters)");
   return loss;
+}
+
+// Pass 1 of an evaluation while q0 learns: q0's first derivatives per block (into q1) and their
+// products with the stacks.
+void FrozenKernelMetaProblem::Impl::q0_products(std::vector<Matrix>& q1, Vector& h1, Vector& h2, Vector& hv,
+                                                double& sum_q2v, double& sq_q1v) const {
+  const Impl& p = *this;
+  const std::size_t nb = p.block_count(), nt = p.tblocks.size();
+  struct Part {
+    Vector h1, h2, hv;
+    double sum_q2v = 0, sq_q1v = 0;
+  };
+  Part sums = ordered_reduce(
+      static_cast<Index>(nb), p.context, [] { return Part(); },
+      [&](Index i, Part& q) {
+        const auto bi = static_cast<std::size_t>(i);
+        const Matrix X = p.rows_of_block(bi);
+        Matrix q2;
+        p.base.derivatives(X, q1[bi], q2);
+        KernelStacks scratch;
+        const Matrix *d1 = nullptr, *d2 = nullptr;
+        p.stacks(bi, X, scratch, d1, d2);
+        const Eigen::Map<const Vector> v1(q1[bi].data(), q1[bi].size()), v2(q2.data(), q2.size());
+        if (bi < nt) {
+          add_into(q.h1, Vector(d1->transpose() * v1));
+          add_into(q.h2, Vector(d2->transpose() * v2));
+        } else {
+          add_into(q.hv, Vector(d1->transpose() * v1));
+          q.sum_q2v += v2.sum();
+          q.sq_q1v += v1.squaredNorm();
+        }
+      },
+      [](Part& into, const Part& q) {
+        add_into(into.h1, q.h1);
+        add_into(into.h2, q.h2);
+        add_into(into.hv, q.hv);
+        into.sum_q2v += q.sum_q2v;
+        into.sq_q1v += q.sq_q1v;
+      },
+      kGroups, [](Part& q) { return std::tie(q.h1, q.h2, q.hv, q.sum_q2v, q.sq_q1v); });
+  h1 = std::move(sums.h1);
+  h2 = std::move(sums.h2);
+  hv = std::move(sums.hv);
+  sum_q2v = sums.sum_q2v;
+  sq_q1v = sums.sq_q1v;
+}
+
+// Pass 2 of an evaluation while q0 learns: the gradient in q0's parameters, from w = A⁻¹ ∂J_v/∂α.
+Vector FrozenKernelMetaProblem::Impl::q0_gradient(std::vector<Matrix>& q1, const Vector& w, const Vector& alpha,
+                                                  double lc) const {
+  const Impl& p = *this;
+  const Index D = p.D, nq = p.base.parameter_count();
+  const double inv_t = 1.0 / static_cast<double>(p.Nt), inv_v = 1.0 / static_cast<double>(p.Nv);
+  const std::size_t nb = p.block_count(), nt = p.tblocks.size();
+  // Pass 2: q0's adjoints, −B1 w/N and −λ_C B2 w/N on training rows, (B1v α + q1v)/Nv and 1/Nv on
+  // validation rows, through BaseMeasure::backward; added in block order.
+  // The same runs of blocks as pass 1, so each process finds q1 of its own blocks.
+  return ordered_reduce(
+      static_cast<Index>(nb), p.context, [nq] { return Vector(Vector::Zero(nq)); },
+      [&](Index i, Vector& sum) {
+        const auto bi = static_cast<std::size_t>(i);
+        const Matrix X = p.rows_of_block(bi);
+        KernelStacks scratch;
+        const Matrix *d1 = nullptr, *d2 = nullptr;
+        p.stacks(bi, X, scratch, d1, d2);
+        const Index n = X.rows();
+        Vector q1bar, q2bar;
+        if (bi < nt) {
+          q1bar.noalias() = -inv_t * (*d1 * w);
+          q2bar.noalias() = (-inv_t * lc) * (*d2 * w);
+        } else {
+          if (q1[bi].size() == 0) {
+            Matrix unused;
+            p.base.derivatives(X, q1[bi], unused);
+          }
+          q1bar.noalias() = *d1 * alpha;
+          q1bar += Eigen::Map<const Vector>(q1[bi].data(), q1[bi].size());
+          q1bar *= inv_v;
+          q2bar = Vector::Constant(n * D, inv_v);
+        }
+        Vector block;  // backward() sets it (it does not add)
+        p.base.backward(X, Vector(), Eigen::Map<const Matrix>(q1bar.data(), n, D),
+                        Eigen::Map<const Matrix>(q2bar.data(), n, D), block);
+        sum += block;
+      },
+      [](Vector& into, const Vector& x) { into += x; }, kGroups, [](Vector& sum) { return std::tie(sum); });
 }
 
 FrozenKernelGradient FrozenKernelMetaProblem::gradient(double lambda_alpha, double lambda_c) const {

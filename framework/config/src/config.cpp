@@ -169,169 +169,200 @@ namespace {
 // files nest a few levels; anything deeper than this is refused before parsing.
 constexpr int kMaxNesting = 64;
 
+class NestingScan {
+ public:
+  NestingScan(std::string_view text, const std::string& source) : text_(text), source_(source), n_(text.size()) {}
+
+  void run() {
+    if (text_.substr(0, 3) == "\xEF\xBB\xBF") i_ = 3;  // a UTF-8 byte order mark
+    while (i_ < n_) {
+      const char c = text_[i_];
+      if (c == '\n') {
+        new_line();
+        continue;
+      }
+      if (c == ' ' || c == '\t' || c == '\r') {
+        ++i_;
+        continue;
+      }
+      if (c == '#') {
+        skip_comment();
+        continue;
+      }
+      if (at_line_start_ && open_.empty() && c == '[') {
+        table_header();
+        continue;  // the closing bracket(s) and the rest of the line: the main loop checks them
+      }
+      at_line_start_ = false;
+      if (c == '"' || c == '\'') {
+        if (prev_ != '\n' && prev_ != '=' && prev_ != '[' && prev_ != '{' && prev_ != ',' && prev_ != '.')
+          unexpected_quote();
+        skip_string();
+        prev_ = '"';
+        continue;
+      }
+      check_ascii();
+      prev_ = c;
+      if (key_mode_)
+        key_character(c);
+      else
+        value_character(c);
+      ++i_;
+    }
+  }
+
+ private:
+  void too_deep(int depth) const {
+    if (depth <= kMaxNesting) return;
+    throw ConfigError(source_ + ":" + std::to_string(line_) +
+                      ": tables, dotted keys, arrays or inline tables nested " +
+                      (depth > 10 * kMaxNesting ? "more than " + std::to_string(10 * kMaxNesting)
+                                                : std::to_string(depth)) +
+                      " levels deep (at most " + std::to_string(kMaxNesting) + " are accepted)");
+  }
+
+  // Skips the string starting at text[i] (a quote), counting newlines of multi-line strings.
+  void skip_string() {
+    const char q = text_[i_];
+    const bool triple = i_ + 2 < n_ && text_[i_ + 1] == q && text_[i_ + 2] == q;
+    i_ += triple ? 3 : 1;
+    while (i_ < n_) {
+      const char c = text_[i_];
+      if (c == '\\' && q == '"') {
+        if (i_ + 1 < n_ && text_[i_ + 1] == '\n') ++line_;
+        i_ += 2;
+        continue;
+      }
+      if (c == '\n') {
+        if (!triple) return;  // unterminated: TOML++ reports it (the main loop counts this line end)
+        ++line_;
+      }
+      if (c == q && (!triple || (i_ + 2 < n_ && text_[i_ + 1] == q && text_[i_ + 2] == q))) {
+        i_ += triple ? 3 : 1;
+        // A closing """ may be followed by up to two more quotes that belong to the string.
+        while (triple && i_ < n_ && text_[i_] == q) ++i_;
+        return;
+      }
+      ++i_;
+    }
+  }
+
+  // Outside strings and comments TOML 1.0 is ASCII (bare keys, numbers, punctuation). Refused here
+  // because TOML++ 3.3 reaches an unreachable branch (undefined behaviour, found by fuzzing) when it
+  // classifies some non-ASCII characters there, e.g. U+01B1 at the start of a line.
+  void check_ascii() const {
+    if (static_cast<unsigned char>(text_[i_]) < 0x80) return;
+    throw ConfigError(source_ + ":" + std::to_string(line_) +
+                      ": TOML syntax error: a non-ASCII character outside a string or comment (keys "
+                      "with such characters must be quoted: \"key\" = ...)");
+  }
+
+  // A string starts only where TOML allows one (a key, a value, a header component); a quote elsewhere
+  // (as in `x = 105_"..."`) is a syntax error, refused here so that TOML++ and this scan agree on
+  // what is inside a string.
+  [[noreturn]] void unexpected_quote() const {
+    throw ConfigError(source_ + ":" + std::to_string(line_) +
+                      ": TOML syntax error: a quote where no string or quoted key can start");
+  }
+
+  void skip_comment() {
+    while (i_ < n_ && text_[i_] != '\n') ++i_;
+  }
+
+  // A line end outside every [ or { starts a new key at the current table's depth.
+  void new_line() {
+    ++line_;
+    ++i_;
+    if (open_.empty()) {
+      prev_ = '\n';
+      at_line_start_ = true;
+      key_mode_ = true;
+      key_base_ = table_depth_;
+      key_parts_ = 1;
+    }
+  }
+
+  // A table header: its dotted components, outside quoted keys.
+  void table_header() {
+    const bool array_header = i_ + 1 < n_ && text_[i_ + 1] == '[';
+    int parts = 1;
+    i_ += array_header ? 2 : 1;
+    char header_prev = '[';
+    while (i_ < n_ && text_[i_] != ']' && text_[i_] != '\n') {
+      if (text_[i_] == '"' || text_[i_] == '\'') {
+        if (header_prev != '[' && header_prev != '.') unexpected_quote();
+        skip_string();
+        header_prev = '"';
+        continue;
+      }
+      check_ascii();
+      if (text_[i_] == '.') ++parts;
+      if (text_[i_] != ' ' && text_[i_] != '\t') header_prev = text_[i_];
+      ++i_;
+    }
+    prev_ = ']';
+    table_depth_ = parts + (array_header ? 1 : 0);
+    too_deep(table_depth_);
+    key_base_ = table_depth_;
+    at_line_start_ = false;
+    key_mode_ = false;
+  }
+
+  // A key of k components opens k - 1 tables; its value, if a [ or {, one more.
+  void key_character(char c) {
+    if (c == '.') {
+      too_deep(key_base_ + ++key_parts_ - 1);
+    } else if (c == '=') {
+      key_mode_ = false;
+      key_base_ += key_parts_ - 1;
+    } else if (c == '}' && !open_.empty()) {  // an empty inline table
+      open_.pop_back();
+      kinds_.pop_back();
+      key_mode_ = false;
+      key_base_ = open_.empty() ? table_depth_ : open_.back();
+    }
+  }
+
+  void value_character(char c) {
+    if (c == '[' || c == '{') {
+      const int depth = (open_.empty() ? key_base_ : std::max(key_base_, open_.back())) + 1;
+      too_deep(depth);
+      open_.push_back(depth);
+      kinds_.push_back(c);
+      if (c == '{') {
+        key_mode_ = true;
+        key_base_ = depth;
+        key_parts_ = 1;
+      }
+    } else if ((c == ']' || c == '}') && !open_.empty()) {
+      open_.pop_back();
+      kinds_.pop_back();
+      key_base_ = open_.empty() ? table_depth_ : open_.back();
+    } else if (c == ',' && !kinds_.empty() && kinds_.back() == '{') {
+      key_mode_ = true;
+      key_base_ = open_.back();
+      key_parts_ = 1;
+    }
+  }
+
+  std::string_view text_;
+  const std::string& source_;
+  std::size_t line_ = 1, i_ = 0;
+  const std::size_t n_;
+  int table_depth_ = 0;     // components of the current [header] (one more for [[array]] headers)
+  std::vector<int> open_;   // depth of each [ or { of a value that is still open
+  std::vector<char> kinds_; // '[' or '{' for each entry of open_
+  bool at_line_start_ = true, key_mode_ = true;
+  int key_base_ = 0, key_parts_ = 1;
+  char prev_ = '\n';  // the last character outside strings and comments ('\n': a new line)
+};
+
 // An upper bound of the nesting depth of every value of a TOML document (the tables and arrays around
 // it, the document's own table not counted), read without parsing it: a [table] header counts its
 // dotted components and an [[array]] header one more, a dotted key the tables it opens (one fewer
 // than its components) on top of the current table, every [ or { of a value one more.
 // Strings and comments are skipped. Throws ConfigError naming the line that goes too deep.
-void check_nesting(std::string_view text, const std::string& source) {
-  std::size_t line = 1, i = 0;
-  const std::size_t n = text.size();
-  auto too_deep = [&](int depth) {
-    if (depth <= kMaxNesting) return;
-    throw ConfigError(source + ":" + std::to_string(line) + ": tables, dotted keys, arrays or inline tables nested " +
-                      (depth > 10 * kMaxNesting ? "more than " + std::to_string(10 * kMaxNesting)
-                                                : std::to_string(depth)) +
-                      " levels deep (at most " + std::to_string(kMaxNesting) + " are accepted)");
-  };
-  // Skips the string starting at text[i] (a quote), counting newlines of multi-line strings.
-  auto skip_string = [&] {
-    const char q = text[i];
-    const bool triple = i + 2 < n && text[i + 1] == q && text[i + 2] == q;
-    i += triple ? 3 : 1;
-    while (i < n) {
-      const char c = text[i];
-      if (c == '\\' && q == '"') {
-        if (i + 1 < n && text[i + 1] == '\n') ++line;
-        i += 2;
-        continue;
-      }
-      if (c == '\n') {
-        if (!triple) return;  // unterminated: TOML++ reports it (the main loop counts this line end)
-        ++line;
-      }
-      if (c == q && (!triple || (i + 2 < n && text[i + 1] == q && text[i + 2] == q))) {
-        i += triple ? 3 : 1;
-        // A closing """ may be followed by up to two more quotes that belong to the string.
-        while (triple && i < n && text[i] == q) ++i;
-        return;
-      }
-      ++i;
-    }
-  };
-  // Outside strings and comments TOML 1.0 is ASCII (bare keys, numbers, punctuation). Refused here
-  // because TOML++ 3.3 reaches an unreachable branch (undefined behaviour, found by fuzzing) when it
-  // classifies some non-ASCII characters there, e.g. U+01B1 at the start of a line.
-  auto check_ascii = [&] {
-    if (static_cast<unsigned char>(text[i]) < 0x80) return;
-    throw ConfigError(source + ":" + std::to_string(line) +
-                      ": TOML syntax error: a non-ASCII character outside a string or comment (keys "
-                      "with such characters must be quoted: \"key\" = ...)");
-  };
-  // A string starts only where TOML allows one (a key, a value, a header component); a quote elsewhere
-  // (as in `x = 105_"..."`) is a syntax error, refused here so that TOML++ and this scan agree on
-  // what is inside a string.
-  auto unexpected_quote = [&] {
-    throw ConfigError(source + ":" + std::to_string(line) +
-                      ": TOML syntax error: a quote where no string or quoted key can start");
-  };
-  auto skip_comment = [&] {
-    while (i < n && text[i] != '\n') ++i;
-  };
-
-  int table_depth = 0;     // components of the current [header] (one more for [[array]] headers)
-  std::vector<int> open;   // depth of each [ or { of a value that is still open
-  std::vector<char> kinds; // '[' or '{' for each entry of open
-  bool at_line_start = true, key_mode = true;
-  int key_base = 0, key_parts = 1;
-  char prev = '\n';  // the last character outside strings and comments ('\n': a new line)
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") i = 3;  // a UTF-8 byte order mark
-  while (i < n) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line;
-      ++i;
-      if (open.empty()) {
-        prev = '\n';
-        at_line_start = true;
-        key_mode = true;
-        key_base = table_depth;
-        key_parts = 1;
-      }
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r') {
-      ++i;
-      continue;
-    }
-    if (c == '#') {
-      skip_comment();
-      continue;
-    }
-    if (at_line_start && open.empty() && c == '[') {
-      // A table header: its dotted components, outside quoted keys.
-      const bool array_header = i + 1 < n && text[i + 1] == '[';
-      int parts = 1;
-      i += array_header ? 2 : 1;
-      char header_prev = '[';
-      while (i < n && text[i] != ']' && text[i] != '\n') {
-        if (text[i] == '"' || text[i] == '\'') {
-          if (header_prev != '[' && header_prev != '.') unexpected_quote();
-          skip_string();
-          header_prev = '"';
-          continue;
-        }
-        check_ascii();
-        if (text[i] == '.') ++parts;
-        if (text[i] != ' ' && text[i] != '\t') header_prev = text[i];
-        ++i;
-      }
-      prev = ']';
-      table_depth = parts + (array_header ? 1 : 0);
-      too_deep(table_depth);
-      key_base = table_depth;
-      at_line_start = false;
-      key_mode = false;
-      continue;  // the closing bracket(s) and the rest of the line: the main loop checks them
-    }
-    at_line_start = false;
-    if (c == '"' || c == '\'') {
-      if (prev != '\n' && prev != '=' && prev != '[' && prev != '{' && prev != ',' && prev != '.')
-        unexpected_quote();
-      skip_string();
-      prev = '"';
-      continue;
-    }
-    check_ascii();
-    prev = c;
-    if (key_mode) {
-      // A key of k components opens k - 1 tables; its value, if a [ or {, one more.
-      if (c == '.') {
-        too_deep(key_base + ++key_parts - 1);
-      } else if (c == '=') {
-        key_mode = false;
-        key_base += key_parts - 1;
-      } else if (c == '}' && !open.empty()) {  // an empty inline table
-        open.pop_back();
-        kinds.pop_back();
-        key_mode = false;
-        key_base = open.empty() ? table_depth : open.back();
-      }
-      ++i;
-      continue;
-    }
-    if (c == '[' || c == '{') {
-      const int depth = (open.empty() ? key_base : std::max(key_base, open.back())) + 1;
-      too_deep(depth);
-      open.push_back(depth);
-      kinds.push_back(c);
-      if (c == '{') {
-        key_mode = true;
-        key_base = depth;
-        key_parts = 1;
-      }
-    } else if ((c == ']' || c == '}') && !open.empty()) {
-      open.pop_back();
-      kinds.pop_back();
-      key_base = open.empty() ? table_depth : open.back();
-    } else if (c == ',' && !kinds.empty() && kinds.back() == '{') {
-      key_mode = true;
-      key_base = open.back();
-      key_parts = 1;
-    }
-    ++i;
-  }
-}
+void check_nesting(std::string_view text, const std::string& source) { NestingScan(text, source).run(); }
 
 }  // namespace
 

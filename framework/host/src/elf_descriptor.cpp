@@ -83,9 +83,9 @@ class FileReader {
   std::uint64_t size_ = 0;
 };
 
-kef_plugin_descriptor_t read_descriptor(const std::filesystem::path& file) {
-  FileReader reader(file);
-
+// The ELF header, after checking that the file is a 64-bit shared library for this host with
+// section headers of the expected size.
+Elf64_Ehdr read_header(FileReader& reader) {
   unsigned char ident[EI_NIDENT] = {};
   if (reader.size() < SELFMAG) throw Malformed{"not an ELF file (too short)"};
   reader.read(0, std::min<std::uint64_t>(EI_NIDENT, reader.size()), ident, "the ELF identification");
@@ -112,7 +112,11 @@ kef_plugin_descriptor_t read_descriptor(const std::filesystem::path& file) {
     throw Malformed{"malformed ELF file (section header size " + std::to_string(header.e_shentsize) +
                     ", expected " + std::to_string(sizeof(Elf64_Shdr)) + ")"};
   }
+  return header;
+}
 
+// The section header table (e_shnum, or section 0's sh_size when there are 0xff00 or more).
+std::vector<Elf64_Shdr> read_sections(FileReader& reader, const Elf64_Ehdr& header) {
   // With 0xff00 or more sections, e_shnum is 0 and the real count sits in section 0's sh_size.
   std::uint64_t section_count = header.e_shnum;
   if (section_count == 0) {
@@ -126,7 +130,12 @@ kef_plugin_descriptor_t read_descriptor(const std::filesystem::path& file) {
   std::vector<Elf64_Shdr> sections(section_count);
   reader.read(header.e_shoff, section_count * sizeof(Elf64_Shdr), sections.data(),
               "the section header table");
+  return sections;
+}
 
+// The defined kef_plugin_descriptor symbol of the dynamic symbol table.
+Elf64_Sym find_descriptor_symbol(FileReader& reader, const std::vector<Elf64_Shdr>& sections) {
+  const std::uint64_t section_count = sections.size();
   const auto dynsym = std::find_if(sections.begin(), sections.end(),
                                    [](const Elf64_Shdr& s) { return s.sh_type == SHT_DYNSYM; });
   if (dynsym == sections.end()) throw Malformed{"no dynamic symbol table (.dynsym) in the file"};
@@ -159,34 +168,43 @@ kef_plugin_descriptor_t read_descriptor(const std::filesystem::path& file) {
     return s.st_shndx != SHN_UNDEF && name_of(s) == kSymbol;
   });
   if (symbol == symbols.end()) throw Malformed{kMissing};
+  return *symbol;
+}
 
-  if (symbol->st_shndx >= SHN_LORESERVE || symbol->st_shndx >= section_count) {
+kef_plugin_descriptor_t read_descriptor(const std::filesystem::path& file) {
+  FileReader reader(file);
+  const Elf64_Ehdr header = read_header(reader);
+  const std::vector<Elf64_Shdr> sections = read_sections(reader, header);
+  const std::uint64_t section_count = sections.size();
+  const Elf64_Sym symbol = find_descriptor_symbol(reader, sections);
+
+  if (symbol.st_shndx >= SHN_LORESERVE || symbol.st_shndx >= section_count) {
     throw Malformed{"symbol kef_plugin_descriptor is not in a regular section (index " +
-                    std::to_string(symbol->st_shndx) + ")"};
+                    std::to_string(symbol.st_shndx) + ")"};
   }
-  const Elf64_Shdr& section = sections[symbol->st_shndx];
+  const Elf64_Shdr& section = sections[symbol.st_shndx];
   if (section.sh_type == SHT_NOBITS) {
     throw Malformed{
         "symbol kef_plugin_descriptor has no contents in the file (it is zero-initialised "
         "or dynamically initialised; KEF_PLUGIN defines it as a constant)"};
   }
   constexpr std::uint64_t kHeaderBytes = 2 * sizeof(std::uint32_t);  // abi_version, struct_size
-  if (symbol->st_size < kHeaderBytes) {
-    throw Malformed{"symbol kef_plugin_descriptor is too small (" + std::to_string(symbol->st_size) +
+  if (symbol.st_size < kHeaderBytes) {
+    throw Malformed{"symbol kef_plugin_descriptor is too small (" + std::to_string(symbol.st_size) +
                     " bytes)"};
   }
-  if (symbol->st_value < section.sh_addr || symbol->st_value - section.sh_addr > section.sh_size ||
-      symbol->st_size > section.sh_size - (symbol->st_value - section.sh_addr)) {
+  if (symbol.st_value < section.sh_addr || symbol.st_value - section.sh_addr > section.sh_size ||
+      symbol.st_size > section.sh_size - (symbol.st_value - section.sh_addr)) {
     throw Malformed{"malformed ELF file (symbol kef_plugin_descriptor lies outside its section)"};
   }
 
   kef_plugin_descriptor_t descriptor;
   std::memset(&descriptor, 0, sizeof descriptor);
-  const std::uint64_t offset = section.sh_offset + (symbol->st_value - section.sh_addr);
-  const std::uint64_t n = std::min<std::uint64_t>(symbol->st_size, sizeof descriptor);
+  const std::uint64_t offset = section.sh_offset + (symbol.st_value - section.sh_addr);
+  const std::uint64_t n = std::min<std::uint64_t>(symbol.st_size, sizeof descriptor);
   reader.read(offset, n, &descriptor, "the plugin descriptor");
-  if (symbol->st_size < descriptor.struct_size) {
-    throw Malformed{"symbol kef_plugin_descriptor is " + std::to_string(symbol->st_size) +
+  if (symbol.st_size < descriptor.struct_size) {
+    throw Malformed{"symbol kef_plugin_descriptor is " + std::to_string(symbol.st_size) +
                     " bytes but its struct_size claims " + std::to_string(descriptor.struct_size)};
   }
   return descriptor;

@@ -299,15 +299,11 @@ std::vector<std::string> column_names(const std::filesystem::path& path, std::ve
   return names;
 }
 
-// `visit`, when given, receives each kept row instead of the table (which is then left empty).
-CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selection, RowPick pick,
-                 bool keep_values, const RowVisitor* visit = nullptr) {
-  const std::vector<std::string>& columns = selection.names;
-  const Index count = visit ? -1 : pick.wanted();
-  CsvReader reader(path);
-  std::vector<Field> fields;
-  std::size_t line = 0;
-
+// The column names from the file's first record: its fields when it is a header, x0, x1, ... when
+// the file has none (the record is then data, left in `fields` for the caller). An empty file, a
+// blank first line before content, or a header of numbers only is an error.
+std::vector<std::string> csv_names(const std::filesystem::path& path, const ColumnSelection& selection,
+                                   CsvReader& reader, std::vector<Field>& fields, std::size_t& line) {
   const std::string expected = selection.header ? "a header row and data rows" : "data rows";
   if (!reader.next(fields, line)) table_fail(path, "file is empty (expected " + expected + ")");
   if (is_blank(fields)) {
@@ -319,12 +315,15 @@ CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selec
     }
     table_fail(path, "file is empty (expected " + expected + ")");
   }
-  // Without a header the first record is data, read by the loop below.
-  bool first_is_data = !selection.header;
   std::vector<std::string> names = column_names(path, fields, line, selection.header);
-  const std::size_t width = names.size();
+  return names;
+}
 
+// The indices of the selected columns, in the selection's order (all, when it names none).
+std::vector<std::size_t> selected_columns(const std::filesystem::path& path, const std::vector<std::string>& names,
+                                          const std::vector<std::string>& columns) {
   const bool explicit_selection = !columns.empty();
+  const std::size_t width = names.size();
   std::vector<std::size_t> selected;
   if (explicit_selection) {
     for (const auto& name : columns) {
@@ -345,6 +344,94 @@ CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selec
   } else {
     for (std::size_t j = 0; j < width; ++j) selected.push_back(j);
   }
+  return selected;
+}
+
+// What scan_csv's values leave for after the scan: a sample of each column that holds text, the
+// first value problem of the default selection, and where the first value too small for a double
+// was read as 0.
+struct ValueNotes {
+  std::vector<std::optional<TextSample>> text_samples;
+  std::optional<std::string> value_error;
+  std::optional<std::string> underflow;
+  std::string underflow_text;
+};
+
+// The value of field f (selected column s, file column `column` named `name`) on `line`; 0 when it
+// is not a usable number, which is an error at once under an explicit selection and noted otherwise.
+double field_value(const std::filesystem::path& path, const Field& f, std::size_t line, const std::string& name,
+                   std::size_t column, std::size_t s, bool explicit_selection, ValueNotes& notes) {
+  // Built only for a message: most fields have none.
+  const auto where = [&] { return "line " + std::to_string(line) + ", " + column_label(name, column); };
+  std::string problem;
+  double v = 0;
+  if (is_missing(f)) {
+    problem = where() + ": missing value (expected a number, got " +
+              (f.text.empty() ? "an empty field" : "NA") + ")";
+  } else if (auto parsed = parse_number(f.text); !parsed || (f.quoted && !explicit_selection)) {
+    // Without an explicit selection a quoted field marks a string column (R quotes strings and
+    // factors only), even when its text looks like a number, e.g. row names "85".
+    if (explicit_selection)
+      table_fail(path, where() + ": not a number (expected a number, got " + show_field(f) + ")");
+    if (!notes.text_samples[s]) notes.text_samples[s] = TextSample{line, f};
+  } else if (parsed->hexadecimal) {
+    problem = where() + ": hexadecimal value (expected a decimal number, got '" + f.text + "')";
+  } else if (!std::isfinite(parsed->value)) {
+    problem = where() + ": non-finite value (expected a finite number, got '" + f.text + "')";
+  } else {
+    v = parsed->value;
+    if (parsed->underflow && !notes.underflow) {
+      notes.underflow = where();
+      notes.underflow_text = f.text;
+    }
+  }
+  if (!problem.empty()) {
+    if (explicit_selection) table_fail(path, problem);
+    if (!notes.value_error) notes.value_error = problem;
+  }
+  return v;
+}
+
+// A text column explains every later failure, so it is reported before missing values.
+void refuse_text_columns(const std::filesystem::path& path, const std::vector<std::string>& names,
+                         const std::vector<std::size_t>& selected, const ValueNotes& notes) {
+  std::vector<std::string> text_columns, numeric_columns;
+  std::size_t first_text = selected.size();
+  for (std::size_t s = 0; s < selected.size(); ++s) {
+    if (notes.text_samples[s]) {
+      text_columns.push_back(names[selected[s]]);
+      if (first_text == selected.size()) first_text = s;
+    } else {
+      numeric_columns.push_back(names[selected[s]]);
+    }
+  }
+  if (first_text < selected.size()) {
+    const TextSample& sample = *notes.text_samples[first_text];
+    std::string msg = column_label(names[selected[first_text]], selected[first_text]) +
+                      " is not numeric (line " + std::to_string(sample.line) + ": expected a number, got " +
+                      show_field(sample.field) + ")";
+    if (text_columns.size() > 1) msg += "; other non-numeric columns: " + join_names(text_columns, "'");
+    msg += "; select numeric columns explicitly, e.g. columns = [" + join_names(numeric_columns, "\"") + "]";
+    table_fail(path, msg);
+  }
+}
+
+// `visit`, when given, receives each kept row instead of the table (which is then left empty).
+CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selection, RowPick pick,
+                 bool keep_values, const RowVisitor* visit = nullptr) {
+  const std::vector<std::string>& columns = selection.names;
+  const Index count = visit ? -1 : pick.wanted();
+  CsvReader reader(path);
+  std::vector<Field> fields;
+  std::size_t line = 0;
+
+  const std::vector<std::string> names = csv_names(path, selection, reader, fields, line);
+  // Without a header the first record is data, read by the loop below.
+  bool first_is_data = !selection.header;
+  const std::size_t width = names.size();
+
+  const bool explicit_selection = !columns.empty();
+  const std::vector<std::size_t> selected = selected_columns(path, names, columns);
 
   // A range of known length is parsed straight into its matrix; otherwise into a row-major buffer,
   // copied once at the end (the row count is known only then).
@@ -352,13 +439,11 @@ CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selec
   std::vector<double> row_values(visit ? selected.size() : 0);
   Matrix direct;
   if (keep_values && count >= 0) direct.resize(count, static_cast<Index>(selected.size()));
-  std::vector<std::optional<TextSample>> text_samples(selected.size());
-  std::optional<std::string> value_error;  // deferred in the default selection, see below
+  ValueNotes notes;  // the default selection's problems are reported after the scan
+  notes.text_samples.resize(selected.size());
   std::size_t rows = 0;
   std::size_t blank_line = 0;
   Index seen = 0;  // data records so far
-  std::optional<std::string> underflow;  // where the first value read as 0 for being too small is
-  std::string underflow_text;
   while (!pick.finished(static_cast<Index>(rows)) &&
          (std::exchange(first_is_data, false) || reader.next(fields, line))) {
     if (is_blank(fields)) {
@@ -382,34 +467,8 @@ CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selec
     }
     for (std::size_t s = 0; s < selected.size(); ++s) {
       const Field& f = fields[selected[s]];
-      // Built only for a message: most fields have none.
-      const auto where = [&] { return "line " + std::to_string(line) + ", " + column_label(names[selected[s]], selected[s]); };
-      std::string problem;
-      double v = 0;
-      if (is_missing(f)) {
-        problem = where() + ": missing value (expected a number, got " +
-                  (f.text.empty() ? "an empty field" : "NA") + ")";
-      } else if (auto parsed = parse_number(f.text); !parsed || (f.quoted && !explicit_selection)) {
-        // Without an explicit selection a quoted field marks a string column (R quotes strings and
-        // factors only), even when its text looks like a number, e.g. row names "85".
-        if (explicit_selection)
-          table_fail(path, where() + ": not a number (expected a number, got " + show_field(f) + ")");
-        if (!text_samples[s]) text_samples[s] = TextSample{line, f};
-      } else if (parsed->hexadecimal) {
-        problem = where() + ": hexadecimal value (expected a decimal number, got '" + f.text + "')";
-      } else if (!std::isfinite(parsed->value)) {
-        problem = where() + ": non-finite value (expected a finite number, got '" + f.text + "')";
-      } else {
-        v = parsed->value;
-        if (parsed->underflow && !underflow) {
-          underflow = where();
-          underflow_text = f.text;
-        }
-      }
-      if (!problem.empty()) {
-        if (explicit_selection) table_fail(path, problem);
-        if (!value_error) value_error = problem;
-      }
+      const double v = field_value(path, f, line, names[selected[s]], selected[s], s,
+                                   explicit_selection, notes);
       if (visit)
         row_values[s] = v;
       else if (count >= 0)
@@ -427,28 +486,9 @@ CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selec
     throw Error(path.string() + ": " + pick.describe() + " requested of a file of " + std::to_string(seen) +
                 " data rows");
 
-  // A text column explains every later failure, so report it before missing values.
-  std::vector<std::string> text_columns, numeric_columns;
-  std::size_t first_text = selected.size();
-  for (std::size_t s = 0; s < selected.size(); ++s) {
-    if (text_samples[s]) {
-      text_columns.push_back(names[selected[s]]);
-      if (first_text == selected.size()) first_text = s;
-    } else {
-      numeric_columns.push_back(names[selected[s]]);
-    }
-  }
-  if (first_text < selected.size()) {
-    const TextSample& sample = *text_samples[first_text];
-    std::string msg = column_label(names[selected[first_text]], selected[first_text]) +
-                      " is not numeric (line " + std::to_string(sample.line) + ": expected a number, got " +
-                      show_field(sample.field) + ")";
-    if (text_columns.size() > 1) msg += "; other non-numeric columns: " + join_names(text_columns, "'");
-    msg += "; select numeric columns explicitly, e.g. columns = [" + join_names(numeric_columns, "\"") + "]";
-    table_fail(path, msg);
-  }
-  if (value_error) table_fail(path, *value_error);
-  if (underflow) warn_underflow_once(path, *underflow, underflow_text);
+  refuse_text_columns(path, names, selected, notes);
+  if (notes.value_error) table_fail(path, *notes.value_error);
+  if (notes.underflow) warn_underflow_once(path, *notes.underflow, notes.underflow_text);
 
   CsvScan scan;
   scan.rows = static_cast<Index>(rows);

@@ -29,29 +29,10 @@ struct Partial {
 
 Index count_at_least(const Vector& v, double x) { return (v.array() >= x).count(); }
 
-}  // namespace
-
-MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations,
-                 RandomStream& rng, const Context& context, Index block_rows, bool with_gamma) {
-  const Index n = X.rows(), m = Y.rows(), N = n + m, D = X.cols();
-  if (n < 2 || m < 2)
-    throw DataError("mmd: needs at least 2 rows in each sample, got " + std::to_string(n) + " and " +
-                    std::to_string(m));
-  if (Y.cols() != D)
-    throw DataError("mmd: samples of dimension " + std::to_string(D) + " and " + std::to_string(Y.cols()));
-  if (permutations < 0) throw Error("mmd: negative number of permutations");
-  // The labellings are an N x (P + 1) matrix (the price of one Gram pass for all of them): refuse what
-  // would not fit rather than fail in the allocator.
-  if (static_cast<double>(N) * static_cast<double>(permutations + 1) > kMaxLabellingEntries)
-    throw ConfigError("mmd: " + std::to_string(permutations) + " permutations of " + std::to_string(N) +
-                      " pooled rows need " + std::to_string(N) + " x " + std::to_string(permutations + 1) +
-                      " labellings in memory, more than 2^28 entries (2 GB); use fewer permutations");
-  Matrix Z(N, D);
-  Z.topRows(n) = X;
-  Z.bottomRows(m) = Y;
-
-  // Column 0 is the observed labelling; every statistic is a function of K·A, so all labellings cost
-  // one product per Gram block rather than one pass over the Gram matrix each.
+// The labellings, N x (P + 1): column 0 the observed one (the first n rows), then P uniform n-subsets
+// drawn from rng. Every statistic is a function of K·A, so all labellings cost one product per Gram
+// block rather than one pass over the Gram matrix each.
+Matrix labellings(Index n, Index N, Index permutations, RandomStream& rng) {
   const Index L = permutations + 1;
   Matrix A = Matrix::Zero(N, L);
   A.col(0).head(n).setOnes();
@@ -65,13 +46,15 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
       A(order[static_cast<std::size_t>(i)], p) = 1.0;
     }
   }
+  return A;
+}
 
-  const Index rows = block_rows > 0 ? block_rows : std::clamp<Index>(kBlockEntries / N, 16, 512);
-  const Index blocks = (N + rows - 1) / rows;
-  Vector row_sums(N), diagonal(N);
-  // One partial per Gram block, shared between the processes of a distributed run
-  // (kef/distributed_reduce.hpp) and folded in block order.
-  std::vector<Partial> parts = distributed_parts(
+// One partial per Gram block of `rows` rows of the pooled sample Z, shared between the processes of
+// a distributed run (kef/distributed_reduce.hpp).
+std::vector<Partial> gram_partials(const Kernel& kernel, const Matrix& Z, const Matrix& A, Index rows, Index blocks,
+                                   bool with_gamma, const Context& context) {
+  const Index N = Z.rows();
+  return distributed_parts(
       blocks, context, [] { return Partial(); },
       [&](Index b, Partial& part) {
         const Index r0 = b * rows, len = std::min(rows, N - r0);
@@ -93,6 +76,12 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
         if (with_gamma) part.squares = Kb.squaredNorm();
       },
       [](Partial& p) { return std::tie(p.aKa, p.aK1, p.adiag, p.oneK1, p.trace, p.squares, p.k1, p.diag); });
+}
+
+// The blocks' partials folded in block order; their row sums and diagonals copied into per-row
+// vectors (N each).
+Partial fold_partials(std::vector<Partial>& parts, Index rows, Vector& row_sums, Vector& diagonal) {
+  const Index blocks = static_cast<Index>(parts.size());
   for (Index b = 0; b < blocks; ++b) {
     const Partial& part = parts[static_cast<std::size_t>(b)];
     row_sums.segment(b * rows, part.k1.size()) = part.k1;
@@ -108,6 +97,37 @@ MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index p
     total.trace += part.trace;
     total.squares += part.squares;
   }
+  return total;
+}
+
+}  // namespace
+
+MmdTest mmd_test(const Kernel& kernel, const Matrix& X, const Matrix& Y, Index permutations,
+                 RandomStream& rng, const Context& context, Index block_rows, bool with_gamma) {
+  const Index n = X.rows(), m = Y.rows(), N = n + m, D = X.cols();
+  if (n < 2 || m < 2)
+    throw DataError("mmd: needs at least 2 rows in each sample, got " + std::to_string(n) + " and " +
+                    std::to_string(m));
+  if (Y.cols() != D)
+    throw DataError("mmd: samples of dimension " + std::to_string(D) + " and " + std::to_string(Y.cols()));
+  if (permutations < 0) throw Error("mmd: negative number of permutations");
+  // The labellings are an N x (P + 1) matrix (the price of one Gram pass for all of them): refuse what
+  // would not fit rather than fail in the allocator.
+  if (static_cast<double>(N) * static_cast<double>(permutations + 1) > kMaxLabellingEntries)
+    throw ConfigError("mmd: " + std::to_string(permutations) + " permutations of " + std::to_string(N) +
+                      " pooled rows need " + std::to_string(N) + " x " + std::to_string(permutations + 1) +
+                      " labellings in memory, more than 2^28 entries (2 GB); use fewer permutations");
+  Matrix Z(N, D);
+  Z.topRows(n) = X;
+  Z.bottomRows(m) = Y;
+  const Index L = permutations + 1;
+  const Matrix A = labellings(n, N, permutations, rng);
+
+  const Index rows = block_rows > 0 ? block_rows : std::clamp<Index>(kBlockEntries / N, 16, 512);
+  const Index blocks = (N + rows - 1) / rows;
+  Vector row_sums(N), diagonal(N);
+  std::vector<Partial> parts = gram_partials(kernel, Z, A, rows, blocks, with_gamma, context);
+  const Partial total = fold_partials(parts, rows, row_sums, diagonal);
   const Vector& aKa = total.aKa;
   const Vector& aK1 = total.aK1;
   const Vector& adiag = total.adiag;

@@ -484,6 +484,108 @@ namespace {
 
 // Everything after loading, the same for every source (a file, a synthetic source, a caller's matrix):
 // `rng` is the run's "data" stream, so shuffles and noise do not depend on where the rows came from.
+// The train, validation and test splits of a source that gave its rows in one piece (in memory or
+// in a file): sized by [data.split], shuffled by the data stream unless `shuffle = false`, the last
+// rows the test set and the ones before it validation (DKEF's protocol).
+void split_rows(const Config& data, const SourceData& raw, const RandomStream& rng, const FileRows* file,
+                const std::vector<Index>& kept, PreprocessingReport& report, Dataset& out) {
+  const Index n = file ? file->rows : raw.samples.rows();
+  if (n == 0) throw DataError(data.where("type") + ": the source produced no rows");
+  Config split = data.table("split");
+  split.validate({KeySpec::number("test", "test rows: a fraction in [0, 1) or an integer count", 0.1),
+                  KeySpec::number("validation", "validation rows: fraction or count", 0.0),
+                  KeySpec::string("rule",
+                                  "counts: `test` and `validation` as given; dkef: test = floor(10% of "
+                                  "the rows), validation = min(floor(10% of the rest), 1000)",
+                                  std::string("counts"))
+                      .one_of({"counts", "dkef"})});
+  const auto [n_test, n_val] = split_sizes(split, n, report);
+  if (n_test + n_val >= n)
+    split.fail("", "test (" + std::to_string(n_test) + ") + validation (" + std::to_string(n_val) +
+                       ") rows leave no training rows out of " + std::to_string(n));
+  std::vector<Index> idx(static_cast<std::size_t>(n));
+  std::iota(idx.begin(), idx.end(), Index{0});
+  bool shuffle = data.has("shuffle") ? data.boolean("shuffle") : true;
+  if (shuffle) {
+    RandomStream srng = rng.derive("shuffle");
+    for (Index i = n - 1; i > 0; --i)
+      std::swap(idx[static_cast<std::size_t>(i)],
+                idx[static_cast<std::size_t>(srng.uniform_int(static_cast<std::uint64_t>(i + 1)))]);
+  }
+  // Protocol of the DKEF paper: the last rows are the test set, the ones before it validation.
+  const Index n_train = n - n_test - n_val;
+  if (file && file->by_rows) {
+    // Each process checks its own consecutive share of the file's rows (the lowest failing process's
+    // error is the first bad row in file order, as one process would report it), reads the validation
+    // and test rows whole, and leaves the training rows in the file for the consumers to read.
+    const Communicator& comm = *file->by_rows;
+    const Index first = n * comm.rank() / comm.size(), last = n * (comm.rank() + 1) / comm.size();
+    if (last > first) visit_table_rows(file->path, file->columns, RowRange{first, last - first}, [](Index, const double*) {});
+    out.validation = read_file_rows(*file, kept, {idx.begin() + n_train, idx.begin() + n_train + n_val});
+    out.test = read_file_rows(*file, kept, {idx.begin() + n_train + n_val, idx.end()});
+    out.train.resize(0, static_cast<Index>(kept.size()));
+    idx.resize(static_cast<std::size_t>(n_train));  // the training positions' file rows, now the split's map
+    out.train_rows = make_training_rows(*file, kept, std::move(idx));
+  } else if (file) {
+    const auto D = static_cast<Index>(kept.size());
+    out.train.resize(n_train, D);
+    out.validation.resize(n_val, D);
+    out.test.resize(n_test, D);
+    read_splits(*file, idx, kept, {&out.train, &out.validation, &out.test});
+  } else {
+    out.train = take_rows(raw.samples, idx, 0, n_train);
+    out.validation = take_rows(raw.samples, idx, n_train, n_val);
+    out.test = take_rows(raw.samples, idx, n_train + n_val, n_test);
+  }
+}
+
+// `standardize` (each column to mean 0, sd 1) or `whiten` (to identity covariance; block-diagonal in
+// the inputs and targets of conditional data) by the training split's statistics: the affine map
+// is recorded in the dataset's transform and applied to the truth, when known.
+void standardize_or_whiten(const Config& data, Dataset& out, bool standardize) {
+  // The statistics are read in blocks of the training split's first rows (kef/column_summary.hpp),
+  // held or left in the data file alike.
+  const TrainingRowsPtr train = out.training();
+  const Index D = train->cols();
+  if (train->rows() < 2)
+    data.fail(standardize ? "standardize" : "whiten", "needs at least 2 training rows");
+  const Index n_stats = out.preprocessing.statistics_rows = statistics_row_count(data, train->rows());
+  const ColumnSummary stats = summarize_columns(*train, 4096, n_stats);
+  const Vector mean = stats.mean;
+  Matrix A;
+  if (standardize) {
+    const Vector sd = stats.sd(0);  // the population sd: divisor n
+    check_finite_statistics(*train, n_stats, mean, sd, out.columns, data.where("standardize"));
+    for (Index d = 0; d < D; ++d)
+      if (!(sd[d] > 0))
+        throw DataError(data.where("standardize") + ": column " +
+                        (static_cast<std::size_t>(d) < out.columns.size()
+                             ? out.columns[static_cast<std::size_t>(d)]
+                             : std::to_string(d)) +
+                        " is constant in the training split and cannot be standardised");
+    A = sd.cwiseInverse().asDiagonal();
+  } else {
+    const Matrix cov = stats.scatter / static_cast<double>(n_stats);
+    check_finite_statistics(*train, n_stats, mean, cov.diagonal(), out.columns, data.where("whiten"));
+    if (!out.roles.conditional()) {
+      A = whitening_map(cov, data, "");
+    } else {
+      // Block-diagonal: x and y are whitened each alone (kef/data_transform.hpp says why).
+      A = Matrix::Zero(D, D);
+      for (const auto& [block, label] :
+           {std::pair{out.roles.inputs(D), "inputs"}, std::pair{out.roles.targets, "targets"}}) {
+        const Matrix W = whitening_map(block_of(cov, block), data, label);
+        for (std::size_t i = 0; i < block.size(); ++i)
+          for (std::size_t j = 0; j < block.size(); ++j)
+            A(block[i], block[j]) = W(static_cast<Index>(i), static_cast<Index>(j));
+      }
+    }
+  }
+  Vector c = -A * mean;
+  record_transform(out, standardize ? "standardize" : "whiten", A, c);
+  if (out.truth) out.truth = make_affine_model(out.truth, A, c);
+}
+
 Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, const FileRows* file = nullptr) {
   data.fill_defaults();
   PreprocessingReport report;
@@ -505,54 +607,7 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, con
     if (!raw.validation) out.validation.resize(0, out.train.cols());
     if (!raw.test) out.test.resize(0, out.train.cols());
   } else {
-    const Index n = file ? file->rows : raw.samples.rows();
-    if (n == 0) throw DataError(data.where("type") + ": the source produced no rows");
-    Config split = data.table("split");
-    split.validate({KeySpec::number("test", "test rows: a fraction in [0, 1) or an integer count", 0.1),
-                    KeySpec::number("validation", "validation rows: fraction or count", 0.0),
-                    KeySpec::string("rule",
-                                    "counts: `test` and `validation` as given; dkef: test = floor(10% of "
-                                    "the rows), validation = min(floor(10% of the rest), 1000)",
-                                    std::string("counts"))
-                        .one_of({"counts", "dkef"})});
-    const auto [n_test, n_val] = split_sizes(split, n, report);
-    if (n_test + n_val >= n)
-      split.fail("", "test (" + std::to_string(n_test) + ") + validation (" + std::to_string(n_val) +
-                         ") rows leave no training rows out of " + std::to_string(n));
-    std::vector<Index> idx(static_cast<std::size_t>(n));
-    std::iota(idx.begin(), idx.end(), Index{0});
-    bool shuffle = data.has("shuffle") ? data.boolean("shuffle") : true;
-    if (shuffle) {
-      RandomStream srng = rng.derive("shuffle");
-      for (Index i = n - 1; i > 0; --i)
-        std::swap(idx[static_cast<std::size_t>(i)],
-                  idx[static_cast<std::size_t>(srng.uniform_int(static_cast<std::uint64_t>(i + 1)))]);
-    }
-    // Protocol of the DKEF paper: the last rows are the test set, the ones before it validation.
-    const Index n_train = n - n_test - n_val;
-    if (file && file->by_rows) {
-      // Each process checks its own consecutive share of the file's rows (the lowest failing process's
-      // error is the first bad row in file order, as one process would report it), reads the validation
-      // and test rows whole, and leaves the training rows in the file for the consumers to read.
-      const Communicator& comm = *file->by_rows;
-      const Index first = n * comm.rank() / comm.size(), last = n * (comm.rank() + 1) / comm.size();
-      if (last > first) visit_table_rows(file->path, file->columns, RowRange{first, last - first}, [](Index, const double*) {});
-      out.validation = read_file_rows(*file, kept, {idx.begin() + n_train, idx.begin() + n_train + n_val});
-      out.test = read_file_rows(*file, kept, {idx.begin() + n_train + n_val, idx.end()});
-      out.train.resize(0, static_cast<Index>(kept.size()));
-      idx.resize(static_cast<std::size_t>(n_train));  // the training positions' file rows, now the split's map
-      out.train_rows = make_training_rows(*file, kept, std::move(idx));
-    } else if (file) {
-      const auto D = static_cast<Index>(kept.size());
-      out.train.resize(n_train, D);
-      out.validation.resize(n_val, D);
-      out.test.resize(n_test, D);
-      read_splits(*file, idx, kept, {&out.train, &out.validation, &out.test});
-    } else {
-      out.train = take_rows(raw.samples, idx, 0, n_train);
-      out.validation = take_rows(raw.samples, idx, n_train, n_val);
-      out.test = take_rows(raw.samples, idx, n_train + n_val, n_test);
-    }
+    split_rows(data, raw, rng, file, kept, report, out);
   }
   check_dims(out);
   out.preprocessing = report;
@@ -569,47 +624,7 @@ Dataset prepare_loaded(Config data, SourceData raw, const RandomStream& rng, con
   const bool whiten = data.has("whiten") && data.boolean("whiten");
   if (standardize && whiten) data.fail("whiten", "choose one of `standardize` and `whiten`");
   if (standardize || whiten) {
-    // The statistics are read in blocks of the training split's first rows (kef/column_summary.hpp),
-    // held or left in the data file alike.
-    const TrainingRowsPtr train = out.training();
-    const Index D = train->cols();
-    if (train->rows() < 2)
-      data.fail(standardize ? "standardize" : "whiten", "needs at least 2 training rows");
-    const Index n_stats = out.preprocessing.statistics_rows = statistics_row_count(data, train->rows());
-    const ColumnSummary stats = summarize_columns(*train, 4096, n_stats);
-    const Vector mean = stats.mean;
-    Matrix A;
-    if (standardize) {
-      const Vector sd = stats.sd(0);  // the population sd: divisor n
-      check_finite_statistics(*train, n_stats, mean, sd, out.columns, data.where("standardize"));
-      for (Index d = 0; d < D; ++d)
-        if (!(sd[d] > 0))
-          throw DataError(data.where("standardize") + ": column " +
-                          (static_cast<std::size_t>(d) < out.columns.size()
-                               ? out.columns[static_cast<std::size_t>(d)]
-                               : std::to_string(d)) +
-                          " is constant in the training split and cannot be standardised");
-      A = sd.cwiseInverse().asDiagonal();
-    } else {
-      const Matrix cov = stats.scatter / static_cast<double>(n_stats);
-      check_finite_statistics(*train, n_stats, mean, cov.diagonal(), out.columns, data.where("whiten"));
-      if (!out.roles.conditional()) {
-        A = whitening_map(cov, data, "");
-      } else {
-        // Block-diagonal: x and y are whitened each alone (kef/data_transform.hpp says why).
-        A = Matrix::Zero(D, D);
-        for (const auto& [block, label] :
-             {std::pair{out.roles.inputs(D), "inputs"}, std::pair{out.roles.targets, "targets"}}) {
-          const Matrix W = whitening_map(block_of(cov, block), data, label);
-          for (std::size_t i = 0; i < block.size(); ++i)
-            for (std::size_t j = 0; j < block.size(); ++j)
-              A(block[i], block[j]) = W(static_cast<Index>(i), static_cast<Index>(j));
-        }
-      }
-    }
-    Vector c = -A * mean;
-    record_transform(out, standardize ? "standardize" : "whiten", A, c);
-    if (out.truth) out.truth = make_affine_model(out.truth, A, c);
+    standardize_or_whiten(data, out, standardize);
   } else if (static_cast<Index>(out.columns.size()) == out.train.cols()) {
     out.transform.columns = out.columns;
   }
