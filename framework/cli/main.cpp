@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -511,127 +512,107 @@ int cmd_eval(kef::Registry& registry, const kef::SavedEvalOptions& opts, const s
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  kef::keep_freed_memory();  // see allocator.hpp: large temporaries are reused, not re-faulted
-  CLI::App app{
-      "kef: kernel exponential family densities.\n"
-      "Fit, evaluate and use unnormalised densities log p~(x) = f(x) + log q0(x)."};
-  app.set_version_flag("--version", std::string("kef ") + kef::version());
-  app.require_subcommand(1);
+namespace {
 
+// The command line: every subcommand, its options and the variables they fill. declare() builds it
+// on the app; dispatch() runs the parsed command (its exit status, passed through finish) and
+// returns 0 when none was parsed.
+struct CommandLine {
   std::string file, output, describe, model_dir, data, out;
   std::vector<std::string> overrides, plugin_paths;
   int threads = 0;
   bool quiet = false;
-
-  auto* run =
-      app.add_subcommand("run", "Run a TOML pipeline: fit every [[model]], evaluate, write results.json");
-  run->add_option("file", file, "pipeline file")->required();
-  run->add_option("--set", overrides,
-                  "override a key: a.b.c=value (model.NAME.key or model[i].key for one model)");
-  run->add_option("--output", output, "output directory (replaces [output] dir)");
-  run->add_option("--threads", threads, "worker threads (default: all cores; results do not depend on it)")
-      ->check(integer_in(1, kMaxThreads));
-  run->add_flag("--quiet", quiet, "no progress output on stderr");
-
-  auto* validate =
-      app.add_subcommand("validate", "Check a pipeline (keys, types, plugins, data) without fitting");
-  validate->add_option("file", file, "pipeline file")->required();
-  validate->add_option("--set", overrides, "override a key: a.b.c=value");
-
-  auto* plugins = app.add_subcommand("plugins", "List plugins and their components");
-  plugins->add_option("--describe", describe, "print the keys of one component, e.g. kernel/gaussian");
-  plugins->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
-
-  auto* score = app.add_subcommand("score", "Write log p~(x) and its gradient for data under a saved model");
-  score->add_option("model_dir", model_dir, "saved model directory (runs/NAME/models/MODEL)")->required();
-  score->add_option("--data", data, "data file (.csv or .npy)")->required();
-  score->add_option("--out", out, "output .npy: N x (1 + D), log p~ then the score")->required();
+  CLI::App* run = nullptr;
+  CLI::App* validate = nullptr;
+  CLI::App* plugins = nullptr;
+  CLI::App* score = nullptr;
   ScoreFlags score_flags;
-  score->add_option("--columns", score_flags.columns, "CSV columns to use");
-  score->add_flag("--normalize", score_flags.normalize,
-                  "write log p = log p~ - log Z (needs a model with a known normaliser)");
-  score->add_option("--threads", threads, "worker threads (results do not depend on it)")
-      ->check(integer_in(1, kMaxThreads));
-  score->add_flag("--quiet", score_flags.quiet, "nothing on stderr but warnings and errors");
-  score->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
-
   kef::SavedEvalOptions eval_opts;
   std::string eval_out;
-  auto* eval =
-      app.add_subcommand("eval", "Run one evaluator on a saved model, with a data file as the held-out set");
-  eval->add_option("model_dir", eval_opts.model_dir, "saved model directory")->required();
-  eval->add_option("--data", eval_opts.data_file, "data file (.csv or .npy)")->required();
-  eval->add_option("--type", eval_opts.evaluator, "evaluator type (see `kef plugins`)")->required();
-  eval->add_option("--against", eval_opts.against_dir, "second saved model, for comparative evaluators");
-  eval->add_option("--set", eval_opts.settings, "an evaluator key: key=value");
-  eval->add_option("--columns", eval_opts.columns, "CSV columns to use");
-  eval->add_option("--seed", eval_opts.seed, "seed of the evaluator's random streams (default 0)")
-      ->check(seed_value());
-  eval->add_option("--out", eval_out, "also write the metrics as JSON to this file");
-  eval->add_option("--threads", threads, "worker threads")->check(integer_in(1, kMaxThreads));
-  eval->add_flag("--quiet", eval_opts.quiet, "no progress output");
-  eval->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
-
+  CLI::App* eval = nullptr;
   std::string sample_dir, sample_out, sample_given;
   long sample_n = 0;
   std::uint64_t sample_seed = 0;
-  auto* sample = app.add_subcommand("sample",
-                                    "Draw samples from a saved model (its own sampler, exact or approximate, else HMC), or from "
-                                    "a target with --sampler kahmc|rwm");
-  sample->add_option("model_dir", sample_dir, "saved model directory (or give a target with --target)");
-  sample->add_option("-n", sample_n, "number of samples")->required()->check(integer_in(1, kMaxSamples));
-  sample->add_option("--out", sample_out, "output .npy (n x D; with --given, n rows per row of X)")
-      ->required();
-  sample->add_option(
-      "--given", sample_given,
-      "conditional models: a .npy or .csv of inputs x (the model's input columns, data units); "
-      "-n draws of y for each row");
-  sample->add_option("--seed", sample_seed, "seed (default 0)")->check(seed_value());
-  sample->add_option("--threads", threads, "worker threads (results do not depend on it)")
-      ->check(integer_in(1, kMaxThreads));
-  sample->add_flag("--quiet", quiet, "no progress or diagnostics on stderr");
-  sample->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
+  CLI::App* sample = nullptr;
   SamplerFlags sampler_flags;
-  add_sampler_flags(sample, sampler_flags);
-
   FigureFlags figure_flags;
-  const FigureCommands figures = add_figure_commands(app, figure_flags);
+  FigureCommands figures;
   KernelTestFlags kernel_test_flags;
   CausalFlags causal_flags;
-  KernelTestCommand kernel_test = add_kernel_test_command(app, kernel_test_flags, causal_flags, threads);
+  KernelTestCommand kernel_test;
   WitnessFlags witness_flags;
-  add_witness_command(kernel_test, witness_flags, threads);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    if (const std::string unknown = unknown_word_message(app, argc, argv); !unknown.empty()) {
-      std::cerr << "kef: " << unknown << "\n";
-      return 2;
-    }
-    app.exit(e);
-    return 2;
+  void declare(CLI::App& app) {
+    run =
+        app.add_subcommand("run", "Run a TOML pipeline: fit every [[model]], evaluate, write results.json");
+    run->add_option("file", file, "pipeline file")->required();
+    run->add_option("--set", overrides,
+                    "override a key: a.b.c=value (model.NAME.key or model[i].key for one model)");
+    run->add_option("--output", output, "output directory (replaces [output] dir)");
+    run->add_option("--threads", threads, "worker threads (default: all cores; results do not depend on it)")
+        ->check(integer_in(1, kMaxThreads));
+    run->add_flag("--quiet", quiet, "no progress output on stderr");
+
+    validate =
+        app.add_subcommand("validate", "Check a pipeline (keys, types, plugins, data) without fitting");
+    validate->add_option("file", file, "pipeline file")->required();
+    validate->add_option("--set", overrides, "override a key: a.b.c=value");
+
+    plugins = app.add_subcommand("plugins", "List plugins and their components");
+    plugins->add_option("--describe", describe, "print the keys of one component, e.g. kernel/gaussian");
+    plugins->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
+
+    score = app.add_subcommand("score", "Write log p~(x) and its gradient for data under a saved model");
+    score->add_option("model_dir", model_dir, "saved model directory (runs/NAME/models/MODEL)")->required();
+    score->add_option("--data", data, "data file (.csv or .npy)")->required();
+    score->add_option("--out", out, "output .npy: N x (1 + D), log p~ then the score")->required();
+    score->add_option("--columns", score_flags.columns, "CSV columns to use");
+    score->add_flag("--normalize", score_flags.normalize,
+                    "write log p = log p~ - log Z (needs a model with a known normaliser)");
+    score->add_option("--threads", threads, "worker threads (results do not depend on it)")
+        ->check(integer_in(1, kMaxThreads));
+    score->add_flag("--quiet", score_flags.quiet, "nothing on stderr but warnings and errors");
+    score->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
+
+    eval =
+        app.add_subcommand("eval", "Run one evaluator on a saved model, with a data file as the held-out set");
+    eval->add_option("model_dir", eval_opts.model_dir, "saved model directory")->required();
+    eval->add_option("--data", eval_opts.data_file, "data file (.csv or .npy)")->required();
+    eval->add_option("--type", eval_opts.evaluator, "evaluator type (see `kef plugins`)")->required();
+    eval->add_option("--against", eval_opts.against_dir, "second saved model, for comparative evaluators");
+    eval->add_option("--set", eval_opts.settings, "an evaluator key: key=value");
+    eval->add_option("--columns", eval_opts.columns, "CSV columns to use");
+    eval->add_option("--seed", eval_opts.seed, "seed of the evaluator's random streams (default 0)")
+        ->check(seed_value());
+    eval->add_option("--out", eval_out, "also write the metrics as JSON to this file");
+    eval->add_option("--threads", threads, "worker threads")->check(integer_in(1, kMaxThreads));
+    eval->add_flag("--quiet", eval_opts.quiet, "no progress output");
+    eval->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
+
+    sample = app.add_subcommand("sample",
+                                      "Draw samples from a saved model (its own sampler, exact or approximate, else HMC), or from "
+                                      "a target with --sampler kahmc|rwm");
+    sample->add_option("model_dir", sample_dir, "saved model directory (or give a target with --target)");
+    sample->add_option("-n", sample_n, "number of samples")->required()->check(integer_in(1, kMaxSamples));
+    sample->add_option("--out", sample_out, "output .npy (n x D; with --given, n rows per row of X)")
+        ->required();
+    sample->add_option(
+        "--given", sample_given,
+        "conditional models: a .npy or .csv of inputs x (the model's input columns, data units); "
+        "-n draws of y for each row");
+    sample->add_option("--seed", sample_seed, "seed (default 0)")->check(seed_value());
+    sample->add_option("--threads", threads, "worker threads (results do not depend on it)")
+        ->check(integer_in(1, kMaxThreads));
+    sample->add_flag("--quiet", quiet, "no progress or diagnostics on stderr");
+    sample->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
+    add_sampler_flags(sample, sampler_flags);
+
+    figures = add_figure_commands(app, figure_flags);
+    kernel_test = add_kernel_test_command(app, kernel_test_flags, causal_flags, threads);
+    add_witness_command(kernel_test, witness_flags, threads);
   }
 
-  // What a command printed must have reached stdout: `kef eval ... > /dev/full` is a failure.
-  auto finish = [](int status) {
-    std::cout.flush();
-    if (std::cout) return status;
-    std::cerr << "kef: error: cannot write to standard output (" << std::strerror(errno) << ")\n";
-    return status == 0 ? 2 : status;
-  };
-  // The plugins' code must stay loaded until every exception has been handled: an exception thrown
-  // by plugin code may refer to it (its what(), a class of its own), and the models a command holds
-  // keep their plugin loaded only while they live. So the registry outlives the handlers below.
-  kef::Registry registry;
-  try {
+  int dispatch(kef::Registry& registry, const std::function<int(int)>& finish) {
     if (threads > 0) kef::set_default_threads(threads);
     (void)kef::product_backend();  // a bad KEF_BLAS fails here, before any work
     // An empty --output would otherwise fall back to [output] dir without notice.
@@ -699,6 +680,53 @@ int main(int argc, char** argv) {
       eval_opts.threads = threads;
       return finish(cmd_eval(registry, eval_opts, eval_out, plugin_paths));
     }
+    return 0;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kef::keep_freed_memory();  // see allocator.hpp: large temporaries are reused, not re-faulted
+  CLI::App app{
+      "kef: kernel exponential family densities.\n"
+      "Fit, evaluate and use unnormalised densities log p~(x) = f(x) + log q0(x)."};
+  app.set_version_flag("--version", std::string("kef ") + kef::version());
+  app.require_subcommand(1);
+
+  CommandLine c;
+  c.declare(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (const std::string unknown = unknown_word_message(app, argc, argv); !unknown.empty()) {
+      std::cerr << "kef: " << unknown << "\n";
+      return 2;
+    }
+    app.exit(e);
+    return 2;
+  }
+
+  // What a command printed must have reached stdout: `kef eval ... > /dev/full` is a failure.
+  auto finish = [](int status) {
+    std::cout.flush();
+    if (std::cout) return status;
+    std::cerr << "kef: error: cannot write to standard output (" << std::strerror(errno) << ")\n";
+    return status == 0 ? 2 : status;
+  };
+  // The plugins' code must stay loaded until every exception has been handled: an exception thrown
+  // by plugin code may refer to it (its what(), a class of its own), and the models a command holds
+  // keep their plugin loaded only while they live. So the registry outlives the handlers below.
+  kef::Registry registry;
+  try {
+    return c.dispatch(registry, finish);
   } catch (const kef::Error& e) {
     std::cerr << "kef: " << e.kind() << ": " << e.what() << "\n";
     return e.exit_status();
