@@ -14,7 +14,8 @@ The same pipelines, components and key declarations as the ``kef`` command (see 
 
 Arrays are float64 NumPy arrays of shape (rows, columns), C or Fortran order, finite; anything else
 raises TypeError (dtype) or kef.DataError naming the argument. kef's errors are raised as kef.Error's
-subclasses (ConfigError, DataError, PluginError, ModelFileError, NumericalError) carrying kef's message.
+subclasses (ConfigError, DataError, PluginError, ModelFileError, NumericalError, OutOfMemoryError)
+carrying kef's message.
 Progress goes to stderr; silence it per call (quiet=True) or for the module (kef.quiet = True).
 """
 
@@ -26,12 +27,13 @@ import sys
 
 from . import _kef
 from ._kef import (ConfigError, DataError, Error, Model, ModelFileError,
-                   NumericalError, PluginError, causal_discovery, independence_test,
+                   NumericalError, OutOfMemoryError, PluginError, causal_discovery, independence_test,
                    two_sample_test, witness)
 
 __version__ = _kef.__version__
 # Shown as kef.ConfigError, kef.Model, ... (where users import them from), not kef._kef.
-for _cls in (Error, ConfigError, DataError, PluginError, ModelFileError, NumericalError, Model):
+for _cls in (Error, ConfigError, DataError, PluginError, ModelFileError, NumericalError,
+             OutOfMemoryError, Model):
     _cls.__module__ = __name__
 del _cls
 for _fn in (two_sample_test, independence_test, witness, causal_discovery):
@@ -44,7 +46,7 @@ __all__ = [
     "fit", "run", "validate", "load", "evaluate", "fssd", "ksd", "log_likelihood",
     "score_matching_loss", "mmd", "conditional_log_likelihood", "conditional_score_matching_loss",
     "two_sample_test", "independence_test", "witness", "causal_discovery", "Model", "Error", "ConfigError", "DataError",
-    "PluginError", "ModelFileError", "NumericalError", "quiet",
+    "PluginError", "ModelFileError", "NumericalError", "OutOfMemoryError", "quiet",
 ]
 
 #: Module-wide default of every call's ``quiet``: True silences kef's progress on stderr.

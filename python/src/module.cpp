@@ -817,7 +817,7 @@ py::object causal_discovery(const py::handle& data, const py::object& columns, d
 // kef's exception classes, one Python class each, under kef._kef.Error; kef/__init__.py re-exports
 // them. Registered base first: pybind11 tries the most recently registered translator first. A bad
 // key or value (ConfigError) and bad data (DataError) are also ValueErrors, Python's convention for
-// an argument of the right type with a wrong value.
+// an argument of the right type with a wrong value; OutOfMemoryError is also a MemoryError.
 void bind_errors(py::module_& m) {
   static py::exception<kef::Error> error(m, "Error");
   static py::exception<kef::ConfigError> config_error(m, "ConfigError",
@@ -827,12 +827,18 @@ void bind_errors(py::module_& m) {
   static py::exception<kef::PluginError> plugin_error(m, "PluginError", error.ptr());
   static py::exception<kef::ModelFileError> model_file_error(m, "ModelFileError", error.ptr());
   static py::exception<kef::NumericalError> numerical_error(m, "NumericalError", error.ptr());
+  static py::exception<kef::OutOfMemoryError> out_of_memory_error(
+      m, "OutOfMemoryError", py::make_tuple(error, py::handle(PyExc_MemoryError)));
   error.doc() = "Base class of kef's errors; the message is kef's, naming the key, file, row or argument.";
   config_error.doc() = "A bad key, value or argument (also a ValueError).";
   data_error.doc() = "Bad data: shape, non-finite values, too few rows (also a ValueError).";
   plugin_error.doc() = "A plugin failed, or a component's plugin is not loaded (the message names it).";
   model_file_error.doc() = "A saved model that cannot be read (the message names the file).";
   numerical_error.doc() = "A computation that failed numerically (non-finite result, singular system).";
+  out_of_memory_error.doc() =
+      "A run whose memory estimate exceeds the limit (the available memory, or the pipeline's "
+      "memory_limit_gb), or an allocation that failed; the message names the step, the size and the key "
+      "that sets it (also a MemoryError).";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -846,6 +852,8 @@ void bind_errors(py::module_& m) {
       model_file_error(e.what());
     } catch (const kef::NumericalError& e) {
       numerical_error(e.what());
+    } catch (const kef::OutOfMemoryError& e) {
+      out_of_memory_error(e.what());
     } catch (const kef::Error& e) {
       error(e.what());
     }

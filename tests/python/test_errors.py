@@ -18,9 +18,35 @@ def model(data):
 
 def test_exception_hierarchy():
     for cls in (kef.ConfigError, kef.DataError, kef.PluginError, kef.ModelFileError,
-                kef.NumericalError):
+                kef.NumericalError, kef.OutOfMemoryError):
         assert issubclass(cls, kef.Error) and cls is not kef.Error
     assert issubclass(kef.Error, Exception)
+    assert issubclass(kef.OutOfMemoryError, MemoryError)
+    assert "MemoryError" in kef.OutOfMemoryError.__doc__
+
+
+def test_out_of_memory_is_its_own_class(tmp_path):
+    """An allocation that fails (here 16 TB of synthetic rows, the memory estimate waved through by
+    memory_limit_gb) is kef.OutOfMemoryError, also a MemoryError, naming the step; nothing is
+    written. The child process's address space is capped, so the allocation fails at once."""
+    cfg = tmp_path / "p.toml"
+    cfg.write_text('schema_version = 1\nseed = 1\nmemory_limit_gb = 1e9\n\n[data]\n'
+                   'type = "synthetic/banana"\nn = 1000000000000\n\n[[model]]\nname = "m"\n'
+                   '[model.estimator]\ntype = "gaussian_fit"\n')
+    code = ("import resource, sys, kef\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))\n"
+            "try:\n"
+            "    kef.run(sys.argv[1], output=sys.argv[2], quiet=True)\n"
+            "except kef.OutOfMemoryError as e:\n"
+            "    assert isinstance(e, MemoryError) and isinstance(e, kef.Error)\n"
+            "    print('OutOfMemoryError:', e)\n")
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-c", code, str(cfg), str(out)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("OutOfMemoryError:") and "synthetic/banana" in r.stdout, r.stdout
+    assert "an allocation failed" in r.stdout, r.stdout
+    assert not out.exists()
 
 
 def test_typo_key_says_did_you_mean(data):
