@@ -9,9 +9,10 @@ take ``kernel`` (a type or a table) and ``sigma`` (the kernel's bandwidth, a num
 or ``"bkl"``), and those that use a base measure ``base_measure``. What is not given gets the
 defaults kef chooses for a fit without a pipeline (a Gaussian kernel with the median heuristic, a
 Gaussian base measure, inducing points at most the training rows, a validation split for
-estimators that early-stop on one), and rows are standardised by default, so that every class fits
-any data it can; keys kef declares mandatory (``Gmm``'s ``components``, ``ClusterMixture``'s
-``clusters`` and ``inner``) are the user's choice:
+estimators that early-stop on one, one component for ``Gmm``, one cluster of ``gaussian_fit`` for
+``ClusterMixture``, ``Dkef``'s minibatches at most half the training rows, ``Nystrom``'s ``pinv``
+solver, which fits near-duplicate rows: ``kef/fit_defaults.hpp``), and rows are standardised by
+default, so that every class fits any data scikit-learn's checks give it:
 
     from sklearn.model_selection import GridSearchCV
     from kef.sklearn import Lite
@@ -113,9 +114,12 @@ class KefDensity(DensityMixin, BaseEstimator):
         tables = {"estimator": estimator, "kernel": kernel, "base_measure": base, "data": None}
         for table, key, value in _kef._fit_defaults(self._kef_type, given,
                                                     [k for k in estimator if k != "type"], rows):
-            if tables[table] is None:
-                tables[table] = {}
-            tables[table].setdefault(key, value)
+            # "estimator.inner": a table nested in the estimator's (its absent `inner`).
+            name, _, nested = table.partition(".")
+            if tables[name] is None:
+                tables[name] = {}
+            target = tables[name].setdefault(nested, {}) if nested else tables[name]
+            target.setdefault(key, value)
         if self._kef_kernel and self.sigma is not None:
             if tables["kernel"] is None:
                 raise ValueError(f"sigma: {self._kef_type}'s kernel is optional; give kernel= "

@@ -12,21 +12,17 @@ import kef
 import kef.sklearn
 from conftest import BASE, KERNEL, LITE
 
-# Small settings for the checks' small data sets (tens of rows): the checks test the interface, so
-# the iterative estimators train briefly. Keys not named here keep kef's declared defaults.
+# Training length only, for speed: the checks test the interface, so the iterative estimators train
+# briefly. Everything else is each class's default (kef/fit_defaults.hpp), which must fit any data
+# the checks give (tens of rows, near-duplicates, one feature).
 FAST = {
-    "dkef": {"max_steps": 5, "batch_fit": 3, "batch_loss": 3, "inducing_points": 5},
+    "dkef": {"max_steps": 5},
     "dde": {"iterations": 5},
     "made": {"max_epochs": 2},
     "made_mog": {"max_epochs": 2},
     "maf": {"max_epochs": 2},
     "maf_mog": {"max_epochs": 2},
     "real_nvp": {"max_epochs": 2},
-    "cluster_mixture": {"clusters": 1, "inner": {"type": "gaussian_fit"}},
-    # Modelling choices kef declares mandatory or data-dependent, not speed: the number of
-    # components, and the pseudo-inverse for the checks' near-duplicate rows.
-    "gmm": {"components": [2]},
-    "nystrom": {"solver": "pinv"},
 }
 
 
@@ -41,6 +37,29 @@ def instances():
 @parametrize_with_checks(instances())
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def test_defaults_without_a_pipeline_fit_small_data():
+    """The defaults kef/fit_defaults.hpp adds (what the checks above rely on), capped by the rows
+    left to train on; a pipeline's declared defaults stay as they are."""
+    def defaults(estimator_type, rows, given_keys=()):
+        return {(t, k): v for t, k, v in kef._kef._fit_defaults(estimator_type, [], list(given_keys),
+                                                                rows)}
+    assert defaults("gmm", 20)[("estimator", "components")] == 1
+    mixture = defaults("cluster_mixture", 20)
+    assert mixture[("estimator", "clusters")] == 1
+    assert mixture[("estimator.inner", "type")] == "gaussian_fit"
+    assert ("estimator", "clusters") not in defaults("cluster_mixture", 20, ["clusters"])
+    dkef = defaults("dkef", 20)   # 2 of 20 rows validate: 18 train
+    assert dkef[("data", "validation")] == 0.1
+    assert dkef[("estimator", "batch_fit")] == dkef[("estimator", "batch_loss")] == 9
+    assert dkef[("estimator", "inducing_points")] == 18
+    assert ("estimator", "batch_fit") not in defaults("dkef", 1000)   # 100 + 100 fit in 900
+    assert defaults("nystrom", 20)[("estimator", "solver")] == "pinv"
+    assert ("estimator", "solver") not in defaults("nystrom", 20, ["solver"])
+    declared = {k["name"]: k["default"] for c in kef._kef._components("estimator")
+                if c["type"] == "nystrom" for k in c["keys"]}
+    assert declared["solver"] == "cholesky"
 
 
 def test_every_unconditional_estimator_has_a_class():

@@ -11,7 +11,20 @@
 //    a count declared without a default (the estimator takes a count or a file) is min(100, rows);
 //  - an estimator that early-stops on the validation split (a `patience` key counted in validation
 //    losses) and was given no split ("validation" not among the given tables) gets a tenth of the
-//    rows as its validation split ([data] split.validation, table "data", key "validation").
+//    rows as its validation split ([data] split.validation, table "data", key "validation"); every
+//    count here is then capped by the rows left to train on;
+//  - a mandatory count of mixture components or clusters (`components`, `clusters` declared required
+//    and without a default) is 1, as scikit-learn's GaussianMixture: more can leave a component or
+//    cluster with too few rows on some data, so more is the user's modelling choice;
+//  - a mandatory inner estimator (`inner`, a required table) is gaussian_fit (table "estimator.inner",
+//    key "type"): it fits any data with more rows than columns and no collinear columns, and its
+//    normaliser is exact, so the mixture needs no importance sampling per component;
+//  - minibatches drawn from the training rows (`batch_fit`, `batch_loss`) are at most half of them
+//    each, so that both fit in the fit split together;
+//  - a `solver` whose choices include "pinv" gets it: the eigendecomposition pseudo-inverse fits
+//    near-duplicate rows (a singular system), which the Cholesky default refuses. The declared default
+//    stays, so existing pipelines keep their results; pinv costs a symmetric eigendecomposition of
+//    the m·D system instead of a Cholesky factorisation (the same O((m·D)³), a larger constant).
 #include <string>
 #include <vector>
 
@@ -22,7 +35,7 @@
 namespace kef {
 
 struct DefaultSetting {
-  std::string table;   // "estimator", "kernel", "base_measure", "data"
+  std::string table;   // "estimator", "kernel", "base_measure", "data", or "estimator.inner" (nested)
   std::string key;     // "type", "sigma", "inducing_points", ...
   DefaultValue value;  // what to set
 };
