@@ -208,7 +208,7 @@ TEST(PluginPermissions, WorldWritablePluginFilesAndDirectoriesAreReported) {
 
   fs::permissions(so, fs::perms::others_write, fs::perm_options::add);
   fs::permissions(dir, fs::perms::others_write, fs::perm_options::add);
-  for (const std::string command :
+  for (const std::string& command :
        std::vector<std::string>{"plugins", "score /nonexistent --data x.npy --out y.npy"}) {
     Result r = run(command);
     EXPECT_NE(r.output.find("[kef] warning: plugin " + so.string() + " is writable by every user"),

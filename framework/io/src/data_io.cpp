@@ -280,7 +280,8 @@ std::vector<std::string> column_names(const std::filesystem::path& path, std::ve
                                       std::size_t line, bool header) {
   std::vector<std::string> names;
   if (!header) {
-    for (std::size_t j = 0; j < fields.size(); ++j) names.push_back("x" + std::to_string(j));
+    // append, not "x" + std::string&&: GCC 12 reports a false -Wrestrict inside libstdc++ for that.
+    for (std::size_t j = 0; j < fields.size(); ++j) names.push_back(std::string("x").append(std::to_string(j)));
     return names;
   }
   const bool all_numbers =

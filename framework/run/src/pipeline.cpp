@@ -194,17 +194,11 @@ bool training_split_by_rows(const Config& root, const Registry& registry, std::s
   return true;
 }
 
-Plan build_plan(Config pipeline, const std::string& path, const RunOptions& options, const InMemoryData* in) {
-  Plan plan;
-  plan.path = path;
-  plan.overrides = options.overrides;
-  plan.root = std::move(pipeline);
-  Config& root = plan.root;
-  plan.seed = static_cast<std::uint64_t>(root.integer("seed"));
-  // Before any component is built: their up-front memory estimates are checked against it.
-  set_memory_limit_bytes(root.has("memory_limit_gb") ? std::optional<double>(root.number("memory_limit_gb") * 1e9)
-                                                     : std::nullopt);
+namespace {
 
+// The core components and the plugins: [plugins] paths (relative to the pipeline file) first, then the
+// default search path.
+std::unique_ptr<Registry> load_registry(Config& root, const std::string& path, const RunOptions& options) {
   Config plugins = root.table("plugins");
   plugins.validate({KeySpec::strings("paths", "extra plugin directories, searched first")});
   std::vector<std::string> plugin_paths;
@@ -212,13 +206,15 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
     fs::path pp(p);
     plugin_paths.push_back(pp.is_absolute() ? p : (fs::path(path).parent_path() / pp).string());
   }
-  plan.registry = std::make_unique<Registry>();
-  register_core_components(*plan.registry);
-  plan.registry->load_plugins(plugin_search_path(plugin_paths));
-  warn_refused_plugins(*plan.registry, options.quiet);
+  auto registry = std::make_unique<Registry>();
+  register_core_components(*registry);
+  registry->load_plugins(plugin_search_path(plugin_paths));
+  warn_refused_plugins(*registry, options.quiet);
+  return registry;
+}
 
-  Config output = root.table("output");
-  output.validate(output_keys());
+// [output]'s directory (the command line's --output wins) and what the run saves.
+void read_output_keys(Plan& plan, Config& output, const std::string& path, const RunOptions& options) {
   std::string dir =
       options.output_dir
           ? *options.output_dir
@@ -228,23 +224,24 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
   plan.output_dir = dir;
   plan.save_models = output.boolean("save_models");
   plan.save_splits = output.boolean("save_splits");
+}
 
-  const Communicator* by_rows = nullptr;
-  if (!in && options.communicator && options.communicator->size() > 1) {
-    std::string why_not;
-    if (training_split_by_rows(root, *plan.registry, why_not)) {
-      by_rows = options.communicator;
-      plan.data_reading = "data: the training split is read by rows (each process reads the rows its share of the "
-                          "sums needs)";
-    } else {
-      plan.data_reading = "data: every process holds the whole training split (" + why_not + ")";
-    }
+// Under several processes, whether each reads only the training rows its share of the sums needs
+// (returned: the communicator that splits them) or holds the whole split; plan.data_reading says which.
+const Communicator* training_row_reader(Plan& plan, const InMemoryData* in, const RunOptions& options) {
+  if (in || !options.communicator || options.communicator->size() <= 1) return nullptr;
+  std::string why_not;
+  if (training_split_by_rows(plan.root, *plan.registry, why_not)) {
+    plan.data_reading = "data: the training split is read by rows (each process reads the rows its share of the "
+                        "sums needs)";
+    return options.communicator;
   }
-  plan.data = in ? prepare_dataset(*plan.registry, root.table("data"), *in, plan.seed)
-                 : prepare_dataset(*plan.registry, root.table("data"), plan.seed, by_rows);
-  const Index D = plan.data.dim();
-  plan.shape = data_shape(plan.data);
+  plan.data_reading = "data: every process holds the whole training split (" + why_not + ")";
+  return nullptr;
+}
 
+// [output]'s density-plot keys; plot_extent is checked against the data's dimension.
+void read_plot_keys(Plan& plan, Config& output, Index D) {
   plan.plot = output.boolean("plot");
   plan.plot_options.show_points = output.boolean("plot_points");
   plan.plot_options.max_points = output.integer("plot_max_points");
@@ -261,8 +258,10 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
         output.fail("plot_extent", "each range must be finite with min < max");
     plan.plot_options.extent = PlotExtent{v[0], v[1], D == 2 ? v[2] : 0.0, D == 2 ? v[3] : 1.0};
   }
+}
 
-  std::set<std::string> names;
+// Every [[model]], in order; `names` receives their names (unique, usable as directory names).
+void build_models(Plan& plan, Config& root, std::set<std::string>& names) {
   auto model_tables = root.table_array("model");
   if (model_tables.empty()) root.fail("model", "at least one [[model]] is required");
   for (std::size_t i = 0; i < model_tables.size(); ++i) {
@@ -280,66 +279,109 @@ Plan build_plan(Config pipeline, const std::string& path, const RunOptions& opti
     if (!names.insert(name).second) m.fail("name", "duplicate model name \"" + name + "\"");
     plan.models.push_back(build_model(plan, m, name));
   }
+}
+
+// Which [[evaluate]] reports under each key (its `name`, else its type) on each model.
+using ReporterMap = std::map<std::pair<std::string, std::string>, std::size_t>;
+
+// The models an [[evaluate]] judges (`models`, else all) and its label; two of one type without names
+// on one model would write the same metrics, found only after the fits without this check.
+void select_judged_models(EvalPlan& ep, Config& e, std::size_t i, const Plan& plan,
+                          const std::set<std::string>& names, ReporterMap& reporter) {
+  if (e.has("models")) {
+    for (const auto& n : e.strings("models"))
+      if (!names.count(n)) e.fail("models", "no [[model]] named \"" + n + "\"");
+    ep.models = e.strings("models");
+  } else {
+    for (const auto& mp : plan.models) ep.models.push_back(mp.name);
+  }
+  if (e.has("name")) ep.label = e.string("name");
+  for (const std::string& model : ep.models) {
+    const std::string key = ep.label.empty() ? ep.info->type : ep.label;
+    const auto [at, inserted] = reporter.emplace(std::pair{key, model}, i);
+    if (!inserted)
+      e.fail(ep.label.empty() ? "type" : "name",
+             (ep.label.empty() ? "a second `" + key + "` without a `name`" : "the `name` \"" + key + "\" again") +
+                 " on model " + model + " (evaluate[" + std::to_string(at->second) +
+                 "] reports the same metrics on it); give each [[evaluate]] a distinct `name`");
+  }
+  if (ep.info->compares_two_models) {
+    if (!e.has("against")) e.fail("", "`" + ep.info->type + "` compares two models: set `against = \"NAME\"`");
+    ep.other = e.string("against");
+    if (!names.count(ep.other)) e.fail("against", "no [[model]] named \"" + ep.other + "\"");
+  }
+}
+
+// An estimator that declares its models' facets is checked here, before any fit; the others' models
+// are checked when they are evaluated.
+void check_declared_facets(const EvalPlan& ep, Config& e, const Plan& plan) {
+  for (const auto& mp : plan.models) {
+    const bool judged = std::find(ep.models.begin(), ep.models.end(), mp.name) != ep.models.end();
+    if (!judged && mp.name != ep.other) continue;
+    if (!mp.facets) continue;
+    const FacetSet missing = ep.info->facets.minus(*mp.facets);
+    if (!missing.empty())
+      e.fail("type", "`" + ep.info->type + "` needs the " + missing.text() + " of model `" + mp.name +
+                         "`, which estimator `" + mp.info->type + "` does not provide (its models have: " +
+                         mp.facets->text() + "); restrict it with `models = [...]`");
+  }
+  if (ep.info->needs_truth && !plan.data.truth)
+    e.fail("type", "`" + ep.info->type +
+                       "` needs the exact density of the data, and this data source has none "
+                       "(use a synthetic source)");
+}
+
+// One [[evaluate]]: the host's keys (models, name, against) checked here, the evaluator's own keys by
+// the registry when it builds the evaluator.
+EvalPlan build_evaluation(Plan& plan, Config e, std::size_t i, const std::set<std::string>& names,
+                          ReporterMap& reporter) {
+  EvalPlan ep;
+  ep.table = e;
+  ep.info = &plan.registry->info_for(Evaluator::kInterface, e);
+  std::vector<std::string> host = {"models", "name"};
+  if (ep.info->compares_two_models) host.push_back("against");
+  select_judged_models(ep, e, i, plan, names, reporter);
+  check_declared_facets(ep, e, plan);
+  RandomStream init_rng(plan.seed, e.dotted("init"));
+  ep.evaluator = plan.registry->make_evaluator(
+      e, BuildContext{plan.data.dim(), plan.registry.get(), &init_rng, plan.data.train_count()}, host);
+  e.fill_defaults();
+  check_evaluation(plan, ep);
+  return ep;
+}
+
+}  // namespace
+
+Plan build_plan(Config pipeline, const std::string& path, const RunOptions& options, const InMemoryData* in) {
+  Plan plan;
+  plan.path = path;
+  plan.overrides = options.overrides;
+  plan.root = std::move(pipeline);
+  Config& root = plan.root;
+  plan.seed = static_cast<std::uint64_t>(root.integer("seed"));
+  // Before any component is built: their up-front memory estimates are checked against it.
+  set_memory_limit_bytes(root.has("memory_limit_gb") ? std::optional<double>(root.number("memory_limit_gb") * 1e9)
+                                                     : std::nullopt);
+  plan.registry = load_registry(root, path, options);
+
+  Config output = root.table("output");
+  output.validate(output_keys());
+  read_output_keys(plan, output, path, options);
+
+  const Communicator* by_rows = training_row_reader(plan, in, options);
+  plan.data = in ? prepare_dataset(*plan.registry, root.table("data"), *in, plan.seed)
+                 : prepare_dataset(*plan.registry, root.table("data"), plan.seed, by_rows);
+  plan.shape = data_shape(plan.data);
+  read_plot_keys(plan, output, plan.data.dim());
+
+  std::set<std::string> names;
+  build_models(plan, root, names);
   if (root.has("tune")) plan.tune = build_tune(plan, root.table("tune"));
 
   auto eval_tables = root.table_array("evaluate");
-  // Which [[evaluate]] reports under each key (its `name`, else its type) on each model: two of one
-  // type without names would write the same metrics, found only after the fits without this check.
-  std::map<std::pair<std::string, std::string>, std::size_t> reporter;
-  for (std::size_t i = 0; i < eval_tables.size(); ++i) {
-    Config e = eval_tables[i];
-    EvalPlan ep;
-    ep.table = e;
-    ep.info = &plan.registry->info_for(Evaluator::kInterface, e);
-    std::vector<std::string> host = {"models", "name"};
-    if (ep.info->compares_two_models) host.push_back("against");
-    // The host's keys are checked here; the evaluator's own keys by the registry.
-    if (e.has("models")) {
-      for (const auto& n : e.strings("models"))
-        if (!names.count(n)) e.fail("models", "no [[model]] named \"" + n + "\"");
-      ep.models = e.strings("models");
-    } else {
-      for (const auto& mp : plan.models) ep.models.push_back(mp.name);
-    }
-    if (e.has("name")) ep.label = e.string("name");
-    for (const std::string& model : ep.models) {
-      const std::string key = ep.label.empty() ? ep.info->type : ep.label;
-      const auto [at, inserted] = reporter.emplace(std::pair{key, model}, i);
-      if (!inserted)
-        e.fail(ep.label.empty() ? "type" : "name",
-               (ep.label.empty() ? "a second `" + key + "` without a `name`" : "the `name` \"" + key + "\" again") +
-                   " on model " + model + " (evaluate[" + std::to_string(at->second) +
-                   "] reports the same metrics on it); give each [[evaluate]] a distinct `name`");
-    }
-    if (ep.info->compares_two_models) {
-      if (!e.has("against"))
-        e.fail("", "`" + ep.info->type + "` compares two models: set `against = \"NAME\"`");
-      ep.other = e.string("against");
-      if (!names.count(ep.other)) e.fail("against", "no [[model]] named \"" + ep.other + "\"");
-    }
-    // An estimator that declares its models' facets is checked here, before any fit; the others'
-    // models are checked when they are evaluated.
-    for (const auto& mp : plan.models) {
-      const bool judged = std::find(ep.models.begin(), ep.models.end(), mp.name) != ep.models.end();
-      if (!judged && mp.name != ep.other) continue;
-      if (!mp.facets) continue;
-      const FacetSet missing = ep.info->facets.minus(*mp.facets);
-      if (!missing.empty())
-        e.fail("type", "`" + ep.info->type + "` needs the " + missing.text() + " of model `" + mp.name +
-                           "`, which estimator `" + mp.info->type + "` does not provide (its models have: " +
-                           mp.facets->text() + "); restrict it with `models = [...]`");
-    }
-    if (ep.info->needs_truth && !plan.data.truth)
-      e.fail("type", "`" + ep.info->type +
-                         "` needs the exact density of the data, and this data source has none "
-                         "(use a synthetic source)");
-    RandomStream init_rng(plan.seed, e.dotted("init"));
-    ep.evaluator = plan.registry->make_evaluator(
-        e, BuildContext{D, plan.registry.get(), &init_rng, plan.data.train_count()}, host);
-    e.fill_defaults();
-    check_evaluation(plan, ep);
-    plan.evaluations.push_back(std::move(ep));
-  }
+  ReporterMap reporter;
+  for (std::size_t i = 0; i < eval_tables.size(); ++i)
+    plan.evaluations.push_back(build_evaluation(plan, eval_tables[i], i, names, reporter));
   root.fill_defaults();
   output.fill_defaults();
   return plan;
@@ -470,10 +512,168 @@ void validate_pipeline(const Config& pipeline, const InMemoryData& data, const R
 
 namespace {
 
+// results.json's description of the run before any work: version, seed, pipeline, plugins, threads and
+// the data with its preprocessing.
+Json run_header(const Plan& plan, const Context& run) {
+  Json results;
+  results["kef_version"] = version();
+  results["seed"] = plan.seed;
+  results["config_file"] = plan.path.empty() ? Json(nullptr) : Json(fs::absolute(plan.path).string());
+  results["config"] = Json::parse(plan.root.to_json(false));
+  Json plugins = Json::object();
+  for (const auto& p : plan.registry->plugins())
+    if (p.status == PluginRecord::Status::Loaded) plugins[p.name] = p.version;
+  results["plugins"] = plugins;
+  results["threads"] = run.threads();
+  results["data"] = {{"train_rows", plan.data.train_count()},
+                     {"validation_rows", plan.data.validation.rows()},
+                     {"test_rows", plan.data.test.rows()},
+                     {"dim", plan.data.dim()},
+                     {"provenance", plan.data.provenance},
+                     {"truth", plan.data.truth ? plan.data.truth->describe() : std::string()}};
+  Json preprocessing = preprocessing_json(plan.data.preprocessing);
+  const Json transform = transform_json(plan.data.transform);  // named: items() would dangle on a temporary
+  for (const auto& [key, value] : transform.items()) preprocessing[key] = value;
+  results["data"]["columns"] = plan.data.columns;
+  results["data"]["preprocessing"] = preprocessing;
+  return results;
+}
+
+// A model fitted by its estimator, or by the search that tuned it (with the chosen values and the same
+// stream), with its report and fit time.
+struct FittedModel {
+  ModelPtr model;
+  FitReport report;
+  double seconds = 0.0;
+};
+
+FittedModel fit_planned_model(Plan& plan, ModelPlan& mp, const Context& run) {
+  Context context = run.child("model." + mp.name + ".fit", "model " + mp.name);
+  FittedModel f;
+  f.report = mp.prefit ? mp.prefit_report : FitReport{};
+  FitInput in{plan.data.train, plan.data.validation, context, f.report, plan.data.roles};
+  in.train_rows = plan.data.train_rows.get();
+  auto t0 = std::chrono::steady_clock::now();
+  f.model = mp.prefit ? mp.prefit : mp.estimator->fit(in);
+  f.seconds = mp.prefit ? mp.prefit_seconds
+                        : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!f.model) throw Error("model " + mp.name + ": the estimator returned no model");
+  if (f.model->dim() != plan.data.dim())
+    throw Error("model " + mp.name + ": fitted dimension " + std::to_string(f.model->dim()) +
+                " differs from the data's " + std::to_string(plan.data.dim()));
+  return f;
+}
+
+// A model's entry in results.json (its fit report, curves, notes and chosen values), also logged.
+Json fitted_model_entry(const ModelPlan& mp, const FittedModel& f, std::ostream& log) {
+  Json fit = {{"seconds", f.seconds}, {"iterations", f.report.iterations}};
+  for (const auto& [k, v] : f.report.values) fit[k] = v;
+  if (!f.report.curve.empty()) {
+    Json curve = Json::array();
+    for (const auto& [s, loss] : f.report.curve) curve.push_back({s, loss});
+    fit["curve"] = curve;
+  }
+  for (const auto& [name, points] : f.report.curves) {
+    Json curve = Json::array();
+    for (const auto& [s, value] : points) curve.push_back({s, value});
+    fit["curves"][name] = curve;
+  }
+  for (const auto& n : f.report.notes) log << "model " << mp.name << ": " << n << "\n";
+  if (!f.report.notes.empty()) fit["notes"] = f.report.notes;
+  Json entry = {{"fit", fit}, {"metrics", Json::object()}, {"description", f.model->describe()}};
+  for (const auto& c : mp.choices) {
+    entry["chosen"][c.key] = {{"value", c.value}, {"rule", c.rule}};
+    if (!c.details.is_null()) entry["chosen"][c.key]["bkl"] = c.details;
+    log << "model " << mp.name << ": " << c.key << " = " << format_metric(c.value) << " (" << c.rule << ")\n";
+  }
+  return entry;
+}
+
+// One [[evaluate]] on one model: its metrics, in data units, are recorded in `models` only when every
+// one of them is finite and new, so a model's metrics hold whole evaluations only.
+void run_evaluation(Plan& plan, std::size_t i, const std::string& name,
+                    const std::map<std::string, ModelPtr>& fitted, const Context& run, Json& models,
+                    std::ostream& log) {
+  auto& ep = plan.evaluations[i];
+  const std::string who = "evaluate[" + std::to_string(i) + "] (" + ep.info->type + ")";
+  require_facets(*fitted.at(name), ep.info->facets, who, name);
+  if (!ep.other.empty()) require_facets(*fitted.at(ep.other), ep.info->facets, who, ep.other);
+  Context context = run.child("evaluate[" + std::to_string(i) + "]." + name, "model " + name + ", " + who);
+  const auto t0 = std::chrono::steady_clock::now();
+  EvalInput in{*fitted.at(name),
+               name,
+               plan.data,
+               context,
+               ep.other.empty() ? nullptr : fitted.at(ep.other).get(),
+               ep.other};
+  EvaluationResult r = ep.evaluator->evaluate(in);
+  const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<std::pair<std::string, std::string>> spaces;
+  r.metrics = metrics_in_data_units(r.metrics, plan.data.transform, &spaces);
+  for (const auto& [metric, space] : spaces)
+    models[name]["metric_spaces"][ep.label.empty() ? metric : ep.label + "." + metric] = space;
+  Json& metrics = models[name]["metrics"];
+  for (const auto& [metric, value] : r.metrics) {
+    if (!std::isfinite(value))
+      throw NumericalError("evaluate[" + std::to_string(i) + "] (" + ep.info->type + ") on model " + name +
+                           ": metric " + metric + " is not finite");
+    std::string key = ep.label.empty() ? metric : ep.label + "." + metric;
+    if (metrics.contains(key))
+      ep.table.fail("name", "metric `" + key + "` of model " + name +
+                                " is already reported by another [[evaluate]]; give this one a `name`");
+  }
+  for (const auto& [metric, value] : r.metrics) metrics[ep.label.empty() ? metric : ep.label + "." + metric] = value;
+  // Seconds per evaluation, like fit.seconds: keyed as the metrics are (label, else the type).
+  models[name]["evaluation_seconds"][ep.label.empty() ? ep.info->type : ep.label] = eval_seconds;
+  for (const auto& n : r.notes) {
+    models[name]["notes"].push_back(ep.info->type + ": " + n);
+    log << "model " << name << ": " << ep.info->type << ": " << n << "\n";
+  }
+  if (!r.summary.empty()) log << "model " << name << ": " << r.summary << "\n";
+}
+
+// What a finished run hands back: results.json's text, the fitted models (and their data-units
+// views), the data, the metrics table and the log.
+RunResult finished_run(Plan& plan, const Json& results, const Json& models,
+                       const std::map<std::string, ModelPtr>& fitted, bool write_output, std::string log) {
+  RunResult out;
+  out.results_json = results.dump(2);
+  for (const auto& mp : plan.models) {
+    const ModelPtr& model = fitted.at(mp.name);
+    out.fitted.emplace_back(mp.name, model);
+    out.models.emplace_back(mp.name, make_data_units_model(model, plan.data.transform));
+  }
+  out.data = std::move(plan.data);
+  if (write_output) out.output_dir = plan.output_dir;
+  out.table = metrics_table(models);
+  if (results.contains("tuning")) out.table += tuning_table(results.at("tuning"));
+  out.log = std::move(log);
+  return out;
+}
+
+// The output of a run that failed after finishing some work: the fitted models and every whole
+// evaluation are published with the failure recorded in results.json. False when even that could not
+// be written.
+bool publish_failed_run(const Plan& plan, const FailureInfo& failure, const std::string& step, Json& results,
+                        const Json& models, std::ofstream& log_file, std::ostream& log, const fs::path& staging) {
+  try {
+    results["status"] = "failed";
+    results["failure"] = {{"step", step}, {"kind", failure.kind}, {"error", failure.message}};
+    results["models"] = models;
+    log << "run failed at " << step << ": " << failure.kind << ": " << failure.message << "\n";
+    log_file.close();
+    if (!log) throw Error("log.txt: cannot write");
+    write_results(results, staging);
+    publish(staging, plan.output_dir);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
 // The run of a plan, for both entry points. Without `write_output` nothing is written: no staging
 // directory, no saved models, no plot, and the log is kept in memory.
 RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output) {
-  const std::string& path = plan.path;
   (void)Context::resolve_threads(options.threads, kThreadsKey);  // before any work
   if (write_output) check_output_target(plan.output_dir);
   std::unique_ptr<Progress> progress = options.quiet ? make_silent_progress() : make_stderr_progress();
@@ -497,26 +697,7 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
   std::string step = "start";
   bool kept_work = false;
   try {
-    results["kef_version"] = version();
-    results["seed"] = plan.seed;
-    results["config_file"] = path.empty() ? Json(nullptr) : Json(fs::absolute(path).string());
-    results["config"] = Json::parse(plan.root.to_json(false));
-    Json plugins = Json::object();
-    for (const auto& p : plan.registry->plugins())
-      if (p.status == PluginRecord::Status::Loaded) plugins[p.name] = p.version;
-    results["plugins"] = plugins;
-    results["threads"] = run.threads();
-    results["data"] = {{"train_rows", plan.data.train_count()},
-                       {"validation_rows", plan.data.validation.rows()},
-                       {"test_rows", plan.data.test.rows()},
-                       {"dim", plan.data.dim()},
-                       {"provenance", plan.data.provenance},
-                       {"truth", plan.data.truth ? plan.data.truth->describe() : std::string()}};
-    Json preprocessing = preprocessing_json(plan.data.preprocessing);
-    const Json transform = transform_json(plan.data.transform);  // named: items() would dangle on a temporary
-    for (const auto& [key, value] : transform.items()) preprocessing[key] = value;
-    results["data"]["columns"] = plan.data.columns;
-    results["data"]["preprocessing"] = preprocessing;
+    results = run_header(plan, run);
     std::map<std::string, ModelPtr> fitted;
     if (write_output) log_file.open(staging / "log.txt");
     if (write_output && !plan.data_reading.empty()) log_file << plan.data_reading << "\n";
@@ -532,100 +713,29 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
 
     for (auto& mp : plan.models) {
       step = "fit of model " + mp.name;
-      Context context = run.child("model." + mp.name + ".fit", "model " + mp.name);
-      FitReport report = mp.prefit ? mp.prefit_report : FitReport{};
-      FitInput in{plan.data.train, plan.data.validation, context, report, plan.data.roles};
-      in.train_rows = plan.data.train_rows.get();
-      auto t0 = std::chrono::steady_clock::now();
-      // A tuned model was fitted by the search with the chosen values and the same stream.
-      ModelPtr model = mp.prefit ? mp.prefit : mp.estimator->fit(in);
-      double seconds = mp.prefit
-                           ? mp.prefit_seconds
-                           : std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (!model) throw Error("model " + mp.name + ": the estimator returned no model");
-      if (model->dim() != plan.data.dim())
-        throw Error("model " + mp.name + ": fitted dimension " + std::to_string(model->dim()) +
-                    " differs from the data's " + std::to_string(plan.data.dim()));
-      std::string msg = "fitted in " + format_metric(seconds) + " s";
+      const FittedModel f = fit_planned_model(plan, mp, run);
+      std::string msg = "fitted in " + format_metric(f.seconds) + " s";
       progress->done("model " + mp.name, msg);
       log << "model " << mp.name << ": " << msg << "\n";
-      Json fit = {{"seconds", seconds}, {"iterations", report.iterations}};
-      for (const auto& [k, v] : report.values) fit[k] = v;
-      if (!report.curve.empty()) {
-        Json curve = Json::array();
-        for (const auto& [s, loss] : report.curve) curve.push_back({s, loss});
-        fit["curve"] = curve;
-      }
-      for (const auto& [name, points] : report.curves) {
-        Json curve = Json::array();
-        for (const auto& [s, value] : points) curve.push_back({s, value});
-        fit["curves"][name] = curve;
-      }
-      for (const auto& n : report.notes) log << "model " << mp.name << ": " << n << "\n";
-      if (!report.notes.empty()) fit["notes"] = report.notes;
-      Json entry = {{"fit", fit}, {"metrics", Json::object()}, {"description", model->describe()}};
-      for (const auto& c : mp.choices) {
-        entry["chosen"][c.key] = {{"value", c.value}, {"rule", c.rule}};
-        if (!c.details.is_null()) entry["chosen"][c.key]["bkl"] = c.details;
-        log << "model " << mp.name << ": " << c.key << " = " << format_metric(c.value) << " (" << c.rule
-            << ")\n";
-      }
-      if (write_output && plan.save_models && model->can_save()) {
+      Json entry = fitted_model_entry(mp, f, log);
+      if (write_output && plan.save_models && f.model->can_save()) {
         step = "saving model " + mp.name;
-        save_model(*model, staging / "models" / mp.name, plan.data.transform, plan.registry.get());
+        save_model(*f.model, staging / "models" / mp.name, plan.data.transform, plan.registry.get());
         entry["model_dir"] = "models/" + mp.name;
       } else {
         entry["model_dir"] = nullptr;
       }
       models[mp.name] = entry;
-      fitted[mp.name] = model;
+      fitted[mp.name] = f.model;
       kept_work = true;
     }
 
     for (std::size_t i = 0; i < plan.evaluations.size(); ++i) {
-      auto& ep = plan.evaluations[i];
+      const auto& ep = plan.evaluations[i];
       for (const auto& name : ep.models) {
         if (ep.info->compares_two_models && name == ep.other) continue;
         step = "evaluate[" + std::to_string(i) + "] (" + ep.info->type + ") on model " + name;
-        const std::string who = "evaluate[" + std::to_string(i) + "] (" + ep.info->type + ")";
-        require_facets(*fitted.at(name), ep.info->facets, who, name);
-        if (!ep.other.empty()) require_facets(*fitted.at(ep.other), ep.info->facets, who, ep.other);
-        Context context =
-            run.child("evaluate[" + std::to_string(i) + "]." + name, "model " + name + ", " + who);
-        const auto t0 = std::chrono::steady_clock::now();
-        EvalInput in{*fitted.at(name),
-                     name,
-                     plan.data,
-                     context,
-                     ep.other.empty() ? nullptr : fitted.at(ep.other).get(),
-                     ep.other};
-        EvaluationResult r = ep.evaluator->evaluate(in);
-        const double eval_seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::vector<std::pair<std::string, std::string>> spaces;
-        r.metrics = metrics_in_data_units(r.metrics, plan.data.transform, &spaces);
-        for (const auto& [metric, space] : spaces)
-          models[name]["metric_spaces"][ep.label.empty() ? metric : ep.label + "." + metric] = space;
-        // Validate every metric before recording any, so a model's metrics hold whole evaluations only.
-        Json& metrics = models[name]["metrics"];
-        for (const auto& [metric, value] : r.metrics) {
-          if (!std::isfinite(value))
-            throw NumericalError("evaluate[" + std::to_string(i) + "] (" + ep.info->type + ") on model " +
-                                 name + ": metric " + metric + " is not finite");
-          std::string key = ep.label.empty() ? metric : ep.label + "." + metric;
-          if (metrics.contains(key))
-            ep.table.fail("name", "metric `" + key + "` of model " + name +
-                                      " is already reported by another [[evaluate]]; give this one a `name`");
-        }
-        for (const auto& [metric, value] : r.metrics)
-          metrics[ep.label.empty() ? metric : ep.label + "." + metric] = value;
-        // Seconds per evaluation, like fit.seconds: keyed as the metrics are (label, else the type).
-        models[name]["evaluation_seconds"][ep.label.empty() ? ep.info->type : ep.label] = eval_seconds;
-        for (const auto& n : r.notes) {
-          models[name]["notes"].push_back(ep.info->type + ": " + n);
-          log << "model " << name << ": " << ep.info->type << ": " << n << "\n";
-        }
-        if (!r.summary.empty()) log << "model " << name << ": " << r.summary << "\n";
+        run_evaluation(plan, i, name, fitted, run, models, log);
       }
     }
     step = "density plot";
@@ -640,47 +750,18 @@ RunResult execute_plan(Plan& plan, const RunOptions& options, bool write_output)
       if (!log) throw Error((staging / "log.txt").string() + ": cannot write (disk full?)");
       publish(staging, plan.output_dir);
     }
-
-    RunResult out;
-    out.results_json = results.dump(2);
-    for (const auto& mp : plan.models) {
-      const ModelPtr& model = fitted.at(mp.name);
-      out.fitted.emplace_back(mp.name, model);
-      out.models.emplace_back(mp.name, make_data_units_model(model, plan.data.transform));
-    }
-    out.data = std::move(plan.data);
-    if (write_output) out.output_dir = plan.output_dir;
-    out.table = metrics_table(models);
-    if (results.contains("tuning")) out.table += tuning_table(results["tuning"]);
-    out.log = log_memory.str();
-    return out;
+    return finished_run(plan, results, models, fitted, write_output, log_memory.str());
   } catch (...) {
     const FailureInfo failure = describe_failure(std::current_exception(), step);
     // A run whose own files could not be written (a full disk: saving a model, log.txt, results.json)
     // publishes nothing, since what it would publish is truncated; any other failure after a fit
     // publishes what is finished.
     const bool write_failed = step.rfind("saving model ", 0) == 0 || step == "writing results" || !log.good();
-    if (write_output && kept_work && !write_failed) {
-      // Publish what is finished: the fitted models and every whole evaluation, and the failed step.
-      bool published = false;
-      try {
-        results["status"] = "failed";
-        results["failure"] = {{"step", step}, {"kind", failure.kind}, {"error", failure.message}};
-        results["models"] = models;
-        log << "run failed at " << step << ": " << failure.kind << ": " << failure.message << "\n";
-        log_file.close();
-        if (!log) throw Error("log.txt: cannot write");
-        write_results(results, staging);
-        publish(staging, plan.output_dir);
-        published = true;
-      } catch (...) {
-      }
-      if (published)
-        throw_error_of_kind(failure.kind, failure.message + "\n(the run failed at " + step +
-                                              "; the fitted models and finished metrics are kept in " +
-                                              plan.output_dir.string() +
-                                              ", whose results.json records the failure)");
-    }
+    if (write_output && kept_work && !write_failed &&
+        publish_failed_run(plan, failure, step, results, models, log_file, log, staging))
+      throw_error_of_kind(failure.kind, failure.message + "\n(the run failed at " + step +
+                                            "; the fitted models and finished metrics are kept in " +
+                                            plan.output_dir.string() + ", whose results.json records the failure)");
     std::error_code ec;
     if (write_output) fs::remove_all(staging, ec);
     // Rethrown as an error of the same kind made here, so it stays valid when the plan's plugins unload.
