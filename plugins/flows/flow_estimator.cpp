@@ -9,6 +9,7 @@
 
 #include "flow_model.hpp"
 #include "kef/adam.hpp"
+#include "kef/column_summary.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/memory_budget.hpp"
@@ -211,10 +212,18 @@ FlowDensity initial_density(const Matrix& X, const FitInput& in, const FlowOptio
   Vector shift = Vector::Zero(D), scale = Vector::Ones(D);
   if (opt.standardize) {
     column_moments(X, shift, scale);
-    for (Index d = 0; d < D; ++d)
+    // The squared deviations of a column narrower than about 1e-150 underflow to a zero sd; the column
+    // summary's sd, taken relative to the column's range, tells such a column from a constant one.
+    std::optional<Vector> sd_by_range;
+    for (Index d = 0; d < D; ++d) {
+      if (!(scale[d] > 0.0)) {
+        if (!sd_by_range) sd_by_range = summarize_columns(X).sd(1);
+        scale[d] = (*sd_by_range)[d];
+      }
       if (!(scale[d] > 0.0))
         throw DataError(name + ": column " + std::to_string(d) +
                         " of the training split is constant, so it has no density; drop it ([data] exclude)");
+    }
   }
   RandomStream degree_rng = in.context.rng().derive("degrees");
   FlowDensity density(arch, shift, scale,

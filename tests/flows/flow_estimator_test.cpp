@@ -242,5 +242,18 @@ TEST(FlowEstimator, ConstantColumnIsADataErrorNamingTheColumn) {
   EXPECT_TRUE(test::contains(msg, "column 1")) << msg;
 }
 
+// A column of distinct values near 1e-200 is not constant, although its squared deviations underflow:
+// the flow standardises it by its sd and fits, and the density is finite in the column's units.
+TEST(FlowEstimator, AColumnNear1eMinus200IsNotConstant) {
+  Matrix train = banana(50, 15), valid = banana(20, 16);
+  train.col(1) *= 1e-200;
+  valid.col(1) *= 1e-200;
+  const Fitted f = fit("type = \"made\"\nhidden_units = [4]\nmax_epochs = 2", train, valid);
+  const Vector lp = f.model->log_unnormalized(valid);
+  EXPECT_TRUE(lp.allFinite());
+  // log p of the tiny column includes −log(1e-200) ≈ +460 from the change of units.
+  EXPECT_GT(lp.mean(), 300.0);
+}
+
 }  // namespace
 }  // namespace kef
