@@ -104,7 +104,8 @@ class CMakeBuild(build_ext):
 
 setup(
     version=project_version(),
-    # One placeholder extension: it makes the wheel platform-specific; CMakeBuild builds the real one.
+    # The extension is declared with no sources so that setuptools makes a platform wheel and runs
+    # build_ext; CMakeBuild (build_ext) compiles it with CMake and copies it into the package.
     ext_modules=[Extension("kef._kef", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
     zip_safe=False,

@@ -52,6 +52,19 @@ Json sample_json(const TestSample& s) {
   return j;
 }
 
+// The report's head for the permutation tests of two samples: which test, the samples, the
+// permutations and the seed, in that order.
+Json permutation_test_head(const char* test, const TestSample& x, const TestSample& y, Index permutations,
+                           std::uint64_t seed) {
+  Json j;
+  j["test"] = test;
+  j["x"] = sample_json(x);
+  j["y"] = sample_json(y);
+  j["permutations"] = permutations;
+  j["seed"] = seed;
+  return j;
+}
+
 void check_permutations(long long permutations) {
   if (permutations < 0 || permutations > 100000000)
     throw ConfigError("permutations: expected an integer in [0, 100000000], got " +
@@ -101,12 +114,7 @@ std::string two_sample_test_json(Registry& registry, const TestSample& x, const 
   const Index P = static_cast<Index>(o.permutations);
   Context context(o.seed, o.threads, nullptr, o.threads_key);
   const RandomStream rng = context.rng().derive("two-sample");
-  Json j;
-  j["test"] = "two-sample";
-  j["x"] = sample_json(x);
-  j["y"] = sample_json(y);
-  j["permutations"] = P;
-  j["seed"] = o.seed;
+  Json j = permutation_test_head("two-sample", x, y, P, o.seed);
   const ChosenBandwidth bw = choose_bandwidth(rule, X, Y, o.bandwidth_key, context);
   const KernelPtr k = bw.mixture()
                           ? registry.make_kernel(Config::parse_string(kernel_table(bw), o.bandwidth_key), {})
@@ -145,12 +153,7 @@ std::string independence_test_json(Registry& registry, const TestSample& x, cons
   const Index P = static_cast<Index>(o.permutations);
   Context context(o.seed, o.threads, nullptr, o.threads_key);
   const RandomStream rng = context.rng().derive("independence");
-  Json j;
-  j["test"] = "independence";
-  j["x"] = sample_json(x);
-  j["y"] = sample_json(y);
-  j["permutations"] = P;
-  j["seed"] = o.seed;
+  Json j = permutation_test_head("independence", x, y, P, o.seed);
   const ChosenBandwidth bx = choose_bandwidth(rule, X, o.bandwidth_key, context);
   const ChosenBandwidth by =
       choose_bandwidth(rule_y, Y, o.bandwidth_y.empty() ? o.bandwidth_key : o.bandwidth_y_key, context);
