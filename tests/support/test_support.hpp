@@ -18,6 +18,23 @@ inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// Whether this test program is built with AddressSanitizer (make test-sanitize). ASan installs its own
+// fatal-signal handlers and reserves terabytes of address space for its shadow memory, so a test of a
+// crash's exit status or of `ulimit -v` must know.
+constexpr bool built_with_address_sanitizer() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
 // A registry with every plugin of the build tree loaded (once per test program).
 Registry& plugin_registry();
 
