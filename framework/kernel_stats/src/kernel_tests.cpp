@@ -209,7 +209,7 @@ WitnessReport witness_json(const TestSample& x, const TestSample& y, const Matri
       bw["hmc"] = lw.bkl.hmc_summary;
     }
     // The profile of log L in ℓ, with the fields a pipeline records under chosen.KEY.bkl, so that
-    // scripts/bkl_profile_plot.py draws either; −inf (ℓ too small for the landmarks) as null.
+    // experiments/bkl/bkl_profile_plot.py draws either; −inf (ℓ too small for the landmarks) as null.
     Json ll = Json::array();
     for (double v : lw.bkl.profile.log_likelihood) ll.push_back(json_number(v));
     bw["bkl"] = {{"tau2", lw.bkl.tau2},
