@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Usage: bkl_experiments_test.sh 2|3 KEF REPO OUT
-# 2: scripts/bkl_experiment2.py --quick must write the witness CSVs (x, mean, lower, upper, sd on the
+# 2: experiments/bkl/bkl_experiment2.py --quick must write the witness CSVs (x, mean, lower, upper, sd on the
 #    grid, lower <= mean <= upper), the figures as PNGs and a table with a row per size and rule.
-# 3: scripts/bkl_experiment3.py --quick must finish both bandwidth rules and write a table with their
+# 3: experiments/bkl/bkl_experiment3.py --quick must finish both bandwidth rules and write a table with their
 #    SHD cells, each within [0, p(p-1)/2].
 set -uo pipefail
 which="$1" kef="$2" repo="$3" out="$4"
@@ -11,7 +11,7 @@ py=/usr/bin/python3
 rm -rf "$out" && mkdir -p "$out"
 is_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; }
 if [ "$which" = 2 ]; then
-  "$py" "$repo/scripts/bkl_experiment2.py" --quick --kef "$kef" --out "$out" > "$out/log.txt" 2>&1 ||
+  "$py" "$repo/experiments/bkl/bkl_experiment2.py" --quick --kef "$kef" --out "$out" > "$out/log.txt" 2>&1 ||
     { cat "$out/log.txt"; fail "bkl_experiment2.py --quick exited with an error"; }
   for f in densities witness-small witness-large witness-small-median witness-large-median profile-small \
            profile-large figure3 figure3-median profiles; do
@@ -31,7 +31,7 @@ if [ "$which" = 2 ]; then
   done
   cat "$out/log.txt"
 else
-  "$py" "$repo/scripts/bkl_experiment3.py" --quick --kef "$kef" --out "$out" > "$out/log.txt" 2>&1 ||
+  "$py" "$repo/experiments/bkl/bkl_experiment3.py" --quick --kef "$kef" --out "$out" > "$out/log.txt" 2>&1 ||
     { cat "$out/log.txt"; fail "bkl_experiment3.py --quick exited with an error"; }
   for rule in median bkl; do
     row=$(grep "^| $rule |" "$out/experiment3-table.md") || fail "experiment3-table.md: no row for $rule"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/reproduce-dde-table2.sh --quick end to end: converts the 16 data sets, runs the configs of
+# experiments/dde-table2/reproduce-dde-table2.sh --quick end to end: converts the 16 data sets, runs the configs of
 # three small sets (CobarOre, UN3, geyser) for two splits, and writes a table with a finite mean ± sd
 # for the four methods (ε-KDE, LSCDE, KCEF, and DDE at the quick mode's 100 iterations); the data
 # converter's row counts are checked against the papers' n (UN3: 125 complete rows of 210); and
@@ -8,7 +8,7 @@
 set -euo pipefail
 kef="$1"; repo="$2"; out="$3"
 rm -rf "$out"
-bash "$repo/scripts/reproduce-dde-table2.sh" --quick --threads 1 --out "$out" "$kef"
+bash "$repo/experiments/dde-table2/reproduce-dde-table2.sh" --quick --threads 1 --out "$out" "$kef"
 fail() { echo "reproduce_dde_table2_test: $*" >&2; exit 1; }
 [ -f "$out/table.md" ] || fail "no table.md"
 rows=$(grep -c '^| [A-Za-z0-9]* | -\{0,1\}[0-9]' "$out/table.md" || true)
@@ -25,7 +25,7 @@ for pair in geyser:299 UN3:125 crabs:200 CobarOre:38 ufc:372; do
 done
 # --reference-settings: CobarOre's row of reference-settings.csv (f_bd 0.1, base_sd 1, lambda 2, where
 # the config has lambda 1) reaches dde_conditional's estimator, as results.json's config records it.
-bash "$repo/scripts/reproduce-dde-table2.sh" --quick --threads 1 --out "$out/reference" --sets CobarOre \
+bash "$repo/experiments/dde-table2/reproduce-dde-table2.sh" --quick --threads 1 --out "$out/reference" --sets CobarOre \
   --seeds 0 --models dde_conditional --reference-settings "$kef"
 /usr/bin/python3 - "$out/reference/CobarOre/seed-0/results.json" <<'PY2' || fail "--reference-settings did not reach the estimator"
 import json, sys

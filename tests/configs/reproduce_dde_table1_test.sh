@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Usage: reproduce_dde_table1_test.sh KEF REPO OUT
-# scripts/reproduce-dde-table1.sh --quick must succeed and write, for each data set, a results.json
+# experiments/dde-table1/reproduce-dde-table1.sh --quick must succeed and write, for each data set, a results.json
 # with the MMD of both models (DDE's marked as measuring its approximate sampler), the timed draws,
 # HMC's min ESS (and none for DDE's sampler network), and a table with a mean ± sd row per data set
 # beside the paper's numbers, and (--figure) the figure of the draws over the test rows; the
@@ -31,7 +31,7 @@ if not abs(got - direct) <= 1e-10 * max(1.0, abs(direct)):
     sys.exit(f"{sys.argv[4]}: kef {got!r}, direct {direct!r}")
 PY
 }
-script="$repo/scripts/reproduce-dde-table1.sh"
+script="$repo/experiments/dde-table1/reproduce-dde-table1.sh"
 bash "$script" --quick --figure --threads 2 --out "$out" "$kef" || fail "reproduce-dde-table1.sh --quick exited with $?"
 [ -s "$out/figure.png" ] || fail "no $out/figure.png"
 [ -s "$out/rings/seed1/kef/data/test.npy" ] || fail "no test rows for the figure"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Usage: reproduce_dkef_real_test.sh quick|failure KEF REPO OUT
-#   quick:   scripts/reproduce-dkef-real.sh --quick --seeds 5 must succeed and write one results.json
+#   quick:   experiments/dkef-real/reproduce-dkef-real.sh --quick --seeds 5 must succeed and write one results.json
 #            per data set (run with seed 5), summary.csv with a row per data set and model, a table with
 #            every model of the configs as a row of each data set's section and a number in every
 #            metric cell (DKEF's own relative-FSSD p-value excepted), the figure's CSV with the 12
@@ -9,7 +9,7 @@
 #            (the first, redwine/seed-0) and not write a table.
 set -uo pipefail
 mode="$1" kef="$2" repo="$3" out="$4"
-script="$repo/scripts/reproduce-dkef-real.sh"
+script="$repo/experiments/dkef-real/reproduce-dkef-real.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 models=(DKEF KEF MADE MADE-MoG MAF MAF-MoG RealNVP Gaussian GMM KDE)
 

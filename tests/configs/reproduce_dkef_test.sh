@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Usage: reproduce_dkef_test.sh quick|failure KEF REPO OUT
-#   quick:   scripts/reproduce-dkef.sh --quick --seeds 13 must succeed and write a table with every
+#   quick:   experiments/dkef-synthetic/reproduce-dkef.sh --quick --seeds 13 must succeed and write a table with every
 #            model of the configs as a row and every data set as a column (one bold Fisher divergence
 #            per data set), the truth row, both figures as PNGs, one results.json per run and seed,
 #            and the spread table: mean ± sd over the two seeds in every cell; the classical and flow
@@ -10,7 +10,7 @@
 #            (the first, funnel) and not write a table.
 set -uo pipefail
 mode="$1" kef="$2" repo="$3" out="$4"
-script="$repo/scripts/reproduce-dkef.sh"
+script="$repo/experiments/dkef-synthetic/reproduce-dkef.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 case "$mode" in

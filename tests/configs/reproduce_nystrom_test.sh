@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Usage: reproduce_nystrom_test.sh KEF REPO OUT
-# scripts/reproduce-nystrom.sh --quick must succeed and write a table with a row per n and a column
+# experiments/nystrom/reproduce-nystrom.sh --quick must succeed and write a table with a row per n and a column
 # per method (full, both Nyström rules, lite) holding mean ± sd cells, one results.json per run and
 # seed, the curves' CSVs and the figure as a PNG.
 set -uo pipefail
 kef="$1" repo="$2" out="$3"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-bash "$repo/scripts/reproduce-nystrom.sh" --quick --threads 2 --out "$out" "$kef" || fail "reproduce-nystrom.sh --quick exited with $?"
+bash "$repo/experiments/nystrom/reproduce-nystrom.sh" --quick --threads 2 --out "$out" "$kef" || fail "reproduce-nystrom.sh --quick exited with $?"
 for n in 100 200; do
   for method in full nystrom_half nystrom_third lite; do
     for s in 1 2; do
