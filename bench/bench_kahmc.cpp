@@ -1,4 +1,4 @@
-// The kernel adaptive HMC study of the README ("Gradient-free sampling"): effective samples per
+// The kernel adaptive HMC study (experiments/kahmc): effective samples per
 // target evaluation of KAHMC, random-walk Metropolis tuned to 0.234 and HMC with the exact gradient,
 // on the synthetic banana and funnel in D = 2, 4, 8, over several seeds (mean ± sd).
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Importance sampling of a DKEF-sized model's normaliser on 1 and on 2 MPI processes of one thread
-# each (README "Distributed runs (MPI)"): a deep-kernel lite model (R = 3 networks of L = 3 layers of
+# each (docs/mpi.md): a deep-kernel lite model (R = 3 networks of L = 3 layers of
 # width W = 30, M = 300 inducing points, D = 11, q0 = N(0, 2² I)) fitted by a few DKEF steps on
 # synthetic Gaussian data, then `log_likelihood` method `importance` with P proposals (no check, no
 # bias bound: only Ẑ's proposals are timed). Prints proposals per second (results.json's

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # DKEF on a .npy file: memory and time of one process (which holds the training split) against 2 MPI
 # processes of one thread each that leave it in the file and read only the rows each step needs, and 2
-# that hold it (`read_by_rows = false`) (README "Reading data by row ranges"). N rows of a bent D-dimensional cloud, M inducing points, a
+# that hold it (`read_by_rows = false`) (docs/mpi.md, "Reading data by row ranges"). N rows of a bent D-dimensional cloud, M inducing points, a
 # short stage 1 and stage 2 with q0 learning and no stack memory (its blocks read again at every step).
 # Prints each run's wall time, fit time and peak RSS per process, and checks that the two runs wrote
 # the same model bytes.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Where a DDE fit on two moons or rings differs from the truth (README, DDE Table 1).
+"""Where a DDE fit on two moons or rings differs from the truth (experiments/dde-table1/README.md).
 
     experiments/dde-table1/diagnose-dde-table1.py SEED_DIR [--set two_moons|rings] [--grid N]
 

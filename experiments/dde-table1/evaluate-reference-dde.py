@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Measure checkpoints of the DDE reference implementation as kef's Table 1 is measured (README).
+"""Measure checkpoints of the DDE reference implementation as kef's Table 1 is measured (experiments/dde-table1/README.md).
 
     experiments/dde-table1/evaluate-reference-dde.py --train TRAIN.npy --test TEST.npy [--set two_moons|rings]
                                       --epochs E[,E...] [--grid N] RUN_DIR [RUN_DIR ...]
@@ -13,7 +13,7 @@ data/synthetic/two_moon_train.npy) and TEST.npy the test rows. For each run and 
 MMD^2_u x 1e-3 against the test rows with the reference's kernel (exp(-gamma |x - y|^2),
 gamma = 0.5 / (f_bd m^2), f_bd = 0.1, m^2 the median positive squared distance of the training rows,
 computed in float32 as the reference computes it):
-- of 10^4 generator draws (kef's protocol, README "Table 1") and of as many as there are test rows
+- of 10^4 generator draws (kef's protocol, experiments/dde-table1/README.md) and of as many as there are test rows
   (the reference's own `-phase test`);
 - of 5000 exact draws of the model f + log p0 (p0 uniform on the training box) normalised on an N x N
   grid over the box, and of 5000 exact draws of the truth on the same grid (the metric's noise);

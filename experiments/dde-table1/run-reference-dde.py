@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Train the DDE reference implementation on given training and test rows (README, DDE Table 1).
+"""Train the DDE reference implementation on given training and test rows (experiments/dde-table1/README.md).
 
     experiments/dde-table1/run-reference-dde.py CHECKOUT TRAIN.npy TEST.npy SAVE_DIR [REFERENCE FLAGS ...]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """DDE Table 2: dde_conditional with the reference implementation's per-set settings against kef's
-defaults, split by split (README, DDE Table 2).
+defaults, split by split (experiments/dde-table2/README.md).
 
     experiments/dde-table2/compare-dde-table2-settings.py REFERENCE_CSV DEFAULTS_CSV
 

@@ -167,7 +167,7 @@ for ds, _ in datasets:
             for k, _ in metrics:
                 row[k] = mt.get(k)
             # Figure 3 reports the log-likelihood in the whitened space the models were fitted in
-            # (README "Units of the metrics"); results.json's log_likelihood is in data units.
+            # (docs/outputs.md, "Units of the metrics"); results.json's log_likelihood is in data units.
             row["log_likelihood"] = mt.get("log_likelihood_whitened", mt.get("log_likelihood_standardized"))
             row["log_likelihood_data_units"] = mt.get("log_likelihood")
             row["log_likelihood_reliable"] = mt.get("reliable")

@@ -1,4 +1,4 @@
-"""The Python package under mpirun (README "Python", "Distributed runs (MPI)"): run as
+"""The Python package under mpirun (docs/python.md, docs/mpi.md): run as
 `mpirun -np 2 python3 mpi_run.py WORKDIR CONFIG` by ctest (python.mpi). Every process makes the same
 calls with comm=MPI.COMM_WORLD; rank 0 also makes them alone (comm=None) and the two must agree bit
 for bit. Errors on any process must raise the same exception on every process, never hang. Exits 0

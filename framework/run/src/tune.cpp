@@ -1,5 +1,5 @@
 // [tune]: a grid search over numeric keys of one model, every candidate fitted on the training split and
-// scored by one evaluator on a held-out split (README "Tuning").
+// scored by one evaluator on a held-out split (docs/pipelines.md, "Tuning").
 #include <chrono>
 #include <cmath>
 #include <iomanip>

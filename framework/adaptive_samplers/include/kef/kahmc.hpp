@@ -15,7 +15,7 @@
 // It lives in the models layer because the surrogate is a LiteModel. Chains are independent and run
 // in parallel, each on its own stream root.derive(chain), so results depend on the seed and never on
 // the thread count. The same function runs plain random-walk Metropolis (the baseline of the
-// comparison in the README), with `method = RandomWalk`.
+// comparison in experiments/kahmc), with `method = RandomWalk`.
 #include <functional>
 #include <string>
 #include <vector>

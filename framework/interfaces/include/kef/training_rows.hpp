@@ -1,5 +1,5 @@
 #pragma once
-// The training split of a distributed run read by rows (README "Reading data by row ranges"): no
+// The training split of a distributed run read by rows (docs/mpi.md, "Reading data by row ranges"): no
 // process holds it; each reads, from the data file, the rows its share of a sum needs, when it needs
 // them. A row's values are the file's, so every process (and a single process holding the whole split
 // as a matrix) sees the same doubles for the same position, and block sums stay bitwise the
