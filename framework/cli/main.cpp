@@ -27,7 +27,6 @@
 #include "kef/hmc.hpp"
 #include "kef/hsic_test.hpp"
 #include "kef/kahmc.hpp"
-#include "kef/kernel_causal_discovery.hpp"
 #include "kef/linalg.hpp"
 #include "kef/mmd_test.hpp"
 #include "kef/model_archive.hpp"
@@ -39,6 +38,7 @@
 #include "kef/progress.hpp"
 #include "kef/registry.hpp"
 #include "kef/target.hpp"
+#include "kernel_causal_discovery.hpp"
 #include "sample_given.hpp"
 #include "test_command.hpp"
 

@@ -1,7 +1,7 @@
 // GP regression for conditional independence tests (kef/gp_regression.hpp): the spectral evaluation
 // against the dense Gaussian log density and a direct solve, σ_f² as the exact maximiser, the grid
 // search against fits at every grid point, residuals on a known regression, bad input.
-#include "kef/gp_regression.hpp"
+#include "gp_regression.hpp"
 
 #include <gtest/gtest.h>
 

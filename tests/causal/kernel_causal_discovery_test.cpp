@@ -1,7 +1,7 @@
 // PC with HSIC tests on GP-regression residuals (kef/kernel_causal_discovery.hpp): on a nonlinear,
 // non-Gaussian structural causal model with a collider it recovers the true CPDAG, for 1 and 2 threads
 // alike; bad input is refused.
-#include "kef/kernel_causal_discovery.hpp"
+#include "kernel_causal_discovery.hpp"
 
 #include <gtest/gtest.h>
 

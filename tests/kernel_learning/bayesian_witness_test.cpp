@@ -12,9 +12,9 @@
 #include "kef/bandwidth_rule.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
-#include "kef/kernel_embedding.hpp"
 #include "kef/npy.hpp"
 #include "kef/random.hpp"
+#include "kernel_embedding.hpp"
 #include "test_support.hpp"
 
 namespace kef {

@@ -3,7 +3,7 @@
 // Gaussian built from kernel/gaussian_mixture's own values and input derivatives, its gradient in
 // every kernel parameter and log τ² against central differences, R = 1 (and equal length scales)
 // against the Gaussian case, thread-count independence, the mode finder, and bad input.
-#include "kef/bkl_mixture.hpp"
+#include "bkl_mixture.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The Bayesian kernel embedding's posterior (docs/math.md §9) against the dense GP formulas.
-#include "kef/kernel_embedding.hpp"
+#include "kernel_embedding.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "kef/bkl_mixture.hpp"
+#include "bkl_mixture.hpp"
 #include "kef/error.hpp"
 #include "kef/kernel_learning.hpp"
 #include "kef/linalg.hpp"

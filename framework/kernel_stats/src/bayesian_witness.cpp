@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "kef/error.hpp"
-#include "kef/kernel_embedding.hpp"
 #include "kef/linalg.hpp"
 #include "kef/number_text.hpp"
 #include "kef/parallel.hpp"
+#include "kernel_embedding.hpp"
 
 namespace kef {
 namespace {

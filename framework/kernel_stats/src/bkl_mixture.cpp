@@ -1,4 +1,4 @@
-#include "kef/bkl_mixture.hpp"
+#include "bkl_mixture.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // GP regression with grid type-II maximum likelihood (kef/gp_regression.hpp).
-#include "kef/gp_regression.hpp"
+#include "gp_regression.hpp"
 
 #include <Eigen/Eigenvalues>
 #include <cmath>

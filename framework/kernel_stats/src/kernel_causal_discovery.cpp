@@ -1,10 +1,10 @@
 // PC with HSIC tests on GP-regression residuals (kef/kernel_causal_discovery.hpp).
-#include "kef/kernel_causal_discovery.hpp"
+#include "kernel_causal_discovery.hpp"
 
 #include <map>
 
+#include "gp_regression.hpp"
 #include "kef/error.hpp"
-#include "kef/gp_regression.hpp"
 #include "kef/hsic_test.hpp"
 
 namespace kef {

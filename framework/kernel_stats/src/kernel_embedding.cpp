@@ -1,11 +1,11 @@
-#include "kef/kernel_embedding.hpp"
+#include "kernel_embedding.hpp"
 
 #include <cmath>
 #include <sstream>
 
 #include "kef/error.hpp"
-#include "kef/vector_exp.hpp"
 #include "kef/number_text.hpp"
+#include "kef/vector_exp.hpp"
 
 namespace kef {
 namespace {

@@ -11,9 +11,9 @@
 #include "kef/context.hpp"
 #include "kef/error.hpp"
 #include "kef/hsic_test.hpp"
-#include "kef/kernel_causal_discovery.hpp"
 #include "kef/kernel_learning.hpp"
 #include "kef/mmd_test.hpp"
+#include "kernel_causal_discovery.hpp"
 
 namespace kef {
 
