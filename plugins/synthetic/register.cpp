@@ -10,6 +10,7 @@
 
 #include "densities.hpp"
 #include "kef/config.hpp"
+#include "kef/data_io.hpp"
 #include "kef/data_source.hpp"
 #include "kef/memory_budget.hpp"
 #include "kef/model_target.hpp"
@@ -49,9 +50,7 @@ class SyntheticSource final : public Clonable<SyntheticSource, DataSource> {
     RandomStream draws = rng.derive("samples");
     SourceData data;
     data.samples = truth->sample(n_, draws);
-    // append, not "x" + std::string&&: GCC 12 reports a false -Wrestrict inside libstdc++ for that.
-    for (Index j = 0; j < density->dim(); ++j)
-      data.columns.push_back(std::string("x").append(std::to_string(j)));
+    for (Index j = 0; j < density->dim(); ++j) data.columns.push_back(positional_column_name(j));
     data.provenance = type_ + " (" + parameters_ + "), " + std::to_string(n_) +
                       " exact samples, seed " + std::to_string(rng.seed()) + "; " +
                       truth->describe();

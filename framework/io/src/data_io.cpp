@@ -280,8 +280,7 @@ std::vector<std::string> column_names(const std::filesystem::path& path, std::ve
                                       std::size_t line, bool header) {
   std::vector<std::string> names;
   if (!header) {
-    // append, not "x" + std::string&&: GCC 12 reports a false -Wrestrict inside libstdc++ for that.
-    for (std::size_t j = 0; j < fields.size(); ++j) names.push_back(std::string("x").append(std::to_string(j)));
+    for (std::size_t j = 0; j < fields.size(); ++j) names.push_back(positional_column_name(static_cast<Index>(j)));
     return names;
   }
   const bool all_numbers =
@@ -504,6 +503,11 @@ CsvScan scan_csv(const std::filesystem::path& path, const ColumnSelection& selec
 }
 
 }  // namespace
+
+std::string positional_column_name(Index j) {
+  // append, not "x" + std::string&&: GCC 12 reports a false -Wrestrict inside libstdc++ for that.
+  return std::string("x").append(std::to_string(j));
+}
 
 TableData read_csv(const std::filesystem::path& path, const ColumnSelection& columns) {
   return scan_csv(path, columns, RowPick(0, -1), true).table;

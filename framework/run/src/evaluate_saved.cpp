@@ -27,7 +27,7 @@ std::string list_text(const std::vector<std::string>& names) {
 
 bool positional_names(const std::vector<std::string>& names) {
   for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] != "x" + std::to_string(i)) return false;
+    if (names[i] != positional_column_name(static_cast<Index>(i))) return false;
   return true;
 }
 
@@ -42,12 +42,11 @@ bool same_transform(const DataTransform& a, const DataTransform& b) {
 std::string column_roles_text(const DataTransform& transform, Index dim) {
   if (!transform.roles.conditional()) return "";
   auto names = [&](const std::vector<Index>& idx) {
-    // append, not "x" + std::string&&: GCC 12 reports a false -Wrestrict inside libstdc++ for that.
     std::vector<std::string> out;
     for (Index d : idx)
       out.push_back(static_cast<Index>(transform.columns.size()) == dim
                         ? transform.columns[static_cast<std::size_t>(d)]
-                        : std::string("x").append(std::to_string(d)));
+                        : positional_column_name(d));
     return list_text(out);
   };
   return "inputs x " + names(transform.roles.inputs(dim)) + ", targets y " + names(transform.roles.targets);

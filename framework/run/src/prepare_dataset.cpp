@@ -108,9 +108,8 @@ void record_transform(Dataset& out, const char* kind, const Matrix& A, const Vec
 }
 
 std::string column_name(const std::vector<std::string>& columns, Index d) {
-  // append, not "x" + std::string&&: GCC 12 reports a false -Wrestrict inside libstdc++ for that.
   return static_cast<std::size_t>(d) < columns.size() ? columns[static_cast<std::size_t>(d)]
-                                                      : std::string("x").append(std::to_string(d));
+                                                      : positional_column_name(d);
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -372,7 +371,7 @@ SourceData checked_in_memory_data(const InMemoryData& in) {
                     " (expected at least one row and one column)");
   SourceData raw;
   if (in.columns.empty()) {
-    for (Index d = 0; d < D; ++d) raw.columns.push_back("x" + std::to_string(d));
+    for (Index d = 0; d < D; ++d) raw.columns.push_back(positional_column_name(d));
   } else {
     if (static_cast<Index>(in.columns.size()) != D)
       throw DataError("in-memory data: " + std::to_string(in.columns.size()) + " column names (" +

@@ -18,6 +18,10 @@ struct TableData {
   std::vector<std::string> columns;
 };
 
+// The name of column j (0-based) of data that names no columns (an NPY file, a CSV file without a
+// header, samples drawn by a plugin): x0, x1, ...
+std::string positional_column_name(Index j);
+
 // The columns a read selects, and how a CSV file names them. With a header (the default) its first line
 // names the columns, and a first line of numbers only is refused (a file without a header would
 // otherwise lose its first row to the names); without one every line is data and the columns are named
