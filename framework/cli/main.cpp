@@ -38,7 +38,6 @@
 #include "kef/progress.hpp"
 #include "kef/registry.hpp"
 #include "kef/target.hpp"
-#include "kernel_causal_discovery.hpp"
 #include "sample_given.hpp"
 #include "test_command.hpp"
 
@@ -537,10 +536,8 @@ struct CommandLine {
   SamplerFlags sampler_flags;
   FigureFlags figure_flags;
   FigureCommands figures;
-  KernelTestFlags kernel_test_flags;
-  CausalFlags causal_flags;
+  TestFlags test_flags;
   KernelTestCommand kernel_test;
-  WitnessFlags witness_flags;
 
   void declare(CLI::App& app) {
     run =
@@ -608,8 +605,7 @@ struct CommandLine {
     add_sampler_flags(sample, sampler_flags);
 
     figures = add_figure_commands(app, figure_flags);
-    kernel_test = add_kernel_test_command(app, kernel_test_flags, causal_flags, threads);
-    add_witness_command(kernel_test, witness_flags, threads);
+    kernel_test = add_test_command(app, test_flags, threads);
   }
 
   int dispatch(kef::Registry& registry, const std::function<int(int)>& finish) {
@@ -672,10 +668,7 @@ struct CommandLine {
       return finish(cmd_sample(registry, sample_dir, sample_n, sample_out, sample_seed, threads, quiet,
                                sampler_flags, plugin_paths));
     if (const int status = run_figure_command(figures, figure_flags); status >= 0) return finish(status);
-    if (kernel_test.causal->parsed()) return finish(cmd_causal(registry, causal_flags, threads));
-    if (kernel_test.witness->parsed()) return finish(cmd_witness(witness_flags, threads));
-    if (kernel_test.test->parsed())
-      return finish(cmd_kernel_test(registry, kernel_test_flags, kernel_test.two_sample->parsed(), threads));
+    if (kernel_test.test->parsed()) return finish(cmd_test(registry, kernel_test, test_flags, threads));
     if (eval->parsed()) {
       eval_opts.threads = threads;
       return finish(cmd_eval(registry, eval_opts, eval_out, plugin_paths));

@@ -1,92 +1,58 @@
-// `kef test` (test_command.hpp).
+// `kef test` (test_command.hpp): declares the command and its subcommands, runs the one given, and
+// holds what the subcommands share (test_subcommands.hpp).
 #include "test_command.hpp"
 
-#include <charconv>
-#include <sstream>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_support.hpp"
-#include "kef/bandwidth_rule.hpp"
-#include "kef/bayesian_witness.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
-#include "kef/kernel_tests.hpp"
-#include "kef/linalg.hpp"
-#include "kef/line_plot.hpp"
-#include "kef/number_text.hpp"
+#include "test_subcommands.hpp"
 
 namespace kef_cli {
 
-KernelTestCommand add_kernel_test_command(CLI::App& app, KernelTestFlags& f, CausalFlags& cf, int& threads) {
+KernelTestCommand add_test_command(CLI::App& app, TestFlags& f, int& threads) {
   KernelTestCommand c;
   c.test = app.add_subcommand(
       "test", "Kernel tests on data files: two-sample (MMD), independence (HSIC), causal, witness");
   c.test->require_subcommand(1);
-  c.two_sample = c.test->add_subcommand(
-      "two-sample",
-      "Do the rows of X and Y come from the same distribution? MMD² with permutation and Gamma p-values");
-  c.independence = c.test->add_subcommand(
-      "independence",
-      "Are the paired rows x_i of X and y_i of Y independent? HSIC with permutation and Gamma p-values");
-  for (CLI::App* sub : {c.two_sample, c.independence}) {
-    sub->add_option("X", f.x_file, "first sample (.npy, or .csv with a header row)")->required();
-    sub->add_option("Y", f.y_file, "second sample (.npy or .csv)")->required();
-    sub->add_option("--permutations", f.permutations, "permutations for the permutation p-value (0: none)")
-        ->check(integer_in(0, 100000000));
-    sub->add_option("--seed", f.seed, "seed of the permutations (default 0)")->check(seed_value());
-    sub->add_option("--threads", threads, "worker threads (results do not depend on it)")
-        ->check(integer_in(1, kMaxThreads));
-    sub->add_flag("--json", f.json, "print one JSON object instead of text");
-    sub->add_option("--path", f.plugin_paths, "extra plugin directory (searched first)");
-  }
-  c.two_sample->add_option(
-      "--kernel-bandwidth", f.bandwidth,
-      "Gaussian σ: `median` (median distance of the pooled sample), `bkl` (Bayesian "
-      "kernel learning on the pooled sample), a positive number, or `bkl_multiscale` (a "
-      "Gaussian mixture kernel whose scales and weights BKL learns from --kernel-scales)");
-  c.two_sample
-      ->add_option(
-          "--kernel-scales", f.scales,
-          "with --kernel-bandwidth bkl_multiscale: the mixture's starting length scales, e.g. 0.5,2,8")
-      ->delimiter(',');
-  c.independence->add_option(
-      "--kernel-bandwidth", f.bandwidth,
-      "Gaussian σ on X (and on Y unless --kernel-bandwidth-y): `median`, `bkl` or a positive number");
-  c.independence->add_option("--kernel-bandwidth-y", f.bandwidth_y,
-                             "Gaussian σ on Y: `median`, `bkl` or a positive number");
-  c.causal = c.test->add_subcommand(
-      "causal",
-      "Causal structure of the columns of DATA: PC with HSIC tests on GP-regression residuals (a CPDAG)");
-  c.causal->add_option("DATA", cf.data, "data (.npy, or .csv with a header row naming the variables)")
-      ->required();
-  c.causal->add_option("--alpha", cf.alpha, "level of each independence test (default 0.05)")
-      ->check(CLI::Range(1e-12, 1.0 - 1e-12));
-  c.causal->add_option("--kernel-bandwidth", cf.bandwidth,
-                       "Gaussian σ of every variable and residual: `median`, `bkl` or a positive number");
-  c.causal
-      ->add_option("--permutations", cf.permutations, "HSIC permutations per test (0: Gamma approximation)")
-      ->check(integer_in(0, 1000000));
-  c.causal->add_option("--max-given", cf.max_given, "largest conditioning set (default: no limit)")
-      ->check(integer_in(0, 1000));
-  c.causal->add_option(
-      "--truth", cf.truth,
-      "the true DAG as a .csv adjacency matrix (header = the variables; 1 at row i, column j for i -> j): "
-      "also prints the structural Hamming distance to its CPDAG");
-  c.causal->add_option("--seed", cf.seed, "seed of the permutations and landmarks (default 0)")
-      ->check(seed_value());
-  c.causal->add_option("--threads", threads, "worker threads (results do not depend on it)")
-      ->check(integer_in(1, kMaxThreads));
-  c.causal->add_flag("--json", cf.json, "print one JSON object instead of text");
-  c.causal->add_option("--path", cf.plugin_paths, "extra plugin directory (searched first)");
+  c.two_sample = add_two_sample_command(*c.test, f.pair, threads);
+  c.independence = add_independence_command(*c.test, f.pair, threads);
+  c.causal = add_causal_command(*c.test, f.causal, threads);
+  c.witness = add_witness_command(*c.test, f.witness, threads);
   return c;
 }
 
-namespace {
+int cmd_test(kef::Registry& registry, const KernelTestCommand& c, const TestFlags& f, int threads) {
+  if (c.causal->parsed()) return cmd_causal(registry, f.causal, threads);
+  if (c.witness->parsed()) return cmd_witness(f.witness, threads);
+  if (c.two_sample->parsed()) return cmd_two_sample(registry, f.pair, threads);
+  return cmd_independence(registry, f.pair, threads);
+}
+
+void add_sample_pair_options(CLI::App& sub, KernelTestFlags& f, int& threads) {
+  sub.add_option("X", f.x_file, "first sample (.npy, or .csv with a header row)")->required();
+  sub.add_option("Y", f.y_file, "second sample (.npy or .csv)")->required();
+  sub.add_option("--permutations", f.permutations, "permutations for the permutation p-value (0: none)")
+      ->check(integer_in(0, 100000000));
+  sub.add_option("--seed", f.seed, "seed of the permutations (default 0)")->check(seed_value());
+  sub.add_option("--threads", threads, "worker threads (results do not depend on it)")
+      ->check(integer_in(1, kMaxThreads));
+  sub.add_flag("--json", f.json, "print one JSON object instead of text");
+  sub.add_option("--path", f.plugin_paths, "extra plugin directory (searched first)");
+}
+
+kef::KernelTestOptions kernel_test_options(const KernelTestFlags& f, int threads) {
+  kef::KernelTestOptions o;
+  o.bandwidth = f.bandwidth;
+  o.bandwidth_y = f.bandwidth_y;
+  o.scales = f.scales;
+  o.permutations = f.permutations;
+  o.seed = f.seed;
+  o.threads = threads;
+  return o;
+}
 
 kef::Matrix read_test_sample(const std::string& argument, const std::string& file) {
   kef::Matrix M;
@@ -106,279 +72,20 @@ kef::Matrix read_test_sample(const std::string& argument, const std::string& fil
   return M;
 }
 
+void print_permutation_test(const nlohmann::ordered_json& j, long long permutations) {
+  for (const auto& item : j["statistic"].items())
+    std::cout << "  " << item.key() << " = " << number_text_of(item.value()) << "\n";
+  std::cout << "  p-value (permutation, " << permutations
+            << ") = " << number_text_of(j["p_value"]["permutation"]) << "\n";
+  std::cout << "  p-value (Gamma approximation) = " << number_text_of(j["p_value"]["gamma"]) << "\n";
+}
+
 std::string number_text_of(const nlohmann::ordered_json& v) {
   if (v.is_null()) return std::string("n/a (--permutations 0)");
   std::ostringstream os;
   os.precision(6);
   os << v.get<double>();
   return os.str();
-}
-
-}  // namespace
-
-int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_sample, int threads) {
-  kef::KernelTestOptions o;
-  o.bandwidth = f.bandwidth;
-  o.bandwidth_y = f.bandwidth_y;
-  o.scales = f.scales;
-  o.permutations = f.permutations;
-  o.seed = f.seed;
-  o.threads = threads;
-  kef::check_kernel_test_options(o, two_sample);  // arguments first, before any file is read
-  const kef::Matrix X = read_test_sample("X", f.x_file), Y = read_test_sample("Y", f.y_file);
-  load_default_plugins(registry, f.plugin_paths);
-  const kef::TestSample x{&X, "X (" + f.x_file + ")", f.x_file}, y{&Y, "Y (" + f.y_file + ")", f.y_file};
-  const std::string report = two_sample ? kef::two_sample_test_json(registry, x, y, o)
-                                        : kef::independence_test_json(registry, x, y, o);
-  if (f.json) {
-    std::cout << report << "\n";
-    return 0;
-  }
-  const auto j = nlohmann::ordered_json::parse(report);
-  std::cout << (two_sample ? "two-sample test (MMD): " : "independence test (HSIC): ") << X.rows() << " x "
-            << X.cols() << " (" << f.x_file << ") " << (two_sample ? "vs " : "with ") << Y.rows() << " x "
-            << Y.cols() << " (" << f.y_file << ")\n";
-  for (const auto& item : j["statistic"].items())
-    std::cout << "  " << item.key() << " = " << number_text_of(item.value()) << "\n";
-  std::cout << "  p-value (permutation, " << f.permutations << ") = " << number_text_of(j["p_value"]["permutation"])
-            << "\n";
-  std::cout << "  p-value (Gamma approximation) = " << number_text_of(j["p_value"]["gamma"]) << "\n";
-  if (two_sample) {
-    std::cout << "  bandwidth = " << number_text_of(j["bandwidth"]["sigma"]) << " ("
-              << j["bandwidth"]["how"].get<std::string>() << ")\n";
-  } else {
-    for (const char* v : {"x", "y"})
-      std::cout << "  bandwidth " << v << " = " << number_text_of(j["bandwidth"][v]["sigma"]) << " ("
-                << j["bandwidth"][v]["how"].get<std::string>() << ")\n";
-  }
-  return 0;
-}
-
-int cmd_causal(kef::Registry& registry, const CausalFlags& f, int threads) {
-  kef::parse_bandwidth_rule(f.bandwidth, "--kernel-bandwidth");  // arguments first, before any file is read
-  const kef::TableData table = kef::read_table(f.data);
-  const kef::Index p = table.values.cols();
-  kef::PartialGraph truth;
-  if (!f.truth.empty()) {
-    const kef::TableData t = kef::read_table(f.truth);
-    if (t.values.rows() != p || t.values.cols() != p)
-      throw kef::DataError("--truth " + f.truth + ": a " + std::to_string(t.values.rows()) + " x " +
-                           std::to_string(t.values.cols()) + " matrix (expected " + std::to_string(p) +
-                           " x " + std::to_string(p) + ", one row and column per variable of " + f.data +
-                           ")");
-    kef::PartialGraph dag(p);
-    for (kef::Index i = 0; i < p; ++i)
-      for (kef::Index j = 0; j < p; ++j) {
-        const double v = t.values(i, j);
-        if (v != 0 && v != 1)
-          throw kef::DataError("--truth " + f.truth + ": row " + std::to_string(i + 1) + ", column " +
-                               std::to_string(j + 1) + " is " + std::to_string(v) + " (expected 0 or 1)");
-        if (v == 1) {
-          if (i == j || t.values(j, i) == 1)
-            throw kef::DataError("--truth " + f.truth + ": variables " + std::to_string(i + 1) + " and " +
-                                 std::to_string(j + 1) +
-                                 " point at each other or themselves (expected a DAG)");
-          dag.add_directed(i, j);
-        }
-      }
-    try {
-      truth = kef::cpdag_of_dag(dag);
-    } catch (const kef::ConfigError& e) {
-      throw kef::DataError("--truth " + f.truth + ": " + e.what());
-    }
-  }
-  load_default_plugins(registry, f.plugin_paths);
-  kef::CausalRequest request;
-  request.bandwidth = f.bandwidth;
-  request.alpha = f.alpha;
-  request.permutations = f.permutations;
-  request.max_given = f.max_given;
-  request.seed = f.seed;
-  request.threads = threads;
-  request.truth_cpdag = f.truth.empty() ? nullptr : &truth;
-  const auto j = nlohmann::ordered_json::parse(kef::causal_discovery_json(
-      registry, kef::TestSample{&table.values, f.data, f.data}, table.columns, request));
-  if (f.json) {
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  std::cout << "causal structure (PC, HSIC on GP-regression residuals, alpha " << f.alpha << ", bandwidth "
-            << f.bandwidth << "): " << table.values.rows() << " rows of " << p << " variables (" << f.data
-            << ")\n"
-            << "  CPDAG: " << j["cpdag"].get<std::string>() << "\n"
-            << "  tests: " << j["tests"].get<kef::Index>() << ", regressions: " << j["regressions"].get<kef::Index>()
-            << "\n";
-  if (!f.truth.empty())
-    std::cout << "  truth's CPDAG: " << j["truth_cpdag"].get<std::string>() << "\n"
-              << "  structural Hamming distance: " << j["structural_hamming_distance"].get<kef::Index>()
-              << "\n";
-  return 0;
-}
-
-void add_witness_command(KernelTestCommand& c, WitnessFlags& f, int& threads) {
-  c.witness = c.test->add_subcommand(
-      "witness",
-      "Where do X and Y differ? The Bayesian witness function μ_P − μ_Q on a grid, with a credible band");
-  CLI::App* w = c.witness;
-  w->add_option("X", f.x_file, "first sample (.npy, or .csv with a header row)")->required();
-  w->add_option("Y", f.y_file, "second sample (.npy or .csv), same columns as X")->required();
-  w->add_option("--grid", f.grid,
-                "points to evaluate the witness at: `a:b:n` (n evenly spaced values from a to b, 1-D data) "
-                "or a .npy/.csv file with the samples' columns")
-      ->required();
-  w->add_option("--kernel-bandwidth", f.bandwidth,
-                "Gaussian ℓ: `median` (pooled sample), `bkl` (Bayesian kernel learning on the pooled sample, "
-                "the posterior mode) or a positive number");
-  w->add_flag("--integrate-lengthscale", f.integrate,
-              "with --kernel-bandwidth bkl: integrate over ℓ (the mixture over BKL's HMC draws of ℓ) "
-              "instead of fixing ℓ at its mode");
-  w->add_option("--tau2", f.tau2, "τ², the embedding likelihood's noise variance (default 1)")
-      ->check(CLI::Range(1e-12, 1e12));
-  w->add_option("--level", f.level, "probability of the central credible band (default 0.8)")
-      ->check(CLI::Range(1e-6, 1.0 - 1e-6));
-  w->add_option("--out", f.out, "CSV of the witness: x (or x1..xD), mean, lower, upper, sd");
-  w->add_option("--plot", f.plot, "PNG of the witness with its band (1-D only)");
-  w->add_option("--seed", f.seed, "seed of BKL's landmarks and HMC (default 0)")->check(seed_value());
-  w->add_option("--threads", threads, "worker threads (results do not depend on it)")
-      ->check(integer_in(1, kMaxThreads));
-  w->add_flag("--json", f.json, "print one JSON object instead of text");
-}
-
-namespace {
-
-// `a:b:n` (a < b, n >= 2), or a data file of points. ConfigError / DataError naming --grid.
-kef::Matrix read_witness_grid(const std::string& spec, kef::Index dim) {
-  const auto c1 = spec.find(':');
-  if (c1 == std::string::npos) {
-    kef::Matrix G;
-    try {
-      G = kef::read_table(spec).values;
-    } catch (const kef::DataError& e) {
-      throw kef::DataError(std::string("--grid: ") + e.what());
-    }
-    if (G.rows() == 0)
-      throw kef::DataError("--grid " + spec + ": no points (an empty grid); give at least one row");
-    if (G.cols() != dim)
-      throw kef::DataError("--grid " + spec + ": " + std::to_string(G.cols()) +
-                           " columns, but the samples have " + std::to_string(dim));
-    kef::check_finite(G, "--grid " + spec);
-    return G;
-  }
-  const auto c2 = spec.find(':', c1 + 1);
-  auto number = [&](std::string_view t, double& v) {
-    const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    return !t.empty() && ec == std::errc() && p == t.data() + t.size() && std::isfinite(v);
-  };
-  double a = 0, b = 0, n = 0;
-  const std::string_view sv(spec);
-  if (c2 == std::string::npos || spec.find(':', c2 + 1) != std::string::npos ||
-      !number(sv.substr(0, c1), a) || !number(sv.substr(c1 + 1, c2 - c1 - 1), b) ||
-      !number(sv.substr(c2 + 1), n) || n != std::floor(n))
-    throw kef::ConfigError(
-        "--grid: expected a:b:n (numbers a < b and an integer count n >= 2) or a file, got `" + spec + "`");
-  if (n < 2)
-    throw kef::ConfigError("--grid " + spec + ": " + kef::number_text(n) +
-                           " points (an empty or one-point grid); expected n >= 2");
-  if (n > 1e6) throw kef::ConfigError("--grid " + spec + ": more than 10^6 points");
-  if (!(a < b)) throw kef::ConfigError("--grid " + spec + ": expected a < b");
-  if (dim != 1)
-    throw kef::DataError("--grid " + spec + ": a:b:n is a 1-D grid, but the samples have " +
-                         std::to_string(dim) + " columns; give the points as a file");
-  const auto count = static_cast<kef::Index>(n);
-  kef::Matrix G(count, 1);
-  for (kef::Index i = 0; i < count; ++i)
-    G(i, 0) = a + (b - a) * static_cast<double>(i) / static_cast<double>(count - 1);
-  return G;
-}
-
-// The CSV goes to a temporary name, then into place: a failed write leaves no half file.
-void write_witness_csv(const std::string& out, const kef::Matrix& G, const kef::WitnessPosterior& w) {
-  namespace fs = std::filesystem;
-  const fs::path tmp = out + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f.precision(17);
-    if (G.cols() == 1) {
-      f << "x";
-    } else {
-      for (kef::Index d = 0; d < G.cols(); ++d) f << (d ? "," : "") << "x" << d + 1;
-    }
-    f << ",mean,lower,upper,sd\n";
-    for (kef::Index i = 0; i < G.rows(); ++i) {
-      for (kef::Index d = 0; d < G.cols(); ++d) f << G(i, d) << ",";
-      f << w.mean[i] << "," << w.lower[i] << "," << w.upper[i] << "," << w.sd[i] << "\n";
-    }
-    f.close();
-    if (!f) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw kef::ConfigError("--out " + out + ": cannot write (disk full?)");
-    }
-  }
-  fs::rename(tmp, out);
-}
-
-}  // namespace
-
-int cmd_witness(const WitnessFlags& f, int threads) {
-  kef::WitnessRequest r;
-  r.bandwidth = f.bandwidth;
-  r.integrate = f.integrate;
-  r.tau2 = f.tau2;
-  r.level = f.level;
-  r.seed = f.seed;
-  r.threads = threads;
-  kef::check_witness_request(r);  // arguments first, before any data file is read
-  if (!f.out.empty()) check_output_file("--out", f.out);
-  if (!f.plot.empty()) check_output_file("--plot", f.plot);
-  const kef::Matrix X = read_test_sample("X", f.x_file), Y = read_test_sample("Y", f.y_file);
-  if (X.cols() != Y.cols())
-    throw kef::DataError("Y (" + f.y_file + "): " + std::to_string(Y.cols()) + " columns, but X (" +
-                         f.x_file + ") has " + std::to_string(X.cols()) +
-                         "; the witness compares samples of the same dimension");
-  const kef::Matrix G = read_witness_grid(f.grid, X.cols());
-  if (!f.plot.empty() && G.cols() != 1)
-    throw kef::ConfigError("--plot " + f.plot + ": the figure is for 1-D samples; these have " +
-                           std::to_string(G.cols()) + " columns (use --out for the values)");
-  const kef::WitnessReport report = kef::witness_json(kef::TestSample{&X, "X (" + f.x_file + ")", f.x_file},
-                                                      kef::TestSample{&Y, "Y (" + f.y_file + ")", f.y_file}, G, r);
-  const kef::WitnessPosterior& w = report.posterior;
-  const double fraction = report.band_excludes_zero;
-  if (!f.out.empty()) write_witness_csv(f.out, G, w);
-  auto j = nlohmann::ordered_json::parse(report.json);
-  const nlohmann::ordered_json& bw = j["bandwidth"];
-  if (!f.plot.empty()) {
-    kef::LineSeries s{"posterior mean, central " + kef::number_text(100 * f.level, 3) + "% band", G.col(0),
-                      w.mean, w.lower, w.upper};
-    kef::LineSeries zero{"0 (no difference)", kef::Vector(2), kef::Vector::Zero(2), {}, {}};
-    zero.x << G(0, 0), G(G.rows() - 1, 0);
-    kef::LinePlotOptions po;
-    po.title = "Bayesian witness function μ_P − μ_Q";
-    po.x_label = "x";
-    po.y_label = "witness";
-    po.footnote = std::to_string(X.rows()) + " vs " + std::to_string(Y.rows()) +
-                  " points · ℓ = " + kef::number_text(report.lengthscale, 3) + " (" +
-                  bw["rule"].get<std::string>() + ") · band excludes 0 on " +
-                  kef::number_text(100 * fraction, 3) + "% of the grid";
-    kef::write_line_plot(f.plot, {s, zero}, po);
-  }
-  if (!f.out.empty()) j["out"] = f.out;
-  if (!f.plot.empty()) j["plot"] = f.plot;
-  if (f.json) {
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  std::cout << "Bayesian witness function: " << X.rows() << " x " << X.cols() << " (" << f.x_file << ") vs "
-            << Y.rows() << " x " << Y.cols() << " (" << f.y_file << "), " << G.rows() << " points\n"
-            << "  bandwidth = " << kef::number_text(report.lengthscale, 6) << " ("
-            << bw["how"].get<std::string>() << ")\n"
-            << "  central " << kef::number_text(100 * f.level, 3) << "% band excludes 0 at "
-            << kef::number_text(100 * fraction, 4)
-            << "% of the points; max |mean| = " << kef::number_text(j["max_abs_mean"].get<double>(), 4)
-            << ", max sd = " << kef::number_text(j["max_sd"].get<double>(), 4) << "\n";
-  if (!f.out.empty()) std::cout << "  values: " << f.out << "\n";
-  if (!f.plot.empty()) std::cout << "  figure: " << f.plot << "\n";
-  return 0;
 }
 
 }  // namespace kef_cli

@@ -1,6 +1,8 @@
 #pragma once
-// `kef test`: kernel two-sample and independence tests on data files, and causal structure discovery
-// (the PC algorithm with HSIC tests on GP-regression residuals). Internal to the kef command.
+// `kef test`: kernel tests on data files (two-sample, independence, witness) and causal structure
+// discovery. Each subcommand is its own file (test_two_sample.cpp, test_independence.cpp,
+// test_causal.cpp, test_witness.cpp); test_command.cpp declares `kef test` and runs the subcommand
+// given. Internal to the kef command.
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
@@ -20,14 +22,6 @@ struct KernelTestFlags {
   std::uint64_t seed = 0;
   bool json = false;
   std::vector<std::string> plugin_paths;
-};
-
-struct KernelTestCommand {
-  CLI::App* test = nullptr;
-  CLI::App* two_sample = nullptr;
-  CLI::App* independence = nullptr;
-  CLI::App* causal = nullptr;
-  CLI::App* witness = nullptr;
 };
 
 // `kef test causal DATA`: the PC algorithm with HSIC tests on GP-regression residuals.
@@ -50,12 +44,24 @@ struct WitnessFlags {
   bool json = false;
 };
 
-// Declares `kef test` and its subcommands two-sample, independence and causal.
-KernelTestCommand add_kernel_test_command(CLI::App& app, KernelTestFlags& f, CausalFlags& cf, int& threads);
-int cmd_kernel_test(kef::Registry& registry, const KernelTestFlags& f, bool two_sample, int threads);
-int cmd_causal(kef::Registry& registry, const CausalFlags& f, int threads);
-// Declares `kef test witness` under c.test (after add_kernel_test_command).
-void add_witness_command(KernelTestCommand& c, WitnessFlags& f, int& threads);
-int cmd_witness(const WitnessFlags& f, int threads);
+// The flags of every subcommand. two-sample and independence share theirs: one of them is given.
+struct TestFlags {
+  KernelTestFlags pair;
+  CausalFlags causal;
+  WitnessFlags witness;
+};
+
+struct KernelTestCommand {
+  CLI::App* test = nullptr;
+  CLI::App* two_sample = nullptr;
+  CLI::App* independence = nullptr;
+  CLI::App* causal = nullptr;
+  CLI::App* witness = nullptr;
+};
+
+// Declares `kef test` and its subcommands two-sample, independence, causal and witness.
+KernelTestCommand add_test_command(CLI::App& app, TestFlags& f, int& threads);
+// Runs the subcommand of `kef test` that was given (c.test parsed).
+int cmd_test(kef::Registry& registry, const KernelTestCommand& c, const TestFlags& f, int threads);
 
 }  // namespace kef_cli
