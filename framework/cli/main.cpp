@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "cli_support.hpp"
+#include "describe_components.hpp"
 #include "distributed_run.hpp"
 #include "figure_commands.hpp"
 #include "kef/allocator.hpp"
@@ -47,8 +48,13 @@ namespace {
 
 using namespace kef_cli;
 
-int cmd_plugins(kef::Registry& registry, const std::vector<std::string>& paths, const std::string& describe) {
+int cmd_plugins(kef::Registry& registry, const std::vector<std::string>& paths, const std::string& describe,
+                bool json) {
   load_default_plugins(registry, paths);
+  if (json) {
+    std::cout << components_json(registry).dump(1) << "\n";
+    return 0;
+  }
   const std::vector<std::string> interfaces = registry.interfaces();
   if (!describe.empty()) {
     // "kernel/gaussian" or just "gaussian" (every interface that has it).
@@ -64,30 +70,7 @@ int cmd_plugins(kef::Registry& registry, const std::vector<std::string>& paths, 
       const kef::ComponentInfo* info = registry.find(i, type);
       if (!info) continue;
       ++found;
-      std::cout << i << "/" << info->type << "  (plugin " << info->plugin << ")\n  " << info->summary << "\n";
-      if (!info->reference.empty()) std::cout << "  reference: " << info->reference << "\n";
-      for (const auto& part : info->all_parts())
-        std::cout << "  part [model." << part.name
-                  << "]: " << part.interface << (part.required ? "" : " (optional)")
-                  << (part.doc.empty() ? "" : ", " + part.doc) << "\n";
-      if (!info->facets.empty())
-        std::cout << "  " << (i == "evaluator" ? "needs" : "models have") << ": " << info->facets.text()
-                  << "\n";
-      if (info->keys.empty()) std::cout << "  keys: none besides `type`\n";
-      for (const auto& key : info->keys) {
-        std::cout << "  " << key.name << " (" << kef::to_string(key.kind) << ", default "
-                  << key.default_text() << ")";
-        if (std::isfinite(key.min) || std::isfinite(key.max)) {
-          std::cout << " range";
-          if (std::isfinite(key.min)) std::cout << (key.min_exclusive ? " > " : " >= ") << key.min;
-          if (std::isfinite(key.max)) std::cout << " <= " << key.max;
-        }
-        if (!key.choices.empty()) {
-          std::cout << " one of";
-          for (const auto& c : key.choices) std::cout << " " << c;
-        }
-        std::cout << "\n      " << key.doc << "\n";
-      }
+      print_component(std::cout, i, *info);
     }
     if (!found)
       throw kef::ConfigError("--describe " + describe + ": no component of that type; run `kef plugins`");
@@ -518,6 +501,7 @@ namespace {
 // returns 0 when none was parsed.
 struct CommandLine {
   std::string file, output, describe, model_dir, data, out;
+  bool plugins_json = false;
   std::vector<std::string> overrides, plugin_paths;
   int threads = 0;
   bool quiet = false;
@@ -557,6 +541,9 @@ struct CommandLine {
 
     plugins = app.add_subcommand("plugins", "List plugins and their components");
     plugins->add_option("--describe", describe, "print the keys of one component, e.g. kernel/gaussian");
+    plugins->add_flag("--json", plugins_json,
+                      "list every plugin and component with its keys as JSON (the manual's reference)")
+        ->excludes("--describe");
     plugins->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
 
     score = app.add_subcommand("score", "Write log p~(x) and its gradient for data under a saved model");
@@ -653,7 +640,7 @@ struct CommandLine {
       std::cout << file << ": ok\n";
       return finish(0);
     }
-    if (plugins->parsed()) return finish(cmd_plugins(registry, plugin_paths, describe));
+    if (plugins->parsed()) return finish(cmd_plugins(registry, plugin_paths, describe, plugins_json));
     if (score->parsed()) return finish(cmd_score(registry, model_dir, data, out, score_flags, plugin_paths));
     if (sample->parsed() && !sample_given.empty()) {
       if (sampler_flags.sampler != "hmc" || !sampler_flags.target.empty())
