@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 SANITIZE_DIR ?= build-sanitize
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps configure build demo test test-sanitize fuzz bench install clean format
+.PHONY: all deps configure build demo test test-sanitize fuzz bench docs install clean format
 
 all: build
 
@@ -50,6 +50,11 @@ fuzz: deps
 bench: build
 	bash scripts/install-deps.sh --bench
 	bash bench/run.sh $(BUILD_DIR)
+
+# The manual, built into $(BUILD_DIR)/docs/html with Sphinx and MyST (warnings are errors); its
+# component reference is generated from the built kef's key declarations.
+docs: deps configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target docs
 
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(or $(PREFIX),/usr/local)

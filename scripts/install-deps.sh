@@ -26,6 +26,7 @@ packages=(
   python3-build python3-venv python3-pip  # `python3 -m build --wheel`, the venv the wheel test installs into
   python3-mpi4py         # the Python package under mpirun (kef.run/kef.fit with comm=), its ctest
   libopenmpi-dev openmpi-bin  # `mpirun -np K kef run`: distributed fits and evaluations (tests/mpi)
+  python3-sphinx python3-myst-parser furo  # the manual (`make docs`, docs/build_docs.py): Sphinx, MyST Markdown, its theme
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer, ASan and UBSan (the main build uses g++)
 )
 # `--bench` (from `make bench`): also the baselines the benchmarks run against.
