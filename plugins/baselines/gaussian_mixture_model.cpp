@@ -97,7 +97,7 @@ void GaussianMixtureModel::evaluate_row(const double* x, Row& row, bool scores, 
 // time on whole columns (z_a = (x_a − μ_a − Σ_{b<a} L_ab z_b)/L_aa for every row at once), so the
 // loops run over contiguous rows and vectorise, and each row still sees exactly forward_solve's
 // sequence of operations (no blocking that depends on how many rows the call holds). The per-row path
-// (evaluate_row) stays for the score and Hessian; tests/baselines holds the two to 1e-14.
+// (evaluate_row) stays for the score and Hessian; tests/plugins/baselines holds the two to 1e-14.
 Matrix GaussianMixtureModel::log_terms(const Matrix& X) const {
   check_input(X);
   const Index N = X.rows(), D = dim(), K = params_.components();

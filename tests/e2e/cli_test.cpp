@@ -7,6 +7,7 @@
 
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
+#include "pipeline_text.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -19,28 +20,11 @@ using test::write_file;
 using Result = test::CommandResult;
 using Json = nlohmann::json;
 
-const char* kBanana = R"(schema_version = 1
-seed = 3
-[data]
-type = "synthetic/banana"
-n = 1200
-split = { test = 200, validation = 0 }
-[[model]]
-name = "lite"
-[model.estimator]
-type = "lite"
-inducing_points = 60
-[model.kernel]
-type = "gaussian"
-sigma = 1.5
-[model.base_measure]
-type = "gaussian"
-std = 4.0
-[[evaluate]]
-type = "score_matching_loss"
-[[evaluate]]
-type = "fisher_divergence"
-)";
+using test::replaced;
+
+// The default test pipeline (1200 banana rows, a lite model) scored by two evaluators.
+const std::string kBanana =
+    test::PipelineText().evaluate("score_matching_loss").evaluate("fisher_divergence");
 
 TEST(Cli, RunWritesResultsAndAReloadableModel) {
   fs::path dir = test::temp_dir("cli-run");
@@ -190,12 +174,6 @@ struct BadCase {
   std::string replace_from, replace_to;
   std::vector<std::string> expected;  // substrings of stderr
 };
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  auto pos = text.find(from);
-  EXPECT_NE(pos, std::string::npos) << from;
-  return text.replace(pos, from.size(), to);
-}
 
 TEST(Cli, BadConfigsExitWithStatus2NamingThePlaceAndLeaveNoOutput) {
   const std::vector<BadCase> cases = {

@@ -8,14 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "data_units_model.hpp"
 #include "kef/data_io.hpp"
 #include "kef/data_transform.hpp"
-#include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/random.hpp"
+#include "pipeline_text.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -40,17 +41,14 @@ void write_csv(const fs::path& p, const std::vector<std::string>& names, const M
 
 constexpr Index kTestRows = 40;
 
-std::string pipeline(const fs::path& csv) {
-  std::ostringstream os;
-  os << "schema_version = 1\nseed = 7\n[data]\ntype = \"file\"\npath = \"" << csv.string() << "\"\n"
-     << "shuffle = false\nstandardize = true\nsplit = { test = " << kTestRows << ", validation = 0 }\n"
-     << "[[model]]\nname = \"kef-g\"\n[model.estimator]\ntype = \"lite\"\ninducing_points = 60\n"
-     << "[model.kernel]\ntype = \"gaussian\"\nsigma = 0.7\n[model.base_measure]\ntype = \"gaussian\"\nstd = "
-        "2.0\n"
-     << "[[evaluate]]\ntype = \"score_matching_loss\"\n"
-     << "[[evaluate]]\ntype = \"log_likelihood\"\nmethod = \"quadrature\"\ngrid = 128\n"
-     << "extent = [-6.0, 6.0, -6.0, 6.0]\n";
-  return os.str();
+std::string csv_pipeline(const fs::path& csv) {
+  return test::PipelineText()
+      .seed(7)
+      .data("type = \"file\"\npath = \"" + csv.string() + "\"\nshuffle = false\nstandardize = true\n" +
+            "split = { test = " + std::to_string(kTestRows) + ", validation = 0 }")
+      .lite("kef-g", 60, 0.7, 2.0)
+      .evaluate("score_matching_loss")
+      .evaluate("log_likelihood", "method = \"quadrature\"\ngrid = 128\nextent = [-6.0, 6.0, -6.0, 6.0]");
 }
 
 // The whole §1 story on one CSV with two named columns of very different scales.
@@ -73,7 +71,7 @@ void check_data_units(const fs::path& csv, const std::string& tag) {
     return ((X.rowwise() - mean.transpose()).array().rowwise() / sd.transpose().array()).matrix();
   };
 
-  { std::ofstream(dir / "p.toml") << pipeline(csv); }
+  { std::ofstream(dir / "p.toml") << csv_pipeline(csv); }
   const Result run =
       kef_cmd("run " + (dir / "p.toml").string() + " --quiet --output " + (dir / "out").string());
   ASSERT_EQ(run.status, 0) << run.output;
@@ -256,14 +254,13 @@ TEST(DataUnits, TrueLogLikelihoodInDataUnitsDoesNotDependOnThePreprocessing) {
   // must come back to the unpreprocessed one. (A sign error in the Jacobian would show as 2 log|det A|.)
   const fs::path dir = test::temp_dir("true-ll-units");
   auto run = [&](const std::string& name, const std::string& extra) {
-    std::ofstream(dir / (name + ".toml"))
-        << "schema_version = 1\nseed = 5\n[data]\ntype = \"synthetic/banana\"\nn = 600\n"
-           "split = { test = 100, validation = 0 }\n"
-        << extra
-        << "[[model]]\nname = \"m\"\n[model.estimator]\ntype = \"lite\"\ninducing_points = 30\n"
-           "[model.kernel]\ntype = \"gaussian\"\nsigma = 1.0\n[model.base_measure]\ntype = \"gaussian\"\nstd "
-           "= 3.0\n"
-           "[[evaluate]]\ntype = \"true_log_likelihood\"\n";
+    std::ofstream(dir / (name + ".toml")) << test::PipelineText()
+                                                 .seed(5)
+                                                 .banana(600, 100)
+                                                 .data_keys(extra)
+                                                 .lite("m", 30, 1.0, 3.0)
+                                                 .evaluate("true_log_likelihood")
+                                                 .str();
     const Result r =
         kef_cmd("run " + (dir / (name + ".toml")).string() + " --quiet --output " + (dir / name).string());
     EXPECT_EQ(r.status, 0) << r.output;

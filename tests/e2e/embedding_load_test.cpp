@@ -10,6 +10,7 @@
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
 #include "kef/registry.hpp"
+#include "pipeline_text.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -25,25 +26,13 @@ struct Saved {
 Saved fit_with_kef() {
   Saved s;
   const fs::path dir = test::temp_dir("embed-load");
-  const fs::path cfg = test::write_file(dir, "p.toml", R"(schema_version = 1
-seed = 5
-[data]
-type = "synthetic/banana"
-n = 400
-split = { test = 100, validation = 0 }
-standardize = true
-[[model]]
-name = "m"
-[model.estimator]
-type = "lite"
-inducing_points = 30
-[model.kernel]
-type = "gaussian"
-sigma = 1.0
-[model.base_measure]
-type = "gaussian"
-std = 3.0
-)");
+  const fs::path cfg = test::write_file(dir, "p.toml", test::PipelineText()
+                                                              .seed(5)
+                                                              .data("type = \"synthetic/banana\"\nn = 400\n"
+                                                                    "split = { test = 100, validation = 0 }\n"
+                                                                    "standardize = true")
+                                                              .lite("m", 30, 1.0, 3.0)
+                                                              .str());
   const test::CommandResult run =
       test::kef_cmd("run " + cfg.string() + " --quiet --output " + (dir / "out").string());
   EXPECT_EQ(run.status, 0) << run.output;

@@ -12,7 +12,7 @@
 #include "kef/npy.hpp"
 #include "test_support.hpp"
 
-namespace kef {
+namespace kef::plugin_errors_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -286,4 +286,4 @@ TEST(PluginPermissions, WorldWritableParentOfAPluginDirectoryIsReported) {
 INSTANTIATE_TEST_SUITE_P(EveryKindOfException, PluginErrors, ::testing::Values("kef", "std", "custom"));
 
 }  // namespace
-}  // namespace kef
+}  // namespace kef::plugin_errors_test

@@ -13,6 +13,7 @@
 
 #include "kef/error.hpp"
 #include "kef/output_dir.hpp"
+#include "pipeline_text.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -154,23 +155,7 @@ TEST(StaleStaging, DirectoriesOfEndedRunsAreRemovedOthersKeptOrReported) {
 
 TEST(StaleStaging, KefRunRemovesThoseOfEndedRunsAndSaysSo) {
   const fs::path root = test::temp_dir("publish-stale-run");
-  write(root / "p.toml", R"(schema_version = 1
-[data]
-type = "synthetic/banana"
-n = 300
-split = { test = 100, validation = 0 }
-[[model]]
-name = "lite"
-[model.estimator]
-type = "lite"
-inducing_points = 20
-[model.kernel]
-type = "gaussian"
-sigma = 1.5
-[model.base_measure]
-type = "gaussian"
-std = 4.0
-)");
+  write(root / "p.toml", test::PipelineText().no_seed().banana(300, 100).lite("lite", 20).str());
   const fs::path dead = root / (".out.kef-tmp-" + std::to_string(dead_pid()) + "-abcdef");
   fs::create_directories(dead / "models");
   std::string output;

@@ -12,6 +12,7 @@
 #include "kef/memory_budget.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
+#include "pipeline_text.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -23,32 +24,15 @@ using test::kef_cmd;
 using test::write_file;
 using Result = test::CommandResult;
 
-const char* kPipeline = R"(schema_version = 1
-seed = 3
-[data]
-type = "synthetic/banana"
-n = 300
-split = { test = 100, validation = 0 }
-[[model]]
-name = "lite"
-[model.estimator]
-type = "lite"
-inducing_points = 20
-[model.kernel]
-type = "gaussian"
-sigma = 1.5
-[model.base_measure]
-type = "gaussian"
-std = 4.0
-[[evaluate]]
-type = "score_matching_loss"
-)";
+// 300 banana rows, a lite model of 20 inducing points, one evaluator.
+const std::string kSmallPipeline =
+    test::PipelineText().banana(300, 100).lite("lite", 20).evaluate("score_matching_loss");
 
 // A saved model to score, sample and evaluate (one run per test program).
 const fs::path& saved_model() {
   static const fs::path dir = [] {
     fs::path root = test::temp_dir("robust-model");
-    fs::path cfg = write_file(root, "p.toml", kPipeline);
+    fs::path cfg = write_file(root, "p.toml", kSmallPipeline);
     Result r = kef_cmd("run " + cfg.string() + " --quiet --output " + (root / "out").string());
     EXPECT_EQ(r.status, 0) << r.output;
     return root / "out" / "models" / "lite";
@@ -70,7 +54,7 @@ TEST(Robustness, AFailedWriteOfTheRunOutputIsAnErrorAndPublishesNothing) {
   // RLIMIT_FSIZE of 512 bytes (dash counts 512-byte blocks), SIGXFSZ ignored: every write past it
   // fails with EFBIG, as on a full disk. kef 0.2 exited 0 and published the truncated files.
   fs::path dir = test::temp_dir("robust-fsize");
-  fs::path cfg = write_file(dir, "p.toml", std::string(kPipeline) + "[output]\nsave_models = false\n");
+  fs::path cfg = write_file(dir, "p.toml", kSmallPipeline + "[output]\nsave_models = false\n");
   std::string output;
   int status =
       test::run_command("sh -c 'ulimit -f 1; trap \"\" XFSZ; exec " + test::kef_executable() + " run " +
@@ -88,7 +72,7 @@ TEST(Robustness, AFullDiskForLogModelOrResultsFailsTheRunAndPublishesNothing) {
   // checked these streams before flushing them: it exited 0 and published an empty log.txt or
   // model.toml.
   fs::path dir = test::temp_dir("robust-enospc");
-  fs::path cfg = write_file(dir, "p.toml", kPipeline);
+  fs::path cfg = write_file(dir, "p.toml", kSmallPipeline);
   for (const std::string file : {"/log.txt", "/model.toml", "/results.json"}) {
     std::string output;
     int status = test::run_command(
@@ -106,7 +90,7 @@ TEST(Robustness, AFullDiskForLogModelOrResultsFailsTheRunAndPublishesNothing) {
 
 TEST(Robustness, AFailedWriteToStandardOutputIsAnError) {
   fs::path dir = test::temp_dir("robust-stdout");
-  fs::path cfg = write_file(dir, "p.toml", kPipeline);
+  fs::path cfg = write_file(dir, "p.toml", kSmallPipeline);
   std::string output;
   int status = test::run_command(
       "{ " + test::kef_executable() + " validate " + cfg.string() + " > /dev/full; }", &output);
@@ -120,7 +104,7 @@ TEST(Robustness, StandardisingAnOverflowingColumnIsADataErrorNamingIt) {
   std::string csv = "waiting,duration\n60,1e200\n";
   for (int i = 0; i < 50; ++i) csv += std::to_string(50 + i) + "," + std::to_string(2 + 0.05 * i) + "\n";
   write_file(dir, "d.csv", csv);
-  std::string cfg = kPipeline;
+  std::string cfg = kSmallPipeline;
   cfg.replace(cfg.find("type = \"synthetic/banana\"\nn = 300"),
               std::string("type = \"synthetic/banana\"\nn = 300").size(),
               "type = \"file\"\npath = \"d.csv\"\nstandardize = true\nshuffle = false");
@@ -138,7 +122,7 @@ TEST(Robustness, CountKeysHaveAMaximum) {
   fs::path dir = test::temp_dir("robust-counts");
   fs::path p = write_file(
       dir, "p.toml",
-      std::string(kPipeline) + "[[evaluate]]\ntype = \"log_likelihood\"\nsamples = 9223372036854775807\n");
+      kSmallPipeline + "[[evaluate]]\ntype = \"log_likelihood\"\nsamples = 9223372036854775807\n");
   Result r = kef_cmd("validate " + p.string());
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "samples")) << r.output;
@@ -208,7 +192,7 @@ TEST(Robustness, OutputFilesMustBeRegularFilesInAWritableDirectory) {
   EXPECT_TRUE(fs::is_symlink(dir / "link.npy"));
   EXPECT_FALSE(fs::exists(dir / "target.npy"));
   // An unwritable output directory for a run is bad input too (exit 2).
-  fs::path cfg = write_file(dir, "p.toml", kPipeline);
+  fs::path cfg = write_file(dir, "p.toml", kSmallPipeline);
   Result run = kef_cmd("run " + cfg.string() + " --quiet --output " + (dir / "plain" / "out").string());
   EXPECT_EQ(run.status, 2) << run.output;
 }
@@ -217,7 +201,7 @@ TEST(Robustness, ModelNamesWithControlCharactersOrOver255BytesAreConfigErrors) {
   fs::path dir = test::temp_dir("robust-names");
   for (const std::string& name :
        {std::string("a\\u0000b"), std::string("tab\\u0009"), std::string(256, 'm')}) {
-    std::string cfg = kPipeline;
+    std::string cfg = kSmallPipeline;
     cfg.replace(cfg.find("name = \"lite\""), std::string("name = \"lite\"").size(),
                 "name = \"" + name + "\"");
     fs::path p = write_file(dir, "p.toml", cfg);
@@ -226,7 +210,7 @@ TEST(Robustness, ModelNamesWithControlCharactersOrOver255BytesAreConfigErrors) {
     EXPECT_TRUE(contains(r.output, "1 to 255 bytes")) << r.output.substr(0, 400);
     EXPECT_FALSE(fs::exists(dir / "out"));
   }
-  std::string cfg = kPipeline;
+  std::string cfg = kSmallPipeline;
   cfg.replace(cfg.find("name = \"lite\""), std::string("name = \"lite\"").size(),
               "name = \"" + std::string(255, 'm') + "\"");
   Result ok = kef_cmd("validate " + write_file(dir, "p.toml", cfg).string());
@@ -253,7 +237,7 @@ TEST(Robustness, APipelineOrDataFileThatIsNotARegularFileIsRefused) {
   EXPECT_TRUE(contains(zero.output, "/dev/zero: is a character device")) << zero.output;
   // The same for a data file (a .csv name pointing at /dev/zero) and a saved model's model.toml.
   fs::create_symlink("/dev/zero", dir / "zero.csv");
-  std::string cfg = kPipeline;
+  std::string cfg = kSmallPipeline;
   cfg.replace(cfg.find("type = \"synthetic/banana\"\nn = 300"),
               std::string("type = \"synthetic/banana\"\nn = 300").size(),
               "type = \"file\"\npath = \"zero.csv\"");
@@ -271,7 +255,7 @@ TEST(Robustness, APipelineOrDataFileThatIsNotARegularFileIsRefused) {
 
 TEST(Robustness, AnEmptyOutputDirectoryIsRefused) {
   fs::path dir = test::temp_dir("robust-empty-output");
-  fs::path cfg = write_file(dir, "p.toml", kPipeline);
+  fs::path cfg = write_file(dir, "p.toml", kSmallPipeline);
   Result r = kef_cmd("run " + cfg.string() + " --quiet --output ''");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "--output: empty path")) << r.output;
@@ -304,7 +288,7 @@ TEST(Robustness, AMisspeltCommandOrOptionIsNamedWithASuggestion) {
 // exit 0. Now nothing is written and the error names the model, the row and the component.
 TEST(Robustness, SampleRefusesToWriteNonFiniteDraws) {
   fs::path dir = test::temp_dir("robust-extreme-sample");
-  std::string cfg = kPipeline;
+  std::string cfg = kSmallPipeline;
   cfg.replace(cfg.find("n = 300\n"), std::string("n = 300\n").size(), "n = 300\nstandardize = true\n");
   fs::path p = write_file(dir, "p.toml", cfg);
   Result run = kef_cmd("run " + p.string() + " --quiet --output " + (dir / "out").string());

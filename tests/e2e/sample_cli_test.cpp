@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "kef/npy.hpp"
+#include "pipeline_text.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -24,12 +25,7 @@ std::string warning_of(const std::string& output) {
 
 // A lite model on DKEF's banana with the given base measure table, fitted and saved.
 fs::path fit_banana(const fs::path& dir, const std::string& base_measure) {
-  std::ofstream(dir / "p.toml")
-      << "schema_version = 1\nseed = 3\n[data]\ntype = \"synthetic/banana\"\nn = 1200\n"
-         "split = { test = 200, validation = 0 }\n[[model]]\nname = \"m\"\n"
-         "[model.estimator]\ntype = \"lite\"\ninducing_points = 60\n"
-         "[model.kernel]\ntype = \"gaussian\"\nsigma = 1.5\n[model.base_measure]\n"
-      << base_measure;
+  std::ofstream(dir / "p.toml") << test::PipelineText().lite("m", 60, 1.5, base_measure).str();
   const Result r =
       kef_cmd("run " + (dir / "p.toml").string() + " --quiet --output " + (dir / "out").string());
   EXPECT_EQ(r.status, 0) << r.output;
@@ -126,13 +122,10 @@ TEST(KefSample, MmdInAPipelineSurvivesTheGeneralizedNormalsErrors) {
   // kef 0.2: adding `mmd` to such a pipeline killed the run (exit 1) after the fits. Now the errors
   // are divergences: the run finishes and the evaluator's notes report them.
   const fs::path dir = test::temp_dir("sample-gn-mmd");
-  std::ofstream(dir / "p.toml")
-      << "schema_version = 1\nseed = 3\n[data]\ntype = \"synthetic/banana\"\nn = 1200\n"
-         "split = { test = 200, validation = 0 }\n[[model]]\nname = \"m\"\n"
-         "[model.estimator]\ntype = \"lite\"\ninducing_points = 60\n"
-         "[model.kernel]\ntype = \"gaussian\"\nsigma = 1.5\n[model.base_measure]\n"
-         "type = \"generalized_normal\"\nstd = 3.0\nbeta = 4.0\n"
-         "[[evaluate]]\ntype = \"mmd\"\nsamples = 200\n";
+  std::ofstream(dir / "p.toml") << test::PipelineText()
+                                       .lite("m", 60, 1.5, "type = \"generalized_normal\"\nstd = 3.0\nbeta = 4.0\n")
+                                       .evaluate("mmd", "samples = 200")
+                                       .str();
   const Result r =
       kef_cmd("run " + (dir / "p.toml").string() + " --quiet --output " + (dir / "out").string());
   ASSERT_EQ(r.status, 0) << r.output;

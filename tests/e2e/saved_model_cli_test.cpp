@@ -11,6 +11,7 @@
 #include "kef/model_archive.hpp"
 #include "kef/npy.hpp"
 #include "kef/registry.hpp"
+#include "pipeline_text.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -23,30 +24,13 @@ using test::read_json;
 using test::write_file;
 using Result = test::CommandResult;
 
-const char* kPipeline = R"(schema_version = 1
-seed = 4
-[data]
-type = "synthetic/banana"
-n = 700
-split = { test = 200, validation = 0 }
-[[model]]
-name = "lite"
-[model.estimator]
-type = "lite"
-inducing_points = 40
-[model.kernel]
-type = "gaussian"
-sigma = 1.5
-[model.base_measure]
-type = "gaussian"
-std = 4.0
-[[evaluate]]
-type = "ksd"
-bootstrap_draws = 0
-[[evaluate]]
-type = "score_matching_loss"
-name = "sm"
-)";
+// 700 banana rows, a lite model of 40 inducing points, KSD and the score-matching loss.
+const std::string kSavedPipeline = test::PipelineText()
+                                       .seed(4)
+                                       .banana(700, 200)
+                                       .lite("lite", 40)
+                                       .evaluate("ksd", "bootstrap_draws = 0")
+                                       .evaluate("score_matching_loss", "name = \"sm\"");
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -55,7 +39,7 @@ std::string read_text(const fs::path& path) {
   return s.str();
 }
 
-// One run of kPipeline shared by the tests below (not quiet: its output has the progress lines).
+// One run of kSavedPipeline shared by the tests below (not quiet: its output has the progress lines).
 struct SharedRun {
   fs::path dir, out;
   Result result;
@@ -65,7 +49,7 @@ const SharedRun& shared_run() {
     SharedRun r;
     r.dir = test::temp_dir("saved-cli");
     r.out = r.dir / "out";
-    const fs::path cfg = write_file(r.dir, "p.toml", kPipeline);
+    const fs::path cfg = write_file(r.dir, "p.toml", kSavedPipeline);
     r.result = kef_cmd("run " + cfg.string() + " --output " + r.out.string());
     return r;
   }();

@@ -113,6 +113,12 @@ PointPair random_points(Index n, Index m, Index d, std::uint64_t seed, const std
   return p;
 }
 
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
 Vector numerical_gradient(const std::function<double(const Vector&)>& f, const Vector& x, double h) {
   Vector g(x.size());
   for (Index i = 0; i < x.size(); ++i) {
@@ -145,6 +151,32 @@ Matrix stack_adjoint_loss_gradient_y(const Kernel& kernel, const Matrix& X, cons
       },
       Vector(y0), h);
   return Eigen::Map<const Matrix>(g.data(), Y.rows(), Y.cols());
+}
+
+KernelDerivativeErrors kernel_derivative_errors(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h) {
+  const Index N = X.rows(), M = Y.rows(), D = X.cols();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  KernelStacks st;
+  kernel.derivatives(X, Y, 2, st);
+  if (st.d1.rows() != N * D || st.d1.cols() != M || st.d2.rows() != N * D || st.d2.cols() != M)
+    return {kInf, kInf, kInf};
+  KernelDerivativeErrors e{0.0, 0.0, 0.0};
+  const Matrix G0 = kernel.gram(X, Y);
+  for (Index d = 0; d < D; ++d) {
+    Matrix Xp = X, Xm = X;
+    Xp.col(d).array() += h;
+    Xm.col(d).array() -= h;
+    const Matrix Gp = kernel.gram(Xp, Y), Gm = kernel.gram(Xm, Y);
+    e.d1 = std::max(e.d1, (st.d1.middleRows(d * N, N) - (Gp - Gm) / (2 * h)).cwiseAbs().maxCoeff());
+    e.d2_from_gram =
+        std::max(e.d2_from_gram, (st.d2.middleRows(d * N, N) - (Gp - 2 * G0 + Gm) / (h * h)).cwiseAbs().maxCoeff());
+    KernelStacks sp, sm;
+    kernel.derivatives(Xp, Y, 1, sp);
+    kernel.derivatives(Xm, Y, 1, sm);
+    const Matrix fd = (sp.d1.middleRows(d * N, N) - sm.d1.middleRows(d * N, N)) / (2 * h);
+    e.d2_from_d1 = std::max(e.d2_from_d1, (st.d2.middleRows(d * N, N) - fd).cwiseAbs().maxCoeff());
+  }
+  return e;
 }
 
 double cross_derivative_error(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h) {

@@ -76,6 +76,10 @@ std::string message_of(F&& f) {
   return {};
 }
 
+// `text` with the first occurrence of `from` replaced by `to` (a bad variant of a good config); a test
+// failure, and `text` unchanged, when `from` does not occur.
+std::string replaced(std::string text, const std::string& from, const std::string& to);
+
 // Parses a TOML table given as text (source name "test") into a Config.
 Config config_from(const std::string& toml_text);
 
@@ -104,6 +108,15 @@ double stack_adjoint_loss(const Kernel& kernel, const Matrix& X, const Matrix& Y
 // Central differences of stack_adjoint_loss in Y, as an M x D matrix.
 Matrix stack_adjoint_loss_gradient_y(const Kernel& kernel, const Matrix& X, const Matrix& Y,
                                      const KernelStacks& adjoint, double h = 1e-5);
+
+// The largest deviations of Kernel::derivatives(X, Y, 2) from central differences (step h) in x, over
+// every coordinate d: the d1 stacks from those of gram(), the d2 stacks from the second differences of
+// gram() (which lose more digits: rounding ~ ε/h²) and from the differences of the analytic d1 stacks;
+// +inf when a stack does not have the documented (N·D) x M shape.
+struct KernelDerivativeErrors {
+  double d1, d2_from_gram, d2_from_d1;
+};
+KernelDerivativeErrors kernel_derivative_errors(const Kernel& kernel, const Matrix& X, const Matrix& Y, double h);
 
 // The largest deviation of Kernel::cross_derivatives(X, Y) from central differences (step h) in y_j of
 // derivatives(X, Y, 2) (dxdy from the d1 stacks, d2xdy from the d2 stacks); +inf when the stacks do

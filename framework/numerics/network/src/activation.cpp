@@ -131,7 +131,7 @@ constexpr double kTanhSeries[16] = {
 // each, a quarter of a MAF training epoch): with e = e^{−2|x|}, tanh x = sign(x)·(1 − e)/(1 + e) for
 // |x| ≥ 0.4 (e ≤ 0.45, so 1 − e loses under one bit), and the odd series above below 0.4, where
 // 1 − e would cancel. Both branches are computed for every element so the loop vectorises; e = 0 for
-// large |x| gives ±1 exactly, NaN stays NaN. Within 4 ulp of std::tanh (tests/network, brute force).
+// large |x| gives ±1 exactly, NaN stays NaN. Within 4 ulp of std::tanh (tests/framework/numerics/network, brute force).
 // y may be x.
 void tanh_values(const double* x, double* y, Index n) {
   constexpr Index kChunk = 256;
