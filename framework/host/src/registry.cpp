@@ -18,9 +18,11 @@
 #include <boost/dll/shared_library_load_mode.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string_view>
 #include <system_error>
@@ -530,6 +532,7 @@ class StagingRegistrar final : public PluginRegistrar {
     for (const Entry& e : entries_)
       if (e.interface == interface && e.info.type == info.type)
         problems_.push_back("registers " + name + " twice");
+    check_aliases(interface, info, name);
     for (std::size_t i = 0; i < info.keys.size(); ++i) {
       if (info.keys[i].name == "type") problems_.push_back(name + " declares the reserved key `type`");
       for (std::size_t j = 0; j < i; ++j)
@@ -559,6 +562,31 @@ class StagingRegistrar final : public PluginRegistrar {
   const std::vector<std::string>& problems() const { return problems_; }
 
  private:
+  // A deprecated alias is a name like a type's: not empty, not the type itself, and neither a type nor
+  // an alias of another component of the same interface in this plugin.
+  void check_aliases(const std::string& interface, const ComponentInfo& info, const std::string& name) {
+    const auto& mine = info.deprecated_aliases;
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      if (mine[i].empty()) problems_.push_back(name + " declares an empty deprecated alias");
+      if (mine[i] == info.type) problems_.push_back(name + " declares its own type as a deprecated alias");
+      for (std::size_t j = 0; j < i; ++j)
+        if (mine[j] == mine[i])
+          problems_.push_back(name + " declares the deprecated alias `" + mine[i] + "` twice");
+    }
+    for (const Entry& e : entries_) {
+      if (e.interface != interface) continue;
+      const auto& theirs = e.info.deprecated_aliases;
+      auto named_by_them = [&](const std::string& n) {
+        return std::find(theirs.begin(), theirs.end(), n) != theirs.end();
+      };
+      for (const std::string& alias : mine)
+        if (alias == e.info.type || named_by_them(alias))
+          problems_.push_back("registers " + qualified(interface, alias) + " twice (as a type or alias)");
+      if (named_by_them(info.type))
+        problems_.push_back("registers " + name + " twice (as a type and as an alias)");
+    }
+  }
+
   static bool valid_interface_name(std::string_view name) {
     if (name.empty() || name.size() > 64) return false;
     return std::all_of(name.begin(), name.end(),
@@ -580,6 +608,11 @@ struct Registry::Impl {
   // interface name -> type -> entry. Interfaces appear when their first component is registered.
   using Table = std::map<std::string, Entry, std::less<>>;
   std::map<std::string, Table, std::less<>> entries;
+  // interface name -> deprecated alias -> the type it names now (ComponentInfo::deprecated_aliases).
+  std::map<std::string, std::map<std::string, std::string, std::less<>>, std::less<>> aliases;
+  // The aliases already warned about ("interface/alias"): each is reported once per registry.
+  mutable std::set<std::string, std::less<>> warned;
+  mutable std::mutex warned_mutex;
   std::vector<PluginRecord> records;
   // Declared last, destroyed first; the entries still hold their origins until they go.
   std::vector<OriginPtr> loaded;
@@ -589,11 +622,39 @@ struct Registry::Impl {
     return it == entries.end() ? nullptr : &it->second;
   }
 
+  // The entry of `type`, or of the type a deprecated alias `type` names.
   const Entry* find(std::string_view interface, std::string_view type) const {
     const Table* table = of(interface);
     if (!table) return nullptr;
     auto it = table->find(type);
+    if (it != table->end()) return &it->second;
+    const std::string* renamed = renamed_type(interface, type);
+    if (!renamed) return nullptr;
+    it = table->find(*renamed);
     return it == table->end() ? nullptr : &it->second;
+  }
+
+  // The type a deprecated alias names, or null when `name` is no alias.
+  const std::string* renamed_type(std::string_view interface, std::string_view name) const {
+    auto table = aliases.find(interface);
+    if (table == aliases.end()) return nullptr;
+    auto it = table->second.find(name);
+    return it == table->second.end() ? nullptr : &it->second;
+  }
+
+  // One line on standard error the first time `name` is used as a deprecated alias (`where`: the
+  // table or saved model that used it).
+  void warn_if_alias(std::string_view interface, std::string_view name, const std::string& where) const {
+    const std::string* renamed = renamed_type(interface, name);
+    if (!renamed) return;
+    {
+      std::lock_guard<std::mutex> lock(warned_mutex);
+      if (!warned.insert(qualified(interface, std::string(name))).second) return;
+    }
+    const Entry* e = find(interface, *renamed);
+    std::cerr << "[kef] warning: " << where << ": " << noun(interface) << " type `" << name
+              << "` is deprecated and will be removed in the next release; use `" << *renamed << "`"
+              << (e ? " (plugin " + e->info.plugin + ")" : std::string()) << ", which it now builds\n";
   }
 
   std::string valid_types(std::string_view interface) const {
@@ -617,6 +678,7 @@ struct Registry::Impl {
       cfg.fail("type", "unknown " + noun(interface) + " type `" + *type + "`" + suggestion(interface, *type) +
                            "; valid types: " + valid_types(interface));
     }
+    warn_if_alias(interface, *type, cfg.where("type"));
     return *entry;
   }
 
@@ -634,13 +696,20 @@ struct Registry::Impl {
   std::string commit(StagingRegistrar& staging, std::vector<std::string>& components) {
     if (!staging.problems().empty()) return detail::join(staging.problems(), "; ");
     for (const Entry& e : staging.entries()) {
+      // find() also resolves deprecated aliases: a new type may not take an old name either.
       if (const Entry* existing = find(e.interface, e.info.type)) {
         return "registers " + qualified(e.interface, e.info.type) + ", which " + existing->origin->label() +
                " already registered";
       }
+      for (const std::string& alias : e.info.deprecated_aliases)
+        if (const Entry* existing = find(e.interface, alias))
+          return "registers " + qualified(e.interface, alias) + " (a deprecated alias of " +
+                 qualified(e.interface, e.info.type) + "), which " + existing->origin->label() +
+                 " already registered";
     }
     for (Entry& e : staging.entries()) {
       components.push_back(qualified(e.interface, e.info.type));
+      for (const std::string& alias : e.info.deprecated_aliases) aliases[e.interface][alias] = e.info.type;
       std::string type = e.info.type;
       std::string interface = e.interface;
       entries[interface].emplace(std::move(type), std::move(e));
@@ -895,6 +964,7 @@ ModelPtr Registry::load_model(const ModelReader& reader) {
     reader.fail("unknown model type `" + type + "`" + impl_->suggestion(Model::kInterface, type) +
                 "; valid types: " + impl_->valid_types(Model::kInterface));
   }
+  impl_->warn_if_alias(Model::kInterface, type, (reader.dir() / "model.toml").string());
   BuildContext ctx;
   ctx.dim = reader.dim();
   ctx.registry = this;

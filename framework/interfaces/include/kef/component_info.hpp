@@ -55,6 +55,10 @@ struct ComponentInfo {
   // step), which only a file read at a row's offset (.npy) serves; on a CSV file, which would be
   // scanned again for each, every process holds the split instead.
   bool reads_scattered_rows = false;
+  // Former names of this type, kept for one release after a rename or a merge of plugins: a pipeline,
+  // a command or a saved model that names one gets this component, and the registry prints a one-line
+  // deprecation warning naming `type` (once per registry and name).
+  std::vector<std::string> deprecated_aliases;
   std::string interface;  // filled by the registry
   std::string plugin;     // filled by the registry
 
