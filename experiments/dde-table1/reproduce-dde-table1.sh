@@ -37,7 +37,7 @@
 #                 nothing, the runs and the table are exercised
 #
 # Two MMD² (U-statistic) columns per model, both of the timed draws against the cell's test rows, both
-# by `kef test two-sample`. `median`: kef's rule, as the `mmd` evaluator in the run (σ the median
+# by `kef test two-sample`. `median`: kef's rule, as the `mmd_two_sample` evaluator in the run (σ the median
 # distance of the pooled sample). `ref`: the reference implementation's metric (Hanjun-Dai/dde), the
 # kernel of DDE's f, exp(−γ‖x − y‖²), γ = 0.5 / (f_bd · m²) read from the seed's saved DDE model, the
 # same kernel for both models of the seed; the paper's numbers belong beside this one.
@@ -223,7 +223,7 @@ measure_cell() {
     { cat "$dir.mmd_ref.log" >&2; die "kef test two-sample failed: $dataset seed $seed $model"; }
   "$python" -c "import json, sys; print(repr(json.load(open(sys.argv[1]))['statistic']['mmd2_unbiased']))" \
     "$dir.mmd_ref.json" > "$dir.mmd_ref"
-  # kef's rule on the same draws: σ the median distance of the pooled sample, as the `mmd` evaluator.
+  # kef's rule on the same draws: σ the median distance of the pooled sample, as the `mmd_two_sample` evaluator.
   "$kef" test two-sample "$dir.samples.npy" "$test" --kernel-bandwidth median --permutations 0 --json \
     "${threads[@]}" > "$dir.mmd_median.json" 2> "$dir.mmd_median.log" ||
     { cat "$dir.mmd_median.log" >&2; die "kef test two-sample failed: $dataset seed $seed $model"; }
@@ -267,7 +267,7 @@ print(f"# DDE Table 1 (kef): MMD² ×10⁻³ between {draws} model draws and the
       + ", draws from the sampler network; KEF: Nyström (m by the θ = 1/3 rule, σ and λ by held-out score matching), draws "
       "by HMC. \"Reference kernel\": the reference implementation's metric, MMD²_u with the kernel of the "
       "seed's DDE f (exp(−γ‖x − y‖²), γ = 0.5 / (f_bd · m²)), the same kernel for both models; the paper's "
-      "numbers belong beside it. \"Median σ\": kef's rule (the `mmd` evaluator's, σ the median distance of "
+      "numbers belong beside it. \"Median σ\": kef's rule (the `mmd_two_sample` evaluator's, σ the median distance of "
       f"the pooled sample). Both measure the draws `kef sample` made and timed. HMC's min ESS is the smallest effective sample size over the coordinates of its "
       f"{draws} draws; \"equal ESS\" scales its time to {draws} effective draws (seconds × {draws} / min ESS), "
       "the sampler network's draws being independent.\n")

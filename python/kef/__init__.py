@@ -44,7 +44,8 @@ for _fn in (two_sample_test, independence_test, witness, causal_discovery):
 del _fn
 __all__ = [
     "fit", "run", "validate", "load", "evaluate", "fssd", "ksd", "log_likelihood",
-    "score_matching_loss", "mmd", "conditional_log_likelihood", "conditional_score_matching_loss",
+    "score_matching_loss", "mmd_two_sample", "mmd", "conditional_log_likelihood",
+    "conditional_score_matching_loss",
     "two_sample_test", "independence_test", "witness", "causal_discovery", "Model", "Error", "ConfigError", "DataError",
     "PluginError", "ModelFileError", "NumericalError", "OutOfMemoryError", "quiet",
 ]
@@ -321,7 +322,7 @@ def evaluate(model, X, type, *, against=None, seed=0, threads=0, quiet=None, **k
     model : kef.Model
     X : numpy.ndarray of float64
     type : str
-        The evaluator ("fssd", "ksd", "log_likelihood", "score_matching_loss", "mmd", ...).
+        The evaluator ("fssd", "ksd", "log_likelihood", "score_matching_loss", "mmd_two_sample", ...).
     against : kef.Model, optional
     seed, threads, quiet
     **keys
@@ -342,9 +343,10 @@ def evaluate(model, X, type, *, against=None, seed=0, threads=0, quiet=None, **k
 
     Notes
     -----
-    Runs the evaluator `type` (e.g. "fssd", "ksd", "log_likelihood", "score_matching_loss", "mmd")
-    on `model` with the rows of X (data units) as held-out data, as `kef eval` does on a saved model
-    with the same seed; `keys` are the evaluator's keys (see `kef plugins --describe evaluator/TYPE`).
+    Runs the evaluator `type` (e.g. "fssd", "ksd", "log_likelihood", "score_matching_loss",
+    "mmd_two_sample") on `model` with the rows of X (data units) as held-out data, as `kef eval` does
+    on a saved model with the same seed; `keys` are the evaluator's keys (see `kef plugins --describe
+    evaluator/TYPE`).
     against: the second model of comparative evaluators. Returns {metric: value}; metrics in
     model coordinates keep their names (see `kef eval`'s metric_spaces)."""
     if not isinstance(model, Model):
@@ -378,6 +380,9 @@ fssd = _evaluator("fssd")
 ksd = _evaluator("ksd")
 log_likelihood = _evaluator("log_likelihood")
 score_matching_loss = _evaluator("score_matching_loss")
+mmd_two_sample = _evaluator("mmd_two_sample")
+# The former evaluator `mmd`, kept for one release with its metric names (mmd2, mmd_pvalue); kef warns
+# once that it is deprecated and names mmd_two_sample.
 mmd = _evaluator("mmd")
 conditional_log_likelihood = _evaluator("conditional_log_likelihood")
 conditional_score_matching_loss = _evaluator("conditional_score_matching_loss")

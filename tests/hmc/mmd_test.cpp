@@ -9,7 +9,7 @@
 #include "kef/bandwidth_rule.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
-#include "mmd_statistic.hpp"
+#include "kef/mmd_test.hpp"
 #include "test_models.hpp"
 #include "test_support.hpp"
 
@@ -160,11 +160,11 @@ TEST(Mmd, BlocksAndThreadsDoNotChangeTheStatistic) {
   const Matrix X = rng.normal_matrix(40, 3), Y = rng.normal_matrix(50, 3);
   const KernelPtr k = gaussian_kernel(1.1);
   const double brute = brute_mmd2(X, Y, 1.1);
-  mmd::MmdTest runs[3];
+  MmdTest runs[3];
   const std::pair<int, Index> setups[3] = {{1, 7}, {2, 7}, {2, 0}};  // (threads, block rows)
   for (int i = 0; i < 3; ++i) {
     RandomStream prng(3, "perm");
-    runs[i] = mmd::mmd_test(*k, X, Y, 100, prng, Context(1, setups[i].first), setups[i].second);
+    runs[i] = mmd_test(*k, X, Y, 100, prng, Context(1, setups[i].first), setups[i].second);
     EXPECT_NEAR(runs[i].mmd2, brute, 1e-13);
   }
   EXPECT_EQ(runs[0].mmd2, runs[1].mmd2);  // same blocks, any thread count: bitwise
@@ -188,7 +188,7 @@ TEST(Mmd, EveryPermutedStatisticIsTheStatisticOfARelabelling) {
     }
   const KernelPtr k = gaussian_kernel(0.7);
   RandomStream prng(5, "perm");
-  const auto t = mmd::mmd_test(*k, Z.topRows(2), Z.bottomRows(3), 60, prng, Context(1, 1));
+  const auto t = mmd_test(*k, Z.topRows(2), Z.bottomRows(3), 60, prng, Context(1, 1));
   EXPECT_NEAR(t.mmd2, all[0], 1e-13);
   std::set<int> seen;
   for (Index p = 0; p < t.permuted.size(); ++p) {
@@ -209,7 +209,7 @@ TEST(Mmd, PermutationNullHasMeanZero) {
   const Matrix X = rng.normal_matrix(30, 2), Y = rng.normal_matrix(40, 2).array() + 1.0;
   const KernelPtr k = gaussian_kernel(1.0);
   RandomStream prng(7, "perm");
-  const auto t = mmd::mmd_test(*k, X, Y, 2000, prng, Context(1, 2));
+  const auto t = mmd_test(*k, X, Y, 2000, prng, Context(1, 2));
   const double mean = t.permuted.mean();
   const double sd = std::sqrt((t.permuted.array() - mean).square().sum() / 1999.0);
   EXPECT_LT(std::abs(mean), 5 * sd / std::sqrt(2000.0));

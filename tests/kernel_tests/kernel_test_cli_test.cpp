@@ -206,6 +206,14 @@ TEST(KefTestCli, ValidateRefusesKernelTestEvaluatorsThatCannotRun) {
   };
   const auto ok = kef_cmd("validate " + pipeline("type = \"mmd_two_sample\"\n").string());
   EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_FALSE(contains(ok.output, "deprecated")) << ok.output;
+  // The deprecated type `mmd` is mmd_two_sample: one warning for two tables, naming the first.
+  const fs::path two = pipeline("type = \"mmd\"\nname = \"a\"\n[[evaluate]]\ntype = \"mmd\"\nname = \"b\"\n");
+  const auto old = kef_cmd("validate " + two.string());
+  EXPECT_EQ(old.status, 0) << old.output;
+  EXPECT_TRUE(contains(old.output, "evaluate[0].type: evaluator type `mmd` is deprecated")) << old.output;
+  EXPECT_TRUE(contains(old.output, "use `mmd_two_sample`")) << old.output;
+  EXPECT_EQ(old.output.find("deprecated"), old.output.rfind("deprecated")) << old.output;
   const auto empty =
       kef_cmd("validate " + pipeline("type = \"mmd_two_sample\"\nsplit = \"validation\"\n").string());
   EXPECT_EQ(empty.status, 2) << empty.output;

@@ -2,6 +2,7 @@
 // building blocks on the rows they document, and bad keys are ConfigErrors naming the key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kef/bandwidth_rule.hpp"
@@ -32,8 +33,8 @@ bool has(const EvaluationResult& r, const std::string& name) {
 }
 
 EvaluationResult evaluate(const std::string& type, const std::string& keys, const Model& model,
-                          const Dataset& data, std::uint64_t seed, int threads = 1) {
-  Registry& reg = test::plugin_registry();
+                          const Dataset& data, std::uint64_t seed, int threads = 1,
+                          Registry& reg = test::plugin_registry()) {
   auto ev = reg.make_evaluator(test::config_from("type = \"" + type + "\"\n" + keys),
                                BuildContext{model.dim(), &reg, nullptr, -1});
   Context context = Context(seed, threads).child("evaluate[0].m");
@@ -120,6 +121,45 @@ Dataset conditional_data(const Matrix& rows) {
   data.validation.resize(0, rows.cols());
   data.roles = make_column_roles({rows.cols() - 1}, rows.cols());
   return data;
+}
+
+// `mmd`, the evaluator of the former plugin mmd, is a deprecated alias of mmd_two_sample: the same
+// component (the same draws by HMC, statistic, p-value and σ), reported under the former metric names
+// and without the Gamma approximation, with one warning per registry naming the new type.
+TEST(MmdTwoSampleEvaluator, TheDeprecatedTypeMmdBuildsItUnderTheFormerMetricNames) {
+  Registry reg;  // its own, so that its warning is the first
+  reg.load_plugin(test::plugin_dir() / "kef_kernel_tests.so");
+  reg.load_plugin(test::plugin_dir() / "kef_gaussian.so");
+  RandomStream rng(3, "deprecated-mmd");
+  const test::GaussianModel model(Vector::Zero(2), Matrix::Identity(2, 2), false);  // sampled by HMC
+  Dataset data;
+  data.train = rng.normal_matrix(20, 2);
+  data.test = rng.normal_matrix(30, 2);
+  data.validation.resize(0, 2);
+  const std::string keys =
+      "samples = 24\npermutations = 40\nhmc_chains = 2\nhmc_warmup = 40\nhmc_leapfrog_steps = 4";
+  testing::internal::CaptureStderr();
+  const EvaluationResult old = evaluate("mmd", keys, model, data, 9, 1, reg);
+  const EvaluationResult again = evaluate("mmd", keys, model, data, 9, 2, reg);
+  const ComponentInfo& info = reg.info_for(Evaluator::kInterface, test::config_from("type = \"mmd\""));
+  const std::string warned = testing::internal::GetCapturedStderr();
+  const EvaluationResult now = evaluate("mmd_two_sample", keys, model, data, 9, 1, reg);
+
+  EXPECT_EQ(info.type, "mmd_two_sample");
+  EXPECT_EQ(info.plugin, "kernel_tests");
+  EXPECT_EQ(std::count(warned.begin(), warned.end(), '\n'), 1) << warned;
+  EXPECT_TRUE(test::contains(warned, "evaluator type `mmd` is deprecated")) << warned;
+  EXPECT_TRUE(test::contains(warned, "use `mmd_two_sample` (plugin kernel_tests)")) << warned;
+
+  EXPECT_EQ(metric(old, "mmd2"), metric(now, "mmd2_unbiased"));
+  EXPECT_EQ(metric(old, "mmd_pvalue"), metric(now, "mmd_pvalue_permutation"));
+  for (const char* same : {"mmd_bandwidth", "hmc_acceptance", "hmc_divergences"})
+    EXPECT_EQ(metric(old, same), metric(now, same)) << same;
+  EXPECT_EQ(again.metrics, old.metrics);  // any thread count
+  for (const char* absent : {"mmd2_unbiased", "mmd2_biased", "mmd_pvalue_permutation", "mmd_pvalue_gamma"})
+    EXPECT_FALSE(has(old, absent)) << absent;
+  for (const char* absent : {"mmd2", "mmd_pvalue"}) EXPECT_FALSE(has(now, absent)) << absent;
+  EXPECT_TRUE(test::contains(old.summary, "mmd: mmd2_u = ")) << old.summary;
 }
 
 TEST(HsicIndependenceEvaluator, TestsTheInputsAgainstTheTargetsOfTheSplit) {

@@ -41,7 +41,9 @@ constexpr MetricLabel kMetricLabels[] = {
     {"fisher_divergence", "FD", "Fisher divergence from the truth (lower is better)", false},
     {"log_likelihood", "LL", "held-out log-likelihood (higher is better)", false},
     {"true_log_likelihood", "LL", "held-out log-likelihood (higher is better)", true},
-    {"mmd2", "MMD\xc2\xb2", "squared MMD to the test set", false},
+    {"mmd2_unbiased", "MMD\xc2\xb2", "squared MMD to the test set", false},
+    {"mmd_pvalue_permutation", "MMD p", "p-value of the MMD test", false},
+    {"mmd2", "MMD\xc2\xb2", "squared MMD to the test set", false},  // the deprecated evaluator type `mmd`
     {"mmd_pvalue", "MMD p", "p-value of the MMD test", false},
     {"fssd2", "FSSD\xc2\xb2", "squared FSSD", false},
     {"fssd_pvalue", "FSSD p", "p-value of the FSSD test", false},
