@@ -125,6 +125,13 @@ def describe_lines(kef, full):
 def check_pages(kef, listing, out_dir):
     """Every component of the listing on its page, with what `kef plugins --describe` says of it."""
     problems = []
+    # The listing holds every component `kef plugins` lists ("  INTERFACE/TYPE  SUMMARY" under "components:").
+    listed = subprocess.run([kef, "plugins"], capture_output=True, text=True).stdout.split("components:\n", 1)
+    listed = {line.split()[0] for line in listed[-1].splitlines() if line.startswith("  ")} if len(listed) == 2 else set()
+    in_json = {c["interface"] + "/" + c["type"] for c in listing["components"]}
+    if listed != in_json:
+        problems.append("`kef plugins` lists " + str(sorted(listed - in_json)) + " that --json does not, --json " +
+                        str(sorted(in_json - listed)) + " that `kef plugins` does not")
     # One `kef` process per component, each loading every plugin: a few at a time.
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         described_of = dict(zip((id(c) for c in listing["components"]),

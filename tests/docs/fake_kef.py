@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A stand-in for `kef plugins --json` / `--describe` that the docs tests give gen_components.py, to see
 that the generator refuses what it must: FAKE_KEF_CASE=undocumented lists a key with no description;
-FAKE_KEF_CASE=differs describes a key with another default than the listing gives."""
+FAKE_KEF_CASE=differs describes a key with another default than the listing gives;
+FAKE_KEF_CASE=unlisted lists a component in `kef plugins` that the JSON listing leaves out."""
 import json
 import os
 import sys
@@ -17,5 +18,8 @@ elif sys.argv[1:] == ["plugins", "--describe", "kernel/fake"]:
     default = "2" if case == "differs" else "1"
     print("kernel/fake  (plugin fake)\n  a fake kernel\n  sigma (a number, default " + default +
           ") range > 0\n      bandwidth")
+elif sys.argv[1:] == ["plugins"]:
+    print("plugins:\n  fake 0 [loaded] fake.so\ncomponents:\n  kernel/fake  a fake kernel" +
+          ("\n  kernel/hidden  a kernel --json leaves out" if case == "unlisted" else ""))
 else:
     sys.exit("fake_kef: unexpected arguments " + " ".join(sys.argv[1:]))
