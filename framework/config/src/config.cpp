@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "config_node.hpp"
+#include "input_file.hpp"
 #include "kef/error.hpp"
-#include "kef/input_file.hpp"
 #include "text.hpp"
 
 namespace kef {

@@ -1,4 +1,4 @@
-#include "kef/input_file.hpp"
+#include "input_file.hpp"
 
 #include <sys/stat.h>
 

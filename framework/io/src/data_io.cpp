@@ -16,8 +16,8 @@
 #include <sstream>
 #include <utility>
 
+#include "input_file.hpp"
 #include "kef/error.hpp"
-#include "kef/input_file.hpp"
 #include "kef/npy.hpp"
 
 namespace kef {

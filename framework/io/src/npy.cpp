@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "input_file.hpp"
 #include "kef/error.hpp"
-#include "kef/input_file.hpp"
 
 namespace kef {
 namespace {

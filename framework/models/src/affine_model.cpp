@@ -3,8 +3,8 @@
 #include <cmath>
 #include <memory>
 
+#include "data_units_model.hpp"
 #include "kef/conditional_model.hpp"
-#include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
 
 namespace kef {

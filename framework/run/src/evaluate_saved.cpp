@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <optional>
 
+#include "data_units_model.hpp"
 #include "kef/conditional_sampling.hpp"
 #include "kef/data_io.hpp"
-#include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/model_rows.hpp"

@@ -1,7 +1,7 @@
 #include "kef/model_rows.hpp"
 
+#include "data_units_model.hpp"
 #include "kef/conditional_sampling.hpp"
-#include "kef/data_units_model.hpp"
 #include "kef/error.hpp"
 
 namespace kef {

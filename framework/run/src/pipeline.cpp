@@ -19,7 +19,8 @@
 #include <sstream>
 #include <string_view>
 
-#include "kef/data_units_model.hpp"
+#include "data_units_model.hpp"
+#include "input_agreement.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
 #include "kef/memory_budget.hpp"
@@ -28,7 +29,6 @@
 #include "kef/parallel.hpp"
 #include "kef/plugin_permissions.hpp"
 #include "kef/progress.hpp"
-#include "input_agreement.hpp"
 #include "pipeline_plan.hpp"
 #include "run_outputs.hpp"
 

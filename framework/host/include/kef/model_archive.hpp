@@ -85,7 +85,7 @@ ModelPtr load_model(const std::filesystem::path& dir, Registry& registry);
 struct SavedModel {
   ModelPtr model;  // in model coordinates
   DataTransform
-      transform;  // data units -> model coordinates (make_data_units_model, kef/data_units_model.hpp)
+      transform;  // data units -> model coordinates (make_data_units_model)
 };
 SavedModel load_saved_model(const std::filesystem::path& dir, Registry& registry);
 DataTransform read_data_transform(const ModelReader& reader, Index dim);
