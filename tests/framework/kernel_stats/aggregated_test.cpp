@@ -14,7 +14,9 @@
 #include "aggregated_test.hpp"
 #include "kef/context.hpp"
 #include "kef/error.hpp"
+#include "kef/npy.hpp"
 #include "kef/random.hpp"
+#include "test_support.hpp"
 
 namespace kef {
 namespace {
@@ -492,6 +494,52 @@ TEST(AggregatedTests, BadInputIsAnErrorNamingTheOption) {
   Matrix nan = X;
   nan(3, 1) = std::nan("");
   EXPECT_THROW(mmd_agg(nan, Y, o, rng, context), NumericalError);
+}
+
+// `kef test two-sample|independence --aggregate`: the report is the library's for the same seed (the
+// same statistics for any thread count), and bad options exit 2 naming the flag before a file is read.
+TEST(AggregatedTests, CommandReportsEverySingleTestAndNamesBadFlags) {
+  const auto dir = test::temp_dir("aggregated");
+  RandomStream data(31, "cli");
+  const Matrix X = uniform(30, 2, data), Y = uniform(30, 2, data, 0.5);
+  write_npy(dir / "x.npy", X);
+  write_npy(dir / "y.npy", Y);
+  const std::string files = " " + (dir / "x.npy").string() + " " + (dir / "y.npy").string();
+  const auto one = test::kef_cmd("test two-sample" + files + " --aggregate --json --seed 4 --threads 1");
+  ASSERT_EQ(one.status, 0) << one.output;
+  const auto two = test::kef_cmd("test two-sample" + files + " --aggregate --json --seed 4 --threads 2");
+  ASSERT_EQ(two.status, 0) << two.output;
+  EXPECT_EQ(one.output, two.output);
+  const auto j = nlohmann::json::parse(one.output);
+  const auto& agg = j["aggregate"];
+  EXPECT_EQ(agg["test"], "mmdagg");
+  EXPECT_EQ(agg["approximation"], "wild bootstrap");
+  ASSERT_EQ(agg["single_tests"].size(), 20u);
+  EXPECT_TRUE(agg["reject"].get<bool>());
+  AggregateOptions o;
+  const Context context(4, 1);
+  RandomStream rng = context.rng().derive("two-sample").derive("aggregate");
+  const AggregatedTest t = mmd_agg(X, Y, o, rng, context);
+  for (std::size_t s = 0; s < t.tests.size(); ++s) {
+    EXPECT_EQ(agg["single_tests"][s]["kernel"], t.tests[s].kernel);
+    EXPECT_EQ(agg["single_tests"][s]["statistic"].get<double>(), t.tests[s].statistic);
+    EXPECT_EQ(agg["single_tests"][s]["p_value"].get<double>(), t.tests[s].p_value);
+  }
+  const auto hsic = test::kef_cmd("test independence" + files + " --aggregate --json --hsic-lower -1 --hsic-upper 1");
+  ASSERT_EQ(hsic.status, 0) << hsic.output;
+  EXPECT_EQ(nlohmann::json::parse(hsic.output)["aggregate"]["single_tests"].size(), 9u);
+  const std::string missing = " " + (dir / "none.npy").string() + " " + (dir / "y.npy").string();
+  for (const auto& [args, part] : std::vector<std::pair<std::string, std::string>>{
+           {"test two-sample" + missing + " --aggregate --alpha 1.5", "--alpha must be in (0, 1)"},
+           {"test two-sample" + missing + " --aggregate --number-bandwidths 1", "--number-bandwidths = 1"},
+           {"test two-sample" + missing + " --aggregate --bootstrap-draws 100", "--bootstrap-draws = 100 is too few"},
+           {"test two-sample" + missing + " --aggregate --kernels gauss", "--kernels: unknown kernel collection"},
+           {"test independence" + missing + " --aggregate --hsic-lower 1 --hsic-upper 1", "--hsic-lower = 1"},
+           {"test two-sample" + files + " --kernels all", "--aggregate"}}) {
+    const auto r = test::kef_cmd(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(test::contains(r.output, part)) << args << "\n" << r.output;
+  }
 }
 
 }  // namespace
