@@ -27,6 +27,8 @@ KeyText key_text(const kef::KeySpec& key) {
 void print_component(std::ostream& out, const std::string& interface, const kef::ComponentInfo& info) {
   out << interface << "/" << info.type << "  (plugin " << info.plugin << ")\n  " << info.summary << "\n";
   if (!info.reference.empty()) out << "  reference: " << info.reference << "\n";
+  if (!info.deprecated_aliases.empty())
+    out << "  deprecated names: " << joined(info.deprecated_aliases, ", ") << "\n";
   for (const auto& part : info.all_parts())
     out << "  part [model." << part.name << "]: " << part.interface << (part.required ? "" : " (optional)")
         << (part.doc.empty() ? "" : ", " + part.doc) << "\n";
@@ -55,6 +57,7 @@ nlohmann::ordered_json components_json(const kef::Registry& registry) {
     for (const auto& info : registry.components(interface)) {
       nlohmann::ordered_json c{{"interface", interface}, {"type", info.type},       {"plugin", info.plugin},
                                {"summary", info.summary}, {"reference", info.reference}};
+      c["deprecated_aliases"] = joined(info.deprecated_aliases, ", ");
       c["parts"] = nlohmann::ordered_json::array();
       for (const auto& part : info.all_parts())
         c["parts"].push_back(
