@@ -98,6 +98,8 @@ def run(cmd, cwd, env, what):
         r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return what + " did not finish in " + str(TIMEOUT) + " s"
+    except OSError as e:
+        return what + " could not be started: " + str(e)
     if r.returncode != 0:
         return what + " exited " + str(r.returncode) + ":\n" + (r.stdout + r.stderr).strip()[-3000:]
     return None
@@ -169,7 +171,7 @@ def main():
                     print(block.where() + ": took " + format(took, ".1f") + " s")
                 if problem:
                     failures.append(block.where() + ": " + problem)
-    print("check_examples: " + ", ".join(str(n) + " " + w for w, n in sorted(tally.items())) + " in " +
+    print("check_examples: " + (", ".join(str(n) + " " + w for w, n in sorted(tally.items())) or "no blocks") + " in " +
           str(len(pages)) + " pages")
     if failures:
         print("\n\n".join(failures), file=sys.stderr)
