@@ -1,4 +1,4 @@
-// The kef command: run, validate, plugins, score, eval, sample, test, and the figure commands (montage,
+// The kef command: run, fit (fit_command.cpp), validate, plugins, score, eval, sample, test, and the figure commands (montage,
 // lineplot, barplot, scatterplot: figure_commands.cpp).
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +21,7 @@
 #include "describe_components.hpp"
 #include "distributed_run.hpp"
 #include "figure_commands.hpp"
+#include "fit_command.hpp"
 #include "kef/allocator.hpp"
 #include "kef/bandwidth_rule.hpp"
 #include "kef/data_io.hpp"
@@ -517,6 +518,8 @@ struct CommandLine {
   long sample_n = 0;
   std::uint64_t sample_seed = 0;
   CLI::App* sample = nullptr;
+  FitFlags fit_flags;
+  CLI::App* fit = nullptr;
   SamplerFlags sampler_flags;
   FigureFlags figure_flags;
   FigureCommands figures;
@@ -533,6 +536,8 @@ struct CommandLine {
     run->add_option("--threads", threads, "worker threads (default: all cores; results do not depend on it)")
         ->check(integer_in(1, kMaxThreads));
     run->add_flag("--quiet", quiet, "no progress output on stderr");
+
+    fit = add_fit_command(app, fit_flags, threads);
 
     validate =
         app.add_subcommand("validate", "Check a pipeline (keys, types, plugins, data) without fitting");
@@ -640,6 +645,7 @@ struct CommandLine {
       std::cout << file << ": ok\n";
       return finish(0);
     }
+    if (fit->parsed()) return finish(cmd_fit(registry, fit_flags, threads));
     if (plugins->parsed()) return finish(cmd_plugins(registry, plugin_paths, describe, plugins_json));
     if (score->parsed()) return finish(cmd_score(registry, model_dir, data, out, score_flags, plugin_paths));
     if (sample->parsed() && !sample_given.empty()) {

@@ -286,7 +286,7 @@ py::tuple run_in_memory(const std::string& toml, const std::string& source, cons
   if (!output_dir.empty()) options.output_dir = output_dir;
   kef::RunResult r = on_processes<kef::RunResult>(comm, options, [&](const kef::RunOptions& o) {
     const kef::Config config =
-        from_file ? kef::Config::parse_file(source) : kef::Config::parse_string(toml, source);
+        from_file ? kef::Config::parse_file(source) : kef::Config::parse_generated(toml, source);
     return kef::run_pipeline(config, data, o, write);
   });
   py::list models;
@@ -606,7 +606,7 @@ py::tuple evaluate(const PyModel& m, const py::handle& X, const std::string& eva
   in.against_hint = "against=MODEL";
   in.rows = &x;
   in.provenance = "X";
-  in.evaluator = kef::Config::parse_string(evaluator_toml, "kef.evaluate");
+  in.evaluator = kef::Config::parse_generated(evaluator_toml, "kef.evaluate");
   in.seed = seed;
   in.threads = threads;
   in.threads_key = "threads";

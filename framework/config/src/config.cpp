@@ -78,6 +78,7 @@ std::optional<double> as_number(const toml::node& n) {
 namespace detail {
 std::string position_of(const ConfigNode& cfg, const toml::node* node) {
   const toml::node* n = node ? node : cfg.table;
+  if (cfg.generated) return cfg.source;
   if (n && n->source().begin.line > 0) {
     const auto& src = n->source();
     std::string file = src.path ? *src.path : cfg.source;
@@ -384,6 +385,12 @@ Config Config::parse_string(std::string_view text, const std::string& source_nam
   }
 }
 
+Config Config::parse_generated(std::string_view text, const std::string& source_name) {
+  Config c = parse_string(text, source_name);
+  c.node_->generated = true;
+  return c;
+}
+
 const std::string& Config::source() const { return node_->source; }
 const std::string& Config::path() const { return node_->path; }
 
@@ -397,7 +404,7 @@ std::string Config::where(std::string_view key) const {
   const toml::node* n = key.empty() ? nullptr : node_->table->get(key);
   std::string pos = detail::position_of(*node_, n);
   // Cite the key itself (its line), not its value, when the document says where it is.
-  if (n && n->source().begin.line > 0) {
+  if (n && n->source().begin.line > 0 && !node_->generated) {
     auto it = node_->table->find(key);
     const auto& ks = it->first.source();
     if (ks.begin.line > 0)
@@ -527,6 +534,7 @@ Config Config::table(std::string_view key) const {
   auto child = std::make_shared<ConfigNode>();
   child->root = node_->root;
   child->source = node_->source;
+  child->generated = node_->generated;
   child->path = dotted(key);
   if (toml::node* n = node_->table->get(key)) {
     if (auto t = n->as_table()) {
@@ -561,6 +569,7 @@ std::vector<Config> Config::table_array(std::string_view key) const {
     auto child = std::make_shared<ConfigNode>();
     child->root = node_->root;
     child->source = node_->source;
+    child->generated = node_->generated;
     child->path = dotted(key) + "[" + std::to_string(i) + "]";
     child->table = t;
     out.push_back(Config(child));

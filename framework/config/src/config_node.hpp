@@ -16,6 +16,9 @@ struct ConfigNode {
   std::string path;                   // dotted path of this table ("" for the root)
   KeyList keys;                       // declared keys, after validate()
   bool validated = false;
+  // A document a program wrote (kef fit, the Python kef.fit): messages cite `source` alone, since the
+  // lines and columns of a text the user never saw tell them nothing.
+  bool generated = false;
 };
 
 // "file:line:col" of a node (or of the table when the node has no position).

@@ -55,9 +55,7 @@ const KeyList& top_level_keys() {
       KeySpec::table("output", "where and what to write"),
       KeySpec::table("plugins", "plugin search: `paths`"),
       KeySpec::table("tune", "grid search of one model's numeric keys, scored on a held-out split"),
-      KeySpec::number("memory_limit_gb",
-                      "the memory (GB) the components' up-front estimates may reach; default: the memory "
-                      "available when the run starts")
+      KeySpec::number("memory_limit_gb", kMemoryLimitDoc)
           .optional()
           .positive(),
   };
@@ -648,6 +646,7 @@ RunResult finished_run(Plan& plan, const Json& results, const Json& models,
   out.table = metrics_table(models);
   if (results.contains("tuning")) out.table += tuning_table(results.at("tuning"));
   out.log = std::move(log);
+  out.registry = std::move(plan.registry);
   return out;
 }
 
@@ -826,6 +825,13 @@ RunSummary run_pipeline(const std::string& path, const RunOptions& options) {
   summary.output_dir = plan->output_dir;
   summary.table = std::move(r.table);
   return summary;
+}
+
+RunResult run_pipeline(const Config& pipeline, const RunOptions& options, bool write_output) {
+  if (options.communicator && options.communicator->size() > 1)
+    throw ConfigError("a pipeline given in memory with its own data source runs in one process");
+  Plan plan = build_plan(in_memory_root(pipeline, options), "", options, nullptr);
+  return execute_plan(plan, options, write_output);
 }
 
 RunResult run_pipeline(const Config& pipeline, const InMemoryData& data, const RunOptions& options,

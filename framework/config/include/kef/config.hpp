@@ -82,6 +82,9 @@ class Config {
 
   static Config parse_file(const std::string& path);
   static Config parse_string(std::string_view text, const std::string& source_name);
+  // A document a program wrote from its arguments (`kef fit`, the Python kef.fit): its messages cite
+  // `source_name` ("kef.fit") and the dotted key, not a line and column of a text the user never saw.
+  static Config parse_generated(std::string_view text, const std::string& source_name);
 
   // Where this table sits: "pipeline.toml" and the dotted path "model[0].kernel".
   const std::string& source() const;

@@ -10,6 +10,12 @@
 
 namespace kef {
 
+// What a limit set by the user means: the text of the pipeline key `memory_limit_gb` and of the
+// commands' --memory-limit-gb, which set it (GB: 1e9 bytes).
+inline constexpr const char* kMemoryLimitDoc =
+    "the memory (GB) the components' up-front estimates may reach; default: the memory available when the "
+    "run starts";
+
 // Bytes available to this process now; nullopt when the system does not say (then nothing is refused).
 std::optional<double> available_memory_bytes();
 

@@ -3,6 +3,7 @@
 // results.json, all written atomically into the output directory.
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -77,6 +78,8 @@ struct RunResult {
   std::optional<std::filesystem::path> output_dir;  // where the run was published, when written
   std::string table;                                // the summary table `kef run` prints
   std::string log;  // log.txt's text when the run wrote no output directory (else empty: see the file)
+  // The registry that built the models: what save_model records as their components' origins.
+  std::shared_ptr<Registry> registry;
 };
 
 // Runs the pipeline `pipeline` (a parsed TOML document, e.g. Config::parse_string) on `data`, with
@@ -91,6 +94,10 @@ RunResult run_pipeline(const Config& pipeline, const InMemoryData& data, const R
                        bool write_output = false);
 // `kef validate` of the same: every check a run makes before its first fit.
 void validate_pipeline(const Config& pipeline, const InMemoryData& data, const RunOptions& options);
+// A pipeline given as a Config whose [data] source is read as a file run reads it (`kef fit` builds
+// its pipeline so): the same plan, fits and evaluations as run_pipeline(path), with the output
+// directory written only with `write_output`. Relative paths resolve against the working directory.
+RunResult run_pipeline(const Config& pipeline, const RunOptions& options, bool write_output = false);
 
 // `kef eval`: one evaluator on saved models, with a data file as the test split.
 struct SavedEvalOptions {
