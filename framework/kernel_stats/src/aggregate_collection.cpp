@@ -21,21 +21,24 @@ AggregateKernel agg_family(AggProfile profile, AggregateDistance distance, std::
 
 AggregateKernel agg_matern(int p, AggregateDistance distance) {
   static constexpr AggProfile kProfiles[] = {AggProfile::Matern05, AggProfile::Matern15, AggProfile::Matern25,
-                                          AggProfile::Matern35, AggProfile::Matern45};
-  return agg_family(kProfiles[p], distance,
-                "matern_" + std::to_string(p) + ".5_" + (distance == AggregateDistance::L1 ? "l1" : "l2"));
+                                             AggProfile::Matern35, AggProfile::Matern45};
+  return agg_family(
+      kProfiles[p], distance,
+      "matern_" + std::to_string(p) + ".5_" + (distance == AggregateDistance::L1 ? "l1" : "l2"));
 }
 
 std::vector<double> agg_geometric(double low, double high, Index count) {
   const double ratio = std::pow(high / low, 1.0 / static_cast<double>(count - 1));
   std::vector<double> out(static_cast<std::size_t>(count));
-  for (Index i = 0; i < count; ++i) out[static_cast<std::size_t>(i)] = std::pow(ratio, static_cast<double>(i)) * low;
+  for (Index i = 0; i < count; ++i)
+    out[static_cast<std::size_t>(i)] = std::pow(ratio, static_cast<double>(i)) * low;
   return out;
 }
 
 void check_agg_count(Index count, std::string_view what) {
   if (count < 2)
-    throw ConfigError(std::string(what) + ": an aggregated test needs at least 2 bandwidths per kernel, got " +
+    throw ConfigError(std::string(what) +
+                      ": an aggregated test needs at least 2 bandwidths per kernel, got " +
                       std::to_string(count) + " (one bandwidth is a single test)");
 }
 
@@ -48,7 +51,8 @@ std::vector<AggregateKernel> parse_aggregate_kernels(std::string_view text, std:
   if (text == "imq") return {agg_family(AggProfile::Imq, D::L2, "imq")};
   if (text == "laplace") return {agg_family(AggProfile::Matern05, D::L1, "laplace")};
   if (text == "laplace_gaussian" || text == "gaussian_laplace")
-    return {agg_family(AggProfile::Matern05, D::L1, "laplace"), agg_family(AggProfile::Gaussian, D::L2, "gaussian")};
+    return {agg_family(AggProfile::Matern05, D::L1, "laplace"),
+            agg_family(AggProfile::Gaussian, D::L2, "gaussian")};
   for (int p = 0; p < 5; ++p)
     for (const D d : {D::L1, D::L2}) {
       AggregateKernel k = agg_matern(p, d);
@@ -72,9 +76,12 @@ std::vector<AggregateKernel> parse_aggregate_kernels(std::string_view text, std:
 double aggregate_kernel_value(AggProfile profile, double d) {
   // The Matérn polynomials written out with the papers' coefficients.
   switch (profile) {
-    case AggProfile::Gaussian: return std::exp(-d * d);
-    case AggProfile::Imq: return 1.0 / std::sqrt(1.0 + d * d);
-    case AggProfile::Matern05: return std::exp(-d);
+    case AggProfile::Gaussian:
+      return std::exp(-d * d);
+    case AggProfile::Imq:
+      return 1.0 / std::sqrt(1.0 + d * d);
+    case AggProfile::Matern05:
+      return std::exp(-d);
     case AggProfile::Matern15: {
       const double s = std::sqrt(3.0) * d;
       return (1 + s) * std::exp(-s);
@@ -88,7 +95,8 @@ double aggregate_kernel_value(AggProfile profile, double d) {
       return (1 + s * d + 2.0 * 7.0 / 5.0 * d * d + 7.0 * s / 3.0 / 5.0 * d * d * d) * std::exp(-s * d);
     }
     case AggProfile::Matern45:
-      return (1 + 3 * d + 3.0 * 36.0 / 28.0 * d * d + 216.0 / 84.0 * d * d * d + 1296.0 / 1680.0 * d * d * d * d) *
+      return (1 + 3 * d + 3.0 * 36.0 / 28.0 * d * d + 216.0 / 84.0 * d * d * d +
+              1296.0 / 1680.0 * d * d * d * d) *
              std::exp(-3 * d);
   }
   throw Error("aggregate kernel: unknown profile");
@@ -100,9 +108,15 @@ void aggregate_kernel_matrix(const AggregateKernel& kernel, double bandwidth, co
   const auto d = distances.array() / bandwidth;
   auto o = out.array();
   switch (kernel.profile) {
-    case AggProfile::Gaussian: o = (-d.square()).exp(); return;
-    case AggProfile::Imq: o = (1.0 + d.square()).rsqrt(); return;
-    case AggProfile::Matern05: o = (-d).exp(); return;
+    case AggProfile::Gaussian:
+      o = (-d.square()).exp();
+      return;
+    case AggProfile::Imq:
+      o = (1.0 + d.square()).rsqrt();
+      return;
+    case AggProfile::Matern05:
+      o = (-d).exp();
+      return;
     case AggProfile::Matern15: {
       const double s = std::sqrt(3.0);
       o = (1 + s * d) * (-s * d).exp();
@@ -204,10 +218,14 @@ AggregateWeights parse_aggregate_weights(std::string_view text, std::string_view
 
 std::string weights_name(AggregateWeights weights) {
   switch (weights) {
-    case AggregateWeights::Uniform: return "uniform";
-    case AggregateWeights::Decreasing: return "decreasing";
-    case AggregateWeights::Increasing: return "increasing";
-    case AggregateWeights::Centred: return "centred";
+    case AggregateWeights::Uniform:
+      return "uniform";
+    case AggregateWeights::Decreasing:
+      return "decreasing";
+    case AggregateWeights::Increasing:
+      return "increasing";
+    case AggregateWeights::Centred:
+      return "centred";
   }
   return "uniform";
 }

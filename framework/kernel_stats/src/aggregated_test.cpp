@@ -1,5 +1,7 @@
 #include "aggregated_test.hpp"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -15,6 +17,8 @@ namespace {
 
 // Columns of W per product: fixed, so the chunks (and every result) never depend on the thread count.
 constexpr Index kAggDrawChunk = 128;
+// Rows of H per block of the symmetric product: fixed, so the summation order never changes.
+constexpr Index kAggRowBlock = 128;
 // The largest kernel matrix formed (2 GB); larger samples are refused before any work.
 constexpr double kAggMaxKernelEntries = double(Index{1} << 28);
 
@@ -52,8 +56,8 @@ void check_agg_draws(const AggregateOptions& o, std::string_view test, const std
                       std::to_string(o.bootstrap_draws) + " is too few for alpha = " + number_text(o.alpha) +
                       " over " + std::to_string(tests) +
                       " single tests: the smallest p-value, 1/(draws + 1), must be at most alpha times the "
-                      "smallest weight (" + number_text(smallest) + "); use at least " +
-                      number_text(needed) + " draws");
+                      "smallest weight (" +
+                      number_text(smallest) + "); use at least " + number_text(needed) + " draws");
 }
 
 void check_agg_sample(const Matrix& X, std::string_view test, std::string_view name, Index min_rows) {
@@ -73,7 +77,7 @@ void check_agg_size(Index n, std::string_view test) {
 void agg_zero_diagonal(Matrix& H) { H.diagonal().setZero(); }
 
 AggregatedTest agg_report_head(std::string test, std::string statistic, std::string approximation,
-                           const AggregateOptions& o, AggregateWeights weights, Index rows) {
+                               const AggregateOptions& o, AggregateWeights weights, Index rows) {
   AggregatedTest out;
   out.test = std::move(test);
   out.statistic = std::move(statistic);
@@ -92,8 +96,8 @@ AggregatedTest agg_report_head(std::string test, std::string statistic, std::str
 void agg_decide(AggregatedTest& out, Matrix simulated, const AggregateOptions& o) {
   std::vector<double> weights;
   for (const SingleTest& t : out.tests) weights.push_back(t.weight);
-  const AggregateDecision d = aggregate_decision(simulated, weights, o.alpha, o.bootstrap_draws, o.level_draws,
-                                                 o.bisection_steps);
+  const AggregateDecision d =
+      aggregate_decision(simulated, weights, o.alpha, o.bootstrap_draws, o.level_draws, o.bisection_steps);
   out.level_correction = d.level_correction;
   for (std::size_t i = 0; i < out.tests.size(); ++i) {
     SingleTest& t = out.tests[i];
@@ -107,7 +111,6 @@ void agg_decide(AggregatedTest& out, Matrix simulated, const AggregateOptions& o
   }
   if (o.keep_simulated) out.simulated = std::move(simulated);
 }
-
 
 struct MmdCollection {
   std::vector<AggregateKernel> kernels;
@@ -131,16 +134,18 @@ MmdCollection mmd_collection(const AggregateOptions& o) {
 
 std::vector<double> hsic_weights(const AggregateOptions& o) {
   check_agg_options(o, "hsicagg");
-  const AggregateWeights weight_type = parse_aggregate_weights(o.weights, "hsicagg: " + option_key(o, "weights"));
+  const AggregateWeights weight_type =
+      parse_aggregate_weights(o.weights, "hsicagg: " + option_key(o, "weights"));
   if (weight_type != AggregateWeights::Uniform)
-    throw ConfigError("hsicagg: " + option_key(o, "weights") + " = " + o.weights +
-                      "; HSICAgg's collection is a grid of bandwidth pairs with no order to weight by: use uniform");
+    throw ConfigError(
+        "hsicagg: " + option_key(o, "weights") + " = " + o.weights +
+        "; HSICAgg's collection is a grid of bandwidth pairs with no order to weight by: use uniform");
   if (!(o.hsic_power > 1) || !std::isfinite(o.hsic_power))
     throw ConfigError("hsicagg: " + option_key(o, "hsic_power") + " must be a number above 1, got " +
                       number_text(o.hsic_power));
   if (o.hsic_upper <= o.hsic_lower)
-    throw ConfigError("hsicagg: " + option_key(o, "hsic_lower") + " = " + std::to_string(o.hsic_lower) + " and " +
-                      option_key(o, "hsic_upper") + " = " + std::to_string(o.hsic_upper) +
+    throw ConfigError("hsicagg: " + option_key(o, "hsic_lower") + " = " + std::to_string(o.hsic_lower) +
+                      " and " + option_key(o, "hsic_upper") + " = " + std::to_string(o.hsic_upper) +
                       " give one bandwidth per sample; an aggregated test needs at least 2");
   const Index per_sample = o.hsic_upper - o.hsic_lower + 1;
   const std::vector<double> weights(static_cast<std::size_t>(per_sample * per_sample),
@@ -151,7 +156,8 @@ std::vector<double> hsic_weights(const AggregateOptions& o) {
 
 std::vector<double> ksd_weights(const AggregateOptions& o) {
   check_agg_options(o, "ksdagg");
-  const AggregateWeights weight_type = parse_aggregate_weights(o.weights, "ksdagg: " + option_key(o, "weights"));
+  const AggregateWeights weight_type =
+      parse_aggregate_weights(o.weights, "ksdagg: " + option_key(o, "weights"));
   if (o.bandwidths < 2)
     throw ConfigError("ksdagg: " + option_key(o, "number_bandwidths") + " = " + std::to_string(o.bandwidths) +
                       "; an aggregated test needs at least 2 bandwidths (one is a single test)");
@@ -164,14 +170,20 @@ std::vector<double> ksd_weights(const AggregateOptions& o) {
 
 void check_aggregate_options(const AggregateOptions& o, AggregateKind kind) {
   switch (kind) {
-    case AggregateKind::Mmd: mmd_collection(o); return;
-    case AggregateKind::Hsic: hsic_weights(o); return;
-    case AggregateKind::Ksd: ksd_weights(o); return;
+    case AggregateKind::Mmd:
+      mmd_collection(o);
+      return;
+    case AggregateKind::Hsic:
+      hsic_weights(o);
+      return;
+    case AggregateKind::Ksd:
+      ksd_weights(o);
+      return;
   }
 }
 
-AggregateDecision aggregate_decision(const Matrix& M, const std::vector<double>& weights, double alpha, Index B1,
-                                     Index B2, Index B3) {
+AggregateDecision aggregate_decision(const Matrix& M, const std::vector<double>& weights, double alpha,
+                                     Index B1, Index B2, Index B3) {
   const Index T = M.rows();
   if (M.cols() != 1 + B1 + B2 || static_cast<Index>(weights.size()) != T)
     throw Error("aggregate_decision: simulated statistics of the wrong shape");
@@ -249,20 +261,44 @@ Vector quadratic_forms(const Matrix& H, const Matrix& W, const Context& context)
   if (H.rows() != H.cols() || H.cols() != W.rows())
     throw Error("quadratic_forms: H is " + std::to_string(H.rows()) + " x " + std::to_string(H.cols()) +
                 ", W " + std::to_string(W.rows()) + " x " + std::to_string(W.cols()));
+  const Index n = H.rows();
+  const bool openblas = product_backend() == ProductBackend::OpenBlas;
   Vector out(W.cols());
   parallel_for_chunks(W.cols(), kAggDrawChunk, context.threads(), [&](Index begin, Index count) {
-    const Matrix Wc = W.middleCols(begin, count);
-    Matrix HW = Matrix::Zero(H.rows(), count);
-    add_cross_product(H, Wc, HW);  // HᵀW = HW: H is symmetric
-    out.segment(begin, count) = Wc.cwiseProduct(HW).colwise().sum().transpose();
+    // H symmetric: wᵀHw = Σ_a w_aᵀ (H_aa w_a + 2 Σ_{b>a} H_ab w_b) over row blocks a, b, so only the
+    // blocks on and above the diagonal are multiplied (about half the flops of H·W).
+    Vector acc = Vector::Zero(count);
+    Matrix P(kAggRowBlock, count);
+    for (Index r0 = 0; r0 < n; r0 += kAggRowBlock) {
+      const Index len = std::min(kAggRowBlock, n - r0), rest = n - r0 - len;
+      auto Pa = P.topRows(len);
+      const double* Wd = W.data() + begin * n;  // column-major: W(i, begin + c) at Wd[c·n + i]
+      if (openblas) {
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(len),
+                    static_cast<blasint>(count), static_cast<blasint>(len), 1.0, H.data() + r0 * n + r0,
+                    static_cast<blasint>(n), Wd + r0, static_cast<blasint>(n), 0.0, P.data(),
+                    static_cast<blasint>(P.rows()));
+        if (rest > 0)
+          cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(len),
+                      static_cast<blasint>(count), static_cast<blasint>(rest), 2.0,
+                      H.data() + (r0 + len) * n + r0, static_cast<blasint>(n), Wd + r0 + len,
+                      static_cast<blasint>(n), 1.0, P.data(), static_cast<blasint>(P.rows()));
+      } else {
+        Pa.noalias() = H.block(r0, r0, len, len) * W.block(r0, begin, len, count);
+        if (rest > 0)
+          Pa.noalias() += 2.0 * (H.block(r0, r0 + len, len, rest) * W.block(r0 + len, begin, rest, count));
+      }
+      acc += W.block(r0, begin, len, count).cwiseProduct(Pa).colwise().sum().transpose();
+    }
+    out.segment(begin, count) = acc;
   });
   return out;
 }
 
 double labelled_mmd2(double aKa, double aK1, double oneK1, Index n1, Index n2) {
   const double a = static_cast<double>(n1), b = static_cast<double>(n2);
-  const double sxy = aK1 - aKa;                  // aᵀK0(1 − a)
-  const double syy = oneK1 - 2 * aK1 + aKa;      // (1 − a)ᵀK0(1 − a)
+  const double sxy = aK1 - aKa;              // aᵀK0(1 − a)
+  const double syy = oneK1 - 2 * aK1 + aKa;  // (1 − a)ᵀK0(1 − a)
   return aKa / (a * (a - 1)) + syy / (b * (b - 1)) - 2 * sxy / (a * b);
 }
 
@@ -282,7 +318,7 @@ AggregatedTest mmd_agg(const Matrix& X, const Matrix& Y, const AggregateOptions&
   check_agg_size(bootstrap ? n1 : n1 + n2, "mmdagg");
 
   AggregatedTest out = agg_report_head("mmdagg", "MMD²", bootstrap ? "wild bootstrap" : "permutations", o,
-                                   weight_type, n1 + n2);
+                                       weight_type, n1 + n2);
   const Index draws = o.bootstrap_draws + o.level_draws;
   const Matrix W = bootstrap ? rademacher_draws(n1, draws, rng) : permutation_draws(n1, n1 + n2, draws, rng);
   Matrix Z;
@@ -345,8 +381,10 @@ namespace {
 
 // h(i, j) = k(a_i, a_j) − k(a_i, b_j) − k(b_i, a_j) + k(b_i, b_j) for the Gaussian exp(−d²/λ²), from
 // the three distance matrices of the halves a and b.
-void agg_half_pair_h(double lambda, const Matrix& Daa, const Matrix& Dbb, const Matrix& Dab, Matrix& h, Matrix& tmp) {
-  static const AggregateKernel kGaussian{AggregateKernel::Profile::Gaussian, AggregateDistance::L2, "gaussian"};
+void agg_half_pair_h(double lambda, const Matrix& Daa, const Matrix& Dbb, const Matrix& Dab, Matrix& h,
+                     Matrix& tmp) {
+  static const AggregateKernel kGaussian{AggregateKernel::Profile::Gaussian, AggregateDistance::L2,
+                                         "gaussian"};
   aggregate_kernel_matrix(kGaussian, lambda, Daa, h);
   aggregate_kernel_matrix(kGaussian, lambda, Dbb, tmp);
   h += tmp;
@@ -365,8 +403,8 @@ AggregatedTest hsic_agg(const Matrix& X, const Matrix& Y, const AggregateOptions
   check_agg_sample(X, "hsicagg", "the first sample", 4);
   check_agg_sample(Y, "hsicagg", "the second sample", 4);
   if (X.rows() != Y.rows())
-    throw DataError("hsicagg: paired samples of " + std::to_string(X.rows()) + " and " + std::to_string(Y.rows()) +
-                    " rows; an independence test needs the same rows in both");
+    throw DataError("hsicagg: paired samples of " + std::to_string(X.rows()) + " and " +
+                    std::to_string(Y.rows()) + " rows; an independence test needs the same rows in both");
   const Index N = X.rows() / 2;
   check_agg_size(N, "hsicagg");
   const std::vector<double> bx = hsicagg_bandwidths(X, o.hsic_power, o.hsic_lower, o.hsic_upper);
@@ -409,7 +447,8 @@ AggregatedTest hsic_agg(const Matrix& X, const Matrix& Y, const AggregateOptions
 AggregatedTest ksd_agg(const Matrix& X, const Matrix& S, const AggregateOptions& o, RandomStream& rng,
                        const Context& context) {
   const std::vector<double> weights = ksd_weights(o);
-  const AggregateWeights weight_type = parse_aggregate_weights(o.weights, "ksdagg: " + option_key(o, "weights"));
+  const AggregateWeights weight_type =
+      parse_aggregate_weights(o.weights, "ksdagg: " + option_key(o, "weights"));
   check_agg_sample(X, "ksdagg", "the sample", 2);
   if (S.rows() != X.rows() || S.cols() != X.cols())
     throw DataError("ksdagg: the scores are " + std::to_string(S.rows()) + " x " + std::to_string(S.cols()) +

@@ -33,10 +33,10 @@ struct AggregateOptions {
   Index bootstrap_draws = 2000;  // B1: simulated statistics for each single test's quantiles
   Index level_draws = 2000;      // B2: simulated statistics for the level correction
   Index bisection_steps = 50;    // B3
-  Index bandwidths = 10;  // `number_bandwidths`: bandwidths per kernel family (MMDAgg, KSDAgg)
+  Index bandwidths = 10;         // `number_bandwidths`: bandwidths per kernel family (MMDAgg, KSDAgg)
   std::string kernels = "laplace_gaussian";  // MMDAgg's collection (parse_aggregate_kernels)
   std::string weights = "uniform";           // parse_aggregate_weights; HSICAgg takes uniform only
-  bool permutations = false;  // MMDAgg: permutations although the sample sizes are equal
+  bool permutations = false;                 // MMDAgg: permutations although the sample sizes are equal
   // HSICAgg: each sample's Gaussian bandwidths are power^i times its median distance, i = lower..upper.
   double hsic_power = 2;
   int hsic_lower = -2, hsic_upper = 2;
@@ -84,8 +84,9 @@ struct AggregateDecision {
   Vector quantiles, p_values, thresholds;
   std::vector<bool> reject;
 };
-AggregateDecision aggregate_decision(const Matrix& simulated, const std::vector<double>& weights, double alpha,
-                                     Index bootstrap_draws, Index level_draws, Index bisection_steps);
+AggregateDecision aggregate_decision(const Matrix& simulated, const std::vector<double>& weights,
+                                     double alpha, Index bootstrap_draws, Index level_draws,
+                                     Index bisection_steps);
 
 // rows x (1 + draws) Rademacher signs, column 0 all ones (the observed statistic); drawn column by
 // column, 64 signs per draw of rng.

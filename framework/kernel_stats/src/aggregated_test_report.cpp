@@ -52,7 +52,7 @@ AggJson agg_test_json(const AggregatedTest& t) {
 
 // The head shared by the reports: which test, the samples and the seed, then the test's own part.
 std::string agg_report(const char* kind, const TestSample& x, const TestSample* y, const AggregatedTest& t,
-                   std::uint64_t seed) {
+                       std::uint64_t seed) {
   AggJson j;
   j["test"] = kind;
   j["x"] = agg_sample_json(x);
@@ -73,15 +73,16 @@ std::string aggregated_two_sample_json(const TestSample& x, const TestSample& y,
   return agg_report("two-sample", x, &y, t, r.seed);
 }
 
-std::string aggregated_independence_json(const TestSample& x, const TestSample& y, const AggregateRequest& r) {
+std::string aggregated_independence_json(const TestSample& x, const TestSample& y,
+                                         const AggregateRequest& r) {
   Context context(r.seed, r.threads, nullptr, r.threads_key);
   RandomStream rng = context.rng().derive("independence").derive("aggregate");
   const AggregatedTest t = hsic_agg(*x.values, *y.values, r.options, rng, context);
   return agg_report("independence", x, &y, t, r.seed);
 }
 
-std::string aggregated_goodness_of_fit_json(const TestSample& x, const Matrix& scores, const std::string& model,
-                                            const AggregateRequest& r) {
+std::string aggregated_goodness_of_fit_json(const TestSample& x, const Matrix& scores,
+                                            const std::string& model, const AggregateRequest& r) {
   Context context(r.seed, r.threads, nullptr, r.threads_key);
   RandomStream rng = context.rng().derive("goodness-of-fit").derive("aggregate");
   const AggregatedTest t = ksd_agg(*x.values, scores, r.options, rng, context);

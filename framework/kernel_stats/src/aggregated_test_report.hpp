@@ -20,14 +20,15 @@ struct AggregateRequest {
 };
 
 // MMDAgg of x against y. The draws come from the seed's stream "two-sample.aggregate".
-std::string aggregated_two_sample_json(const TestSample& x, const TestSample& y, const AggregateRequest& request);
+std::string aggregated_two_sample_json(const TestSample& x, const TestSample& y,
+                                       const AggregateRequest& request);
 // HSICAgg of the paired rows of x and y; the stream "independence.aggregate".
 std::string aggregated_independence_json(const TestSample& x, const TestSample& y,
                                          const AggregateRequest& request);
 // KSDAgg of the rows of x against a model's score at them (`model` names the model for the report);
 // the stream "goodness-of-fit.aggregate".
-std::string aggregated_goodness_of_fit_json(const TestSample& x, const Matrix& scores, const std::string& model,
-                                            const AggregateRequest& request);
+std::string aggregated_goodness_of_fit_json(const TestSample& x, const Matrix& scores,
+                                            const std::string& model, const AggregateRequest& request);
 
 // The test's own part of a report: its settings, the decision and the single tests (JSON text of one
 // object).

@@ -1,7 +1,9 @@
-// Aggregated kernel tests (kernel_stats/src/aggregated_test.hpp, aggregate_collection.hpp): the collection and
-// every statistic against brute-force formulas on small samples, the matrix-product fast path against
-// a loop over the draws, the same results for any thread count, the level over repeated null trials,
-// and the errors for bad input.
+// Aggregated kernel tests (kernel_stats/src/aggregated_test.hpp, aggregate_collection.hpp): the collection
+// and every statistic against brute-force formulas on small samples, the matrix-product fast path against a
+// loop over the draws, the same results for any thread count, the level over repeated null trials, and the
+// errors for bad input.
+#include "aggregated_test.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "aggregate_collection.hpp"
-#include "aggregated_test.hpp"
 #include "kef/context.hpp"
 #include "kef/error.hpp"
 #include "kef/npy.hpp"
@@ -76,9 +77,10 @@ TEST(AggregateCollection, KernelProfilesAreThePapersFormulas) {
 TEST(AggregateCollection, NamedCollectionsPutL1FamiliesFirst) {
   std::vector<std::string> names;
   for (const auto& k : parse_aggregate_kernels("all", "kernels")) names.push_back(k.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"matern_0.5_l1", "matern_1.5_l1", "matern_2.5_l1", "matern_3.5_l1",
-                                             "matern_4.5_l1", "matern_0.5_l2", "matern_1.5_l2", "matern_2.5_l2",
-                                             "matern_3.5_l2", "matern_4.5_l2", "gaussian", "imq"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"matern_0.5_l1", "matern_1.5_l1", "matern_2.5_l1", "matern_3.5_l1",
+                                      "matern_4.5_l1", "matern_0.5_l2", "matern_1.5_l2", "matern_2.5_l2",
+                                      "matern_3.5_l2", "matern_4.5_l2", "gaussian", "imq"}));
   const auto lg = parse_aggregate_kernels("gaussian_laplace", "kernels");
   ASSERT_EQ(lg.size(), 2u);
   EXPECT_EQ(lg[0].name, "laplace");
@@ -99,7 +101,8 @@ TEST(AggregateCollection, BandwidthsAreTheGeometricGridOfTheScaledDistances) {
     for (const AggregateDistance norm : {AggregateDistance::L1, AggregateDistance::L2}) {
       std::vector<double> d;
       for (Index i = 0; i < X.rows(); ++i)
-        for (Index j = 0; j < Y.rows(); ++j) d.push_back(norm == AggregateDistance::L1 ? l1(X, i, Y, j) : l2(X, i, Y, j));
+        for (Index j = 0; j < Y.rows(); ++j)
+          d.push_back(norm == AggregateDistance::L1 ? l1(X, i, Y, j) : l2(X, i, Y, j));
       std::sort(d.begin(), d.end());
       double low = d.front();
       if (low < 0.1) low = std::max(d[static_cast<std::size_t>(std::floor(d.size() * 0.05))], 0.1);
@@ -199,7 +202,8 @@ TEST(MmdAgg, WildBootstrapStatisticsEqualTheirPairwiseFormulas) {
     };
     for (Index b = 0; b < W.cols(); b += 37) {  // the observed statistic and a spread of draws
       const double brute = brute_form(W.col(b), h, 9.0 * 8.0);
-      EXPECT_NEAR(t.simulated(static_cast<Index>(s), b), brute, 1e-13 * (1 + std::abs(brute))) << k.name << " " << b;
+      EXPECT_NEAR(t.simulated(static_cast<Index>(s), b), brute, 1e-13 * (1 + std::abs(brute)))
+          << k.name << " " << b;
     }
     EXPECT_EQ(t.tests[s].statistic, t.simulated(static_cast<Index>(s), 0));
   }
@@ -267,14 +271,18 @@ TEST(HsicAgg, StatisticsEqualTheirPairwiseFormulas) {
     EXPECT_EQ(ly, hsicagg_bandwidths(Y, 2, -1, 1)[s / 3]);
     auto h = [&](Index i, Index j) { return hpart(X, lx, i, j) * hpart(Y, ly, i, j); };
     for (Index b = 0; b < W.cols(); b += 29)
-      EXPECT_NEAR(t.simulated(static_cast<Index>(s), b), brute_form(W.col(b), h, 42.0), 1e-14) << s << " " << b;
+      EXPECT_NEAR(t.simulated(static_cast<Index>(s), b), brute_form(W.col(b), h, 42.0), 1e-14)
+          << s << " " << b;
   }
 }
 
 // The IMQ kernel (1 + ‖x − y‖²/λ²)^(−1/2) and its Stein kernel for the score s, with every derivative
 // of k by central differences.
-double stein_by_differences(const Vector& x, const Vector& y, const Vector& sx, const Vector& sy, double lam) {
-  auto k = [&](const Vector& a, const Vector& b) { return std::pow(1 + (a - b).squaredNorm() / (lam * lam), -0.5); };
+double stein_by_differences(const Vector& x, const Vector& y, const Vector& sx, const Vector& sy,
+                            double lam) {
+  auto k = [&](const Vector& a, const Vector& b) {
+    return std::pow(1 + (a - b).squaredNorm() / (lam * lam), -0.5);
+  };
   const double e = 1e-4;
   const Index D = x.size();
   double h = sx.dot(sy) * k(x, y);
@@ -308,7 +316,8 @@ TEST(KsdAgg, StatisticsEqualTheSteinKernelByCentralDifferences) {
     };
     for (Index b = 0; b < W.cols(); b += 31) {
       const double brute = brute_form(W.col(b), h, 56.0);
-      EXPECT_NEAR(t.simulated(static_cast<Index>(s), b), brute, 1e-6 * (1 + std::abs(brute))) << s << " " << b;
+      EXPECT_NEAR(t.simulated(static_cast<Index>(s), b), brute, 1e-6 * (1 + std::abs(brute)))
+          << s << " " << b;
     }
   }
 }
@@ -330,7 +339,8 @@ TEST(AggregateDecision, QuantilesPValuesAndLevelCorrectionFollowTheRule) {
         std::vector<double> first;
         for (Index c = 0; c <= B1; ++c) first.push_back(M(t, c));
         std::sort(first.begin(), first.end());
-        const auto pos = static_cast<std::size_t>(std::ceil((B1 + 1) * (1 - u * w[static_cast<std::size_t>(t)])) - 1);
+        const auto pos =
+            static_cast<std::size_t>(std::ceil((B1 + 1) * (1 - u * w[static_cast<std::size_t>(t)])) - 1);
         any = any || M(t, b) > first[pos];
       }
       count += any;
@@ -340,7 +350,7 @@ TEST(AggregateDecision, QuantilesPValuesAndLevelCorrectionFollowTheRule) {
   const double u = d.level_correction;
   EXPECT_LE(exceed_fraction(u), alpha);
   EXPECT_GT(exceed_fraction(u + 1e-3), alpha);  // the bisection found the edge (to 2^-40 of the range)
-  EXPECT_GT(u, alpha);  // at least the Bonferroni correction for these weights
+  EXPECT_GT(u, alpha);                          // at least the Bonferroni correction for these weights
   for (Index t = 0; t < T; ++t) {
     Index at_least = 0;
     for (Index b = 0; b <= B1; ++b) at_least += M(t, b) >= M(t, 0);
@@ -484,7 +494,8 @@ TEST(AggregatedTests, BadInputIsAnErrorNamingTheOption) {
   AggregateOptions pairs = o;
   pairs.hsic_lower = -1;
   pairs.hsic_upper = 1;
-  expect_error([&] { hsic_agg(X, Y.topRows(9), pairs, rng, context); }, "paired samples of 10 and 9 rows", false);
+  expect_error([&] { hsic_agg(X, Y.topRows(9), pairs, rng, context); }, "paired samples of 10 and 9 rows",
+               false);
   AggregateOptions grid = o;  // 25 pairs of bandwidths at alpha = 0.1: at least 249 draws
   expect_error([&] { hsic_agg(X, Y, grid, rng, context); }, "`bootstrap_draws` = 200 is too few", true);
   AggregateOptions weights = o;
@@ -525,15 +536,18 @@ TEST(AggregatedTests, CommandReportsEverySingleTestAndNamesBadFlags) {
     EXPECT_EQ(agg["single_tests"][s]["statistic"].get<double>(), t.tests[s].statistic);
     EXPECT_EQ(agg["single_tests"][s]["p_value"].get<double>(), t.tests[s].p_value);
   }
-  const auto hsic = test::kef_cmd("test independence" + files + " --aggregate --json --hsic-lower -1 --hsic-upper 1");
+  const auto hsic =
+      test::kef_cmd("test independence" + files + " --aggregate --json --hsic-lower -1 --hsic-upper 1");
   ASSERT_EQ(hsic.status, 0) << hsic.output;
   EXPECT_EQ(nlohmann::json::parse(hsic.output)["aggregate"]["single_tests"].size(), 9u);
   const std::string missing = " " + (dir / "none.npy").string() + " " + (dir / "y.npy").string();
   for (const auto& [args, part] : std::vector<std::pair<std::string, std::string>>{
            {"test two-sample" + missing + " --aggregate --alpha 1.5", "--alpha must be in (0, 1)"},
            {"test two-sample" + missing + " --aggregate --number-bandwidths 1", "--number-bandwidths = 1"},
-           {"test two-sample" + missing + " --aggregate --bootstrap-draws 100", "--bootstrap-draws = 100 is too few"},
-           {"test two-sample" + missing + " --aggregate --kernels gauss", "--kernels: unknown kernel collection"},
+           {"test two-sample" + missing + " --aggregate --bootstrap-draws 100",
+            "--bootstrap-draws = 100 is too few"},
+           {"test two-sample" + missing + " --aggregate --kernels gauss",
+            "--kernels: unknown kernel collection"},
            {"test independence" + missing + " --aggregate --hsic-lower 1 --hsic-upper 1", "--hsic-lower = 1"},
            {"test two-sample" + files + " --kernels all", "--aggregate"}}) {
     const auto r = test::kef_cmd(args);
