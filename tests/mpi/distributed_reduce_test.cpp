@@ -39,6 +39,7 @@
 #include "kef/pipeline.hpp"
 #include "kef/random.hpp"
 #include "kef/student_t_proposal.hpp"
+#include "pipeline_text.hpp"
 #include "test_support.hpp"
 
 namespace kef {
@@ -415,51 +416,15 @@ nlohmann::json without_timing(nlohmann::json j) {
   return j;
 }
 
-const char* kPipeline = R"(schema_version = 1
-seed = 3
-[data]
-split = { test = 300, validation = 0 }
-[[model]]
-name = "lite"
-[model.estimator]
-type = "lite"
-inducing_points = 40
-[model.kernel]
-type = "gaussian"
-sigma = 1.2
-[model.base_measure]
-type = "gaussian"
-std = 3.0
-[[model]]
-name = "nystrom"
-[model.estimator]
-type = "nystrom"
-inducing_points = 25
-chunk_rows = 64
-[model.kernel]
-type = "gaussian"
-sigma = 1.2
-[model.base_measure]
-type = "gaussian"
-std = 3.0
-[[evaluate]]
-type = "log_likelihood"
-method = "importance"
-samples = 20000
-chunk_size = 512
-bound_percentile_samples = 5000
-bound_rho_samples = 5000
-bound_variance_samples = 5000
-[[evaluate]]
-type = "score_matching_loss"
-[[evaluate]]
-type = "fssd"
-J = 4
-null_draws = 100
-[[evaluate]]
-type = "ksd"
-bootstrap_draws = 20
-)";
+const std::string kPipeline = test::PipelineText()
+      .data("split = { test = 300, validation = 0 }")
+      .lite("lite", 40, 1.2, 3.0)
+      .model("name = \"nystrom\"\n[model.estimator]\ntype = \"nystrom\"\ninducing_points = 25\nchunk_rows = 64\n[model.kernel]\ntype = \"gaussian\"\nsigma = 1.2\n[model.base_measure]\ntype = \"gaussian\"\nstd = 3.0")
+      .evaluate("log_likelihood", "method = \"importance\"\nsamples = 20000\nchunk_size = 512\nbound_percentile_samples = 5000\nbound_rho_samples = 5000\nbound_variance_samples = 5000")
+      .evaluate("score_matching_loss")
+      .evaluate("fssd", "J = 4\nnull_draws = 100")
+      .evaluate("ksd", "bootstrap_draws = 20")
+      .str();
 
 TEST(DistributedReduce, APipelineOnSeveralProcessesWritesTheSingleProcessResults) {
   RandomStream rng(8, "rows");

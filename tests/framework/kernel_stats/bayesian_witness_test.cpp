@@ -17,7 +17,7 @@
 #include "kernel_embedding.hpp"
 #include "test_support.hpp"
 
-namespace kef {
+namespace kef::bayesian_witness_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -392,4 +392,4 @@ TEST(KefTestWitness, BadInputExitsTwoNamingTheArgument) {
 }
 
 }  // namespace
-}  // namespace kef
+}  // namespace kef::bayesian_witness_test

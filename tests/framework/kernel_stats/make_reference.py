@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes bkl_reference.hpp: reference numbers from the NumPy anchor bkl_numpy.py for kernel_learning_test.
 
-    /usr/bin/python3 tests/kernel_learning/make_reference.py path/to/bkl_numpy.py
+    /usr/bin/python3 tests/framework/kernel_stats/make_reference.py path/to/bkl_numpy.py
 
 (the NumPy anchor program, kept beside the repository and not part of it).
 Two cases, each with its data and landmarks written into the header as exact doubles (%.17g):

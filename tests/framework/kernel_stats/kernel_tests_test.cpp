@@ -18,7 +18,7 @@
 #include "kef/mmd_test.hpp"
 #include "test_support.hpp"
 
-namespace kef {
+namespace kef::kernel_tests_test {
 namespace {
 
 double gauss(const Eigen::RowVectorXd& a, const Eigen::RowVectorXd& b, double sigma) {
@@ -431,4 +431,4 @@ TEST(BandwidthRule, BklIsBayesianKernelLearningWithItsLandmarkRuleOnThePooledSam
 }
 
 }  // namespace
-}  // namespace kef
+}  // namespace kef::kernel_tests_test

@@ -8,7 +8,7 @@
 #include "kef/error.hpp"
 #include "test_support.hpp"
 
-namespace kef {
+namespace kef::kernel_embedding_test {
 namespace {
 
 Matrix gauss(const Matrix& A, const Matrix& B, double s) {
@@ -71,4 +71,4 @@ TEST(BayesianKernelEmbedding, RefusesBadInput) {
 }
 
 }  // namespace
-}  // namespace kef
+}  // namespace kef::kernel_embedding_test

@@ -324,7 +324,7 @@ TEST(BklMixtureKernel, ModeIsAStationaryPointInEveryFreeParameter) {
             a.log_likelihood + 1000.0);
 }
 
-// Experiment 1's data (Flaxman et al. 2016; scripts/kernel_tests_experiment1.py): a 3 x 3 grid of unit
+// Experiment 1's data (Flaxman et al. 2016; experiments/bkl/bkl_experiment1.py): a 3 x 3 grid of unit
 // Gaussians with spacing 10 against the same grid with covariances of eigenvalue ratio ε = 4, pooled.
 // With the scales 0.7, 3 and 14 fixed, the weight of 3 goes to the edge of the box: that component is
 // dropped and the weights of 0.7 and 14 learned again (measured: 0.979 and 0.021). The refusal of a
