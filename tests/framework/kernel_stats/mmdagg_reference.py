@@ -6,9 +6,11 @@ rejection rates over repeated trials that agree within Monte Carlo error.
 
 The reference is not part of kef: pass the directory of a checkout (the one holding mmdagg/np.py) as
 --reference or in KEF_MMDAGG_REFERENCE. Without it the script exits 77, which ctest reports as a
-skipped test.
+skipped test. With --agginc (a checkout of antoninschrab/agginc) it also compares kef's HSICAgg with
+the complete form of the reference HSICAggInc (R = N − 1): bandwidth pairs to 1e-12, statistics to
+1e-10.
 
-    mmdagg_reference.py --kef build/kef --reference ~/src/mmdagg [--trials 40]
+    mmdagg_reference.py --kef build/kef --reference ~/src/mmdagg [--agginc ~/src/agginc] [--trials 30]
 """
 import argparse
 import importlib.util
@@ -82,6 +84,39 @@ def compare_case(name, mmdagg, kef, X, Y, kernel, number_bandwidths, workdir, pe
     return failures
 
 
+def compare_hsic(kef, checkout, workdir):
+    """HSICAgg against agginc's HSICAggInc with every pair of rows (R = N − 1): the same statistic."""
+    import types
+    sys.modules.setdefault("psutil", types.ModuleType("psutil"))  # only used for batch_size="auto"
+    spec = importlib.util.spec_from_file_location("agginc_reference_np", os.path.join(checkout, "agginc", "np.py"))
+    agginc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agginc)
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(81, 2))
+    Y = rng.uniform(size=(81, 1)) + 0.3 * X[:, :1]
+    _, ref = agginc.agginc("hsic", X, Y, R=39, B1=500, B2=500, batch_size=None, return_dictionary=True)
+    np.save(os.path.join(workdir, "hx.npy"), X)
+    np.save(os.path.join(workdir, "hy.npy"), Y)
+    cmd = [kef, "test", "independence", os.path.join(workdir, "hx.npy"), os.path.join(workdir, "hy.npy"),
+           "--aggregate", "--json", "--bootstrap-draws", "500", "--level-draws", "500"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"kef failed ({out.returncode}): {' '.join(cmd)}\n{out.stdout}{out.stderr}")
+    ours = json.loads(out.stdout)["aggregate"]["single_tests"]
+    refs = [v for k, v in ref.items() if k.startswith("Single test")]
+    if len(ours) != len(refs):
+        print(f"hsicagg: {len(ours)} single tests in kef, {len(refs)} in the reference")
+        return 1
+    worst_b = worst_s = 0.0
+    for s, r in zip(ours, refs):
+        worst_b = max(worst_b, abs(s["bandwidth"] - r["Bandwidth X"]) / r["Bandwidth X"],
+                      abs(s["bandwidth_y"] - r["Bandwidth Y"]) / r["Bandwidth Y"])
+        worst_s = max(worst_s, abs(s["statistic"] - r["HSIC"]) / abs(r["HSIC"]))
+    print(f"hsicagg: {len(ours)} single tests, largest relative difference {worst_b:.1e} in the bandwidths, "
+          f"{worst_s:.1e} in the statistics")
+    return 0 if worst_b <= 1e-12 and worst_s <= 1e-10 else 1
+
+
 def rejection_rates(mmdagg, kef, trials, workdir):
     """Rates over `trials` pairs of samples, uniform against a perturbed uniform (shift 0.12 in one
     coordinate), n = 100 in 2 dimensions; both at their default settings."""
@@ -106,6 +141,8 @@ def main():
     parser.add_argument("--kef", required=True, help="the kef command")
     parser.add_argument("--reference", default=os.environ.get("KEF_MMDAGG_REFERENCE", ""),
                         help="checkout of antoninschrab/mmdagg (default: $KEF_MMDAGG_REFERENCE)")
+    parser.add_argument("--agginc", default=os.environ.get("KEF_AGGINC_REFERENCE", ""),
+                        help="checkout of antoninschrab/agginc for HSICAgg (default: $KEF_AGGINC_REFERENCE)")
     parser.add_argument("--trials", type=int, default=30, help="trials for the rejection rates (0: none)")
     args = parser.parse_args()
     if not args.reference or not os.path.isfile(os.path.join(args.reference, "mmdagg", "np.py")):
@@ -125,6 +162,8 @@ def main():
         # Distances below 0.1: the smallest bandwidth comes from the 5% order statistic.
         failures += compare_case("small distances", mmdagg, args.kef, 0.01 * X[:120, :2], 0.01 * Y[:120, :2],
                                  "all_matern_l1_l2", 5, workdir)
+        if args.agginc:
+            failures += compare_hsic(args.kef, args.agginc, workdir)
         if args.trials > 0:
             failures += rejection_rates(mmdagg, args.kef, args.trials, workdir)
     print("FAILED" if failures else "passed")
