@@ -14,10 +14,12 @@
 #include <optional>
 #include <sstream>
 
+#include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/memory_budget.hpp"
 #include "kef/pipeline.hpp"
 #include "kef/plugin_permissions.hpp"
+#include "table_file.hpp"
 #include "text.hpp"
 
 namespace kef_cli {
@@ -104,12 +106,7 @@ void require_finite_output(const kef::Matrix& values, const std::string& source,
 void require_output_memory(double rows, double cols, double copies, const std::string& option,
                            const std::string& what) {
   const double bytes = 8.0 * rows * cols * copies;
-  const std::optional<double> available = kef::available_memory_bytes();
-  if (!available || bytes <= *available) return;
-  throw kef::ConfigError(
-      option + ": needs an estimated " + kef::memory_text(bytes) + " for " + what + ", more than the " +
-      kef::memory_text(*available) +
-      " of memory available; ask for fewer (runs with different --seed values give more draws)");
+  kef::require_memory(bytes, option, what);
 }
 
 std::string unknown_word_message(CLI::App& app, int argc, const char* const* argv) {
@@ -152,6 +149,17 @@ std::string unknown_word_message(CLI::App& app, int argc, const char* const* arg
              suggestion(arg, names) + "; the commands are: " + kef::detail::join(names);
   }
   return {};
+}
+
+void write_output_rows(const std::string& out, const kef::Matrix& rows, const std::vector<std::string>& columns) {
+  kef::write_table(out, rows, columns);
+}
+
+std::vector<std::string> data_column_names(const kef::DataTransform& transform, kef::Index dim) {
+  if (static_cast<kef::Index>(transform.columns.size()) == dim) return transform.columns;
+  std::vector<std::string> names;
+  for (kef::Index j = 0; j < dim; ++j) names.push_back(kef::positional_column_name(j));
+  return names;
 }
 
 void load_default_plugins(kef::Registry& registry, const std::vector<std::string>& extra) {

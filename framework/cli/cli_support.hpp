@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/data_transform.hpp"
 #include "kef/registry.hpp"
 #include "kef/types.hpp"
 
@@ -32,9 +33,16 @@ std::string unknown_word_message(CLI::App& app, int argc, const char* const* arg
 // draw) and how many values are not finite. `rows` names the rows ("sample", "draw").
 void require_finite_output(const kef::Matrix& values, const std::string& source, const std::string& rows);
 // The memory a command's output needs while it is held whole (about `copies` matrices of rows x cols
-// doubles), refused up front when more than the memory available, naming `option` (e.g. "-n 1000000000").
+// doubles), refused up front (kef/memory_budget.hpp's require_memory) when more than the memory limit,
+// naming `option` (e.g. "-n 1000000000").
 void require_output_memory(double rows, double cols, double copies, const std::string& option,
                            const std::string& what);
+// Rows a command writes to --out: a CSV file for a .csv name (a header of `columns`), else .npy
+// (table_file.hpp). `columns`: the names of the written columns.
+void write_output_rows(const std::string& out, const kef::Matrix& rows, const std::vector<std::string>& columns);
+// The names of the data's columns as a saved model records them (`dim` of them; x0, x1, ... for a model
+// that records none or a target that names none).
+std::vector<std::string> data_column_names(const kef::DataTransform& transform, kef::Index dim);
 // The built-in components and the plugins of the search path (plus `extra`), with permission warnings.
 void load_default_plugins(kef::Registry& registry, const std::vector<std::string>& extra);
 

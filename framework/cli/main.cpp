@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -31,6 +32,7 @@
 #include "kef/kahmc.hpp"
 #include "kef/linalg.hpp"
 #include "kef/mmd_test.hpp"
+#include "kef/memory_budget.hpp"
 #include "kef/model_archive.hpp"
 #include "kef/model_target.hpp"
 #include "kef/npy.hpp"
@@ -106,6 +108,9 @@ int cmd_score(kef::Registry& registry, const std::string& model_dir, const std::
   load_default_plugins(registry, plugin_paths);
   const kef::SavedModel saved = kef::load_saved_model(model_dir, registry);
   const kef::Matrix X = kef::read_saved_model_input(data, flags.columns, saved, model_dir);
+  // The log densities and scores, and their data-units copy, held whole until written.
+  require_output_memory(static_cast<double>(X.rows()), static_cast<double>(X.cols() + 1), 2.0, "--data " + data,
+                        "the log densities and scores of its rows, held whole until written");
   const bool normalize = flags.normalize;
   // The models' row loops use kef::default_threads(), which main() sets from --threads.
   const kef::Matrix result = kef::score_saved_model(saved, X, normalize, model_dir);
@@ -117,7 +122,19 @@ int cmd_score(kef::Registry& registry, const std::string& model_dir, const std::
   if (out_path.has_parent_path() && !fs::exists(out_path.parent_path()))
     throw kef::ConfigError("--out " + out + ": directory " + out_path.parent_path().string() +
                            " does not exist");
-  kef::write_npy(out_path, result);
+  // A CSV names its columns: the log density, then the gradient's component along each column (of y
+  // for a conditional model).
+  std::vector<std::string> columns = {normalize ? "log_p" : "log_p_tilde"};
+  const std::vector<std::string> names = kef_cli::data_column_names(saved.transform, X.cols());
+  if (saved.transform.roles.conditional() &&
+      static_cast<kef::Index>(saved.transform.roles.targets.size()) == result.cols() - 1) {
+    for (const kef::Index j : saved.transform.roles.targets) columns.push_back("score_" + names[static_cast<std::size_t>(j)]);
+  } else {
+    for (kef::Index j = 1; j < result.cols(); ++j)
+      columns.push_back("score_" + (result.cols() - 1 == X.cols() ? names[static_cast<std::size_t>(j - 1)]
+                                                                  : std::to_string(j - 1)));
+  }
+  kef_cli::write_output_rows(out, result, columns);
   if (flags.quiet) return 0;
   std::cerr << "[kef] wrote " << result.rows() << " x " << result.cols() << " ("
             << (normalize ? "log p" : "log p~") << ", score) to " << out
@@ -371,7 +388,7 @@ int cmd_sample_target(kef::Registry& registry, const std::string& model_dir, lon
   kef::Matrix X = r.samples.topRows(n);
   if (from_model) X = transform.to_data(X);
   require_finite_output(X, (from_model ? "model " : "target ") + spec, "sample");
-  kef::write_npy(out_path, X);
+  kef_cli::write_output_rows(out, X, kef_cli::data_column_names(transform, X.cols()));
   if (!quiet) std::cerr << "[kef] " << target->describe() << ": " << r.summary() << "\n";
   std::cerr << "[kef] wrote " << X.rows() << " x " << X.cols() << " samples to " << out
             << (from_model && !transform.identity() ? " (data units)" : "") << "\n";
@@ -424,7 +441,7 @@ int cmd_sample(kef::Registry& registry, const std::string& model_dir, long n, co
   const kef::Matrix X =
       saved.transform.to_data(kef::draw_samples(*saved.model, n, context.rng(), options, context, &diag));
   require_finite_output(X, "model " + model_dir, "sample");
-  kef::write_npy(out_path, X);
+  kef_cli::write_output_rows(out, X, kef_cli::data_column_names(saved.transform, X.cols()));
   if (!quiet) {
     if (diag.ran)
       std::cerr << "[kef] " << diag.summary() << "\n";
@@ -506,6 +523,7 @@ struct CommandLine {
   std::vector<std::string> overrides, plugin_paths;
   int threads = 0;
   bool quiet = false;
+  std::optional<double> memory_limit_gb;  // --memory-limit-gb of score, eval and sample
   CLI::App* run = nullptr;
   CLI::App* validate = nullptr;
   CLI::App* plugins = nullptr;
@@ -554,13 +572,14 @@ struct CommandLine {
     score = app.add_subcommand("score", "Write log p~(x) and its gradient for data under a saved model");
     score->add_option("model_dir", model_dir, "saved model directory (runs/NAME/models/MODEL)")->required();
     score->add_option("--data", data, "data file (.csv or .npy)")->required();
-    score->add_option("--out", out, "output .npy: N x (1 + D), log p~ then the score")->required();
+    score->add_option("--out", out, "output .npy, or .csv (with a header): N x (1 + D), log p~ then the score")->required();
     score->add_option("--columns", score_flags.columns, "CSV columns to use");
     score->add_flag("--normalize", score_flags.normalize,
                     "write log p = log p~ - log Z (needs a model with a known normaliser)");
     score->add_option("--threads", threads, "worker threads (results do not depend on it)")
         ->check(integer_in(1, kMaxThreads));
     score->add_flag("--quiet", score_flags.quiet, "nothing on stderr but warnings and errors");
+    score->add_option("--memory-limit-gb", memory_limit_gb, kef::kMemoryLimitDoc)->check(CLI::PositiveNumber);
     score->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
 
     eval =
@@ -576,6 +595,7 @@ struct CommandLine {
     eval->add_option("--out", eval_out, "also write the metrics as JSON to this file");
     eval->add_option("--threads", threads, "worker threads")->check(integer_in(1, kMaxThreads));
     eval->add_flag("--quiet", eval_opts.quiet, "no progress output");
+    eval->add_option("--memory-limit-gb", memory_limit_gb, kef::kMemoryLimitDoc)->check(CLI::PositiveNumber);
     eval->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
 
     sample = app.add_subcommand("sample",
@@ -583,7 +603,7 @@ struct CommandLine {
                                       "a target with --sampler kahmc|rwm");
     sample->add_option("model_dir", sample_dir, "saved model directory (or give a target with --target)");
     sample->add_option("-n", sample_n, "number of samples")->required()->check(integer_in(1, kMaxSamples));
-    sample->add_option("--out", sample_out, "output .npy (n x D; with --given, n rows per row of X)")
+    sample->add_option("--out", sample_out, "output .npy, or .csv with a header (n x D; with --given, n rows per row of X)")
         ->required();
     sample->add_option(
         "--given", sample_given,
@@ -593,6 +613,7 @@ struct CommandLine {
     sample->add_option("--threads", threads, "worker threads (results do not depend on it)")
         ->check(integer_in(1, kMaxThreads));
     sample->add_flag("--quiet", quiet, "no progress or diagnostics on stderr");
+    sample->add_option("--memory-limit-gb", memory_limit_gb, kef::kMemoryLimitDoc)->check(CLI::PositiveNumber);
     sample->add_option("--path", plugin_paths, "extra plugin directory (searched first)");
     add_sampler_flags(sample, sampler_flags);
 
@@ -602,6 +623,8 @@ struct CommandLine {
 
   int dispatch(kef::Registry& registry, const std::function<int(int)>& finish) {
     if (threads > 0) kef::set_default_threads(threads);
+    // What a pipeline's `memory_limit_gb` sets, for the commands that run components without one.
+    if (memory_limit_gb) kef::set_memory_limit_bytes(*memory_limit_gb * 1e9);
     (void)kef::product_backend();  // a bad KEF_BLAS fails here, before any work
     // An empty --output would otherwise fall back to [output] dir without notice.
     if (run->parsed() && run->count("--output") > 0 && output.empty())

@@ -47,7 +47,7 @@ int cmd_sample_given(kef::Registry& registry, const std::string& model_dir, cons
       kef::sample_conditional(saved, X, n, context, "--given " + given, "-n", "the model at " + model_dir);
   const kef::Matrix& result = draws.rows;
   require_finite_output(result, "model " + model_dir, "draw");
-  kef::write_npy(out_path, result);
+  write_output_rows(out, result, data_column_names(saved.transform, result.cols()));
   if (!quiet) {
     if (draws.approximate)
       std::cerr << "[kef] drawn with the model's approximate conditional sampler: draws from its learned "

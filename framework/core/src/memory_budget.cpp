@@ -87,10 +87,10 @@ void require_memory(double bytes, const std::string& where, const std::string& w
   const std::optional<double> limit = memory_limit_bytes();
   if (!limit || bytes <= *limit) return;
   const std::string whose = std::isnan(set) ? "the " + memory_text(*limit) + " of memory available"
-                                            : "memory_limit_gb (" + memory_text(*limit) + ")";
+                                            : "the memory limit (" + memory_text(*limit) + ")";
   throw ConfigError(where + ": needs an estimated " + memory_text(bytes) + " for " + what + ", more than " +
-                    whose + "; lower it, or raise the pipeline's top-level `memory_limit_gb` if the memory " +
-                    "will be there");
+                    whose + "; lower it, or raise the limit if the memory will be there (a pipeline's " +
+                    "top-level `memory_limit_gb`, or --memory-limit-gb of kef fit, score, eval and sample)");
 }
 
 }  // namespace kef

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "atomic_file.hpp"
 #include "input_file.hpp"
 #include "kef/error.hpp"
 
@@ -226,45 +227,6 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) {
   }
   if (shape.size() == 1) s += ",";
   return s + ")";
-}
-
-// Writes `bytes` to a temporary file next to `path` and renames it, so readers never see half a file.
-// A file written under a temporary name and renamed into place when complete: a reader never sees a
-// partial file, and a failed write leaves nothing. `write` fills the stream.
-template <class Write>
-void write_atomically(const std::filesystem::path& path, Write&& write) {
-  static std::atomic<unsigned> counter{0};
-  std::filesystem::path tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  auto discard = [&] {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-  };
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw Error(path.string() + ": cannot write file (" + std::strerror(errno) +
-                  "); check that the directory exists and is writable");
-    }
-    try {
-      write(out);
-    } catch (...) {
-      out.close();
-      discard();
-      throw;
-    }
-    out.close();
-    if (!out) {
-      discard();
-      throw Error(path.string() + ": write failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    discard();
-    throw Error(path.string() + ": cannot rename temporary file into place (" + ec.message() + ")");
-  }
 }
 
 // The .npy prefix of a float64 C-order array of this shape.

@@ -147,6 +147,12 @@ struct Panel2d {
   LogDensityGrid grid;
 };
 
+// The title of axis `i` (0: x, 1: y): the caller's, else "x" or "y".
+std::string axis_label(const DensityPlotOptions& o, std::size_t i) {
+  if (i < o.axis_labels.size() && !o.axis_labels[i].empty()) return o.axis_labels[i];
+  return i == 0 ? "x" : "y";
+}
+
 // Tick length, gap between panels, and the colour bar's distance from the last panel and width, in
 // pixels.
 constexpr int kTick2d = 4, kPanelGap = 22, kBarGap = 16, kBarWidth = 14;
@@ -189,14 +195,16 @@ Layout2d layout_2d(const std::vector<Panel2d>& panels, const PlotExtent& e, cons
     L.clabel_w = std::max(L.clabel_w, measure.width(tick_label(t, L.cstep), kTickSize, false));
 
   const int tick = kTick2d;
-  L.left = 12 + static_cast<int>(std::ceil(ylabel_w)) + tick + 4;
+  // Room for the axis titles: the y title, turned, left of the tick labels; the x title under them.
+  const int title_room = measure.ok() ? 18 : 0;
+  L.left = 12 + title_room + static_cast<int>(std::ceil(ylabel_w)) + tick + 4;
   L.title_h = measure.ok() ? 22 : 6;
   L.top = 10 + L.title_h + static_cast<int>(caption_lines * (measure.ok() ? kCaptionLine : 0)) + 6;
   const int right = kBarGap + kBarWidth + tick + 4 + static_cast<int>(std::ceil(L.clabel_w)) + 8 + 18 + 8;
   L.P = static_cast<int>(panels.size());
   L.width = L.left + L.P * L.S + (L.P - 1) * kPanelGap + right;
   L.foot = footnote_lines(measure, o.footnote, L.width - L.left - 12);
-  L.ticks_h = measure.ok() ? tick + 4 + 12 : tick;
+  L.ticks_h = measure.ok() ? tick + 4 + 12 + title_room : tick;
   L.height = L.top + L.S + L.ticks_h + 10 + static_cast<int>(L.foot.size()) * 15 + (L.foot.empty() ? 0 : 4);
   return L;
 }
@@ -332,6 +340,11 @@ DensityPlotResult render_2d(const fs::path& file, const std::vector<Panel2d>& pa
     draw_panel_2d(cr, text, file, panels[p], p, L, train, rows, e, o);
   }
   draw_colour_bar(cr, text, L, o.floor);
+  // Axis titles: x under every panel, y once, left of the first.
+  for (int p = 0; p < L.P; ++p)
+    text.draw(axis_label(o, 0), L.left + p * (L.S + kPanelGap) + L.S / 2.0, L.top + L.S + kTick2d + 4 + 12 + 14,
+              kTickSize, false, Align::Centre, kInk);
+  text.draw(axis_label(o, 1), 10 + 7, L.top + L.S / 2.0, kTickSize, false, Align::Centre, kInk, true, -M_PI / 2);
 
   for (std::size_t l = 0; l < L.foot.size(); ++l)
     text.draw(L.foot[l], L.left, L.top + L.S + L.ticks_h + 10 + 11 + 15.0 * l, kFootSize, false, Align::Left,
@@ -472,7 +485,7 @@ std::vector<Rgb> draw_curves_1d(cairo_t* cr, const Frame1d& f, const std::vector
 }
 
 // Axes: left and bottom spines with ticks, and their labels.
-void draw_axes_1d(cairo_t* cr, Text& text, const Frame1d& f, const Layout1d& L) {
+void draw_axes_1d(cairo_t* cr, Text& text, const Frame1d& f, const Layout1d& L, const DensityPlotOptions& o) {
   const int x0 = f.x0, y0 = f.y0, PW = f.PW, PH = f.PH, tick = kTick1d;
   set_colour(cr, kInk);
   cairo_set_line_width(cr, 1.0);
@@ -482,7 +495,7 @@ void draw_axes_1d(cairo_t* cr, Text& text, const Frame1d& f, const Layout1d& L) 
   draw_x_ticks(cr, text, L.xticks, L.xstep, [&](double x) { return f.px(x); }, y0 + PH, tick);
   draw_y_ticks(cr, text, L.yticks, L.ystep, [&](double y) { return f.py(y); }, x0, tick);
   cairo_stroke(cr);
-  text.draw("x", x0 + PW / 2.0, y0 + PH + tick + 4 + 12 + 16, kTickSize, false, Align::Centre, kInk);
+  text.draw(axis_label(o, 0), x0 + PW / 2.0, y0 + PH + tick + 4 + 12 + 16, kTickSize, false, Align::Centre, kInk);
   text.draw("density", 10 + 7, y0 + PH / 2.0, kTickSize, false, Align::Centre, kInk, true, -M_PI / 2);
 }
 
@@ -544,7 +557,7 @@ DensityPlotResult render_1d(const fs::path& file, const std::vector<Curve>& curv
   const std::vector<Rgb> colours = draw_curves_1d(cr, f, curves);
   cairo_restore(cr);
 
-  draw_axes_1d(cr, text, f, L);
+  draw_axes_1d(cr, text, f, L, o);
   draw_legend_1d(cr, text, curves, colours, L, o.show_points);
   for (std::size_t l = 0; l < L.foot.size(); ++l)
     text.draw(L.foot[l], L.left, L.height - 10 - 15.0 * (L.foot.size() - 1 - l) - 4, kFootSize, false, Align::Left,

@@ -7,6 +7,7 @@
 
 #include "data_units_model.hpp"
 #include "kef/conditional_sampling.hpp"
+#include "kef/data_shape.hpp"
 #include "kef/data_io.hpp"
 #include "kef/error.hpp"
 #include "kef/model_archive.hpp"
@@ -160,6 +161,13 @@ EvaluationResult evaluate_model(Registry& registry, const ModelEvalInput& in,
   RandomStream init_rng(in.seed, "eval.init");
   EvaluatorPtr evaluator =
       registry.make_evaluator(in.evaluator, BuildContext{model->dim(), &registry, &init_rng, 0}, {});
+  // The evaluator's checks of the data's shape, as a pipeline makes them before any work: among them its
+  // up-front memory estimates (kef/memory_budget.hpp), against the limit --memory-limit-gb sets.
+  DataShape shape;
+  shape.dim = data.test.cols();
+  shape.test_rows = data.test.rows();
+  shape.target_dim = static_cast<Index>(data.roles.targets.size());
+  evaluator->check(shape);
   auto progress = in.quiet ? make_silent_progress() : make_stderr_progress();
   const std::string name = std::filesystem::path(in.model_name).filename().string();
   // The root context of `kef eval`; the evaluator's stream is RandomStream(seed, "eval").

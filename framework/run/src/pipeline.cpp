@@ -241,6 +241,10 @@ const Communicator* training_row_reader(Plan& plan, const InMemoryData* in, cons
 // [output]'s density-plot keys; plot_extent is checked against the data's dimension.
 void read_plot_keys(Plan& plan, Config& output, Index D) {
   plan.plot = output.boolean("plot");
+  // Said on stderr (even with --quiet) as well as in log.txt: the user asked for a figure.
+  if (plan.plot && !density_plot_supported(D))
+    std::cerr << "[kef] warning: " << output.where("plot") << ": the data has " << D
+              << " columns; density plots are drawn for 1-D and 2-D data only, so no density.png is written\n";
   plan.plot_options.show_points = output.boolean("plot_points");
   plan.plot_options.max_points = output.integer("plot_max_points");
   plan.plot_options.grid = output.integer("plot_grid");

@@ -37,6 +37,10 @@ void write_run_plot(const Plan& plan, const std::map<std::string, ModelPtr>& fit
   }
   DensityPlotOptions options = plan.plot_options;
   options.footnote = metrics_legend(all_metrics);
+  // The axes are the data's columns, in the coordinates the models were fitted in.
+  for (const std::string& column : plan.data.columns)
+    options.axis_labels.push_back(plan.data.transform.identity() ? column
+                                                                 : column + " (" + plan.data.transform.model_space() + ")");
   DensityPlotResult r = write_density_plot(staging / "density.png", panels, truth, plan.data.train,
                                            plan.data.test, context, options);
   log << "density plot: density.png, " << r.width << " x " << r.height << " pixels, extent x ["

@@ -37,6 +37,8 @@ struct DensityPlotOptions {
   double floor = -9.0;                 // clip of log p~ − max (DKEF Fig. 2)
   int min_panel_pixels = 300;          // 2-D panels are grid·k pixels wide, k = ceil(this / grid)
   std::string footnote{};              // one line under the figure (e.g. metrics_legend)
+  // The axes' titles, x then y (2-D): the data's column names; absent ones are "x" and "y".
+  std::vector<std::string> axis_labels{};
 };
 
 // Where things were drawn, so that callers (and tests) can find a cell's pixels.
