@@ -13,7 +13,7 @@
 #include "test_models.hpp"
 #include "test_support.hpp"
 
-namespace kef {
+namespace kef::mmd_evaluator_test {
 namespace {
 
 using test::FixedSampleModel;
@@ -308,4 +308,4 @@ TEST(Mmd, BadKeysAreConfigErrorsNamingTheKey) {
 }
 
 }  // namespace
-}  // namespace kef
+}  // namespace kef::mmd_evaluator_test
