@@ -1,6 +1,6 @@
 #pragma once
 // THE TWIN: kef::Mlp as it was before it became an instance of the network library (commit 17ad6c8),
-// kept unchanged except for its name and namespace, so that tests/network/mlp_twin_test.cpp can
+// kept unchanged except for its name and namespace, so that tests/plugins/deep/mlp_twin_test.cpp can
 // compare the new Mlp with it. Not used anywhere else.
 //
 // The network of DKEF's deep kernels (MATH.md §2): L fully connected layers of width W with softplus

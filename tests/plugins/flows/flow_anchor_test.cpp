@@ -1,5 +1,5 @@
 // MADE, MADE-MoG, MAF, MAF-MoG (plugins/flows, docs/math.md §15) value by value against the PyTorch
-// anchor maf_torch.py: tests/flows/make_anchor_fixture.py ran it (trained briefly, --save-weights) and
+// anchor maf_torch.py: tests/plugins/flows/make_anchor_fixture.py ran it (trained briefly, --save-weights) and
 // stored its parameters and, at 30 test rows, its log p, autograd score and diagonal Hessian; the same
 // parameters loaded into kef's density must give the same numbers to 1e-10 relative. The masks, which kef
 // builds from the degrees, must equal the anchor's.
@@ -156,7 +156,7 @@ TEST(FlowAnchor, LogDensityAndScoreMatchMafTorch) {
   }
 }
 
-// Real NVP against its PyTorch twin (tests/flows/real_nvp_torch.py, written beside the tests since the
+// Real NVP against its PyTorch twin (tests/plugins/flows/real_nvp_torch.py, written beside the tests since the
 // anchor has none): random parameters and recorded batch-norm statistics, loaded into kef's coupling
 // layers; log p, score and Laplacian to 1e-10 relative, and the saved model reloads bitwise.
 void fill_mlp(network::Network& net, const fs::path& dir, const std::string& prefix) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Regenerates tests/flows/fixtures/ from the PyTorch anchor maf_torch.py.
+"""Regenerates tests/plugins/flows/fixtures/ from the PyTorch anchor maf_torch.py.
 
-    /usr/bin/python3 tests/flows/make_anchor_fixture.py ANCHOR.py
+    /usr/bin/python3 tests/plugins/flows/make_anchor_fixture.py ANCHOR.py
 
 ANCHOR.py is the PyTorch anchor program (kept beside the repository, not part of it).
 

@@ -9,9 +9,9 @@ each followed by a batch norm in the reference's form (y = exp(log_gamma) (x - m
 1e-5 included, the training set's statistics); the data standardised by the training mean and sd
 (part of the density); base N(0, I).
 
-    /usr/bin/python3 tests/flows/real_nvp_torch.py [OUT_DIR]
+    /usr/bin/python3 tests/plugins/flows/real_nvp_torch.py [OUT_DIR]
 
-writes OUT_DIR (default tests/flows/fixtures/real_nvp): D = 3, hiddens [8, 8], 3 coupling layers, the
+writes OUT_DIR (default tests/plugins/flows/fixtures/real_nvp): D = 3, hiddens [8, 8], 3 coupling layers, the
 same train and test rows as make_anchor_fixture.py's shape, random parameters (weights
 N(0, 1/(fan_in + 1)), biases and batch-norm parameters 0.3 N(0, 1), so no term is trivially zero) and
 batch-norm statistics recorded on the training rows; every parameter as .npy (layer<k>.s.W<l> as

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Regenerates tests/nystrom/fixtures/ from the NumPy anchor nystrom_numpy.py.
+"""Regenerates tests/plugins/nystrom/fixtures/ from the NumPy anchor nystrom_numpy.py.
 
-    /usr/bin/python3 tests/nystrom/make_anchor_fixture.py ANCHOR.py
+    /usr/bin/python3 tests/plugins/nystrom/make_anchor_fixture.py ANCHOR.py
 
 ANCHOR.py is the NumPy anchor program (kept beside the repository, not part of it).
 

@@ -78,7 +78,7 @@ Saved saved(const Model& model, int orders) {
 
 // ---------------------------------------------------------------- against nystrom_numpy.py
 
-// tests/nystrom/make_anchor_fixture.py ran the anchor on these rows (σ 1.3, λ 1e-3, q0 = N(0, 4 I)).
+// tests/plugins/nystrom/make_anchor_fixture.py ran the anchor on these rows (σ 1.3, λ 1e-3, q0 = N(0, 4 I)).
 TEST(NystromFit, MatchesTheNumPyAnchorValueByValue) {
   const Matrix train = read_npy(kFixtures / "train.npy"), test_rows = read_npy(kFixtures / "test.npy");
   const std::string pts = "inducing_points_file = \"" + (kFixtures / "points.npy").string() + "\"\n";

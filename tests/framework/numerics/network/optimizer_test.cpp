@@ -1,5 +1,5 @@
 // RMSprop and global-norm clipping against hand-computed values; the Optimizer base's checks through
-// RMSprop (Adam's are in tests/generalized_normal/adam_test.cpp).
+// RMSprop (Adam's are in tests/framework/numerics/adam_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
