@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "kef/column_summary.hpp"
 #include "kef/cross_validation.hpp"
 #include "kef/error.hpp"
 #include "kef/linalg.hpp"
@@ -25,9 +26,14 @@ std::string gigabytes(double bytes) {
   return buf;
 }
 
+// The population sd of column d. The squared deviations of a column narrower than about 1e-150
+// underflow to a zero sd; the column summary's sd, taken relative to the column's range, tells such a
+// column from a constant one (kef/column_summary.hpp, as the flows and [data] standardize do).
 double column_sd(const Matrix& A, Index d) {
   const double mean = A.col(d).mean();
-  return std::sqrt((A.col(d).array() - mean).square().sum() / static_cast<double>(A.rows()));
+  const double sd = std::sqrt((A.col(d).array() - mean).square().sum() / static_cast<double>(A.rows()));
+  if (sd > 0.0 || A.rows() < 2) return sd;
+  return summarize_columns(Matrix(A.col(d))).sd(0)[0];
 }
 
 // The median heuristic on standardised columns, as the reference code: m = the median pairwise distance

@@ -331,6 +331,27 @@ TEST(Kcef, TiedBinaryTargetsGetTheReferenceBandwidth) {
   EXPECT_NEAR(report.values.at("sigma_y"), sd / std::sqrt(2.0), 1e-15);
 }
 
+// An input column of values near 1e-200 is not constant, although its squared deviations underflow:
+// its sd comes from the column summary, and the fit is the fit of the column in units 1e200 times
+// larger (bandwidth scaled, log density the same up to rounding).
+TEST(Kcef, AnInputColumnNear1eMinus200IsNotConstant) {
+  const Matrix R = sine_rows(80, 8);
+  Matrix tiny = R;
+  tiny.col(0) *= 1e-200;
+  const std::string keys = "folds = 3\nscale_grid = [1.0]\nlambda = 1e-3";
+  FitReport report, tiny_report;
+  const KcefModel m = fitted_model(R, keys, &report);
+  const KcefModel t = fitted_model(tiny, keys, &tiny_report);
+  EXPECT_NEAR(tiny_report.values.at("sigma_x_0") * 1e200 / report.values.at("sigma_x_0"), 1.0, 1e-12);
+  const Matrix T = sine_rows(30, 9);
+  Matrix T_tiny = T;
+  T_tiny.col(0) *= 1e-200;
+  const Vector a = m.log_unnormalized(T.leftCols(1), T.rightCols(1));
+  const Vector b = t.log_unnormalized(T_tiny.leftCols(1), T_tiny.rightCols(1));
+  ASSERT_TRUE(b.allFinite());
+  for (Index i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-8 * (1.0 + std::abs(a[i]))) << "row " << i;
+}
+
 TEST(Kcef, SavedAndReloadedBitwise) {
   const KcefModel m = fitted_model(sine_rows(80, 8), "sigma_x = [0.6]\nsigma_y = 0.4\nlambda = 1e-3");
   const std::filesystem::path dir = test::temp_dir("kcef-save");
