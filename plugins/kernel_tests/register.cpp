@@ -1,5 +1,6 @@
 #include "hsic_evaluator.hpp"
 #include "kef/sdk/plugin.hpp"
+#include "ksdagg_evaluator.hpp"
 #include "mmd_evaluator.hpp"
 
 namespace {
@@ -33,9 +34,23 @@ void register_kernel_tests(kef::PluginRegistrar& r) {
       return std::make_unique<kef::kernel_tests::HsicIndependenceEvaluator>(cfg, ctx);
     });
   }
+  {
+    kef::ComponentInfo info;
+    info.type = "ksdagg";
+    info.summary =
+        "Aggregated kernel Stein discrepancy test (KSDAgg) of a model against a split, from the model's "
+        "score: IMQ kernels at a collection of bandwidths, the level corrected for the multiple testing";
+    info.reference = "Schrab, Guedj and Gretton, NeurIPS 2022";
+    info.keys = kef::kernel_tests::ksdagg_options().keys();
+    info.facets = kef::Facet::Score;
+    info.ignores_training_split = true;  // reads only the split it is given (`split`)
+    r.add_evaluator(info, [](const kef::Config& cfg, const kef::BuildContext&) {
+      return std::make_unique<kef::kernel_tests::KsdAggEvaluator>(cfg);
+    });
+  }
 }
 
 }  // namespace
 
 KEF_PLUGIN("kernel_tests", "0.2.0",
-           "Kernel two-sample (MMD) and independence (HSIC) tests of models and data", register_kernel_tests)
+           "Kernel two-sample (MMD), independence (HSIC) and aggregated Stein (KSDAgg) tests of models and data", register_kernel_tests)

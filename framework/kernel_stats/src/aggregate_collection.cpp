@@ -1,4 +1,4 @@
-#include "aggregate_collection.hpp"
+#include "kef/aggregate_collection.hpp"
 
 #include <algorithm>
 #include <cmath>

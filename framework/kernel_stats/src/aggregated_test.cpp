@@ -1,4 +1,4 @@
-#include "aggregated_test.hpp"
+#include "kef/aggregated_test.hpp"
 
 #include <cblas.h>
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "aggregated_test.hpp"
+#include "kef/aggregated_test.hpp"
 #include "kef/kernel_tests.hpp"
 
 namespace kef {

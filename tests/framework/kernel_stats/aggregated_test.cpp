@@ -1,8 +1,8 @@
-// Aggregated kernel tests (kernel_stats/src/aggregated_test.hpp, aggregate_collection.hpp): the collection
+// Aggregated kernel tests (kef/aggregated_test.hpp, kef/aggregate_collection.hpp): the collection
 // and every statistic against brute-force formulas on small samples, the matrix-product fast path against a
 // loop over the draws, the same results for any thread count, the level over repeated null trials, and the
 // errors for bad input.
-#include "aggregated_test.hpp"
+#include "kef/aggregated_test.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "aggregate_collection.hpp"
+#include "kef/aggregate_collection.hpp"
 #include "kef/context.hpp"
 #include "kef/error.hpp"
 #include "kef/npy.hpp"
@@ -554,6 +554,34 @@ TEST(AggregatedTests, CommandReportsEverySingleTestAndNamesBadFlags) {
     EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
     EXPECT_TRUE(test::contains(r.output, part)) << args << "\n" << r.output;
   }
+}
+
+// `kef eval MODEL --data X --type ksdagg`: the evaluator of plugins/kernel_tests runs KSDAgg from the
+// saved model's score; it rejects a shifted sample and not one from the model, and too few draws for
+// the level exit 2 naming the key.
+TEST(AggregatedTests, KsdAggEvaluatorTestsASavedModel) {
+  const auto dir = test::temp_dir("ksdagg");
+  RandomStream rng(41, "ksdagg-eval");
+  write_npy(dir / "train.npy", rng.normal_matrix(400, 2));
+  write_npy(dir / "held.npy", rng.normal_matrix(200, 2));
+  write_npy(dir / "shifted.npy", Matrix((rng.normal_matrix(200, 2).array() + 1.0).matrix()));
+  const std::string model = (dir / "g").string();
+  const auto fit =
+      test::kef_cmd("fit " + (dir / "train.npy").string() + " --model gaussian_fit --quiet --out " + model);
+  ASSERT_EQ(fit.status, 0) << fit.output;
+  const std::string eval =
+      "eval " + model + " --type ksdagg --quiet --set bootstrap_draws=500 --set level_draws=500 --data ";
+  const auto held = test::kef_cmd(eval + (dir / "held.npy").string());
+  ASSERT_EQ(held.status, 0) << held.output;
+  EXPECT_TRUE(test::contains(held.output, "ksdagg_reject = 0")) << held.output;
+  const auto shifted = test::kef_cmd(eval + (dir / "shifted.npy").string());
+  ASSERT_EQ(shifted.status, 0) << shifted.output;
+  EXPECT_TRUE(test::contains(shifted.output, "ksdagg_reject = 1")) << shifted.output;
+  const auto few = test::kef_cmd("eval " + model + " --type ksdagg --set bootstrap_draws=100 --data " +
+                                 (dir / "held.npy").string());
+  EXPECT_EQ(few.status, 2) << few.output;
+  EXPECT_TRUE(test::contains(few.output, "bootstrap_draws: ksdagg: `bootstrap_draws` = 100 is too few"))
+      << few.output;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // Aggregated kernel tests: MMDAgg (two samples), HSICAgg (independence of paired samples) and KSDAgg
 // (goodness of fit from a model's score), after Schrab, Kim, Guedj and Gretton. Each runs one test per
-// kernel and bandwidth of a collection (aggregate_collection.hpp) and corrects the level for the
+// kernel and bandwidth of a collection (kef/aggregate_collection.hpp) and corrects the level for the
 // multiple testing with a second set of simulated statistics, so the combined test keeps level α
 // without a bandwidth to choose.
 //
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "aggregate_collection.hpp"
+#include "kef/aggregate_collection.hpp"
 #include "kef/context.hpp"
 #include "kef/random.hpp"
 #include "kef/types.hpp"
