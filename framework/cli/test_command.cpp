@@ -19,6 +19,7 @@ KernelTestCommand add_test_command(CLI::App& app, TestFlags& f, int& threads) {
   c.test->require_subcommand(1);
   c.two_sample = add_two_sample_command(*c.test, f.pair, threads);
   c.independence = add_independence_command(*c.test, f.pair, threads);
+  add_aggregate_flags(c, f.pair);
   c.causal = add_causal_command(*c.test, f.causal, threads);
   c.witness = add_witness_command(*c.test, f.witness, threads);
   return c;
@@ -27,6 +28,7 @@ KernelTestCommand add_test_command(CLI::App& app, TestFlags& f, int& threads) {
 int cmd_test(kef::Registry& registry, const KernelTestCommand& c, const TestFlags& f, int threads) {
   if (c.causal->parsed()) return cmd_causal(registry, f.causal, threads);
   if (c.witness->parsed()) return cmd_witness(f.witness, threads);
+  if (f.pair.aggregate) return cmd_aggregated_test(f.pair, c.two_sample->parsed(), threads);
   if (c.two_sample->parsed()) return cmd_two_sample(registry, f.pair, threads);
   return cmd_independence(registry, f.pair, threads);
 }

@@ -22,6 +22,13 @@ struct KernelTestFlags {
   std::uint64_t seed = 0;
   bool json = false;
   std::vector<std::string> plugin_paths;
+  // --aggregate: the aggregated test (MMDAgg, HSICAgg) over a collection of kernels and bandwidths,
+  // with the level corrected for the multiple testing (kef/aggregated_test.hpp).
+  bool aggregate = false;
+  std::string kernels = "laplace_gaussian", weights = "uniform", approximation = "auto";
+  double alpha = 0.05, hsic_power = 2;
+  long long bootstrap_draws = 2000, level_draws = 2000, bisection_steps = 50, number_bandwidths = 10;
+  int hsic_lower = -2, hsic_upper = 2;
 };
 
 // `kef test causal DATA`: the PC algorithm with HSIC tests on GP-regression residuals.

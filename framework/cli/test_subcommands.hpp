@@ -24,6 +24,10 @@ int cmd_causal(kef::Registry& registry, const CausalFlags& f, int threads);
 // test_witness.cpp: `kef test witness X Y --grid ...`.
 CLI::App* add_witness_command(CLI::App& test, WitnessFlags& f, int& threads);
 int cmd_witness(const WitnessFlags& f, int threads);
+// test_aggregate.cpp: `kef test two-sample|independence --aggregate` (MMDAgg, HSICAgg). Declares
+// --aggregate and its options on two-sample and independence (after their own options).
+void add_aggregate_flags(KernelTestCommand& c, KernelTestFlags& f);
+int cmd_aggregated_test(const KernelTestFlags& f, bool two_sample, int threads);
 
 // The options two-sample and independence both take: X, Y, --permutations, --seed, --threads, --json
 // and --path.
