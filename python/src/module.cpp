@@ -1,4 +1,4 @@
-// kef._kef: the C++ half of the Python package (issue 16). It wraps the in-memory pipeline entry point
+// kef._kef: the C++ half of the Python package. It wraps the in-memory pipeline entry point
 // (kef/pipeline.hpp: run_pipeline on a caller's matrix), saved models (load_saved_model, save_model),
 // one evaluator on models in memory (evaluate_model, what `kef eval` runs) and a model's sampler (what
 // `kef sample` runs). kef/__init__.py builds the TOML tables from Python dicts and the public API.

@@ -1,4 +1,4 @@
-// Saved models in data units (issue 11 §1) and `kef sample`'s sampler flags and mixing check (§3):
+// Saved models in data units and `kef sample`'s sampler flags and mixing check:
 // a model fitted with `standardize = true` carries its map, and `kef score`, `kef eval` and
 // `kef sample` work on raw rows; columns that do not match are refused.
 #include <gtest/gtest.h>
@@ -228,7 +228,7 @@ void check_data_units(const fs::path& csv, const std::string& tag) {
 }
 
 TEST(DataUnits, GeyserStandardizedModelScoresEvaluatesAndSamplesInDataUnits) {
-  // The case of issue 11: Old Faithful (waiting, duration), kept outside the repository.
+  // A reported case: Old Faithful (waiting, duration), kept outside the repository.
   const fs::path geyser = test::source_dir() / ".." / "shared" / "data" / "geyser.csv";
   if (!fs::exists(geyser)) GTEST_SKIP() << geyser << " is not present (the synthetic twin below always runs)";
   check_data_units(geyser, "geyser");

@@ -1,4 +1,4 @@
-// Faults found by fuzzing and fault injection (issue 11 §7), through the real kef command: each input
+// Faults found by fuzzing and fault injection, through the real kef command: each input
 // gets a message and exit status 2 (bad input) or 1 (a failed write), never a crash, a silent wrong
 // result or exit 0.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// `kef sample` fails safely (issue 11 §3): component errors during a trajectory are divergences, the
+// `kef sample` fails safely: component errors during a trajectory are divergences, the
 // sampler's options are flags, and poor mixing warns on stderr and exits 3 unless allowed.
 #include <gtest/gtest.h>
 
@@ -109,7 +109,7 @@ TEST(KefSample, GeneralizedNormalErrorsDuringATrajectoryAreDivergences) {
   EXPECT_TRUE(contains(r.output, "where the model threw")) << r.output;
   EXPECT_TRUE(contains(r.output, "generalized_normal")) << r.output;
   EXPECT_TRUE(read_npy(dir / "s.npy").allFinite());
-  // With the default options and the issue's seeds: never the fatal error of kef 0.2.
+  // With the default options and the seeds of the reported failure: never the fatal error of kef 0.2.
   for (int seed : {1, 2, 3}) {
     const Result d = kef_cmd("sample " + model.string() + " -n 200 --seed " + std::to_string(seed) +
                              " --out " + (dir / "d.npy").string());

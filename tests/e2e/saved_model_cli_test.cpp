@@ -1,4 +1,4 @@
-// What a run tells and records about its models (issue 11 §8): progress lines name the model and the
+// What a run tells and records about its models: progress lines name the model and the
 // evaluator, results.json has evaluation times, model.toml writes counts as integers and names the
 // plugin of every component; `kef score` takes --quiet, --threads and --path, and a model whose
 // third-party component cannot be found fails with a hint naming the plugin and --path.

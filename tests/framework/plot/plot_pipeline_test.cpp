@@ -126,7 +126,7 @@ paths = [")" + std::string(KEF_PLOT_FIXTURE_DIR) + R"("]
   EXPECT_NE(r.output.find("model broken"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("NaN"), std::string::npos) << r.output;
   // The failure comes after the fit: the fitted model's results are kept, with the failed step recorded
-  // (issue 11 §4), and no figure.
+  // and no figure.
   std::ifstream in(dir / "out" / "results.json");
   const std::string results((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(results.find("\"status\": \"failed\""), std::string::npos) << results;

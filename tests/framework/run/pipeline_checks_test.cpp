@@ -1,4 +1,4 @@
-// The pipeline's promises about work (issue 11 §4): every check that depends only on the config and
+// The pipeline's promises about work: every check that depends only on the config and
 // the data fails in `kef validate` and before the first fit; a failure after fitting publishes the
 // fitted models and the finished metrics with the failed step recorded, and exits non-zero.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// DKEF's real-data preprocessing in the [data] table (issue 11 §5): `exclude`, `dequantize`,
+// DKEF's real-data preprocessing in the [data] table: `exclude`, `dequantize`,
 // `drop_correlated`, `statistics_rows` and the split rule "dkef", each against values computed here
 // directly from the definitions.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Bandwidths and tuning (issue 11 §6): `sigma = "median"` (the value and its provenance in
+// Bandwidths and tuning: `sigma = "median"` (the value and its provenance in
 // results.json, against a brute-force median), and the [tune] grid search (every candidate's score,
 // the best one chosen and fitted exactly as a run with its values would fit it, errors before fitting).
 #include <gtest/gtest.h>

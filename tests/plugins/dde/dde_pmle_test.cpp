@@ -1,4 +1,4 @@
-// DDE's f step is the penalised-MLE gradient when the sampler is exact (issue 15, "Verification"):
+// DDE's f step is the penalised-MLE gradient when the sampler is exact:
 // with q the model's own density q*(x) ∝ p0(x) e^{λ f(x)} (what the sampler's saddle point converges
 // to, and what the fitted model is: log p~ = λ f + log p0), the f step's gradient in α,
 //   −mean_b k(x_b, z) + mean_q k(x_q, z) + η K α,

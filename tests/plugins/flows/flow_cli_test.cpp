@@ -73,7 +73,7 @@ TEST(FlowCli, NoValidationSplitExitsTwoBeforeFitting) {
 }
 
 // A facet the flows lack: target columns ask for a conditional density p(y | x), which no flow fits;
-// the run stops before any fit, exit 2, naming `targets` (issue 14's bad-input clause).
+// the run stops before any fit, exit 2, naming `targets`.
 TEST(FlowCli, TargetColumnsAskForAFacetTheFlowsLackExitTwo) {
   const fs::path dir = test::temp_dir("flows-cli-targets");
   RandomStream rng(6, "csv");

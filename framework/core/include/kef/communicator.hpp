@@ -1,5 +1,5 @@
 #pragma once
-// The processes of a distributed run (issue #16): `mpirun -np K kef run FILE` starts K copies of the
+// The processes of a distributed run: `mpirun -np K kef run FILE` starts K copies of the
 // run, each holding the whole plan and data; the building blocks that sum over rows or draws
 // (kef/distributed_reduce.hpp) split their fixed groups between the processes and exchange the
 // partial sums through a Communicator, so every process ends each reduction with the same result and

@@ -4,7 +4,7 @@
 // the work it is handed to. Components receive it in FitInput / EvalInput; numerical building blocks
 // take `const Context&` where kef 0.2 took `int threads`.
 //
-// The processes of a distributed run (issue #16): the root carries a Communicator (kef/communicator.hpp),
+// The processes of a distributed run: the root carries a Communicator (kef/communicator.hpp),
 // set by the host with set_communicator() and copied unchanged into every child; the building blocks
 // that reduce over rows or draws (kef/distributed_reduce.hpp) read it, so distributing them changed
 // no signature. Without set_communicator() it is single_process(): the run is one process.
