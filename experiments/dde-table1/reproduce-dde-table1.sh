@@ -106,6 +106,8 @@ python=/usr/bin/python3
 [ -x "$kef" ] || die "no kef executable at $kef (build it, or pass its path)"
 [ -x "$python" ] || die "$python is needed to read the results (scripts/install-deps.sh installs it)"
 configs="$repo/experiments/dde-table1/configs"
+# The basis size, the reference kernel, the MMD² and the table (experiments/dde-table1/analysis.py).
+analysis="$here/analysis.py"
 draws=10000
 if [ "$quick" -eq 1 ]; then seeds=(1 2) iterations=30 draws=500; fi
 mkdir -p "$out"
@@ -123,7 +125,7 @@ train_rows() {
 }
 # The KEF's basis size by the Nyström poster's θ = 1/3 rule, ⌈n^θ log n⌉: 50 at n = 500, 70 at 1000.
 kef_basis() {
-  "$python" -c "import math; n = $1; print(math.ceil(n ** (1 / 3) * math.log(n) - 1e-9))"
+  "$python" "$analysis" basis-size "$1"
 }
 
 # One run: kef run CONFIG into DIR with the cell's settings, then the timed 10⁴ draws of the saved model.
@@ -216,19 +218,17 @@ measure_cell() {
   # A model fitted with another bandwidth factor (--f-bd): the reference's kernel is γ · f_bd / 0.1,
   # since γ = 0.5 / (f_bd · m²) with the same m (the training rows').
   [ -s "$out/$dataset/seed$seed/dde.f_bd" ] && fitted_f_bd=$(cat "$out/$dataset/seed$seed/dde.f_bd")
-  sigma=$("$python" -c "import math; print(repr(1 / math.sqrt(2 * float('$gamma') * float('$fitted_f_bd') / 0.1)))")
+  sigma=$("$python" "$analysis" reference-sigma "$gamma" "$fitted_f_bd")
   test=$(test_rows_of "$dataset" "$seed" "$model" "$dir")
   "$kef" test two-sample "$dir.samples.npy" "$test" --kernel-bandwidth "$sigma" --permutations 0 --json \
     "${threads[@]}" > "$dir.mmd_ref.json" 2> "$dir.mmd_ref.log" ||
     { cat "$dir.mmd_ref.log" >&2; die "kef test two-sample failed: $dataset seed $seed $model"; }
-  "$python" -c "import json, sys; print(repr(json.load(open(sys.argv[1]))['statistic']['mmd2_unbiased']))" \
-    "$dir.mmd_ref.json" > "$dir.mmd_ref"
+  "$python" "$analysis" mmd2 "$dir.mmd_ref.json" > "$dir.mmd_ref"
   # kef's rule on the same draws: σ the median distance of the pooled sample, as the `mmd_two_sample` evaluator.
   "$kef" test two-sample "$dir.samples.npy" "$test" --kernel-bandwidth median --permutations 0 --json \
     "${threads[@]}" > "$dir.mmd_median.json" 2> "$dir.mmd_median.log" ||
     { cat "$dir.mmd_median.log" >&2; die "kef test two-sample failed: $dataset seed $seed $model"; }
-  "$python" -c "import json, sys; print(repr(json.load(open(sys.argv[1]))['statistic']['mmd2_unbiased']))" \
-    "$dir.mmd_median.json" > "$dir.mmd_median"
+  "$python" "$analysis" mmd2 "$dir.mmd_median.json" > "$dir.mmd_median"
 }
 
 if [ "$collect" -eq 0 ]; then
@@ -246,69 +246,7 @@ if [ "$collect" -eq 0 ]; then
   done
 fi
 
-"$python" - "$out" "$iterations" "$draws" "$select" "$f_bd" "${datasets[@]}" > "$out/table.md.tmp" <<'PY'
-import json, os, statistics, sys
-out, iterations, draws, select, f_bd, datasets = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5], sys.argv[6:]
-paper = {"two_moons": (0.11, 1.32, 0.07, 13.04), "rings": (1.53, 3.19, 0.07, 14.12), "grid": (1.32, 40.39, 0.04, 4.43)}
-
-def cell(values, digits):
-    if not values:
-        return "—"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f} (1 seed)"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
-
-print(f"# DDE Table 1 (kef): MMD² ×10⁻³ between {draws} model draws and the test rows, and the seconds "
-      f"`kef sample` takes to draw them; mean ± sd over seeds. DDE: {iterations} iterations"
-      + (f", f_bd = {f_bd} (the reference's is 0.1; the reference kernel below is still the reference's, "
-         f"γ scaled by {f_bd} / 0.1)" if float(f_bd) != 0.1 else "")
-      + (", the iterate whose sampler was closest (MMD², f's kernel) to the training rows among those checked "
-         "every 100 epochs (select = \"mmd\", the reference's logged checkpoints)" if select else "")
-      + ", draws from the sampler network; KEF: Nyström (m by the θ = 1/3 rule, σ and λ by held-out score matching), draws "
-      "by HMC. \"Reference kernel\": the reference implementation's metric, MMD²_u with the kernel of the "
-      "seed's DDE f (exp(−γ‖x − y‖²), γ = 0.5 / (f_bd · m²)), the same kernel for both models; the paper's "
-      "numbers belong beside it. \"Median σ\": kef's rule (the `mmd_two_sample` evaluator's, σ the median distance of "
-      f"the pooled sample). Both measure the draws `kef sample` made and timed. HMC's min ESS is the smallest effective sample size over the coordinates of its "
-      f"{draws} draws; \"equal ESS\" scales its time to {draws} effective draws (seconds × {draws} / min ESS), "
-      "the sampler network's draws being independent.\n")
-print("| data | DDE MMD (reference kernel) | KEF MMD (reference kernel) | paper: DDE / KEF MMD | DDE per seed (reference kernel) | "
-      "DDE MMD (median σ) | KEF MMD (median σ) | DDE sample (s) | KEF+HMC sample (s) | HMC min ESS | "
-      "KEF+HMC at equal ESS (s) | seeds | paper: DDE / KEF+HMC s |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-for d in datasets:
-    base = os.path.join(out, d)
-    seeds = sorted((s for s in os.listdir(base) if s.startswith("seed")), key=lambda s: int(s[4:])) if os.path.isdir(base) else []
-    mmd = {"dde": [], "kef": []}
-    ref = {"dde": [], "kef": []}
-    secs = {"dde": [], "kef": []}
-    poor = 0
-    ess, equal = [], []
-    for s in seeds:
-        for m in ("dde", "kef"):
-            r = os.path.join(base, s, m + ".mmd_median")
-            if os.path.exists(r):
-                mmd[m].append(1e3 * float(open(r).read()))
-            r = os.path.join(base, s, m + ".mmd_ref")
-            if os.path.exists(r):
-                ref[m].append(1e3 * float(open(r).read()))
-            t = os.path.join(base, s, m + ".sample_seconds")
-            if os.path.exists(t):
-                secs[m].append(float(open(t).read()))
-            poor += os.path.exists(os.path.join(base, s, m + ".poor_mixing"))
-        e = os.path.join(base, s, "kef.min_ess")
-        t = os.path.join(base, s, "kef.sample_seconds")
-        if os.path.exists(e) and os.path.exists(t):
-            value = float(open(e).read())
-            ess.append(value)
-            if value > 0:
-                equal.append(float(open(t).read()) * float(draws) / value)
-    p = paper[d]
-    hmc = f" (HMC mixed poorly in {poor} of {len(secs['kef'])} runs)" if poor else ""
-    per_seed = ", ".join(f"{v:.2f}" for v in ref["dde"]) or "—"
-    print(f"| {d} | {cell(ref['dde'], 2)} | {cell(ref['kef'], 2)} | {p[0]} / {p[1]} | {per_seed} | "
-          f"{cell(mmd['dde'], 2)} | {cell(mmd['kef'], 2)} | {cell(secs['dde'], 3)} | {cell(secs['kef'], 2)}{hmc} | "
-          f"{cell(ess, 0)} | {cell(equal, 1)} | {len(seeds)} | {p[2]} / {p[3]} |")
-PY
+"$python" "$analysis" table "$out" "$iterations" "$draws" "$select" "$f_bd" "${datasets[@]}" > "$out/table.md.tmp"
 mv "$out/table.md.tmp" "$out/table.md"
 echo "reproduce-dde-table1: wrote $out/table.md" >&2
 

@@ -101,6 +101,8 @@ python=/usr/bin/python3
 [ -d "$raw" ] || die "no raw data directory $raw (pass --raw DIR)"
 
 configs="$repo/experiments/dde-table2/configs"
+# The configs of --models and the table (experiments/dde-table2/analysis.py).
+analysis="$repo/experiments/dde-table2/analysis.py"
 sets=(geyser caution ftcollinssnow highway snowgeese GAGurine topo CobarOre mcycle BigMac2003 cpus crabs birthwt gilgais UN3 ufc)
 if [ "${#sets_given[@]}" -gt 0 ]; then
   for set in "${sets_given[@]}"; do
@@ -118,35 +120,8 @@ fi
 # `[[model]]` to the next top-level table that is not one of its own `[model.*]` tables).
 if [ -n "$models_given" ] && [ "$collect_only" -eq 0 ]; then
   mkdir -p "$out/configs"
-  "$python" - "$configs" "$out/configs" "$models_given" "${sets[@]}" <<'PY' || die "filtering the configs failed"
-import re, sys
-src, dst, keep, sets = sys.argv[1], sys.argv[2], set(sys.argv[3].split(",")), sys.argv[4:]
-for st in sets:
-    out, block, name = [], None, None
-    def flush():
-        if block is not None and name in keep:
-            out.extend(block)
-    for line in open(f"{src}/{st}.toml"):
-        head = line.strip()
-        if head == "[[model]]":
-            flush()
-            block, name = [line], None
-            continue
-        if block is not None:
-            if head.startswith("[") and not head.startswith("[model."):
-                flush()
-                block = None
-                out.append(line)
-                continue
-            m = re.match(r'name\s*=\s*"([^"]*)"', head)
-            if m and name is None:
-                name = m.group(1)
-            block.append(line)
-        else:
-            out.append(line)
-    flush()
-    open(f"{dst}/{st}.toml", "w").write("".join(out))
-PY
+  "$python" "$analysis" filter-configs "$configs" "$out/configs" "$models_given" "${sets[@]}" ||
+    die "filtering the configs failed"
   configs="$out/configs"
 fi
 
@@ -177,81 +152,4 @@ for s in "${seeds[@]}"; do
   done
 done
 
-"$python" - "$out" "${seeds[*]}" "${dde_iterations:-50000}" "${sets[@]}" <<'PY'
-import json, math, sys
-out, seeds, dde_iterations, sets = sys.argv[1], sys.argv[2].split(), sys.argv[3], sys.argv[4:]
-# DDE Table 2 (Dai et al. 2019), the ε-KDE and LSCDE columns (mean ± sd over 20 splits; "mecycle" there).
-paper = {
-    "geyser": ((1.11, 0.02), (0.7, 0.01)), "caution": ((1.25, 0.19), (1.19, 0.02)),
-    "ftcollinssnow": ((1.53, 0.05), (1.56, 0.01)), "highway": ((2.24, 0.64), (1.98, 0.04)),
-    "snowgeese": ((1.35, 0.17), (1.39, 0.05)), "GAGurine": ((0.92, 0.05), (0.7, 0.01)),
-    "topo": ((1.18, 0.09), (0.83, 0.0)), "CobarOre": ((1.65, 0.09), (1.61, 0.02)),
-    "mcycle": ((1.25, 0.23), (0.93, 0.01)), "BigMac2003": ((1.29, 0.14), (1.63, 0.03)),
-    "cpus": ((1.01, 0.10), (1.04, 0.07)), "crabs": ((0.99, 0.09), (-0.07, 0.11)),
-    "birthwt": ((1.48, 0.01), (1.43, 0.01)), "gilgais": ((1.35, 0.03), (0.73, 0.05)),
-    "UN3": ((1.78, 0.14), (1.42, 0.12)), "ufc": ((1.40, 0.02), (1.03, 0.01)),
-}
-# The DDE column of the same table.
-paper_dde = {
-    "geyser": (0.55, 0.07), "caution": (0.95, 0.19), "ftcollinssnow": (1.49, 0.14), "highway": (1.18, 0.30),
-    "snowgeese": (0.42, 0.31), "GAGurine": (0.43, 0.15), "topo": (1.02, 0.31), "CobarOre": (1.45, 0.23),
-    "mcycle": (0.60, 0.15), "BigMac2003": (0.47, 0.36), "cpus": (-0.63, 0.77), "crabs": (-0.60, 0.26),
-    "birthwt": (1.22, 0.15), "gilgais": (0.61, 0.10), "UN3": (1.03, 0.09), "ufc": (1.03, 0.10),
-}
-# The KCEF column (Arbel & Gretton 2018); None: "N/A" in the paper (numerically unstable there).
-paper_kcef = {
-    "geyser": (1.21, 0.04), "caution": (0.99, 0.01), "ftcollinssnow": (1.46, 0.0), "highway": (1.17, 0.01),
-    "snowgeese": (0.72, 0.02), "GAGurine": (0.46, 0.0), "topo": (0.67, 0.01), "CobarOre": (3.42, 0.03),
-    "mcycle": (0.56, 0.01), "BigMac2003": (0.59, 0.01), "cpus": None, "crabs": None,
-    "birthwt": (1.18, 0.13), "gilgais": (0.65, 0.08), "UN3": (1.15, 0.21), "ufc": (0.96, 0.14),
-}
-models = ["eps_kde", "lscde", "kcef", "dde_conditional"]
-rows, cells = [], {}
-for st in sets:
-    for s in seeds:
-        r = json.load(open(f"{out}/{st}/seed-{s}/results.json"))
-        for m in models:
-            if m not in r["models"]:
-                continue
-            v = r["models"][m]["metrics"]["conditional_nll"]
-            rows.append((st, s, m, v))
-            cells.setdefault((st, m), []).append(v)
-with open(f"{out}/summary.csv", "w") as f:
-    f.write("set,seed,model,conditional_nll\n")
-    for st, s, m, v in rows:
-        f.write(f"{st},{s},{m},{v!r}\n")
-def ms(v):
-    mean = sum(v) / len(v)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in v) / (len(v) - 1)) if len(v) > 1 else 0.0
-    return mean, sd
-present = {k[1] for k in cells}
-with_dde = "dde_conditional" in present
-# The columns of the methods that ran (--models), each beside the paper's.
-columns = [(m, label) for m, label in (("eps_kde", "ε-KDE"), ("lscde", "LSCDE"), ("kcef", "KCEF"),
-                                       ("dde_conditional", "DDE")) if m in present]
-lines = [f"Negative log-likelihood of p(y | x) (standardised units), mean ± sd over {len(seeds)} splits "
-         "(sd with divisor n − 1); the paper's numbers (DDE Table 2) beside."
-         + (f" DDE trained for {dde_iterations} iterations." if with_dde else ""), "",
-         "| data set |" + "".join(f" {label} (kef) | {label} (paper) |" for _, label in columns),
-         "|---|" + "---|---|" * len(columns)]
-def paper_cell(m, st):
-    if m == "eps_kde":
-        p = paper[st][0]
-    elif m == "lscde":
-        p = paper[st][1]
-    elif m == "kcef":
-        p = paper_kcef[st]
-    else:
-        p = paper_dde[st]
-    return " N/A |" if p is None else f" {p[0]:.2f} ± {p[1]:.2f} |"
-for st in sets:
-    line = f"| {st} |"
-    for m, _ in columns:
-        v = ms(cells[(st, m)]) if (st, m) in cells else None
-        # One split has no spread: its value alone, not "± 0.00".
-        cell = (f" {v[0]:.2f} ± {v[1]:.2f} |" if len(cells[(st, m)]) > 1 else f" {v[0]:.2f} (1 split) |") if v else " – |"
-        line += cell + paper_cell(m, st)
-    lines.append(line)
-open(f"{out}/table.md", "w").write("\n".join(lines) + "\n")
-print("\n".join(lines))
-PY
+"$python" "$analysis" table "$out" "${seeds[*]}" "${dde_iterations:-50000}" "${sets[@]}"

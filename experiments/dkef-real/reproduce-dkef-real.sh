@@ -60,6 +60,8 @@ python=/usr/bin/python3
 "$python" -c 'import tomllib' 2>/dev/null || die "$python has no tomllib (Python >= 3.11 needed)"
 
 configs="$repo/experiments/dkef-real/configs"
+# The quick overrides and the summaries (experiments/dkef-real/analysis.py).
+analysis="$repo/experiments/dkef-real/analysis.py"
 datasets=(redwine whitewine parkinsons)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -72,38 +74,7 @@ rm -f "$out/table.md" "$out/table.md.tmp" "$out/summary.csv" "$out/figure3.png" 
 # --quick: --set overrides for every model of a config, read from the config itself (kef's --set
 # selects one model per key, by name), so that the smoke test follows any change to the configs.
 quick_overrides() {
-  "$python" - "$1" <<'PY'
-import sys, tomllib
-with open(sys.argv[1], "rb") as f:
-    cfg = tomllib.load(f)
-dkef = {"max_steps": 6, "eval_every": 3, "stage2_steps": 1, "batch_fit": 50, "batch_loss": 50,
-        "inducing_points": 30}
-flow = {"max_epochs": 2, "hidden_units": "[8, 8]", "layers": 2, "components": 2}
-for m in cfg.get("model", []):
-    est, prefix = m["estimator"], f"model.{m['name']}.estimator"
-    if est["type"] == "dkef":
-        for k, v in dkef.items():
-            print(f"{prefix}.{k}={v}")
-    elif est["type"] in ("made", "made_mog", "maf", "maf_mog", "real_nvp"):
-        for k, v in flow.items():
-            if k == "layers" and est["type"] in ("made", "made_mog"):
-                continue
-            if k == "components" and est["type"] not in ("made_mog", "maf_mog"):
-                continue
-            print(f"{prefix}.{k}={v}")
-    elif est["type"] == "gmm":
-        print(f"{prefix}.components=[1, 2]")
-        print(f"{prefix}.restarts=1")
-for i, e in enumerate(cfg.get("evaluate", [])):
-    if e["type"] in ("fssd", "relative_fssd"):
-        print(f"evaluate[{i}].J=10")
-    if e["type"] == "fssd":
-        print(f"evaluate[{i}].null_draws=200")
-    if e["type"] == "log_likelihood":
-        print(f"evaluate[{i}].samples=4096")
-        print(f"evaluate[{i}].ais_particles=16")
-        print(f"evaluate[{i}].ais_temperatures=5")
-PY
+  "$python" "$analysis" quick-overrides "$1"
 }
 
 # run DATASET SEED: one kef run into $out/DATASET/seed-SEED.
@@ -140,123 +111,7 @@ if [ "$collect" -eq 0 ]; then
 fi
 
 # The summary, the table and the figure's CSV, from the results.json files.
-"$python" - "$out" "$quick" "${seeds[@]}" <<'PY'
-import csv, json, math, os, statistics, sys
-
-out, quick, seeds = sys.argv[1], sys.argv[2] == "1", [int(s) for s in sys.argv[3:]]
-datasets = [("redwine", "RedWine"), ("whitewine", "WhiteWine"), ("parkinsons", "Parkinsons")]
-# (key in results.json, column of the table / panel title, decimals)
-metrics = [("fssd2", "FSSD²"), ("relative_fssd_pvalue", "rel. FSSD p-value vs DKEF"),
-           ("score_matching_loss", "score-matching loss"), ("log_likelihood", "log-likelihood (whitened)")]
-
-rows, runs = [], {}
-for ds, _ in datasets:
-    for s in seeds:
-        f = os.path.join(out, ds, f"seed-{s}", "results.json")
-        if not os.path.exists(f):
-            continue
-        with open(f) as fh:
-            r = json.load(fh)
-        if r.get("seed") != s:
-            sys.exit(f"reproduce-dkef-real: {f} ran with seed {r.get('seed')}, expected {s}")
-        runs[(ds, s)] = r
-        for model, v in r["models"].items():
-            mt = v["metrics"]
-            row = {"dataset": ds, "seed": s, "model": model, "dim": r["data"].get("dim", len(r["data"].get("columns", []))),
-                   "test_rows": r["data"].get("test_rows")}
-            for k, _ in metrics:
-                row[k] = mt.get(k)
-            # Figure 3 reports the log-likelihood in the whitened space the models were fitted in
-            # (docs/outputs.md, "Units of the metrics"); results.json's log_likelihood is in data units.
-            row["log_likelihood"] = mt.get("log_likelihood_whitened", mt.get("log_likelihood_standardized"))
-            row["log_likelihood_data_units"] = mt.get("log_likelihood")
-            row["log_likelihood_reliable"] = mt.get("reliable")
-            row["log_normalizer_stderr"] = mt.get("log_normalizer_stderr")
-            row["log_normalizer_disagreement"] = mt.get("log_normalizer_disagreement")
-            row["effective_sample_size"] = mt.get("effective_sample_size")
-            rows.append(row)
-if not rows:
-    sys.exit(f"reproduce-dkef-real: no finished run in {out}")
-
-fields = list(rows[0].keys())
-with open(os.path.join(out, "summary.csv"), "w", newline="") as fh:
-    w = csv.DictWriter(fh, fieldnames=fields)
-    w.writeheader()
-    for row in rows:
-        w.writerow({k: ("" if row[k] is None else row[k]) for k in fields})
-
-def finite(x):
-    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
-
-def spread(xs):
-    if not xs:
-        return "—"
-    mean = statistics.fmean(xs)
-    sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
-    if sd == 0 or not math.isfinite(sd):
-        return f"{mean:.4g}"
-    decimals = max(0, 1 - math.floor(math.log10(sd)))
-    if abs(mean) < 1e-2 or abs(mean) >= 1e5:
-        return f"{mean:.2e} ± {sd:.1e}"
-    return f"{mean:.{decimals}f} ± {sd:.{decimals}f}"
-
-models = []
-for row in rows:
-    if row["model"] not in models:
-        models.append(row["model"])
-doc = ["# DKEF §4.2 (Figure 3) on real data, reproduced by kef", ""]
-if quick:
-    doc += ["**Quick mode (smoke test): a few training steps only; these numbers are not results.**", ""]
-for ds, title in datasets:
-    done = sorted(s for (d, s) in runs if d == ds)
-    if not done:
-        doc += [f"## {title}", "", "No finished run.", ""]
-        continue
-    r0 = runs[(ds, done[0])]
-    doc += [f"## {title} (D = {r0['data'].get('dim', '?')}, {r0['data'].get('test_rows')} test rows; "
-            f"{len(done)} seed{'s' if len(done) != 1 else ''}: {', '.join(map(str, done))})", "",
-            "| model | " + " | ".join(t for _, t in metrics) + " | log-lik. reliable |",
-            "|---" * (len(metrics) + 2) + "|"]
-    for m in models:
-        cells = []
-        rs = [row for row in rows if row["dataset"] == ds and row["model"] == m]
-        if not rs:
-            continue
-        for k, _ in metrics:
-            xs = [row[k] for row in rs if finite(row[k])]
-            missing = len(rs) - len(xs)
-            c = spread(xs)
-            if missing and xs:
-                c += f" (n = {len(xs)})"
-            cells.append(c)
-        rel = [row["log_likelihood_reliable"] for row in rs if row["log_likelihood_reliable"] is not None]
-        cells.append(f"{sum(1 for x in rel if x)}/{len(rel)}" if rel else "—")
-        doc.append(f"| {m} | " + " | ".join(cells) + " |")
-    doc.append("")
-doc += ["Mean ± sd over the seeds (each seed reshuffles, re-splits, re-dequantises and refits). "
-        "FSSD² and the score-matching loss: lower is better; log-likelihood: higher is better (nats per "
-        "point, in the whitened space the models are fitted in, as the paper's; summary.csv also has it in data units); the relative-FSSD p-value tests H0 \"the model fits at least as well "
-        "as DKEF\": near 0, DKEF fits significantly better; near 1, the model does; DKEF's own row has "
-        "none. \"Reliable\": seeds whose log-likelihood the evaluator marked reliable (exact for every "
-        "baseline; for KEF and DKEF its importance-sampling estimate and an independent AIS check must agree).", ""]
-tim = os.path.join(out, "timings.tsv")
-if os.path.exists(tim):
-    t = [l.split("\t") for l in open(tim).read().split("\n") if l]
-    if t:
-        doc += ["Wall time per run (s): " + ", ".join(f"{d} seed {s} {x.strip()}" for d, s, x in t), ""]
-with open(os.path.join(out, "table.md.tmp"), "w") as fh:
-    fh.write("\n".join(doc))
-
-# The figure's long table: a panel per data set and metric, a bar per model, a point per seed.
-with open(os.path.join(out, "figure3.csv"), "w", newline="") as fh:
-    w = csv.writer(fh)
-    w.writerow(["panel", "bar", "value"])
-    for k, t in metrics:
-        for ds, title in datasets:
-            for row in rows:
-                if row["dataset"] == ds and finite(row[k]):
-                    w.writerow([f"{title}: {t}", row["model"], repr(float(row[k]))])
-PY
+"$python" "$analysis" collect "$out" "$quick" "${seeds[@]}"
 mv "$out/table.md.tmp" "$out/table.md"
 
 # Figure 3's layout: a row per metric, a column per data set (those with a finished run).

@@ -85,38 +85,6 @@ for sched in "${schedule_list[@]}"; do
     done
   done
 done
-/usr/bin/python3 - "$out" "$schedules" "$rates" "$seeds" > "$out/table.md" <<'PY'
-import json, math, os, statistics, sys
-out, schedules, rates, seeds = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4].split(",")
-def ms(xs, spec=".3g"):
-    if len(xs) < 2:
-        return format(xs[0], spec) if xs else "n/a"
-    return f"{format(statistics.fmean(xs), spec)} ± {format(statistics.stdev(xs), spec)}"
-print(f"DKEF stage 1 on Figure 1's mixture, patience 200, mean ± sd over seeds {', '.join(seeds)}.")
-print()
-print("| schedule | learning rate | DKEF-G-10 Fisher div. | KEF-G Fisher div. | DKEF better (seeds) "
-      "| best step | steps run | validation loss: start / best / last | max gradient norm | clipped steps "
-      "| DKEF log-lik. | KEF-G log-lik. |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-for sched in schedules:
-    for r in rates:
-        rows = []
-        for s in seeds:
-            with open(os.path.join(out, sched, f"lr{r}", f"seed-{s}", "results.json")) as f:
-                row = json.load(f)["models"]
-            with open(os.path.join(out, "kefg", f"seed-{s}", "results.json")) as f:
-                row.update(json.load(f)["models"])
-            rows.append(row)
-        d = [x["DKEF-G-10"] for x in rows]
-        k = [x["KEF-G"] for x in rows]
-        fd_d = [x["metrics"]["fisher_divergence"] for x in d]
-        fd_k = [x["metrics"]["fisher_divergence"] for x in k]
-        better = sum(a < b for a, b in zip(fd_d, fd_k))
-        print(f"| {sched} | {r} | {ms(fd_d)} | {ms(fd_k)} | {better}/{len(seeds)} "
-              f"| {ms([x['fit']['best_step'] for x in d], '.0f')} | {ms([x['fit']['iterations'] for x in d], '.0f')} "
-              f"| {ms([x['fit']['curve'][0][1] for x in d])} / {ms([x['fit']['stage1_validation_loss'] for x in d])} / "
-              f"{ms([x['fit']['curve'][-1][1] for x in d])} "
-              f"| {ms([x['fit']['max_gradient_norm'] for x in d])} | {ms([x['fit']['clipped_steps'] for x in d], '.0f')} "
-              f"| {ms([x['metrics']['log_likelihood'] for x in d])} | {ms([x['metrics']['log_likelihood'] for x in k])} |")
-PY
+/usr/bin/python3 "$repo/experiments/dkef-stage1-stability/analysis.py" table "$out" "$schedules" "$rates" "$seeds" \
+  > "$out/table.md"
 cat "$out/table.md"

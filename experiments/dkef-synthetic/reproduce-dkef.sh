@@ -98,6 +98,8 @@ python=/usr/bin/python3
 "$python" -c 'import tomllib' 2>/dev/null || die "$python has no tomllib (Python >= 3.11 needed)"
 
 configs="$repo/experiments/dkef-synthetic/configs"
+# The quick overrides and the tables (experiments/dkef-synthetic/analysis.py).
+analysis="$repo/experiments/dkef-synthetic/analysis.py"
 if [[ " ${skip[*]} " == *" mor_mixture "* && " ${skip[*]} " != *" mixture_baselines "* ]]; then
   echo "reproduce-dkef: --skip mor_mixture: mixture_baselines' rows join mor_mixture's column; skip both" >&2
   exit 2
@@ -117,44 +119,7 @@ touch "$out/timings.tsv"
 # --quick: --set overrides for every model of a config, read from the config itself (kef's --set
 # selects one model per key, by name), so that the smoke test follows any change to the configs.
 quick_overrides() {
-  "$python" - "$1" <<'PY'
-import sys, tomllib
-with open(sys.argv[1], "rb") as f:
-    cfg = tomllib.load(f)
-# A fifth of the data (the same split proportions; at least 100 test rows), M <= 50, a few steps.
-data = cfg["data"]
-split = data.get("split", {})
-n = data.get("n", 10000) // 5
-test = max(100, split.get("test", 0) // 5)
-validation = split.get("validation", 0) // 5
-print(f"data.n={n}")
-print("output.plot_grid=60")
-print(f"data.split={{ test = {test}, validation = {validation} }}")
-dkef = {"max_steps": 10, "eval_every": 5, "stage2_steps": 1, "batch_fit": 50, "batch_loss": 50}
-flows = ("made", "made_mog", "maf", "maf_mog", "real_nvp")
-for m in cfg.get("model", []):
-    est = m["estimator"]
-    prefix = f"model.{m['name']}.estimator"
-    if est["type"] == "cluster_mixture":
-        print(f"{prefix}.normalizer_samples=20000")
-        est, prefix = est["inner"], prefix + ".inner"
-    if est["type"] in flows:
-        print(f"{prefix}.max_epochs=2")
-    if est["type"] == "gmm":
-        print(f"{prefix}.components=[1, 2]")
-        print(f"{prefix}.restarts=1")
-    if est["type"] == "dkef":
-        for k, v in dkef.items():
-            print(f"{prefix}.{k}={v}")
-        print(f"{prefix}.inducing_points={min(50, est.get('inducing_points', 300))}")
-for i, e in enumerate(cfg.get("evaluate", [])):
-    if e["type"] == "log_likelihood" and e.get("method") == "quadrature":
-        print(f"evaluate[{i}].grid=64")
-    elif e["type"] == "log_likelihood":
-        print(f"evaluate[{i}].samples=20000")
-        for k in ("bound_percentile_samples", "bound_rho_samples", "bound_variance_samples"):
-            print(f"evaluate[{i}].{k}=10000")
-PY
+  "$python" "$analysis" quick-overrides "$1"
 }
 
 # run NAME CONFIG [--set K=V]...: one kef run into $out/NAME.
@@ -244,190 +209,13 @@ done
 kept_runs=("${datasets[@]}")
 skipped mor_mixture || kept_runs+=(mor_mixture)
 skipped figure1 || kept_runs+=(figure1)
-export REPRODUCE_DKEF_RUNS="${kept_runs[*]}"
-"$python" - "$out" "$quick" > "$out/table.md.tmp" <<'PY'
-import json, math, os, sys
-
-out, quick = sys.argv[1], sys.argv[2] == "1"
-columns = [("funnel", "Funnel"), ("banana", "Banana"), ("ring", "Ring"), ("square", "Square"),
-           ("cosine", "Cosine"), ("mog", "MoG"), ("mor", "MoR"), ("mor_mixture", "MoR, 3 clusters")]
-columns = [c for c in columns if c[0] in os.environ["REPRODUCE_DKEF_RUNS"].split()]  # --datasets, --skip
-
-def load(name):
-    # The kernel models' run, with the baselines' rows (classical/<name>, flows/<name>) appended
-    # where those runs exist (the seven synthetic sets).
-    with open(os.path.join(out, name, "results.json")) as f:
-        r = json.load(f)
-    for sub in ("classical", "made", "flows", "mixture_baselines"):
-        p = os.path.join(out, sub, name, "results.json")
-        if os.path.exists(p):
-            with open(p) as f:
-                r["models"].update(json.load(f)["models"])
-    return r
-
-def fmt(x, spec):
-    return "n/a" if x is None or not math.isfinite(x) else format(x, spec)
-
-# The log-likelihood column is normalised by quadrature (exact to ~1e-5 nats in 1-D and 2-D); DKEF's
-# importance-sampled value (is.log_likelihood) is marked where it is further than this from it.
-IS_DISAGREES = 0.1
-# Mark a log-likelihood when the quadrature box's boundary band holds more than this fraction of Ẑ:
-# mass beyond the box is then of the same order and can move the two decimals shown (the evaluator's
-# own warning, at boundary_tolerance = 1e-6, stays in the notes).
-BOUNDARY_MARK = 1e-2
-
-def sig3(x):
-    # Three significant digits, trailing zeros kept (12.0, 0.0590), no trailing point (123).
-    return "n/a" if x is None or not math.isfinite(x) else format(x, "#.3g").rstrip(".")
-
-def table(names, headers, caption):
-    runs = {n: load(n) for n in names}
-    models = []
-    for n in names:
-        for m in runs[n]["models"]:
-            if m not in models:
-                models.append(m)
-    # Best Fisher divergence per data set (ties all bold).
-    best = {}
-    for n in names:
-        fds = [v["metrics"].get("fisher_divergence") for v in runs[n]["models"].values()]
-        fds = [x for x in fds if x is not None and math.isfinite(x)]
-        best[n] = min(fds) if fds else None
-    lines = [caption, "", "| model | " + " | ".join(headers) + " |", "|---" * (len(names) + 1) + "|"]
-    marks = set()
-    for m in models:
-        cells = []
-        for n in names:
-            v = runs[n]["models"].get(m)
-            if v is None:
-                cells.append("—")
-                continue
-            mt = v["metrics"]
-            fd = mt.get("fisher_divergence")
-            fd_s = sig3(fd)
-            if fd is not None and fd == best[n]:
-                fd_s = f"**{fd_s}**"
-            ll_s = fmt(mt.get("log_likelihood"), ".2f")
-            ll, ll_is = mt.get("log_likelihood"), mt.get("is.log_likelihood")
-            if ll is not None and ll_is is not None and not abs(ll_is - ll) <= IS_DISAGREES:
-                ll_s += f" (IS {fmt(ll_is, '.2f')}†)"
-                marks.add("†")
-            blm = mt.get("boundary_log_mass")
-            if blm is not None and blm > math.log(BOUNDARY_MARK):
-                ll_s += "‡"
-                marks.add("‡")
-            cells.append(f"{fmt(mt.get('score_matching_loss'), '.2f')} / {fd_s} / {ll_s}")
-        lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    truth = []
-    for n in names:
-        mt = next(iter(runs[n]["models"].values()))["metrics"]
-        truth.append(f"{fmt(mt.get('score_matching_loss_truth'), '.2f')} / 0 / "
-                     f"{fmt(mt.get('true_log_likelihood'), '.2f')}")
-    lines.append("| truth | " + " | ".join(truth) + " |")
-    if "†" in marks:
-        lines += ["", f"† DKEF's own evaluation, importance sampling from the learned q0 (10⁶ proposals), is "
-                  f"more than {IS_DISAGREES} nats from the quadrature value: q0 can shrink while f grows to "
-                  "compensate, so few proposals reach where p~ has its mass and log Ẑ comes out too small "
-                  "(the log-likelihood too high, even above the truth's). See is.effective_sample_size and "
-                  "the notes in the run's results.json."]
-    if "‡" in marks:
-        lines += ["", f"‡ The quadrature box's outer band holds more than {BOUNDARY_MARK:g} of the model's mass "
-                  "(see the evaluator's boundary warning): the model puts mass away from the data, possibly "
-                  "beyond the box, so log Ẑ may be too small and the log-likelihood too high. A kernel on linear "
-                  "features is unbounded and can do this where score matching sees no data."]
-    return lines
-
-doc = ["# DKEF §4.1 reproduction (kef)", ""]
-if quick:
-    doc += ["**Quick mode (smoke test): a few training steps only; these numbers are not results.**", ""]
-doc += table([c for c, _ in columns], [h for _, h in columns],
-             "Held-out score-matching loss / Fisher divergence from the truth / log-likelihood "
-             f"(normaliser by quadrature on a 512² grid) on the {load(columns[0][0])['data']['test_rows']} test rows; "
-             "lower, lower, higher is better. "
-             "Bold: the best Fisher divergence per data set. The truth row gives the true density's "
-             "score-matching loss and log-likelihood on the same rows. On Square and Cosine the density "
-             "does not vanish at the edge of its support, so the score-matching loss is not the Fisher "
-             "divergence plus a constant there (the integration by parts behind it leaves boundary "
-             "terms) and can fall below the truth's; the Fisher divergence is computed directly.")
-doc += [""]
-if "figure1" in os.environ["REPRODUCE_DKEF_RUNS"].split():
-    doc += table(["figure1"], ["0.3 N(-1, 0.2²) + 0.7 N(1, 1²)"],
-                 f"Figure 1 (1-D), same metrics on its {load('figure1')['data']['test_rows']} test rows.")
-doc += ["", "Wall time per run (s): " + ", ".join(
-    f"{n} {t}" for n, t in (l.split("\t") for l in open(os.path.join(out, "timings.tsv")).read().split("\n") if l))]
-print("\n".join(doc))
-PY
+"$python" "$analysis" table "$out" "$quick" --runs "${kept_runs[@]}" > "$out/table.md.tmp"
 mv "$out/table.md.tmp" "$out/table.md"
 
 # The spread over seeds: the configs' own seed (DIR/<name>) and each of --seeds (DIR/seed-S/<name>).
 if [ "${#seeds[@]}" -gt 0 ]; then
-  "$python" - "$out" "$quick" "${seeds[@]}" > "$out/table-seeds.md.tmp" <<'PY'
-import json, math, os, statistics, sys
-
-out, quick, seeds = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
-columns = [("funnel", "Funnel"), ("banana", "Banana"), ("ring", "Ring"), ("square", "Square"),
-           ("cosine", "Cosine"), ("mog", "MoG"), ("mor", "MoR"), ("mor_mixture", "MoR, 3 clusters"),
-           ("figure1", "Figure 1 (1-D)")]
-dirs = [out] + [os.path.join(out, f"seed-{s}") for s in seeds]
-columns = [c for c in columns if c[0] in os.environ["REPRODUCE_DKEF_RUNS"].split()]  # --datasets, --skip
-
-def load(d, name):
-    with open(os.path.join(d, name, "results.json")) as f:
-        r = json.load(f)
-    for sub in ("classical", "made", "flows", "mixture_baselines"):
-        p = os.path.join(d, sub, name, "results.json")
-        if os.path.exists(p):
-            with open(p) as f:
-                r["models"].update(json.load(f)["models"])
-    return r
-
-def spread(values):
-    # The sd to two significant digits, the mean to the same decimal place.
-    xs = [x for x in values if x is not None and math.isfinite(x)]
-    if len(xs) < len(values):
-        return "n/a"
-    mean = statistics.fmean(xs)
-    sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
-    if sd == 0:
-        return f"{mean:.3g} ± 0"
-    decimals = max(0, 1 - math.floor(math.log10(sd)))
-    return f"{mean:.{decimals}f} ± {sd:.{decimals}f}"
-
-runs = {n: [load(d, n) for d in dirs] for n, _ in columns}
-own_seed = runs[columns[0][0]][0]["seed"]
-models = []
-for n, _ in columns:
-    for m in runs[n][0]["models"]:
-        if m not in models:
-            models.append(m)
-lines = ["# DKEF §4.1 reproduction over seeds (kef)", ""]
-if quick:
-    lines += ["**Quick mode (smoke test): a few training steps only; these numbers are not results.**", ""]
-lines += [f"Held-out score-matching loss / Fisher divergence from the truth / log-likelihood (quadrature for "
-          f"the kernel models, exact for the baselines), mean ± sd over {len(dirs)} seeds "
-          f"({', '.join(str(s) for s in [own_seed] + seeds)}); each seed draws its own data and fits. "
-          "Lower, lower, higher is better.", "",
-          "| model | " + " | ".join(h for _, h in columns) + " |", "|---" * (len(columns) + 1) + "|"]
-for m in models:
-    cells = []
-    for n, _ in columns:
-        rs = [r["models"].get(m) for r in runs[n]]
-        if any(r is None for r in rs):
-            cells.append("—")
-            continue
-        sm = spread([r["metrics"].get("score_matching_loss") for r in rs])
-        fd = spread([r["metrics"].get("fisher_divergence") for r in rs])
-        ll = spread([r["metrics"].get("log_likelihood") for r in rs])
-        cells.append(f"{sm} / {fd} / {ll}")
-    lines.append(f"| {m} | " + " | ".join(cells) + " |")
-truth = []
-for n, _ in columns:
-    first = [next(iter(r["models"].values()))["metrics"] for r in runs[n]]
-    truth.append(spread([mt.get("score_matching_loss_truth") for mt in first]) + " / 0 / " +
-                 spread([mt.get("true_log_likelihood") for mt in first]))
-lines.append("| truth | " + " | ".join(truth) + " |")
-print("\n".join(lines))
-PY
+  "$python" "$analysis" table-seeds "$out" "$quick" --runs "${kept_runs[@]}" --seeds "${seeds[@]}" \
+    > "$out/table-seeds.md.tmp"
   mv "$out/table-seeds.md.tmp" "$out/table-seeds.md"
 fi
 

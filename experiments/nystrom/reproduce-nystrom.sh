@@ -88,6 +88,8 @@ if [ "$quick" -eq 1 ]; then
   tune_sets=(--set "tune.grid.kernel.sigma=[0.2, 0.4]")
 fi
 configs="$repo/experiments/nystrom/configs"
+# The basis sizes, the table and the curves (experiments/nystrom/analysis.py).
+analysis="$repo/experiments/nystrom/analysis.py"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out/table.md" "$out/table.md.tmp" "$out/figure.png"
@@ -116,8 +118,8 @@ for d in "${dim_list[@]}"; do
     validation=$(( n / 4 > 100 ? n / 4 : 100 ))
     total=$(( n + validation + test_rows ))
     # m = ceil(n^theta log n), at most n.
-    m_half=$("$python" -c "import math; print(min($n, math.ceil($n ** 0.5 * math.log($n))))")
-    m_third=$("$python" -c "import math; print(min($n, math.ceil($n ** (1 / 3) * math.log($n))))")
+    m_half=$("$python" "$analysis" basis-size "$n" half)
+    m_third=$("$python" "$analysis" basis-size "$n" third)
     lite_m=$(( m_half * d < n ? m_half * d : n ))
     for s in "${seed_list[@]}"; do
       data=(--set "data.dim=$d" --set "data.n=$total" --set "data.split={ test = $test_rows, validation = $validation }"
@@ -137,72 +139,7 @@ for d in "${dim_list[@]}"; do
 done
 
 # The table and the curves, from the results.json files.
-"$python" - "$out" "$quick" "$dims" "$sizes" "$seeds" "$target" > "$out/table.md.tmp" <<'PY'
-import json, math, os, statistics, sys
-
-out, quick = sys.argv[1], sys.argv[2] == "1"
-dims, sizes, seeds = ([int(v) for v in a.split(",")] for a in sys.argv[3:6])
-target = sys.argv[6]
-methods = [("full", "full"), ("nystrom_half", "Nyström θ = 1/2"), ("nystrom_third", "Nyström θ = 1/3"),
-           ("lite", "lite, matched M")]
-
-def spread(xs):
-    # The sd to two significant digits, the mean to the same decimal place.
-    if not xs:
-        return "—"
-    mean = statistics.fmean(xs)
-    sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
-    if sd == 0:
-        return f"{mean:.3g}"
-    decimals = max(0, 1 - math.floor(math.log10(sd)))
-    return f"{mean:.{decimals}f} ± {sd:.{decimals}f}"
-
-lines = [f"# Nyström KEF study (kef), target: {target}", ""]
-if quick:
-    lines += ["**Quick mode (smoke test): tiny sizes and grid; these numbers are not results.**", ""]
-lines += [f"Held-out Fisher divergence J (test split) / fit time of the chosen candidate (s), mean ± sd over "
-          f"seeds {', '.join(map(str, seeds))}; bandwidth and λ chosen by held-out score matching. "
-          "Basis size M in brackets (Nyström: m·D; lite: points).", ""]
-for d in dims:
-    lines += [f"{target}, D = {d}", "", "| n | " + " | ".join(label for _, label in methods) + " |",
-              "|---" * (len(methods) + 1) + "|"]
-    curves = {key: [] for key, _ in methods}
-    for n in sizes:
-        cells = []
-        for key, _ in methods:
-            runs = []
-            for s in seeds:
-                path = os.path.join(out, f"D{d}", f"n{n}", key, f"seed{s}", "results.json")
-                if os.path.exists(path):
-                    with open(path) as f:
-                        runs.append(json.load(f))
-            if not runs:
-                cells.append("—")
-                continue
-            model = [next(iter(r["models"].values())) for r in runs]
-            J = [m["metrics"]["fisher_divergence"] for m in model]
-            T = [m["fit"]["seconds"] for m in model]
-            if not all(math.isfinite(x) for x in J + T):
-                sys.exit(f"D = {d}, n = {n}, {key}: a non-finite metric")
-            size = model[0]["fit"].get("basis_size")
-            if size is None:
-                cfg = runs[0]["config"]["model"][0]["estimator"]
-                size = cfg.get("inducing_points", n * d)
-            few = f" ({len(runs)} seed{'s' if len(runs) > 1 else ''})" if len(runs) < len(seeds) else ""
-            cells.append(f"{spread(J)} / {spread(T)} [{int(size)}]{few}")
-            curves[key].append((n, J, T))
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    lines.append("")
-    # One CSV per curve: x = n, y = mean, the band spanning the seeds (positive, for log axes).
-    for key, _ in methods:
-        for what, index in (("J", 1), ("time", 2)):
-            with open(os.path.join(out, "csv", f"D{d}-{key}-{what}.csv"), "w") as f:
-                f.write("x,y,lower,upper\n")
-                for point in curves[key]:
-                    xs = point[index]
-                    f.write(f"{point[0]},{statistics.fmean(xs)!r},{min(xs)!r},{max(xs)!r}\n")
-print("\n".join(lines))
-PY
+"$python" "$analysis" table "$out" "$quick" "$dims" "$sizes" "$seeds" "$target" > "$out/table.md.tmp"
 mv "$out/table.md.tmp" "$out/table.md"
 
 # The figures: per D, J and fit time against n on log-log axes, side by side, the D rows stacked.

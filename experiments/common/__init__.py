@@ -1,0 +1,1 @@
+"""Helpers shared by the experiments' analysis modules (experiments/<study>/analysis.py)."""
