@@ -4,9 +4,13 @@
         --set overrides (one KEY=VALUE a line) that make every model of CONFIG a smoke test
     analysis.py collect OUT QUICK SEED...
         from OUT/<data set>/seed-S/results.json (the seeds whose run finished): OUT/summary.csv (a
-        row per data set, seed and model: every metric), OUT/table.md.tmp (mean ± sd over the seeds)
-        and OUT/figure3.csv (Figure 3's long table: a panel per data set and metric, a bar per model,
-        a point per seed)
+        row per data set, seed and model: every metric), OUT/fits.csv (a row per data set, seed and
+        model: how the fit ended and how DKEF's and KEF's normaliser was estimated), OUT/table.md.tmp
+        (mean ± sd over the seeds) and OUT/figure3.csv (Figure 3's long table: a panel per data set
+        and metric, a bar per model, a point per seed)
+    analysis.py retabulate DIR [--quick]
+        the table (on stdout) and DIR/figure3.csv again from DIR/summary.csv and DIR/timings.tsv
+        alone (a study's results kept without its runs, as experiments/dkef-real/results/)
 
 QUICK is 1 for a --quick study (the table then says its numbers are not results), 0 otherwise.
 """
@@ -94,6 +98,48 @@ def read_runs(out, seeds):
     return runs, rows
 
 
+# fits.csv's columns besides data set, seed and model: the fit's (results.json "fit") and the
+# log-likelihood evaluator's (results.json "metrics"), empty where a model has none (a flow has a
+# best_epoch, DKEF and KEF a best_step; only DKEF and KEF have an estimated normaliser and its AIS check).
+FIT_KEYS = ["seconds", "iterations", "best_step", "best_epoch"]
+NORMALIZER_KEYS = ["log_normalizer", "log_normalizer_stderr", "proposals", "effective_sample_size",
+                   "log_normalizer_check", "log_normalizer_check_stderr", "check_effective_sample_size",
+                   "ais_acceptance", "ais_divergences", "log_normalizer_disagreement", "reliable"]
+
+
+def write_fits(path, runs):
+    """fits.csv: a row per data set, seed and model of runs ({(data set, seed): results})."""
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["dataset", "seed", "model"] + [f"fit_{k}" for k in FIT_KEYS] + NORMALIZER_KEYS)
+        for (ds, s), r in runs.items():
+            for model, v in r["models"].items():
+                fit, mt = v.get("fit", {}), v["metrics"]
+                w.writerow([ds, s, model] + ["" if fit.get(k) is None else fit[k] for k in FIT_KEYS]
+                           + ["" if mt.get(k) is None else mt[k] for k in NORMALIZER_KEYS])
+
+
+def read_summary(path):
+    """summary.csv's rows as read_runs makes them, and each finished run's data sizes
+    ({(data set, seed): {"dim", "test_rows"}})."""
+    def value(text, kind=float):
+        return None if text == "" else kind(text)
+    rows, data = [], {}
+    with open(path, newline="") as fh:
+        for row in csv.DictReader(fh):
+            parsed = {}
+            for k, text in row.items():
+                if k in ("dataset", "model"):
+                    parsed[k] = text
+                elif k in ("seed", "dim", "test_rows"):
+                    parsed[k] = value(text, int)
+                else:
+                    parsed[k] = value(text)
+            rows.append(parsed)
+            data[(parsed["dataset"], parsed["seed"])] = {"dim": parsed["dim"], "test_rows": parsed["test_rows"]}
+    return rows, data
+
+
 def write_summary(path, rows):
     fields = list(rows[0].keys())
     with open(path, "w", newline="") as fh:
@@ -122,7 +168,8 @@ def spread(xs):
 
 
 def table(out, quick, runs, rows):
-    """table.md's text: a section per data set, a row per model, mean ± sd of each metric."""
+    """table.md's text: a section per data set, a row per model, mean ± sd of each metric. runs maps
+    each finished run, (data set, seed), to its results' "data" (its dim and test_rows)."""
     models = []
     for row in rows:
         if row["model"] not in models:
@@ -136,7 +183,7 @@ def table(out, quick, runs, rows):
             doc += [f"## {title}", "", "No finished run.", ""]
             continue
         r0 = runs[(ds, done[0])]
-        doc += [f"## {title} (D = {r0['data'].get('dim', '?')}, {r0['data'].get('test_rows')} test rows; "
+        doc += [f"## {title} (D = {r0.get('dim', '?')}, {r0.get('test_rows')} test rows; "
                 f"{len(done)} seed{'s' if len(done) != 1 else ''}: {', '.join(map(str, done))})", "",
                 "| model | " + " | ".join(t for _, t in METRICS) + " | log-lik. reliable |",
                 "|---" * (len(METRICS) + 2) + "|"]
@@ -187,9 +234,18 @@ def collect(out, quick, seeds):
     if not rows:
         sys.exit(f"reproduce-dkef-real: no finished run in {out}")
     write_summary(os.path.join(out, "summary.csv"), rows)
+    write_fits(os.path.join(out, "fits.csv"), runs)
     with open(os.path.join(out, "table.md.tmp"), "w") as fh:
-        fh.write(table(out, quick, runs, rows))
+        fh.write(table(out, quick, {k: r["data"] for k, r in runs.items()}, rows))
     write_figure_csv(os.path.join(out, "figure3.csv"), rows)
+
+
+def retabulate(directory, quick):
+    rows, data = read_summary(os.path.join(directory, "summary.csv"))
+    if not rows:
+        sys.exit(f"reproduce-dkef-real: no row in {os.path.join(directory, 'summary.csv')}")
+    write_figure_csv(os.path.join(directory, "figure3.csv"), rows)
+    return table(directory, quick, data, rows)
 
 
 def main(argv=None):
@@ -201,11 +257,16 @@ def main(argv=None):
     p.add_argument("out", help="the study's output directory")
     p.add_argument("quick", choices=["0", "1"], help="1 for a --quick study")
     p.add_argument("seeds", nargs="*", type=int, help="the seeds whose runs are collected")
+    p = sub.add_parser("retabulate", help="the table (stdout) and figure3.csv from summary.csv")
+    p.add_argument("dir", help="a directory with summary.csv and timings.tsv")
+    p.add_argument("--quick", action="store_true", help="the summary is a --quick study's")
     args = parser.parse_args(argv)
     if args.command == "quick-overrides":
         print("\n".join(quick_overrides(args.config)))
-    else:
+    elif args.command == "collect":
         collect(args.out, args.quick == "1", args.seeds)
+    else:
+        sys.stdout.write(retabulate(args.dir, args.quick))
 
 
 if __name__ == "__main__":

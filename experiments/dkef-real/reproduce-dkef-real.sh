@@ -17,7 +17,8 @@
 #
 # Runs seed by seed (every data set for seed 0, then seed 1, ...), so that a run stopped early leaves
 # whole seeds behind. Writes DIR/<dataset>/seed-S/ (one kef run each), DIR/summary.csv (one row per
-# data set, seed and model: every metric), DIR/table.md (mean ± sd over the seeds, n per cell),
+# data set, seed and model: every metric), DIR/fits.csv (the same rows: how each fit ended and how
+# DKEF's and KEF's normaliser was estimated), DIR/table.md (mean ± sd over the seeds, n per cell),
 # DIR/figure3.png (Figure 3's layout: a panel per data set and metric, a bar per model at its mean and
 # a point per seed) and DIR/timings.tsv. Exits non-zero, naming the run, as soon as a run fails.
 set -euo pipefail
@@ -68,7 +69,7 @@ out=$(cd "$out" && pwd)
 logs="$out/logs"
 mkdir -p "$logs"
 # A failed run must not leave an older table or figure looking current.
-rm -f "$out/table.md" "$out/table.md.tmp" "$out/summary.csv" "$out/figure3.png" "$out/figure3.csv"
+rm -f "$out/table.md" "$out/table.md.tmp" "$out/summary.csv" "$out/fits.csv" "$out/figure3.png" "$out/figure3.csv"
 [ "$collect" -eq 1 ] || : > "$out/timings.tsv"
 
 # --quick: --set overrides for every model of a config, read from the config itself (kef's --set
@@ -110,7 +111,7 @@ if [ "$collect" -eq 0 ]; then
   done
 fi
 
-# The summary, the table and the figure's CSV, from the results.json files.
+# The summaries, the table and the figure's CSV, from the results.json files.
 "$python" "$analysis" collect "$out" "$quick" "${seeds[@]}"
 mv "$out/table.md.tmp" "$out/table.md"
 
@@ -119,4 +120,4 @@ ncols=$(tail -n +2 "$out/summary.csv" | cut -d, -f1 | sort -u | wc -l)
 "$kef" barplot "$out/figure3.csv" --out "$out/figure3.png" --columns "$ncols" \
   --title "DKEF Figure 3 on real data (kef): bar = mean over seeds, dots = seeds" \
   || die "kef barplot failed"
-echo "reproduce-dkef-real: wrote $out/table.md, $out/summary.csv, $out/figure3.png"
+echo "reproduce-dkef-real: wrote $out/table.md, $out/summary.csv, $out/fits.csv, $out/figure3.png"

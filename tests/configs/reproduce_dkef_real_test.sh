@@ -4,7 +4,9 @@
 #            per data set (run with seed 5), summary.csv with a row per data set and model, a table with
 #            every model of the configs as a row of each data set's section and a number in every
 #            metric cell (DKEF's own relative-FSSD p-value excepted), the figure's CSV with the 12
-#            panels (3 data sets x 4 metrics) and a PNG; then --collect must rebuild them without running.
+#            panels (3 data sets x 4 metrics) and a PNG, fits.csv with a row per data set and model;
+#            analysis.py retabulate must rebuild the table and the figure's CSV from summary.csv alone;
+#            then --collect must rebuild them without running.
 #   failure: with a kef that fails, the script must stop with a non-zero status, name the failing run
 #            (the first, redwine/seed-0) and not write a table.
 set -uo pipefail
@@ -41,6 +43,19 @@ quick)
   panels=$(tail -n +2 "$out/figure3.csv" | cut -d, -f1 | sort -u | wc -l)
   [ "$panels" -eq 12 ] || fail "expected 12 panels in $out/figure3.csv, found $panels"
   [ "$(head -c 8 "$out/figure3.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "$out/figure3.png is not a PNG"
+  fits="$out/fits.csv"
+  [ "$(($(wc -l < "$fits") - 1))" -eq 30 ] || fail "expected 30 rows (3 data sets x 10 models) in $fits"
+  # DKEF's and KEF's rows carry the normaliser's AIS check; a flow's row its best epoch.
+  [ "$(awk -F, '($3 == "DKEF" || $3 == "KEF") && $12 != "" && $13 != ""' "$fits" | wc -l)" -eq 6 ] ||
+    fail "DKEF's and KEF's rows in $fits lack the AIS check"
+  [ "$(awk -F, '$3 == "MAF" && $7 != ""' "$fits" | wc -l)" -eq 3 ] || fail "MAF's rows in $fits lack the best epoch"
+  # The kept results (summary.csv and timings.tsv without the runs) rebuild the same table and figure CSV.
+  mkdir -p "$out/kept"
+  cp "$summary" "$out/timings.tsv" "$out/kept/"
+  /usr/bin/python3 "$repo/experiments/dkef-real/analysis.py" retabulate "$out/kept" --quick > "$out/kept/table.md" ||
+    fail "analysis.py retabulate exited with $?"
+  cmp -s "$out/kept/table.md" "$table" || fail "retabulate from summary.csv wrote a different table: $out/kept/table.md"
+  cmp -s "$out/kept/figure3.csv" "$out/figure3.csv" || fail "retabulate from summary.csv wrote a different figure3.csv"
   cp "$table" "$out/table-first.md"
   bash "$script" --quick --collect --seeds 5 --out "$out" "$kef" || fail "--collect exited with $?"
   diff -q "$table" "$out/table-first.md" > /dev/null || fail "--collect wrote a different table"
