@@ -62,12 +62,35 @@ Vector median_input_bandwidths(const Matrix& X, const KeySites& sites) {
 // (A median heuristic on y fails on tied targets: crabs' binary y has median pairwise distance 0.)
 double reference_target_bandwidth(const Matrix& Y, const KeySites& sites) {
   double var = 0.0;
-  for (Index d = 0; d < Y.cols(); ++d) var += std::pow(column_sd(Y, d), 2);
-  const double sd = std::sqrt(var / static_cast<double>(Y.cols()));
+  Vector column(Y.cols());
+  for (Index d = 0; d < Y.cols(); ++d) {
+    column[d] = column_sd(Y, d);
+    var += std::pow(column[d], 2);
+  }
+  double sd = std::sqrt(var / static_cast<double>(Y.cols()));
+  // Targets narrower than about 1e-154 have squared sds below the smallest normal double: the root
+  // mean square is then taken relative to the largest sd, so that such targets are not called constant.
+  const double widest = column.maxCoeff();
+  if (var < std::numeric_limits<double>::min() && widest > 0 && std::isfinite(widest))
+    sd = widest * std::sqrt((column / widest).squaredNorm() / static_cast<double>(Y.cols()));
   if (!(sd > 0) || !std::isfinite(sd))
     sites.fail("sigma_y",
                "the targets are constant on the training split (sd " + number_text(sd) + "); give `sigma_y`");
   return sd / std::sqrt(2.0);
+}
+
+// The system and the model's Laplacian carry s² = 1/σ_y⁴ (docs/math.md §17.4): for targets on a scale
+// below about 1e-77 it overflows, and the fit could only produce non-finite numbers. Refused up front,
+// for the smallest bandwidth the search would try, naming the scale and the remedy.
+void check_target_bandwidth_range(double sigma_y_base, const KcefKeys& opt, const KeySites& sites) {
+  double smallest = sigma_y_base;
+  if (!opt.sigma_y)
+    for (double g : opt.scale_grid) smallest = std::min(smallest, sigma_y_base * g);
+  const double s = 1.0 / (smallest * smallest);
+  if (!std::isfinite(s * s))
+    sites.fail("sigma_y", "a target bandwidth of " + number_text(smallest) +
+                              " puts 1/σ_y⁴ beyond double precision, so the model's derivatives would "
+                              "overflow; rescale the targets ([data] standardize = true)");
 }
 
 }  // namespace
@@ -373,6 +396,7 @@ ModelPtr KcefEstimator::fit(const FitInput& in) {
                                              : Vector(Eigen::Map<const Vector>(opt_.sigma_x->data(), dx)))
                                       : median_input_bandwidths(X, sites_);
   const double sy_base = opt_.sigma_y ? *opt_.sigma_y : reference_target_bandwidth(Y, sites_);
+  check_target_bandwidth_range(sy_base, opt_, sites_);
   const SearchResult chosen = cross_validate(X, Y, sx_base, sy_base, opt_, in);
   const Vector sigma_x = chosen.sigma_x;
   const double sigma_y = chosen.sigma_y, lambda = chosen.lambda;

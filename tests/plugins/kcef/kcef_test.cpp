@@ -352,6 +352,31 @@ TEST(Kcef, AnInputColumnNear1eMinus200IsNotConstant) {
   for (Index i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-8 * (1.0 + std::abs(a[i]))) << "row " << i;
 }
 
+// A target column near 1e-200 is not called constant either: its bandwidth is on its scale, and since
+// the model's derivatives carry 1/σ_y⁴, which no double holds at that scale, the fit is refused before
+// any work, naming `sigma_y`, the bandwidth and the remedy. Narrow targets whose 1/σ_y⁴ is finite
+// (1e-60) still fit, to finite values.
+TEST(Kcef, ATargetColumnNear1eMinus200IsRefusedByItsScaleNotCalledConstant) {
+  const std::string keys = "folds = 3\nscale_grid = [1.0]\nlambda = 1e-3";
+  Matrix tiny = sine_rows(80, 8);
+  tiny.col(1) *= 1e-200;
+  const std::string msg = test::message_of<ConfigError>([&] { fitted_model(tiny, keys); });
+  EXPECT_NE(msg.find("sigma_y"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rescale the targets"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("constant"), std::string::npos) << msg;
+  // The bandwidth named is the targets' own scale (sd/√2 of values of order 1e-200).
+  EXPECT_NE(msg.find("e-20"), std::string::npos) << msg;
+  Matrix narrow = sine_rows(80, 8);
+  narrow.col(1) *= 1e-60;
+  FitReport report;
+  const KcefModel m = fitted_model(narrow, keys, &report);
+  EXPECT_GT(report.values.at("sigma_y"), 1e-62);
+  EXPECT_LT(report.values.at("sigma_y"), 1e-59);
+  Matrix T = sine_rows(30, 9);
+  T.col(1) *= 1e-60;
+  EXPECT_TRUE(m.log_unnormalized(T.leftCols(1), T.rightCols(1)).allFinite());
+}
+
 TEST(Kcef, SavedAndReloadedBitwise) {
   const KcefModel m = fitted_model(sine_rows(80, 8), "sigma_x = [0.6]\nsigma_y = 0.4\nlambda = 1e-3");
   const std::filesystem::path dir = test::temp_dir("kcef-save");
