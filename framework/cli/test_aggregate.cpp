@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "aggregated_test_report.hpp"
 #include "cli_support.hpp"
+#include "kef/aggregated_test_report.hpp"
 #include "kef/kernel_tests.hpp"
 #include "test_subcommands.hpp"
 

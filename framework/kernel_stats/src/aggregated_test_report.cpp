@@ -1,4 +1,4 @@
-#include "aggregated_test_report.hpp"
+#include "kef/aggregated_test_report.hpp"
 
 #include <cmath>
 #include <nlohmann/json.hpp>
