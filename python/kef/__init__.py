@@ -11,6 +11,8 @@ The same pipelines, components and key declarations as the ``kef`` command (see 
     kef.run("pipeline.toml", set={"seed": 3})  # results.json as a dict
 
     kef.two_sample_test(X, Y, seed=1)        # MMD, as `kef test two-sample`; independence_test, witness
+    kef.mmdagg(X, Y, seed=1)                 # MMDAgg, as `kef test two-sample --aggregate`; hsicagg
+    kef.ksdagg(model, X_test, seed=3)        # KSDAgg of a model from its score
 
 Arrays are float64 NumPy arrays of shape (rows, columns), C or Fortran order, finite; anything else
 raises TypeError (dtype) or kef.DataError naming the argument. kef's errors are raised as kef.Error's
@@ -27,8 +29,8 @@ import sys
 
 from . import _kef
 from ._kef import (ConfigError, DataError, Error, Model, ModelFileError,
-                   NumericalError, OutOfMemoryError, PluginError, causal_discovery, independence_test,
-                   two_sample_test, witness)
+                   NumericalError, OutOfMemoryError, PluginError, causal_discovery, hsicagg,
+                   independence_test, ksdagg, mmdagg, two_sample_test, witness)
 
 __version__ = _kef.__version__
 # Shown as kef.ConfigError, kef.Model, ... (where users import them from), not kef._kef.
@@ -36,7 +38,7 @@ for _cls in (Error, ConfigError, DataError, PluginError, ModelFileError, Numeric
              OutOfMemoryError, Model):
     _cls.__module__ = __name__
 del _cls
-for _fn in (two_sample_test, independence_test, witness, causal_discovery):
+for _fn in (two_sample_test, independence_test, witness, causal_discovery, mmdagg, hsicagg, ksdagg):
     try:
         _fn.__module__ = __name__
     except (AttributeError, TypeError):  # builtin functions may refuse it; help() still shows them
@@ -46,7 +48,8 @@ __all__ = [
     "fit", "run", "validate", "load", "evaluate", "fssd", "ksd", "log_likelihood",
     "score_matching_loss", "mmd_two_sample", "mmd", "conditional_log_likelihood",
     "conditional_score_matching_loss",
-    "two_sample_test", "independence_test", "witness", "causal_discovery", "Model", "Error", "ConfigError", "DataError",
+    "two_sample_test", "independence_test", "witness", "causal_discovery", "mmdagg", "hsicagg",
+    "ksdagg", "Model", "Error", "ConfigError", "DataError",
     "PluginError", "ModelFileError", "NumericalError", "OutOfMemoryError", "quiet",
 ]
 

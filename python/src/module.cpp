@@ -25,10 +25,12 @@
 #include <string>
 #include <vector>
 
+#include "kef/aggregated_test_report.hpp"
 #include "kef/conditional_sampling.hpp"
 #include "kef/fit_defaults.hpp"
 #include "kef/bandwidth_rule.hpp"
 #include "kef/kernel_tests.hpp"
+#include "kef/linalg.hpp"
 #include "kef/output_dir.hpp"
 #include "kef/context.hpp"
 #include "kef/model_rows.hpp"
@@ -814,6 +816,95 @@ py::object causal_discovery(const py::handle& data, const py::object& columns, d
   return json_dict(text);
 }
 
+// The aggregated tests (kef/aggregated_test_report.hpp): the command's computation and JSON report.
+// The options shared by mmdagg, hsicagg and ksdagg, counts checked as the command checks its flags;
+// everything else by the library's own checks, which name the keywords (flag_names off).
+kef::AggregateRequest aggregate_request(double alpha, const py::handle& bootstrap_draws,
+                                        const py::handle& level_draws, const py::handle& bisection_steps,
+                                        const py::handle& seed, const py::handle& threads) {
+  kef::AggregateRequest r;
+  kef::AggregateOptions& o = r.options;
+  o.alpha = alpha;
+  o.bootstrap_draws = checked_count(bootstrap_draws, "bootstrap_draws", 1, 100000000);
+  o.level_draws = checked_count(level_draws, "level_draws", 1, 100000000);
+  o.bisection_steps = checked_count(bisection_steps, "bisection_steps", 1, 1000);
+  r.seed = checked_seed(seed);
+  r.threads = checked_threads(threads);
+  r.threads_key = "threads";
+  return r;
+}
+
+py::object mmdagg(const py::handle& X, const py::handle& Y, const std::string& kernels,
+                  const py::handle& number_bandwidths, const std::string& weights, const std::string& approximation,
+                  double alpha, const py::handle& bootstrap_draws, const py::handle& level_draws,
+                  const py::handle& bisection_steps, const py::handle& seed, const py::handle& threads) {
+  kef::AggregateRequest r = aggregate_request(alpha, bootstrap_draws, level_draws, bisection_steps, seed, threads);
+  kef::AggregateOptions& o = r.options;
+  o.bandwidths = checked_count(number_bandwidths, "number_bandwidths", 1, 1000);
+  o.kernels = kernels;
+  o.weights = weights;
+  if (approximation != "auto" && approximation != "permutations")
+    throw kef::ConfigError("approximation: expected \"auto\" (the wild bootstrap for samples of equal size, else "
+                           "permutations) or \"permutations\", got \"" + approximation + "\"");
+  o.permutations = approximation == "permutations";
+  kef::check_aggregate_options(o, kef::AggregateKind::Mmd);
+  const kef::Matrix x = to_matrix(X, "X"), y = to_matrix(Y, "Y");
+  std::string text;
+  {
+    py::gil_scoped_release release;
+    text = kef::aggregated_two_sample_json({&x, "X", ""}, {&y, "Y", ""}, r);
+  }
+  return json_dict(text);
+}
+
+py::object hsicagg(const py::handle& X, const py::handle& Y, double alpha, const py::handle& bootstrap_draws,
+                   const py::handle& level_draws, const py::handle& bisection_steps, double hsic_power,
+                   const py::handle& hsic_lower, const py::handle& hsic_upper, const py::handle& seed,
+                   const py::handle& threads) {
+  kef::AggregateRequest r = aggregate_request(alpha, bootstrap_draws, level_draws, bisection_steps, seed, threads);
+  kef::AggregateOptions& o = r.options;
+  o.hsic_power = hsic_power;
+  o.hsic_lower = static_cast<int>(checked_count(hsic_lower, "hsic_lower", -1000, 1000));
+  o.hsic_upper = static_cast<int>(checked_count(hsic_upper, "hsic_upper", -1000, 1000));
+  kef::check_aggregate_options(o, kef::AggregateKind::Hsic);
+  const kef::Matrix x = to_matrix(X, "X"), y = to_matrix(Y, "Y");
+  std::string text;
+  {
+    py::gil_scoped_release release;
+    text = kef::aggregated_independence_json({&x, "X", ""}, {&y, "Y", ""}, r);
+  }
+  return json_dict(text);
+}
+
+// KSDAgg of the rows of X against the model's score at them, both in data units (Model.score).
+py::object ksdagg(const py::handle& model, const py::handle& X, const py::handle& number_bandwidths,
+                  const std::string& weights, double alpha, const py::handle& bootstrap_draws,
+                  const py::handle& level_draws, const py::handle& bisection_steps, const py::handle& seed,
+                  const py::handle& threads) {
+  if (!py::isinstance<PyModel>(model))
+    throw py::type_error("model: expected a kef.Model, got " + type_name(model));
+  const PyModel& m = model.cast<const PyModel&>();
+  kef::AggregateRequest r = aggregate_request(alpha, bootstrap_draws, level_draws, bisection_steps, seed, threads);
+  kef::AggregateOptions& o = r.options;
+  o.bandwidths = checked_count(number_bandwidths, "number_bandwidths", 1, 1000);
+  o.weights = weights;
+  kef::check_aggregate_options(o, kef::AggregateKind::Ksd);
+  if (m.saved.model->conditional() != nullptr || m.saved.transform.roles.conditional())
+    throw kef::ConfigError("model: " + m.what + " is a conditional density p(y | x) (columns: " +
+                           kef::conditional_columns_text(m.saved, m.saved.model->conditional()) +
+                           "); KSDAgg tests a density of whole rows");
+  kef::require_facets(*m.saved.model, kef::Facet::Score, "kef.ksdagg", m.name);
+  const kef::Matrix x = to_matrix(X, "X", m.dim(), m.what);
+  std::string text;
+  {
+    py::gil_scoped_release release;
+    const kef::Matrix scores = m.rows.score(x);
+    kef::check_finite(scores, "kef.ksdagg: the score of " + m.what + " at the rows of X");
+    text = kef::aggregated_goodness_of_fit_json({&x, "X", ""}, scores, m.name, r);
+  }
+  return json_dict(text);
+}
+
 // kef's exception classes, one Python class each, under kef._kef.Error; kef/__init__.py re-exports
 // them. Registered base first: pybind11 tries the most recently registered translator first. A bad
 // key or value (ConfigError) and bad data (DataError) are also ValueErrors, Python's convention for
@@ -1172,6 +1263,186 @@ Examples
 )doc");
 }
 
+// flat table: the aggregated tests' signatures and numpydoc docstrings.
+void bind_aggregated_tests(py::module_& m) {
+  m.def("mmdagg", &mmdagg, py::arg("X"), py::arg("Y"), py::kw_only(), py::arg("kernels") = "laplace_gaussian",
+        py::arg("number_bandwidths") = 10, py::arg("weights") = "uniform", py::arg("approximation") = "auto",
+        py::arg("alpha") = 0.05, py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000,
+        py::arg("bisection_steps") = 50, py::arg("seed") = 0, py::arg("threads") = 0,
+        R"doc(MMDAgg: the aggregated kernel two-sample test, with no bandwidth to choose.
+
+One MMD test per kernel and bandwidth of a collection, the level corrected for the multiple testing
+(Schrab, Kim, Guedj and Gretton), so the combined test keeps level alpha. The computation of
+``kef test two-sample X Y --aggregate --json``: bitwise the same report for the same options and seed.
+
+Parameters
+----------
+X, Y : numpy.ndarray of float64, shapes (n, d) and (m, d)
+    At least 2 rows each, the same columns.
+kernels : str, default "laplace_gaussian"
+    The kernel collection: ``"gaussian"``, ``"laplace"``, ``"imq"``, ``"matern_P.5_l1"`` or
+    ``"matern_P.5_l2"`` (P = 0..4), or a group: ``"laplace_gaussian"``, ``"all_matern_l1"``,
+    ``"all_matern_l2"``, ``"all_matern_l1_l2"``, ``"all"``.
+number_bandwidths : int, default 10
+    Bandwidths per kernel (at least 2), geometric between half the smallest and twice the largest
+    inter-sample distance.
+weights : str, default "uniform"
+    The level's share per bandwidth: ``"uniform"``, ``"decreasing"``, ``"increasing"`` or
+    ``"centred"``.
+approximation : str, default "auto"
+    ``"auto"``: the wild bootstrap for samples of equal size, else permutations; or
+    ``"permutations"``.
+alpha : float, default 0.05
+    The level, in (0, 1).
+bootstrap_draws : int, default 2000
+    B1, the simulated statistics that give each single test's p-value and quantile. The smallest
+    p-value, 1/(B1 + 1), must be at most alpha times the smallest weight.
+level_draws : int, default 2000
+    B2, the simulated statistics of the level correction.
+bisection_steps : int, default 50
+    B3, the bisection steps of the level correction.
+seed : int, default 0
+threads : int, default 0
+    Worker threads (0: all cores); the result does not depend on it.
+
+Returns
+-------
+dict
+    The report of ``kef test two-sample --aggregate --json``: ``test``, the samples' shapes, ``seed`` and
+    ``aggregate``: the decision ``reject``, the level correction ``level_correction`` (u), the
+    settings, and ``single_tests``, one dict per kernel and bandwidth with ``kernel``, ``bandwidth``,
+    ``weight``, ``statistic``, ``quantile``, ``p_value``, ``threshold`` (u times the weight) and
+    ``reject`` (``p_value <= threshold``).
+
+Raises
+------
+kef.ConfigError
+    A bad option, named (``alpha``, ``bootstrap_draws``, ``kernels``, ``weights``,
+    ``number_bandwidths``, ``approximation``, ``threads``, ...).
+kef.DataError
+    Samples of different dimensions, fewer than 2 rows, non-finite values.
+
+Examples
+--------
+>>> r = kef.mmdagg(X, Y, seed=1)                                # doctest: +SKIP
+>>> r["aggregate"]["reject"], len(r["aggregate"]["single_tests"])   # doctest: +SKIP
+)doc");
+  m.def("hsicagg", &hsicagg, py::arg("X"), py::arg("Y"), py::kw_only(), py::arg("alpha") = 0.05,
+        py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000, py::arg("bisection_steps") = 50,
+        py::arg("hsic_power") = 2.0, py::arg("hsic_lower") = -2, py::arg("hsic_upper") = 2, py::arg("seed") = 0,
+        py::arg("threads") = 0,
+        R"doc(HSICAgg: the aggregated kernel independence test, with no bandwidth to choose.
+
+Are the paired rows x_i of X and y_i of Y independent? One HSIC test per pair of Gaussian bandwidths on
+X and on Y, the level corrected for the multiple testing. The computation of
+``kef test independence X Y --aggregate --json``: bitwise the same report for the same options and
+seed.
+
+Parameters
+----------
+X, Y : numpy.ndarray of float64, shapes (n, p) and (n, q)
+    Paired rows, at least 4.
+alpha : float, default 0.05
+    The level, in (0, 1).
+bootstrap_draws : int, default 2000
+    B1, the simulated statistics that give each single test's p-value and quantile. The smallest
+    p-value, 1/(B1 + 1), must be at most alpha times the smallest weight.
+level_draws : int, default 2000
+    B2, the simulated statistics of the level correction.
+bisection_steps : int, default 50
+    B3, the bisection steps of the level correction.
+seed : int, default 0
+threads : int, default 0
+    Worker threads (0: all cores); the result does not depend on it.
+hsic_power : float, default 2.0
+    Each sample's bandwidths are ``hsic_power ** i`` times its median distance, for i from
+    hsic_lower to hsic_upper; above 1.
+hsic_lower, hsic_upper : int, default -2 and 2
+    The range of i (hsic_upper > hsic_lower).
+
+Returns
+-------
+dict
+    The report of ``kef test independence --aggregate --json``: ``test``, the samples' shapes, ``seed`` and
+    ``aggregate``: the decision ``reject``, the level correction ``level_correction`` (u), the
+    settings, and ``single_tests``, one dict per pair of bandwidths with ``kernel``, ``bandwidth`` (X's),
+    ``bandwidth_y``, ``weight``, ``statistic``, ``quantile``, ``p_value``, ``threshold`` (u times the weight) and
+    ``reject`` (``p_value <= threshold``).
+
+Raises
+------
+kef.ConfigError
+    A bad option, named (``alpha``, ``bootstrap_draws``, ``hsic_power``, ``hsic_lower``, ...).
+kef.DataError
+    Unpaired rows, fewer than 4 rows, non-finite values.
+
+Examples
+--------
+>>> kef.hsicagg(X, Z, seed=0)["aggregate"]["reject"]        # doctest: +SKIP
+)doc");
+  m.def("ksdagg", &ksdagg, py::arg("model"), py::arg("X"), py::kw_only(), py::arg("number_bandwidths") = 10,
+        py::arg("weights") = "uniform", py::arg("alpha") = 0.05, py::arg("bootstrap_draws") = 2000,
+        py::arg("level_draws") = 2000, py::arg("bisection_steps") = 50, py::arg("seed") = 0,
+        py::arg("threads") = 0,
+        R"doc(KSDAgg: the aggregated kernel Stein discrepancy test of a model against samples.
+
+Do the rows of X come from the model's density? The model's score at the rows (:meth:`kef.Model.score`,
+in data units) and IMQ kernels at a collection of bandwidths, the level corrected for the multiple
+testing (Schrab, Guedj and Gretton), so no normalising constant and no bandwidth are needed. The same
+test as the evaluator ``ksdagg`` (``kef.evaluate(model, X, "ksdagg")``, which works in the model's
+coordinates and reports only the decision) with every single test reported; its draws come from the
+seed's stream ``goodness-of-fit.aggregate``, so for a given seed the two need not decide alike draw
+for draw.
+
+Parameters
+----------
+model : kef.Model
+    An unconditional model with a score.
+X : numpy.ndarray of float64, shape (n, model.dim)
+    At least 2 rows.
+number_bandwidths : int, default 10
+    IMQ bandwidths (at least 2), geometric from 1/d to max(2, the largest distance)/d.
+weights : str, default "uniform"
+    ``"uniform"``, ``"decreasing"``, ``"increasing"`` or ``"centred"``.
+alpha : float, default 0.05
+    The level, in (0, 1).
+bootstrap_draws : int, default 2000
+    B1, the simulated statistics that give each single test's p-value and quantile. The smallest
+    p-value, 1/(B1 + 1), must be at most alpha times the smallest weight.
+level_draws : int, default 2000
+    B2, the simulated statistics of the level correction.
+bisection_steps : int, default 50
+    B3, the bisection steps of the level correction.
+seed : int, default 0
+threads : int, default 0
+    Worker threads (0: all cores); the result does not depend on it.
+
+Returns
+-------
+dict
+    ``test`` (``"goodness-of-fit"``), ``x`` (the shape of X), ``seed``, ``model`` (its name) and
+    ``aggregate``: the decision ``reject``, the level correction ``level_correction`` (u), the
+    settings, and ``single_tests``, one dict per kernel and bandwidth with ``kernel``, ``bandwidth``,
+    ``weight``, ``statistic``, ``quantile``, ``p_value``, ``threshold`` (u times the weight) and
+    ``reject`` (``p_value <= threshold``).
+
+Raises
+------
+TypeError
+    model is not a kef.Model.
+kef.ConfigError
+    A bad option, named; a conditional model, or one without a score.
+kef.DataError
+    Wrong column count, fewer than 2 rows, non-finite values.
+kef.NumericalError
+    The model's score is not finite at a row of X.
+
+Examples
+--------
+>>> kef.ksdagg(model, X_test, seed=3)["aggregate"]["reject"]   # doctest: +SKIP
+)doc");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_kef, m) {
@@ -1200,4 +1471,5 @@ PYBIND11_MODULE(_kef, m) {
   m.def("_fit_defaults", &fit_defaults, "kef/fit_defaults.hpp: [(table, key, value)] for an estimator");
 
   bind_kernel_tests(m);
+  bind_aggregated_tests(m);
 }
