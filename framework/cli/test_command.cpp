@@ -74,6 +74,23 @@ kef::Matrix read_test_sample(const std::string& argument, const std::string& fil
   return M;
 }
 
+std::optional<nlohmann::ordered_json> run_pair_test(kef::Registry& registry, const KernelTestFlags& f,
+                                                    int threads, bool two_sample, PairTestJson test,
+                                                    kef::Matrix* X, kef::Matrix* Y) {
+  const kef::KernelTestOptions o = kernel_test_options(f, threads);
+  kef::check_kernel_test_options(o, two_sample);  // arguments first, before any file is read
+  *X = read_test_sample("X", f.x_file);
+  *Y = read_test_sample("Y", f.y_file);
+  load_default_plugins(registry, f.plugin_paths);
+  const kef::TestSample x{X, "X (" + f.x_file + ")", f.x_file}, y{Y, "Y (" + f.y_file + ")", f.y_file};
+  const std::string report = test(registry, x, y, o);
+  if (f.json) {
+    std::cout << report << "\n";
+    return std::nullopt;
+  }
+  return nlohmann::ordered_json::parse(report);
+}
+
 void print_permutation_test(const nlohmann::ordered_json& j, long long permutations) {
   for (const auto& item : j["statistic"].items())
     std::cout << "  " << item.key() << " = " << number_text_of(item.value()) << "\n";

@@ -3,6 +3,7 @@
 // the kef command.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "kef/kernel_tests.hpp"
@@ -37,6 +38,14 @@ kef::KernelTestOptions kernel_test_options(const KernelTestFlags& f, int threads
 // A sample file (`argument`: "X" or "Y"), refused when empty or not finite with a DataError naming
 // the argument, the file, and the row and column.
 kef::Matrix read_test_sample(const std::string& argument, const std::string& file);
+// The part two-sample and independence share: checks the options (before any file is read), reads X
+// and Y into *X and *Y, loads the plugins and runs `test`. With --json it prints the report and returns
+// nothing; otherwise it returns the parsed report for the subcommand's text.
+using PairTestJson = std::string (*)(kef::Registry&, const kef::TestSample&, const kef::TestSample&,
+                                     const kef::KernelTestOptions&);
+std::optional<nlohmann::ordered_json> run_pair_test(kef::Registry& registry, const KernelTestFlags& f,
+                                                    int threads, bool two_sample, PairTestJson test,
+                                                    kef::Matrix* X, kef::Matrix* Y);
 // The lines of a permutation test's text report after its head: each statistic and both p-values.
 void print_permutation_test(const nlohmann::ordered_json& report, long long permutations);
 // A number of the text report as printed (6 significant digits), or why there is none.

@@ -25,17 +25,10 @@ CLI::App* add_two_sample_command(CLI::App& test, KernelTestFlags& f, int& thread
 }
 
 int cmd_two_sample(kef::Registry& registry, const KernelTestFlags& f, int threads) {
-  const kef::KernelTestOptions o = kernel_test_options(f, threads);
-  kef::check_kernel_test_options(o, true);  // arguments first, before any file is read
-  const kef::Matrix X = read_test_sample("X", f.x_file), Y = read_test_sample("Y", f.y_file);
-  load_default_plugins(registry, f.plugin_paths);
-  const kef::TestSample x{&X, "X (" + f.x_file + ")", f.x_file}, y{&Y, "Y (" + f.y_file + ")", f.y_file};
-  const std::string report = kef::two_sample_test_json(registry, x, y, o);
-  if (f.json) {
-    std::cout << report << "\n";
-    return 0;
-  }
-  const auto j = nlohmann::ordered_json::parse(report);
+  kef::Matrix X, Y;
+  const auto report = run_pair_test(registry, f, threads, true, kef::two_sample_test_json, &X, &Y);
+  if (!report) return 0;  // --json: printed
+  const nlohmann::ordered_json& j = *report;
   std::cout << "two-sample test (MMD): " << X.rows() << " x " << X.cols() << " (" << f.x_file << ") vs "
             << Y.rows() << " x " << Y.cols() << " (" << f.y_file << ")\n";
   print_permutation_test(j, f.permutations);
