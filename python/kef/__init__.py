@@ -13,6 +13,7 @@ The same pipelines, components and key declarations as the ``kef`` command (see 
     kef.two_sample_test(X, Y, seed=1)        # MMD, as `kef test two-sample`; independence_test, witness
     kef.mmdagg(X, Y, seed=1)                 # MMDAgg, as `kef test two-sample --aggregate`; hsicagg
     kef.ksdagg(model, X_test, seed=3)        # KSDAgg of a model from its score
+    kef.ksdagg_scores(X, S, seed=3)          # KSDAgg from score values S at the rows of X
 
 Arrays are float64 NumPy arrays of shape (rows, columns), C or Fortran order, finite; anything else
 raises TypeError (dtype) or kef.DataError naming the argument. kef's errors are raised as kef.Error's
@@ -30,7 +31,7 @@ import sys
 from . import _kef
 from ._kef import (ConfigError, DataError, Error, Model, ModelFileError,
                    NumericalError, OutOfMemoryError, PluginError, causal_discovery, hsicagg,
-                   independence_test, ksdagg, mmdagg, two_sample_test, witness)
+                   independence_test, ksdagg, ksdagg_scores, mmdagg, two_sample_test, witness)
 
 __version__ = _kef.__version__
 # Shown as kef.ConfigError, kef.Model, ... (where users import them from), not kef._kef.
@@ -38,7 +39,8 @@ for _cls in (Error, ConfigError, DataError, PluginError, ModelFileError, Numeric
              OutOfMemoryError, Model):
     _cls.__module__ = __name__
 del _cls
-for _fn in (two_sample_test, independence_test, witness, causal_discovery, mmdagg, hsicagg, ksdagg):
+for _fn in (two_sample_test, independence_test, witness, causal_discovery, mmdagg, hsicagg, ksdagg,
+            ksdagg_scores):
     try:
         _fn.__module__ = __name__
     except (AttributeError, TypeError):  # builtin functions may refuse it; help() still shows them
@@ -49,7 +51,7 @@ __all__ = [
     "score_matching_loss", "mmd_two_sample", "mmd", "conditional_log_likelihood",
     "conditional_score_matching_loss",
     "two_sample_test", "independence_test", "witness", "causal_discovery", "mmdagg", "hsicagg",
-    "ksdagg", "Model", "Error", "ConfigError", "DataError",
+    "ksdagg", "ksdagg_scores", "Model", "Error", "ConfigError", "DataError",
     "PluginError", "ModelFileError", "NumericalError", "OutOfMemoryError", "quiet",
 ]
 

@@ -905,6 +905,31 @@ py::object ksdagg(const py::handle& model, const py::handle& X, const py::handle
   return json_dict(text);
 }
 
+// KSDAgg of the rows of X against given score values at them (a density kef has no model for, whose
+// score the caller knows): the same library test and report as ksdagg, with "model" empty.
+py::object ksdagg_scores(const py::handle& X, const py::handle& scores, const py::handle& number_bandwidths,
+                         const std::string& weights, double alpha, const py::handle& bootstrap_draws,
+                         const py::handle& level_draws, const py::handle& bisection_steps,
+                         const py::handle& seed, const py::handle& threads) {
+  kef::AggregateRequest r = aggregate_request(alpha, bootstrap_draws, level_draws, bisection_steps, seed, threads);
+  kef::AggregateOptions& o = r.options;
+  o.bandwidths = checked_count(number_bandwidths, "number_bandwidths", 1, 1000);
+  o.weights = weights;
+  kef::check_aggregate_options(o, kef::AggregateKind::Ksd);
+  const kef::Matrix x = to_matrix(X, "X");
+  const kef::Matrix s = to_matrix(scores, "scores");  // finite, as every array argument
+  if (s.rows() != x.rows() || s.cols() != x.cols())
+    throw kef::DataError("scores: " + std::to_string(s.rows()) + " x " + std::to_string(s.cols()) +
+                         ", expected X's shape " + std::to_string(x.rows()) + " x " + std::to_string(x.cols()) +
+                         " (the score at each row of X)");
+  std::string text;
+  {
+    py::gil_scoped_release release;
+    text = kef::aggregated_goodness_of_fit_json({&x, "X", ""}, s, "", r);
+  }
+  return json_dict(text);
+}
+
 // kef's exception classes, one Python class each, under kef._kef.Error; kef/__init__.py re-exports
 // them. Registered base first: pybind11 tries the most recently registered translator first. A bad
 // key or value (ConfigError) and bad data (DataError) are also ValueErrors, Python's convention for
@@ -1440,6 +1465,43 @@ kef.NumericalError
 Examples
 --------
 >>> kef.ksdagg(model, X_test, seed=3)["aggregate"]["reject"]   # doctest: +SKIP
+)doc");
+  m.def("ksdagg_scores", &ksdagg_scores, py::arg("X"), py::arg("scores"), py::kw_only(),
+        py::arg("number_bandwidths") = 10, py::arg("weights") = "uniform", py::arg("alpha") = 0.05,
+        py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000, py::arg("bisection_steps") = 50,
+        py::arg("seed") = 0, py::arg("threads") = 0,
+        R"doc(KSDAgg from score values: the test of :func:`kef.ksdagg` for a density given by its score.
+
+Do the rows of X come from the density p whose score ∇ log p at them is ``scores``? For a density
+kef has no model of (a restricted Boltzmann machine, a closed-form target), the caller computes the
+score at the rows and passes it; the test, its options and its report are those of
+:func:`kef.ksdagg`.
+
+Parameters
+----------
+X : numpy.ndarray of float64, shape (n, d)
+    At least 2 rows.
+scores : numpy.ndarray of float64, shape (n, d)
+    ∇ log p at each row of X, finite.
+number_bandwidths, weights, alpha, bootstrap_draws, level_draws, bisection_steps, seed, threads
+    As for :func:`kef.ksdagg`.
+
+Returns
+-------
+dict
+    The report of :func:`kef.ksdagg`, with ``model`` the empty string.
+
+Raises
+------
+kef.ConfigError
+    A bad option, named.
+kef.DataError
+    scores not of X's shape, fewer than 2 rows, non-finite values.
+
+Examples
+--------
+>>> X = np.random.default_rng(0).normal(size=(200, 2))
+>>> kef.ksdagg_scores(X, -X, seed=1)["aggregate"]["reject"]   # X against N(0, I)   # doctest: +SKIP
 )doc");
 }
 

@@ -220,7 +220,40 @@ def test_ksdagg_bad_input(model, data):
 
 
 def test_docstrings_are_bound():
-    for function in (kef.mmdagg, kef.hsicagg, kef.ksdagg):
+    for function in (kef.mmdagg, kef.hsicagg, kef.ksdagg, kef.ksdagg_scores):
         doc = function.__doc__ or ""
         assert "Parameters" in doc and "Returns" in doc and "Examples" in doc, function
         assert function.__name__ in kef.__all__
+
+
+def test_ksdagg_scores_is_ksdagg_on_the_models_score(model, data):
+    """Score values given directly run the same test as the model's own: the same report, draw for draw,
+    but for the model's name."""
+    _, X_test = data
+    options = {"number_bandwidths": 4, "seed": 4, **DRAWS}
+    want = kef.ksdagg(model, X_test, **options)
+    got = kef.ksdagg_scores(X_test, model.score(X_test), **options)
+    assert got["model"] == ""
+    got["model"] = want["model"]
+    assert got == want
+    # Other scores, another test: the score of N(0, I) instead of the model's.
+    other = kef.ksdagg_scores(X_test, -X_test, **options)
+    assert [t["statistic"] for t in other["aggregate"]["single_tests"]] != \
+        [t["statistic"] for t in want["aggregate"]["single_tests"]]
+
+
+def test_ksdagg_scores_bad_input(data):
+    _, X_test = data
+    S = -X_test
+    with pytest.raises(kef.DataError, match=r"scores: 10 x 2, expected X's shape"):
+        kef.ksdagg_scores(X_test, S[:10].copy())
+    with pytest.raises(kef.DataError, match=r"scores: .* x 1, expected X's shape"):
+        kef.ksdagg_scores(X_test, S[:, :1].copy())
+    bad = S.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(kef.DataError, match="scores"):
+        kef.ksdagg_scores(X_test, bad)
+    with pytest.raises(kef.ConfigError, match="bootstrap_draws"):
+        kef.ksdagg_scores(X_test, S, bootstrap_draws=100)
+    with pytest.raises(TypeError, match="scores"):
+        kef.ksdagg_scores(X_test, S.astype(np.float32))
