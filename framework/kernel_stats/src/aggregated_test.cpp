@@ -295,6 +295,113 @@ Vector quadratic_forms(const Matrix& H, const Matrix& W, const Context& context)
   return out;
 }
 
+TwoValuedDraws two_valued_draws(const Matrix& W, double low, double high) {
+  constexpr Index K = kTwoValuedBlock;
+  TwoValuedDraws out;
+  out.rows = W.rows();
+  out.draws = W.cols();
+  out.low = low;
+  out.high = high;
+  const Index blocks = (W.rows() + K - 1) / K;
+  out.patterns.resize(static_cast<std::size_t>(blocks * W.cols()));
+  for (Index b = 0; b < W.cols(); ++b) {
+    const double* w = W.data() + b * W.rows();
+    for (Index block = 0; block < blocks; ++block) {
+      unsigned p = 0;
+      for (Index l = 0; l < std::min(K, W.rows() - block * K); ++l) {
+        const double v = w[block * K + l];
+        if (v != high && v != low)
+          throw Error("two_valued_draws: entry (" + std::to_string(block * K + l) + ", " + std::to_string(b) +
+                      ") is " + number_text(v) + ", neither " + number_text(low) + " nor " + number_text(high));
+        p |= static_cast<unsigned>(v == high) << l;
+      }
+      out.patterns[static_cast<std::size_t>(block * W.cols() + b)] = static_cast<unsigned char>(p);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+constexpr int kPatterns = 1 << kTwoValuedBlock;
+
+// T[p·kPatterns + q] = f · s_pᵀ H(rows of block a, columns of block c) s_q for every pattern p of block a
+// (la rows) and q of block c (lc columns), s_p(l) = high if bit l of p is set, else low. Built column
+// by column: G = f·H_ac S_c by adding f(high − low)·H_ac[:, l] to the patterns without bit l, then
+// T = S_aᵀ G the same way row by row, one addition per entry.
+void pattern_table(const Matrix& H, Index a, Index c, double low, double high, double f, double* G, double* T) {
+  constexpr Index K = kTwoValuedBlock;
+  const Index n = H.rows();
+  const int la = static_cast<int>(std::min(K, n - a * K)), lc = static_cast<int>(std::min(K, n - c * K));
+  const double* Hb = H.data() + c * K * n + a * K;  // H(a·K + i, c·K + j) = Hb[j·n + i]
+  const int qs = 1 << lc;
+  for (int i = 0; i < la; ++i) {
+    double* g = G + i * kPatterns;
+    double s = 0;
+    for (int j = 0; j < lc; ++j) s += Hb[j * n + i];
+    g[0] = f * low * s;
+    for (int l = 0; l < lc; ++l) {
+      const int h = 1 << l;
+      const double d = f * (high - low) * Hb[l * n + i];
+      for (int q = 0; q < h; ++q) g[q + h] = g[q] + d;
+    }
+  }
+  for (int q = 0; q < qs; ++q) {
+    double s = 0;
+    for (int i = 0; i < la; ++i) s += G[i * kPatterns + q];
+    T[q] = low * s;
+  }
+  for (int l = 0; l < la; ++l) {
+    const int h = 1 << l;
+    const double d = high - low;
+    const double* g = G + l * kPatterns;
+    for (int p = 0; p < h; ++p) {
+      const double* from = T + p * kPatterns;
+      double* to = T + (p + h) * kPatterns;
+      for (int q = 0; q < qs; ++q) to[q] = from[q] + d * g[q];
+    }
+  }
+}
+
+// acc[b] (+)= T at draw b's patterns: pa[b] on both sides (pc null: a diagonal block), else (pa[b], pc[b]).
+void add_pattern_entries(double* __restrict acc, const double* __restrict T, const unsigned char* __restrict pa,
+                         const unsigned char* __restrict pc, Index m, bool first) {
+  if (pc == nullptr) {
+    for (Index b = 0; b < m; ++b) acc[b] = (first ? 0.0 : acc[b]) + T[pa[b] * (kPatterns + 1)];
+    return;
+  }
+  for (Index b = 0; b < m; ++b) acc[b] += T[(static_cast<unsigned>(pa[b]) << kTwoValuedBlock) + pc[b]];
+}
+
+}  // namespace
+
+Vector quadratic_forms(const Matrix& H, const TwoValuedDraws& W, const Context& context) {
+  constexpr Index K = kTwoValuedBlock;
+  if (H.rows() != H.cols() || H.cols() != W.rows)
+    throw Error("quadratic_forms: H is " + std::to_string(H.rows()) + " x " + std::to_string(H.cols()) +
+                ", the draws have " + std::to_string(W.rows) + " rows");
+  const Index n = H.rows(), m = W.draws, blocks = (n + K - 1) / K;
+  // Column a: the sum over c >= a of block pair (a, c)'s contributions, for every draw.
+  Matrix sums(m, blocks);
+  parallel_for(blocks, context.threads(), [&](Index a) {
+    std::vector<double> G(static_cast<std::size_t>(K * kPatterns)),
+        T(static_cast<std::size_t>(kPatterns * kPatterns));
+    double* acc = sums.col(a).data();
+    const unsigned char* pa = W.patterns.data() + a * m;
+    // The diagonal block: its own pattern on both sides.
+    pattern_table(H, a, a, W.low, W.high, 1.0, G.data(), T.data());
+    add_pattern_entries(acc, T.data(), pa, nullptr, m, true);
+    // H symmetric: the blocks above the diagonal count twice.
+    for (Index c = a + 1; c < blocks; ++c) {
+      pattern_table(H, a, c, W.low, W.high, 2.0, G.data(), T.data());
+      add_pattern_entries(acc, T.data(), pa, W.patterns.data() + c * m, m, false);
+    }
+  });
+  Vector out = sums.col(0);
+  for (Index a = 1; a < blocks; ++a) out += sums.col(a);
+  return out;
+}
+
 double labelled_mmd2(double aKa, double aK1, double oneK1, Index n1, Index n2) {
   const double a = static_cast<double>(n1), b = static_cast<double>(n2);
   const double sxy = aK1 - aKa;              // aᵀK0(1 − a)
@@ -321,6 +428,7 @@ AggregatedTest mmd_agg(const Matrix& X, const Matrix& Y, const AggregateOptions&
                                        weight_type, n1 + n2);
   const Index draws = o.bootstrap_draws + o.level_draws;
   const Matrix W = bootstrap ? rademacher_draws(n1, draws, rng) : permutation_draws(n1, n1 + n2, draws, rng);
+  const TwoValuedDraws patterns = bootstrap ? two_valued_draws(W, -1, 1) : two_valued_draws(W, 0, 1);
   Matrix Z;
   if (!bootstrap) {
     Z.resize(n1 + n2, X.cols());
@@ -360,10 +468,10 @@ AggregatedTest mmd_agg(const Matrix& X, const Matrix& Y, const AggregateOptions&
         H -= Kb.transpose();
         agg_zero_diagonal(H);
         const double norm_const = static_cast<double>(n1) * static_cast<double>(n1 - 1);
-        simulated.row(row) = quadratic_forms(H, W, context).transpose() / norm_const;
+        simulated.row(row) = quadratic_forms(H, patterns, context).transpose() / norm_const;
       } else {
         agg_zero_diagonal(H);
-        const Vector q = quadratic_forms(H, W, context);
+        const Vector q = quadratic_forms(H, patterns, context);
         const Vector k1 = H.rowwise().sum();
         const Vector aK1 = W.transpose() * k1;
         const double oneK1 = k1.sum();
@@ -412,7 +520,7 @@ AggregatedTest hsic_agg(const Matrix& X, const Matrix& Y, const AggregateOptions
 
   AggregatedTest out = agg_report_head("hsicagg", "HSIC", "wild bootstrap", o, weight_type, N);
   const Index draws = o.bootstrap_draws + o.level_draws;
-  const Matrix W = rademacher_draws(N, draws, rng);
+  const TwoValuedDraws W = two_valued_draws(rademacher_draws(N, draws, rng), -1, 1);
   const auto AX = X.topRows(N), BX = X.middleRows(N, N), AY = Y.topRows(N), BY = Y.middleRows(N, N);
   const Matrix Dxx = pairwise_distances(AX, AX, AggregateDistance::L2),
                Dxx2 = pairwise_distances(BX, BX, AggregateDistance::L2),
@@ -460,7 +568,7 @@ AggregatedTest ksd_agg(const Matrix& X, const Matrix& S, const AggregateOptions&
 
   AggregatedTest out = agg_report_head("ksdagg", "KSD²", "wild bootstrap", o, weight_type, n);
   const Index draws = o.bootstrap_draws + o.level_draws;
-  const Matrix W = rademacher_draws(n, draws, rng);
+  const TwoValuedDraws W = two_valued_draws(rademacher_draws(n, draws, rng), -1, 1);
   // The bandwidth-free parts of the Stein kernel h(x_i, x_j) of k = (1 + g r²)^(−β), β = 1/2, g = 1/λ²:
   // h = (s_i·s_j) k + 2βg (1 + g r²)^(−β−1) c_ij + 2βg D (1 + g r²)^(−β−1) − 4β(β+1) g² r² (1 + g r²)^(−β−2),
   // with c_ij = s_i·(x_i − x_j) + s_j·(x_j − x_i).

@@ -245,6 +245,36 @@ TEST(MmdAgg, PermutationStatisticsAreTheUnbiasedMmdOfEachLabelling) {
   }
 }
 
+// The pattern-table quadratic forms against the product H·W and against a loop over the draws, for
+// sizes that leave a partial last block of rows, both kinds of draws, and any thread count.
+TEST(AggregateQuadraticForms, PatternTablesEqualTheProductAndTheLoop) {
+  RandomStream rng(17, "forms");
+  for (const Index n : {1, 2, 5, 6, 7, 13, 40}) {
+    Matrix H = rng.normal_matrix(n, n);
+    H = (H + H.transpose()).eval();
+    H(0, 0) = 0.75;  // a diagonal entry counts once
+    RandomStream draws(n, "draws");
+    for (const bool signs : {true, false}) {
+      const Matrix W = signs ? rademacher_draws(n, 70, draws) : permutation_draws(n / 2, n, 70, draws);
+      const TwoValuedDraws P = signs ? two_valued_draws(W, -1, 1) : two_valued_draws(W, 0, 1);
+      const Vector fast = quadratic_forms(H, P, Context(1, 1));
+      const Vector product = quadratic_forms(H, W, Context(1, 1));
+      ASSERT_EQ(fast.size(), 71);
+      for (Index b = 0; b < W.cols(); ++b) {
+        double loop = 0;
+        for (Index i = 0; i < n; ++i)
+          for (Index j = 0; j < n; ++j) loop += W(i, b) * H(i, j) * W(j, b);
+        EXPECT_NEAR(fast[b], loop, 1e-12 * (1 + H.cwiseAbs().sum())) << n << " " << signs << " " << b;
+        EXPECT_NEAR(fast[b], product[b], 1e-12 * (1 + H.cwiseAbs().sum())) << n << " " << signs << " " << b;
+      }
+      EXPECT_TRUE(fast.cwiseEqual(quadratic_forms(H, P, Context(1, 3))).all()) << n;
+    }
+  }
+  Matrix W = Matrix::Ones(8, 3);
+  W(7, 2) = 0.5;
+  EXPECT_THROW(two_valued_draws(W, -1, 1), Error);
+}
+
 TEST(HsicAgg, StatisticsEqualTheirPairwiseFormulas) {
   RandomStream data(13, "data");
   const Matrix X = uniform(15, 2, data);  // odd: the last row is left out

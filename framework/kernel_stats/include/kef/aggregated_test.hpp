@@ -96,8 +96,28 @@ Matrix rademacher_draws(Index rows, Index draws, RandomStream& rng);
 Matrix permutation_draws(Index first, Index rows, Index draws, RandomStream& rng);
 
 // wᵀHw for every column w of W, H symmetric: H·W by fixed chunks of W's columns on context.threads()
-// threads.
+// threads. The general form (any W); the tests use the two-valued form below.
 Vector quadratic_forms(const Matrix& H, const Matrix& W, const Context& context);
+
+// A draw matrix whose entries are all one of two values (Rademacher signs −1/1, permutation labels
+// 0/1), kept as bit patterns: byte (block, column) has bit l set when W(kTwoValuedBlock·block + l,
+// column) is `high`. Made once per test and shared by all its kernels.
+constexpr Index kTwoValuedBlock = 6;
+struct TwoValuedDraws {
+  Index rows = 0, draws = 0;  // W's shape
+  double low = 0, high = 0;
+  std::vector<unsigned char> patterns;  // blocks x draws, block-major
+};
+// Throws kef::Error if an entry of W is neither value.
+TwoValuedDraws two_valued_draws(const Matrix& W, double low, double high);
+
+// wᵀHw for every draw w, H symmetric, with no product by W: for each pair of row blocks a <= c of
+// kTwoValuedBlock rows, a table of s_pᵀ H_ac s_q over every pattern pair (p, q) (64 x 64 values, built by
+// adding one column at a time), then each draw adds the entry at its own patterns; the sum over blocks is
+// wᵀHw. One look-up per block pair and draw instead of kTwoValuedBlock² multiply-adds, and as exact as
+// the product (the same double sums in another order). Row blocks run on context.threads() threads and their
+// sums are added in block order, so results never depend on the thread count.
+Vector quadratic_forms(const Matrix& H, const TwoValuedDraws& W, const Context& context);
 
 // The simulated statistics per draw (n the sample sizes, K0 the pooled kernel matrix with a zero
 // diagonal, a a labelling): the unbiased MMD² of the labelling,
