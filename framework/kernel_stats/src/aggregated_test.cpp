@@ -312,10 +312,38 @@ TwoValuedDraws two_valued_draws(const Matrix& W, double low, double high) {
         const double v = w[block * K + l];
         if (v != high && v != low)
           throw Error("two_valued_draws: entry (" + std::to_string(block * K + l) + ", " + std::to_string(b) +
-                      ") is " + number_text(v) + ", neither " + number_text(low) + " nor " + number_text(high));
+                      ") is " + number_text(v) + ", neither " + number_text(low) + " nor " +
+                      number_text(high));
         p |= static_cast<unsigned>(v == high) << l;
       }
       out.patterns[static_cast<std::size_t>(block * W.cols() + b)] = static_cast<unsigned char>(p);
+    }
+  }
+  return out;
+}
+
+TwoValuedDraws rademacher_patterns(Index rows, Index draws, RandomStream& rng) {
+  constexpr Index K = kTwoValuedBlock;
+  TwoValuedDraws out;
+  out.rows = rows;
+  out.draws = 1 + draws;
+  out.low = -1;
+  out.high = 1;
+  const Index blocks = (rows + K - 1) / K, words = (rows + 63) / 64, m = out.draws;
+  out.patterns.resize(static_cast<std::size_t>(blocks * m));
+  std::vector<std::uint64_t> bits(static_cast<std::size_t>(words) + 1, 0);
+  for (Index b = 0; b < m; ++b) {
+    // Column 0 is all ones; column b > 0 takes row i's sign from bit i % 64 of its (i / 64)-th draw, as
+    // rademacher_draws does.
+    for (Index w = 0; w < words; ++w) bits[static_cast<std::size_t>(w)] = b == 0 ? ~std::uint64_t{0} : rng();
+    for (Index block = 0; block < blocks; ++block) {
+      const Index first = block * K, len = std::min(K, rows - first);
+      const auto word = static_cast<std::size_t>(first / 64);
+      const int shift = static_cast<int>(first % 64);
+      std::uint64_t v = bits[word] >> shift;
+      if (shift + len > 64) v |= bits[word + 1] << (64 - shift);
+      out.patterns[static_cast<std::size_t>(block * m + b)] =
+          static_cast<unsigned char>(v & ((std::uint64_t{1} << len) - 1));
     }
   }
   return out;
@@ -329,7 +357,8 @@ constexpr int kPatterns = 1 << kTwoValuedBlock;
 // (la rows) and q of block c (lc columns), s_p(l) = high if bit l of p is set, else low. Built column
 // by column: G = f·H_ac S_c by adding f(high − low)·H_ac[:, l] to the patterns without bit l, then
 // T = S_aᵀ G the same way row by row, one addition per entry.
-void pattern_table(const Matrix& H, Index a, Index c, double low, double high, double f, double* G, double* T) {
+void pattern_table(const Matrix& H, Index a, Index c, double low, double high, double f, double* G,
+                   double* T) {
   constexpr Index K = kTwoValuedBlock;
   const Index n = H.rows();
   const int la = static_cast<int>(std::min(K, n - a * K)), lc = static_cast<int>(std::min(K, n - c * K));
@@ -364,8 +393,9 @@ void pattern_table(const Matrix& H, Index a, Index c, double low, double high, d
 }
 
 // acc[b] (+)= T at draw b's patterns: pa[b] on both sides (pc null: a diagonal block), else (pa[b], pc[b]).
-void add_pattern_entries(double* __restrict acc, const double* __restrict T, const unsigned char* __restrict pa,
-                         const unsigned char* __restrict pc, Index m, bool first) {
+void add_pattern_entries(double* __restrict acc, const double* __restrict T,
+                         const unsigned char* __restrict pa, const unsigned char* __restrict pc, Index m,
+                         bool first) {
   if (pc == nullptr) {
     for (Index b = 0; b < m; ++b) acc[b] = (first ? 0.0 : acc[b]) + T[pa[b] * (kPatterns + 1)];
     return;
@@ -427,8 +457,9 @@ AggregatedTest mmd_agg(const Matrix& X, const Matrix& Y, const AggregateOptions&
   AggregatedTest out = agg_report_head("mmdagg", "MMD²", bootstrap ? "wild bootstrap" : "permutations", o,
                                        weight_type, n1 + n2);
   const Index draws = o.bootstrap_draws + o.level_draws;
-  const Matrix W = bootstrap ? rademacher_draws(n1, draws, rng) : permutation_draws(n1, n1 + n2, draws, rng);
-  const TwoValuedDraws patterns = bootstrap ? two_valued_draws(W, -1, 1) : two_valued_draws(W, 0, 1);
+  // Permutations need the labels themselves too (aᵀK0 1 below); the wild bootstrap only their patterns.
+  const Matrix W = bootstrap ? Matrix() : permutation_draws(n1, n1 + n2, draws, rng);
+  const TwoValuedDraws patterns = bootstrap ? rademacher_patterns(n1, draws, rng) : two_valued_draws(W, 0, 1);
   Matrix Z;
   if (!bootstrap) {
     Z.resize(n1 + n2, X.cols());
@@ -520,7 +551,7 @@ AggregatedTest hsic_agg(const Matrix& X, const Matrix& Y, const AggregateOptions
 
   AggregatedTest out = agg_report_head("hsicagg", "HSIC", "wild bootstrap", o, weight_type, N);
   const Index draws = o.bootstrap_draws + o.level_draws;
-  const TwoValuedDraws W = two_valued_draws(rademacher_draws(N, draws, rng), -1, 1);
+  const TwoValuedDraws W = rademacher_patterns(N, draws, rng);
   const auto AX = X.topRows(N), BX = X.middleRows(N, N), AY = Y.topRows(N), BY = Y.middleRows(N, N);
   const Matrix Dxx = pairwise_distances(AX, AX, AggregateDistance::L2),
                Dxx2 = pairwise_distances(BX, BX, AggregateDistance::L2),
@@ -568,7 +599,7 @@ AggregatedTest ksd_agg(const Matrix& X, const Matrix& S, const AggregateOptions&
 
   AggregatedTest out = agg_report_head("ksdagg", "KSD²", "wild bootstrap", o, weight_type, n);
   const Index draws = o.bootstrap_draws + o.level_draws;
-  const TwoValuedDraws W = two_valued_draws(rademacher_draws(n, draws, rng), -1, 1);
+  const TwoValuedDraws W = rademacher_patterns(n, draws, rng);
   // The bandwidth-free parts of the Stein kernel h(x_i, x_j) of k = (1 + g r²)^(−β), β = 1/2, g = 1/λ²:
   // h = (s_i·s_j) k + 2βg (1 + g r²)^(−β−1) c_ij + 2βg D (1 + g r²)^(−β−1) − 4β(β+1) g² r² (1 + g r²)^(−β−2),
   // with c_ij = s_i·(x_i − x_j) + s_j·(x_j − x_i).

@@ -273,6 +273,15 @@ TEST(AggregateQuadraticForms, PatternTablesEqualTheProductAndTheLoop) {
   Matrix W = Matrix::Ones(8, 3);
   W(7, 2) = 0.5;
   EXPECT_THROW(two_valued_draws(W, -1, 1), Error);
+  // The signs' patterns straight from the random bits: rows across 64-bit words, a partial last block.
+  for (const Index n : {1, 6, 63, 64, 65, 130, 200}) {
+    RandomStream a(5, "signs"), b(5, "signs");
+    const TwoValuedDraws direct = rademacher_patterns(n, 9, a),
+                         via = two_valued_draws(rademacher_draws(n, 9, b), -1, 1);
+    EXPECT_EQ(direct.patterns, via.patterns) << n;
+    EXPECT_EQ(direct.draws, 10);
+    EXPECT_EQ(a(), b()) << n;  // the same number of draws taken
+  }
 }
 
 TEST(HsicAgg, StatisticsEqualTheirPairwiseFormulas) {

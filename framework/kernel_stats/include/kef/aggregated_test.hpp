@@ -96,7 +96,7 @@ Matrix rademacher_draws(Index rows, Index draws, RandomStream& rng);
 Matrix permutation_draws(Index first, Index rows, Index draws, RandomStream& rng);
 
 // wᵀHw for every column w of W, H symmetric: H·W by fixed chunks of W's columns on context.threads()
-// threads. The general form (any W); the tests use the two-valued form below.
+// threads. The general form (any W); MMDAgg, HSICAgg and KSDAgg use the two-valued form below.
 Vector quadratic_forms(const Matrix& H, const Matrix& W, const Context& context);
 
 // A draw matrix whose entries are all one of two values (Rademacher signs −1/1, permutation labels
@@ -110,6 +110,9 @@ struct TwoValuedDraws {
 };
 // Throws kef::Error if an entry of W is neither value.
 TwoValuedDraws two_valued_draws(const Matrix& W, double low, double high);
+// two_valued_draws(rademacher_draws(rows, draws, rng), −1, 1) from the same random bits, without
+// forming the rows x (1 + draws) matrix of doubles (at the default setting 16 MB of first-touched pages).
+TwoValuedDraws rademacher_patterns(Index rows, Index draws, RandomStream& rng);
 
 // wᵀHw for every draw w, H symmetric, with no product by W: for each pair of row blocks a <= c of
 // kTwoValuedBlock rows, a table of s_pᵀ H_ac s_q over every pattern pair (p, q) (64 x 64 values, built by
