@@ -2,7 +2,8 @@
 // (see error.hpp).
 #include "kef/error.hpp"
 
-#include <sstream>
+#include "kef/allocator.hpp"
+#include "kef/memory_budget.hpp"
 
 namespace kef {
 
@@ -34,13 +35,11 @@ int OutOfMemoryError::exit_status() const { return 2; }
 const char* OutOfMemoryError::kind() const { return "out of memory"; }
 
 OutOfMemoryError out_of_memory_error(const std::string& step, double bytes) {
-  std::string size;
-  if (bytes > 0) {
-    std::ostringstream os;
-    os.precision(3);
-    os << bytes / 1e9;
-    size = " of " + os.str() + " GB";
-  }
+  // The failed request the allocation wrappers recorded (kef/allocator.hpp), read even when `bytes` is
+  // given so that it is not reported again with a later failure.
+  const double recorded = take_failed_allocation_bytes();
+  if (bytes <= 0) bytes = recorded;
+  const std::string size = bytes > 0 ? " of " + memory_text(bytes) : "";
   return OutOfMemoryError(step + ": an allocation" + size +
                           " failed: the machine has not the memory this step asked for; ask for less (fewer "
                           "rows, samples or a smaller model) or free memory");

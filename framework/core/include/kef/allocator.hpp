@@ -14,4 +14,14 @@ namespace kef {
 // Returns false when the C library does not support the setting (then nothing changed).
 bool keep_freed_memory();
 
+// The size in bytes of the latest allocation made by kef's code that failed, forgotten once read; 0
+// when none failed since the last call. Eigen allocates with std::malloc and throws a std::bad_alloc
+// that carries no size, so the size is caught where the memory is asked for: libkef, and every program
+// and plugin linked against it (the command, the Python module, the plugins, through kef::framework's
+// link options), is linked with `--wrap` for malloc, realloc and the throwing forms of operator new and
+// new[], whose wrappers in libkef record a failed request. An allocation made inside another library
+// (libstdc++'s own, OpenBLAS's) is not seen. Process-wide, not per thread: a bad_alloc raised in a
+// worker thread is handled on the thread that waits for it.
+double take_failed_allocation_bytes();
+
 }  // namespace kef
