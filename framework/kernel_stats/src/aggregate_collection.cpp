@@ -102,11 +102,10 @@ double aggregate_kernel_value(AggProfile profile, double d) {
   throw Error("aggregate kernel: unknown profile");
 }
 
-void aggregate_kernel_matrix(const AggregateKernel& kernel, double bandwidth, const Matrix& distances,
-                             Matrix& out) {
-  out.resize(distances.rows(), distances.cols());
-  const auto d = distances.array() / bandwidth;
-  auto o = out.array();
+void aggregate_kernel_values(const AggregateKernel& kernel, double bandwidth, const double* distances,
+                             Index count, double* out) {
+  const auto d = Eigen::Map<const Eigen::ArrayXd>(distances, count) / bandwidth;
+  Eigen::Map<Eigen::ArrayXd> o(out, count);
   switch (kernel.profile) {
     case AggProfile::Gaussian:
       o = (-d.square()).exp();
@@ -138,6 +137,12 @@ void aggregate_kernel_matrix(const AggregateKernel& kernel, double bandwidth, co
           (-3 * d).exp();
       return;
   }
+}
+
+void aggregate_kernel_matrix(const AggregateKernel& kernel, double bandwidth, const Matrix& distances,
+                             Matrix& out) {
+  out.resize(distances.rows(), distances.cols());
+  aggregate_kernel_values(kernel, bandwidth, distances.data(), distances.size(), out.data());
 }
 
 Matrix pairwise_distances(const Matrix& A, const Matrix& B, AggregateDistance distance) {

@@ -353,26 +353,36 @@ namespace {
 
 constexpr int kPatterns = 1 << kTwoValuedBlock;
 
+// to[q] = from[q] + d·g[q], q < count (Q > 0: count = Q, known to the compiler for full blocks).
+template <int Q>
+void add_table_row(double* __restrict to, const double* __restrict from, const double* __restrict g, double d,
+                   int count) {
+  if constexpr (Q > 0) count = Q;
+  for (int q = 0; q < count; ++q) to[q] = from[q] + d * g[q];
+}
+
 // T[p·kPatterns + q] = f · s_pᵀ H(rows of block a, columns of block c) s_q for every pattern p of block a
 // (la rows) and q of block c (lc columns), s_p(l) = high if bit l of p is set, else low. Built column
 // by column: G = f·H_ac S_c by adding f(high − low)·H_ac[:, l] to the patterns without bit l, then
-// T = S_aᵀ G the same way row by row, one addition per entry.
+// T = S_aᵀ G the same way row by row, one addition per entry. Reads H on and above its diagonal only
+// (a <= c; in the diagonal block (i, j) is read as (j, i) below the diagonal).
 void pattern_table(const Matrix& H, Index a, Index c, double low, double high, double f, double* G,
                    double* T) {
   constexpr Index K = kTwoValuedBlock;
   const Index n = H.rows();
   const int la = static_cast<int>(std::min(K, n - a * K)), lc = static_cast<int>(std::min(K, n - c * K));
   const double* Hb = H.data() + c * K * n + a * K;  // H(a·K + i, c·K + j) = Hb[j·n + i]
+  auto h = [&](int i, int j) { return a == c && i > j ? Hb[i * n + j] : Hb[j * n + i]; };
   const int qs = 1 << lc;
   for (int i = 0; i < la; ++i) {
     double* g = G + i * kPatterns;
     double s = 0;
-    for (int j = 0; j < lc; ++j) s += Hb[j * n + i];
+    for (int j = 0; j < lc; ++j) s += h(i, j);
     g[0] = f * low * s;
     for (int l = 0; l < lc; ++l) {
-      const int h = 1 << l;
-      const double d = f * (high - low) * Hb[l * n + i];
-      for (int q = 0; q < h; ++q) g[q + h] = g[q] + d;
+      const int w = 1 << l;
+      const double d = f * (high - low) * h(i, l);
+      for (int q = 0; q < w; ++q) g[q + w] = g[q] + d;
     }
   }
   for (int q = 0; q < qs; ++q) {
@@ -381,13 +391,14 @@ void pattern_table(const Matrix& H, Index a, Index c, double low, double high, d
     T[q] = low * s;
   }
   for (int l = 0; l < la; ++l) {
-    const int h = 1 << l;
-    const double d = high - low;
     const double* g = G + l * kPatterns;
-    for (int p = 0; p < h; ++p) {
+    for (int p = 0; p < (1 << l); ++p) {
+      double* to = T + (p + (1 << l)) * kPatterns;
       const double* from = T + p * kPatterns;
-      double* to = T + (p + h) * kPatterns;
-      for (int q = 0; q < qs; ++q) to[q] = from[q] + d * g[q];
+      if (qs == kPatterns)
+        add_table_row<kPatterns>(to, from, g, high - low, qs);
+      else
+        add_table_row<0>(to, from, g, high - low, qs);
     }
   }
 }
@@ -432,6 +443,26 @@ Vector quadratic_forms(const Matrix& H, const TwoValuedDraws& W, const Context& 
   return out;
 }
 
+void wild_bootstrap_mmd_matrix(const AggregateKernel& k, double lambda, const Matrix& Dxx, const Matrix& Dyy,
+                               const Matrix& Dxy, const Matrix& Dyx, Matrix& H, const Context& context) {
+  const Index n = Dxx.rows();
+  H.resize(n, n);
+  parallel_for_chunks(n, 32, context.threads(), [&](Index begin, Index count) {
+    Vector part(n);
+    for (Index j = begin; j < begin + count; ++j) {
+      auto h = H.col(j).head(j);
+      aggregate_kernel_values(k, lambda, Dxx.col(j).data(), j, h.data());
+      aggregate_kernel_values(k, lambda, Dyy.col(j).data(), j, part.data());
+      h += part.head(j);
+      aggregate_kernel_values(k, lambda, Dxy.col(j).data(), j, part.data());
+      h -= part.head(j);
+      aggregate_kernel_values(k, lambda, Dyx.col(j).data(), j, part.data());
+      h -= part.head(j);
+      H(j, j) = 0;
+    }
+  });
+}
+
 double labelled_mmd2(double aKa, double aK1, double oneK1, Index n1, Index n2) {
   const double a = static_cast<double>(n1), b = static_cast<double>(n2);
   const double sxy = aK1 - aKa;              // aᵀK0(1 − a)
@@ -469,7 +500,7 @@ AggregatedTest mmd_agg(const Matrix& X, const Matrix& Y, const AggregateOptions&
   // Distances for one norm at a time (families are ordered L1 first), kernel matrices one at a time.
   std::optional<AggregateDistance> norm;
   std::vector<double> bandwidths;
-  Matrix Dxx, Dyy, Dxy, H, Kb;
+  Matrix Dxx, Dyy, Dxy, Dyx, H;
   Index row = 0;
   for (const AggregateKernel& k : kernels) {
     if (norm != k.distance) {
@@ -479,6 +510,7 @@ AggregatedTest mmd_agg(const Matrix& X, const Matrix& Y, const AggregateOptions&
         Dxx = pairwise_distances(X, X, k.distance);
         Dyy = pairwise_distances(Y, Y, k.distance);
         Dxy = pairwise_distances(X, Y, k.distance);
+        Dyx = Dxy.transpose();
       } else {
         Dxx = pairwise_distances(Z, Z, k.distance);
       }
@@ -490,17 +522,12 @@ AggregatedTest mmd_agg(const Matrix& X, const Matrix& Y, const AggregateOptions&
       t.bandwidth = lambda;
       t.weight = family_weights[static_cast<std::size_t>(r)];
       out.tests.push_back(t);
-      aggregate_kernel_matrix(k, lambda, Dxx, H);
       if (bootstrap) {
-        aggregate_kernel_matrix(k, lambda, Dyy, Kb);
-        H += Kb;
-        aggregate_kernel_matrix(k, lambda, Dxy, Kb);
-        H -= Kb;
-        H -= Kb.transpose();
-        agg_zero_diagonal(H);
+        wild_bootstrap_mmd_matrix(k, lambda, Dxx, Dyy, Dxy, Dyx, H, context);
         const double norm_const = static_cast<double>(n1) * static_cast<double>(n1 - 1);
         simulated.row(row) = quadratic_forms(H, patterns, context).transpose() / norm_const;
       } else {
+        aggregate_kernel_matrix(k, lambda, Dxx, H);
         agg_zero_diagonal(H);
         const Vector q = quadratic_forms(H, patterns, context);
         const Vector k1 = H.rowwise().sum();

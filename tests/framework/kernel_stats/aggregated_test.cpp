@@ -268,6 +268,9 @@ TEST(AggregateQuadraticForms, PatternTablesEqualTheProductAndTheLoop) {
         EXPECT_NEAR(fast[b], product[b], 1e-12 * (1 + H.cwiseAbs().sum())) << n << " " << signs << " " << b;
       }
       EXPECT_TRUE(fast.cwiseEqual(quadratic_forms(H, P, Context(1, 3))).all()) << n;
+      Matrix upper = H;  // only the upper triangle is read
+      upper.triangularView<Eigen::StrictlyLower>().setConstant(std::nan(""));
+      EXPECT_TRUE(fast.cwiseEqual(quadratic_forms(upper, P, Context(1, 2))).all()) << n;
     }
   }
   Matrix W = Matrix::Ones(8, 3);

@@ -32,6 +32,9 @@ struct AggregateKernel {
 // naming `where` for any other name.
 std::vector<AggregateKernel> parse_aggregate_kernels(std::string_view text, std::string_view where);
 
+// out[i] = κ(distances[i] / bandwidth) for i < count.
+void aggregate_kernel_values(const AggregateKernel& kernel, double bandwidth, const double* distances,
+                             Index count, double* out);
 // out(i, j) = κ(distances(i, j) / bandwidth), elementwise.
 void aggregate_kernel_matrix(const AggregateKernel& kernel, double bandwidth, const Matrix& distances,
                              Matrix& out);

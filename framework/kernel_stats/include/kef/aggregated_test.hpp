@@ -114,18 +114,25 @@ TwoValuedDraws two_valued_draws(const Matrix& W, double low, double high);
 // forming the rows x (1 + draws) matrix of doubles (at the default setting 16 MB of first-touched pages).
 TwoValuedDraws rademacher_patterns(Index rows, Index draws, RandomStream& rng);
 
-// wᵀHw for every draw w, H symmetric, with no product by W: for each pair of row blocks a <= c of
-// kTwoValuedBlock rows, a table of s_pᵀ H_ac s_q over every pattern pair (p, q) (64 x 64 values, built by
-// adding one column at a time), then each draw adds the entry at its own patterns; the sum over blocks is
-// wᵀHw. One look-up per block pair and draw instead of kTwoValuedBlock² multiply-adds, and as exact as
-// the product (the same double sums in another order). Row blocks run on context.threads() threads and their
-// sums are added in block order, so results never depend on the thread count.
+// wᵀHw for every draw w, H symmetric and only its upper triangle read (i <= j), with no product by W: for
+// each pair of row blocks a <= c of kTwoValuedBlock rows, a table of s_pᵀ H_ac s_q over every pattern pair
+// (p, q) (64 x 64 values, built by adding one column at a time), then each draw adds the entry at its own
+// patterns; the sum over blocks is wᵀHw. One look-up per block pair and draw instead of kTwoValuedBlock²
+// multiply-adds, and as exact as the product (the same double sums in another order). Row blocks run on
+// context.threads() threads and their sums are added in block order, so results never depend on the thread
+// count.
 Vector quadratic_forms(const Matrix& H, const TwoValuedDraws& W, const Context& context);
 
 // The simulated statistics per draw (n the sample sizes, K0 the pooled kernel matrix with a zero
 // diagonal, a a labelling): the unbiased MMD² of the labelling,
 // aᵀK0a / (n1(n1−1)) + (1 − a)ᵀK0(1 − a) / (n2(n2−1)) − 2 aᵀK0(1 − a) / (n1 n2).
 double labelled_mmd2(double aKa, double aK1, double oneK1, Index n1, Index n2);
+
+// The wild bootstrap's H(i, j) = k(x_i, x_j) + k(y_i, y_j) − k(x_i, y_j) − k(y_i, x_j) on and above the
+// diagonal (what quadratic_forms reads; the diagonal 0; below it H is left as it was), from the distance
+// matrices and Dyx = Dxyᵀ: column by column on the context's threads, each entry on its own.
+void wild_bootstrap_mmd_matrix(const AggregateKernel& k, double lambda, const Matrix& Dxx, const Matrix& Dyy,
+                               const Matrix& Dxy, const Matrix& Dyx, Matrix& H, const Context& context);
 
 // MMDAgg: X (n1 x D) against Y (n2 x D), n1, n2 >= 2. The wild bootstrap when n1 = n2 (and not
 // options.permutations), on H_ij = k(x_i, x_j) + k(y_i, y_j) − k(x_i, y_j) − k(y_i, x_j), i ≠ j; the
