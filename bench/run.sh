@@ -141,6 +141,23 @@ else
   echo "NumPy/SciPy not available (needs /usr/bin/python3 with numpy and scipy)"
 fi
 
+echo "== Aggregated tests (kef/aggregated_test.hpp): MMDAgg, n = m = 500, d = 10, Laplace + Gaussian x 10 bandwidths, B1 = B2 = 2000, B3 = 50, wild bootstrap (best of 3)"
+OPENBLAS_NUM_THREADS=1 "$build/bin/bench_aggregated_tests" "$work/agg" 500 10 2000 3 | tee "$work/agg.txt"
+awk -v s="$(val products_seconds "$work/agg.txt")" -v f="$(val product_flops "$work/agg.txt")" \
+    -v r="$(val products_gflops "$work/agg.txt")" -v q="$(val gemm_products_gflops "$work/agg.txt")" \
+    -v g="$(val gemm_gflops "$work/agg.txt")" -v m="$(val mmdagg_seconds "$work/agg.txt")" \
+  'BEGIN{printf "mmdagg: the 20 quadratic forms over 4001 draws take %.3f s of the library call (%.3f s); H·W would be %.3g flops, %.3f s at the DGEMM rate %.0f GFLOP/s; kef at %.1f GFLOP/s-equivalent = %.2fx DGEMM (pattern tables); as H·W itself %.1f GFLOP/s = %.2fx DGEMM\n", s, m, f, f/(g*1e9), g, r, r/g, q, q/g}'
+# The reference (antoninschrab/mmdagg, never part of kef): a checkout named by KEF_MMDAGG_REFERENCE.
+ref="${KEF_MMDAGG_REFERENCE:-}"
+if [ -n "$ref" ] && [ -f "$ref/mmdagg/np.py" ] && $py -c "import numpy, scipy" 2>/dev/null; then
+  $py "$here/aggregated_tests_bench.py" "$build/bin/kef" "$ref" 3 | tee "$work/agg_ref.txt"
+  awk -v a="$(val reference_seconds "$work/agg_ref.txt")" -v b="$(val kef_seconds "$work/agg_ref.txt")" \
+      -v c="$(val reference_cpu_seconds "$work/agg_ref.txt")" -v d="$(val kef_cpu_seconds "$work/agg_ref.txt")" \
+    'BEGIN{printf "mmdagg (kef test two-sample --aggregate, whole command): reference/kef = %.2fx (target >= 10x); CPU seconds %.2fx\n", a/b, c/d}'
+else
+  echo "MMDAgg reference anchor not available (set KEF_MMDAGG_REFERENCE to a checkout of antoninschrab/mmdagg holding mmdagg/np.py; needs /usr/bin/python3 with numpy and scipy)"
+fi
+
 echo "== Bayesian kernel learning (docs/math.md §9): marginal pseudolikelihood n=10000 D=5 m=100, value and value+gradient (medians of 20 calls), then the tau^2 = 1 mode"
 OPENBLAS_NUM_THREADS=1 "$build/bin/bench_bkl" 10000 5 100 "$work/bkl" --threads 2 --evals 20 | tee "$work/bkl.txt"
 if [ -f "$anchors/bkl_numpy.py" ] && $py -c "import numpy, scipy" 2>/dev/null; then
