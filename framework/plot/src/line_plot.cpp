@@ -39,6 +39,8 @@ void check_series(const std::vector<LineSeries>& series, const LinePlotOptions& 
       throw DataError("line plot: " + name + " has " + std::to_string(n) + " x values but " +
                       std::to_string(s.y.size()) + " y values (expected one y per x)");
     const bool band = s.lower.size() > 0 || s.upper.size() > 0;
+    if (band && s.markers_only)
+      throw DataError("line plot: " + name + " is drawn as markers only and cannot have a band");
     if (band && (s.lower.size() != n || s.upper.size() != n))
       throw DataError("line plot: " + name + "'s band has " + std::to_string(s.lower.size()) + " lower and " +
                       std::to_string(s.upper.size()) + " upper values (expected " + std::to_string(n) +
@@ -165,13 +167,15 @@ LineRange line_data_range(const std::vector<LineSeries>& series) {
   return {xlo, xhi, ylo, yhi};
 }
 
-// Tick length and legend swatch width, in pixels.
+// Tick length and legend swatch width, in pixels; the radius of a markers-only series' markers.
 constexpr int kLineTick = 4, kLineSwatch = 30;
+constexpr double kLineMarker = 5.5;
 
 // The figure's layout: the plotting area (left, top, PW x PH), the legend's column, the wrapped
 // footnote and the whole size, sized so that the widest tick and legend labels fit.
 struct LineLayout {
   int PW = 0, PH = 0, left = 0, top = 0, legend_x = 0, width = 0, height = 0;
+  double title_x = 0;  // the title's centre: over the plotting area, or further right when it is wider
   std::vector<std::string> foot;
 };
 
@@ -191,6 +195,11 @@ LineLayout line_layout(const std::vector<LineSeries>& series, const Ticks& yt, c
   L.top = o.title.empty() ? 14 : 14 + 24;
   L.legend_x = L.left + L.PW + 18;
   L.width = L.legend_x + swatch + static_cast<int>(std::ceil(legend_w)) + 16;
+  // A title wider than the plotting area starts at the figure's left margin, and the figure is widened
+  // to hold it, rather than losing its ends past the edges.
+  const double title_w = o.title.empty() ? 0 : measure.width(o.title, kTitleSize, true);
+  L.title_x = std::max(L.left + L.PW / 2.0, 10 + title_w / 2);
+  L.width = std::max(L.width, static_cast<int>(std::ceil(L.title_x + title_w / 2)) + 10);
   L.foot = footnote_lines(measure, o.footnote, L.width - L.left - 12);
   const int axis_h = tick + 4 + 12 + 8 + 14;
   const int legend_h = 8 + 20 * static_cast<int>(series.size());
@@ -259,13 +268,21 @@ void draw_line_curves(cairo_t* cr, const LineFrame& f, const std::vector<LineSer
   for (std::size_t k = 0; k < series.size(); ++k) {
     const LineSeries& s = series[k];
     const Index n = s.x.size();
+    set_colour(cr, colours[k]);
+    if (s.markers_only) {
+      for (Index i = 0; i < n; ++i) {
+        cairo_new_sub_path(cr);
+        cairo_arc(cr, f.px(s.x[i]), f.py(s.y[i]), kLineMarker, 0, 2 * M_PI);
+      }
+      cairo_fill(cr);
+      continue;
+    }
     for (Index i = 0; i < n; ++i) {
       if (i == 0)
         cairo_move_to(cr, f.px(s.x[i]), f.py(s.y[i]));
       else
         cairo_line_to(cr, f.px(s.x[i]), f.py(s.y[i]));
     }
-    set_colour(cr, colours[k]);
     cairo_set_line_width(cr, 2.0);
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     cairo_stroke(cr);
@@ -282,7 +299,7 @@ void draw_line_curves(cairo_t* cr, const LineFrame& f, const std::vector<LineSer
 
 // Axes: left and bottom spines with ticks and labels, the axis labels and the title.
 void draw_line_axes(cairo_t* cr, Text& text, const LineFrame& f, const Ticks& xt, const Ticks& yt,
-                    const LinePlotOptions& o) {
+                    const LinePlotOptions& o, double title_x) {
   const int left = f.left, top = f.top, PW = f.PW, PH = f.PH, tick = kLineTick;
   set_colour(cr, kInk);
   cairo_set_line_width(cr, 1.0);
@@ -304,7 +321,7 @@ void draw_line_axes(cairo_t* cr, Text& text, const LineFrame& f, const Ticks& xt
   cairo_stroke(cr);
   text.draw(o.x_label, left + PW / 2.0, top + PH + tick + 4 + 12 + 16, kTickSize, false, Align::Centre, kInk);
   text.draw(o.y_label, 10 + 7, top + PH / 2.0, kTickSize, false, Align::Centre, kInk, true, -M_PI / 2);
-  if (!o.title.empty()) text.draw(o.title, left + PW / 2.0, 14 + 12, kTitleSize, true, Align::Centre, kInk);
+  if (!o.title.empty()) text.draw(o.title, title_x, 14 + 12, kTitleSize, true, Align::Centre, kInk);
 }
 
 // Legend, beside the plot: a line (over a band swatch when the series has a band) and the label.
@@ -313,6 +330,14 @@ void draw_line_legend(cairo_t* cr, Text& text, const std::vector<LineSeries>& se
   const int swatch = kLineSwatch;
   double ly = top + 4;
   for (std::size_t k = 0; k < series.size(); ++k) {
+    if (series[k].markers_only) {
+      cairo_arc(cr, legend_x + (swatch - 8) / 2.0, ly + 8, kLineMarker, 0, 2 * M_PI);
+      set_colour(cr, colours[k]);
+      cairo_fill(cr);
+      text.draw(series[k].label, legend_x + swatch, ly + 8, kCaptionSize, false, Align::Left, kInk, true);
+      ly += 20;
+      continue;
+    }
     if (series[k].lower.size() > 0) {
       cairo_rectangle(cr, legend_x, ly + 2, swatch - 8, 12);
       set_colour(cr, colours[k], 0.2);
@@ -370,7 +395,7 @@ LinePlotResult write_line_plot(const fs::path& file, const std::vector<LineSerie
   draw_line_curves(cr, frame, series, colours);
   cairo_restore(cr);
 
-  draw_line_axes(cr, text, frame, xt, yt, o);
+  draw_line_axes(cr, text, frame, xt, yt, o, L.title_x);
   draw_line_legend(cr, text, series, colours, L.legend_x, L.top);
   for (std::size_t l = 0; l < L.foot.size(); ++l)
     text.draw(L.foot[l], L.left, L.height - 10 - 15.0 * (L.foot.size() - 1 - l) - 4, kFootSize, false,

@@ -98,6 +98,46 @@ TEST(LinePlot, LinearAxesAndASinglePoint) {
   for (int c = 0; c < 3; ++c) EXPECT_NEAR(marker[c], kBlue[c], 40) << "channel " << c;
 }
 
+TEST(LinePlot, MarkersOnlySeriesAreNotJoinedAndAWideTitleWidensTheFigure) {
+  const fs::path dir = test::temp_dir("line_plot");
+  LineSeries line{"line", vec({1, 3}), vec({0, 0}), {}, {}};
+  LineSeries dots{"dots", vec({1, 3}), vec({1.7, 1.7}), {}, {}};
+  dots.markers_only = true;
+  LinePlotOptions o;
+  const LinePlotResult r = write_line_plot(dir / "dots.png", {line, dots}, o);
+  const Png png = read_png(dir / "dots.png");
+  const Mapping m{r, o};
+  // Each point has its marker, in the series' colour (the second, vermillion); between them (off the
+  // grid lines), white.
+  for (double x : {1.0, 3.0}) {
+    const auto marker = png.at(static_cast<int>(m.to_px(x)), static_cast<int>(m.to_py(1.7)));
+    for (int c = 0; c < 3; ++c) EXPECT_NEAR(marker[c], kVermillion[c], 40) << "x " << x << ", channel " << c;
+  }
+  const auto between = png.at(static_cast<int>(m.to_px(2.3)), static_cast<int>(m.to_py(1.7)));
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(between[c], 255) << "channel " << c;
+  dots.lower = vec({1, 1});
+  dots.upper = vec({3, 3});
+  EXPECT_TRUE(test::contains(test::message_of<DataError>([&] { write_line_plot(dir / "band.png", {dots}); }),
+                             "series 'dots' is drawn as markers only and cannot have a band"));
+  EXPECT_FALSE(fs::exists(dir / "band.png"));
+
+  // A title far wider than the plotting area: the figure grows to hold it.
+  LinePlotOptions titled;
+  titled.width = 100;
+  titled.title = std::string(60, 'W');
+  LinePlotOptions untitled;
+  untitled.width = 100;
+  const LinePlotResult narrow = write_line_plot(dir / "narrow.png", {line}, untitled);
+  const LinePlotResult wide = write_line_plot(dir / "wide.png", {line}, titled);
+  EXPECT_GT(wide.width, narrow.width + 300);
+  // Its last letter lands inside the figure: ink in the right-most 60 pixels of the title's row.
+  const Png w = read_png(dir / "wide.png");
+  int ink = 0;
+  for (int x = wide.width - 60; x < wide.width; ++x)
+    for (int y = 14; y < 30; ++y) ink += w.at(x, y)[0] < 128;
+  EXPECT_GT(ink, 0);
+}
+
 TEST(LinePlot, RefusesBadSeriesAndOptionsBeforeWriting) {
   const fs::path dir = test::temp_dir("line_plot");
   const fs::path file = dir / "bad.png";

@@ -15,6 +15,9 @@ struct LineSeries {
   std::string label;
   Vector x, y;          // drawn in the given order, joined by straight segments
   Vector lower, upper;  // both empty, or one value per point: a shaded band (mean ± sd, a credible band)
+  // Only a larger marker at each point, no joining line and no band: points singled out among
+  // another series' (e.g. the bandwidths at which a test rejects).
+  bool markers_only = false;
 };
 
 struct LinePlotOptions {
