@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli_support.hpp"
+#include "kef/aggregated_test_figure.hpp"
 #include "kef/aggregated_test_report.hpp"
 #include "kef/kernel_tests.hpp"
 #include "test_subcommands.hpp"
@@ -35,6 +36,12 @@ void add_aggregate_flags(KernelTestCommand& c, KernelTestFlags& f) {
     sub->add_option("--bisection-steps", f.bisection_steps,
                     "with --aggregate: bisection steps of the level correction (default 50)")
         ->check(integer_in(1, 1000))
+        ->needs(on);
+    sub->add_option("--plot", f.plot,
+                    "with --aggregate: PNG of the single tests, one panel per kernel family" +
+                        std::string(two ? "" : " (per bandwidth of Y)") +
+                        ": the statistic and its level-corrected threshold against the bandwidth, the "
+                        "rejecting tests marked")
         ->needs(on);
   }
   c.independence->get_option("--kernel-bandwidth-y")->excludes(c.independence->get_option("--aggregate"));
@@ -91,12 +98,20 @@ int cmd_aggregated_test(const KernelTestFlags& f, bool two_sample, int threads) 
   r.threads = threads;
   // Arguments first, before any file is read.
   kef::check_aggregate_options(o, two_sample ? kef::AggregateKind::Mmd : kef::AggregateKind::Hsic);
+  if (!f.plot.empty()) check_output_file("--plot", f.plot);
   const kef::Matrix X = read_test_sample("X", f.x_file), Y = read_test_sample("Y", f.y_file);
   const kef::TestSample x{&X, "X (" + f.x_file + ")", f.x_file}, y{&Y, "Y (" + f.y_file + ")", f.y_file};
   const std::string report =
       two_sample ? kef::aggregated_two_sample_json(x, y, r) : kef::aggregated_independence_json(x, y, r);
-  if (f.json) {
+  if (!f.plot.empty()) kef::write_aggregated_test_figure(f.plot, report, "--plot");
+  if (f.json && f.plot.empty()) {
     std::cout << report << "\n";
+    return 0;
+  }
+  if (f.json) {
+    auto j = nlohmann::ordered_json::parse(report);
+    j["plot"] = f.plot;
+    std::cout << j.dump(2) << "\n";
     return 0;
   }
   const auto j = nlohmann::ordered_json::parse(report)["aggregate"];
@@ -118,6 +133,7 @@ int cmd_aggregated_test(const KernelTestFlags& f, bool two_sample, int threads) 
                   t["reject"].get<bool>() ? "yes" : "no");
     std::cout << line;
   }
+  if (!f.plot.empty()) std::cout << "  figure: " << f.plot << "\n";
   return 0;
 }
 

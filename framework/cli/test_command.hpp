@@ -29,6 +29,7 @@ struct KernelTestFlags {
   double alpha = 0.05, hsic_power = 2;
   long long bootstrap_draws = 2000, level_draws = 2000, bisection_steps = 50, number_bandwidths = 10;
   int hsic_lower = -2, hsic_upper = 2;
+  std::string plot;  // --plot: the figure of the single tests (kef/aggregated_test_figure.hpp)
 };
 
 // `kef test causal DATA`: the PC algorithm with HSIC tests on GP-regression residuals.
