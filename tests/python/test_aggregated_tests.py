@@ -146,7 +146,7 @@ def test_bad_options_name_themselves(samples):
                           ("hsic_upper", {"hsic_upper": 2.5}), ("alpha", {"alpha": -0.1})]:
         with pytest.raises(kef.ConfigError, match=name):
             kef.hsicagg(X, a["z"], **options)
-    with pytest.raises(ValueError, match="first sample has 1 rows"):   # DataError is a ValueError
+    with pytest.raises(ValueError, match="X, the first sample, has 1 row;"):   # DataError is a ValueError
         kef.mmdagg(X[:1].copy(), Y)
     with pytest.raises(kef.DataError, match="dimension"):
         kef.mmdagg(X, Y[:, :1].copy())

@@ -60,10 +60,16 @@ void check_agg_draws(const AggregateOptions& o, std::string_view test, const std
                       number_text(smallest) + "); use at least " + number_text(needed) + " draws");
 }
 
+// "X (x.npy), the first sample," when the caller names the sample, else "the first sample".
+std::string agg_sample_name(const std::string& given, std::string_view role) {
+  return given.empty() ? std::string(role) : given + ", " + std::string(role) + ",";
+}
+
 void check_agg_sample(const Matrix& X, std::string_view test, std::string_view name, Index min_rows) {
   if (X.rows() < min_rows)
     throw DataError(std::string(test) + ": " + std::string(name) + " has " + std::to_string(X.rows()) +
-                    " rows; the test needs at least " + std::to_string(min_rows));
+                    (X.rows() == 1 ? " row" : " rows") + "; the test needs at least " +
+                    std::to_string(min_rows));
   if (X.cols() < 1) throw DataError(std::string(test) + ": " + std::string(name) + " has no columns");
   check_finite(X, std::string(test) + ": " + std::string(name));
 }
@@ -476,8 +482,8 @@ AggregatedTest mmd_agg(const Matrix& X, const Matrix& Y, const AggregateOptions&
   const std::vector<AggregateKernel>& kernels = collection.kernels;
   const std::vector<double>& family_weights = collection.weights;
   const AggregateWeights weight_type = collection.weight_type;
-  check_agg_sample(X, "mmdagg", "the first sample", 2);
-  check_agg_sample(Y, "mmdagg", "the second sample", 2);
+  check_agg_sample(X, "mmdagg", agg_sample_name(o.x_name, "the first sample"), 2);
+  check_agg_sample(Y, "mmdagg", agg_sample_name(o.y_name, "the second sample"), 2);
   if (X.cols() != Y.cols())
     throw DataError("mmdagg: samples of dimension " + std::to_string(X.cols()) + " and " +
                     std::to_string(Y.cols()) + "; a two-sample test needs the same columns in both");
@@ -566,8 +572,8 @@ AggregatedTest hsic_agg(const Matrix& X, const Matrix& Y, const AggregateOptions
   const std::vector<double> weights = hsic_weights(o);
   const AggregateWeights weight_type = AggregateWeights::Uniform;
   const Index per_sample = o.hsic_upper - o.hsic_lower + 1;
-  check_agg_sample(X, "hsicagg", "the first sample", 4);
-  check_agg_sample(Y, "hsicagg", "the second sample", 4);
+  check_agg_sample(X, "hsicagg", agg_sample_name(o.x_name, "the first sample"), 4);
+  check_agg_sample(Y, "hsicagg", agg_sample_name(o.y_name, "the second sample"), 4);
   if (X.rows() != Y.rows())
     throw DataError("hsicagg: paired samples of " + std::to_string(X.rows()) + " and " +
                     std::to_string(Y.rows()) + " rows; an independence test needs the same rows in both");
@@ -615,7 +621,7 @@ AggregatedTest ksd_agg(const Matrix& X, const Matrix& S, const AggregateOptions&
   const std::vector<double> weights = ksd_weights(o);
   const AggregateWeights weight_type =
       parse_aggregate_weights(o.weights, "ksdagg: " + option_key(o, "weights"));
-  check_agg_sample(X, "ksdagg", "the sample", 2);
+  check_agg_sample(X, "ksdagg", agg_sample_name(o.x_name, "the sample"), 2);
   if (S.rows() != X.rows() || S.cols() != X.cols())
     throw DataError("ksdagg: the scores are " + std::to_string(S.rows()) + " x " + std::to_string(S.cols()) +
                     " for a sample of " + std::to_string(X.rows()) + " x " + std::to_string(X.cols()));

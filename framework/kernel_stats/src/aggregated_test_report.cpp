@@ -50,6 +50,14 @@ AggJson agg_test_json(const AggregatedTest& t) {
   return j;
 }
 
+// The request's options with the samples named as the caller's user gave them.
+AggregateOptions agg_named(const AggregateRequest& r, const TestSample& x, const TestSample* y) {
+  AggregateOptions o = r.options;
+  o.x_name = x.what;
+  if (y) o.y_name = y->what;
+  return o;
+}
+
 // The head shared by the reports: which test, the samples and the seed, then the test's own part.
 std::string agg_report(const char* kind, const TestSample& x, const TestSample* y, const AggregatedTest& t,
                        std::uint64_t seed) {
@@ -69,7 +77,7 @@ std::string aggregated_test_json(const AggregatedTest& test) { return agg_test_j
 std::string aggregated_two_sample_json(const TestSample& x, const TestSample& y, const AggregateRequest& r) {
   Context context(r.seed, r.threads, nullptr, r.threads_key);
   RandomStream rng = context.rng().derive("two-sample").derive("aggregate");
-  const AggregatedTest t = mmd_agg(*x.values, *y.values, r.options, rng, context);
+  const AggregatedTest t = mmd_agg(*x.values, *y.values, agg_named(r, x, &y), rng, context);
   return agg_report("two-sample", x, &y, t, r.seed);
 }
 
@@ -77,7 +85,7 @@ std::string aggregated_independence_json(const TestSample& x, const TestSample& 
                                          const AggregateRequest& r) {
   Context context(r.seed, r.threads, nullptr, r.threads_key);
   RandomStream rng = context.rng().derive("independence").derive("aggregate");
-  const AggregatedTest t = hsic_agg(*x.values, *y.values, r.options, rng, context);
+  const AggregatedTest t = hsic_agg(*x.values, *y.values, agg_named(r, x, &y), rng, context);
   return agg_report("independence", x, &y, t, r.seed);
 }
 
@@ -85,7 +93,7 @@ std::string aggregated_goodness_of_fit_json(const TestSample& x, const Matrix& s
                                             const std::string& model, const AggregateRequest& r) {
   Context context(r.seed, r.threads, nullptr, r.threads_key);
   RandomStream rng = context.rng().derive("goodness-of-fit").derive("aggregate");
-  const AggregatedTest t = ksd_agg(*x.values, scores, r.options, rng, context);
+  const AggregatedTest t = ksd_agg(*x.values, scores, agg_named(r, x, nullptr), rng, context);
   auto j = AggJson::parse(agg_report("goodness-of-fit", x, nullptr, t, r.seed));
   j["model"] = model;
   return j.dump(2);

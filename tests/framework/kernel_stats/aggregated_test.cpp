@@ -511,8 +511,14 @@ TEST(AggregatedTests, BadInputIsAnErrorNamingTheOption) {
   auto mmd = [&](const Matrix& a, const Matrix& b, const AggregateOptions& opt) {
     return [&, opt] { mmd_agg(a, b, opt, rng, context); };
   };
-  expect_error(mmd(X.topRows(1), Y, o), "the first sample has 1 rows", false);
-  expect_error(mmd(X, Y.topRows(1), o), "the second sample has 1 rows", false);
+  expect_error(mmd(X.topRows(1), Y, o), "mmdagg: the first sample has 1 row;", false);
+  expect_error(mmd(X, Y.topRows(1), o), "mmdagg: the second sample has 1 row;", false);
+  AggregateOptions named = o;  // as the command and the Python functions name them
+  named.x_name = "X (x.npy)";
+  named.y_name = "Y (y.npy)";
+  expect_error(mmd(X, Y.topRows(1), named), "mmdagg: Y (y.npy), the second sample, has 1 row;", false);
+  expect_error([&] { ksd_agg(X.topRows(1), Y.topRows(1), named, rng, context); },
+               "ksdagg: X (x.npy), the sample, has 1 row;", false);
   expect_error(mmd(X, uniform(10, 3, rng), o), "samples of dimension 2 and 3", false);
   for (const double alpha : {0.0, 1.0, -0.2, std::nan("")}) {
     AggregateOptions a = o;
@@ -582,6 +588,21 @@ TEST(AggregatedTests, CommandReportsEverySingleTestAndNamesBadFlags) {
       test::kef_cmd("test independence" + files + " --aggregate --json --hsic-lower -1 --hsic-upper 1");
   ASSERT_EQ(hsic.status, 0) << hsic.output;
   EXPECT_EQ(nlohmann::json::parse(hsic.output)["aggregate"]["single_tests"].size(), 9u);
+  // A sample too small is named as the user gave it: the argument and its file.
+  write_npy(dir / "one.npy", Matrix(X.topRows(1)));
+  write_npy(dir / "three.npy", Matrix(X.topRows(3)));
+  for (const auto& [args, part] : std::vector<std::pair<std::string, std::string>>{
+           {"test two-sample " + (dir / "one.npy").string() + " " + (dir / "y.npy").string() + " --aggregate",
+            "mmdagg: X (" + (dir / "one.npy").string() + "), the first sample, has 1 row;"},
+           {"test two-sample " + (dir / "x.npy").string() + " " + (dir / "one.npy").string() + " --aggregate",
+            "mmdagg: Y (" + (dir / "one.npy").string() + "), the second sample, has 1 row;"},
+           {"test independence " + (dir / "three.npy").string() + " " + (dir / "three.npy").string() +
+                " --aggregate",
+            "hsicagg: X (" + (dir / "three.npy").string() + "), the first sample, has 3 rows;"}}) {
+    const auto r = test::kef_cmd(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(test::contains(r.output, part)) << args << "\n" << r.output;
+  }
   const std::string missing = " " + (dir / "none.npy").string() + " " + (dir / "y.npy").string();
   for (const auto& [args, part] : std::vector<std::pair<std::string, std::string>>{
            {"test two-sample" + missing + " --aggregate --alpha 1.5", "--alpha must be in (0, 1)"},

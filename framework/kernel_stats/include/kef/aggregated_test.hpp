@@ -43,6 +43,9 @@ struct AggregateOptions {
   bool keep_simulated = false;  // AggregatedTest::simulated
   // Errors name the options as command-line flags (`--level-draws`) rather than keys (`level_draws`).
   bool flag_names = false;
+  // How errors name the samples, as the caller's user gave them (the command: "X (x.npy)"), followed by
+  // their role ("the first sample"); empty: the role alone.
+  std::string x_name, y_name;
 };
 
 struct SingleTest {
