@@ -301,20 +301,39 @@ Vector quadratic_forms(const Matrix& H, const Matrix& W, const Context& context)
   return out;
 }
 
-TwoValuedDraws two_valued_draws(const Matrix& W, double low, double high) {
-  constexpr Index K = kTwoValuedBlock;
+namespace {
+
+// The stored form of pattern p of a block of len rows: p itself, or, for signs whose last row is high,
+// every bit flipped and bit 7 set.
+unsigned char stored_pattern(unsigned p, Index len, bool flipped) {
+  if (flipped && len > 0 && ((p >> (len - 1)) & 1u))
+    return static_cast<unsigned char>((p ^ ((1u << len) - 1)) | 0x80u);
+  return static_cast<unsigned char>(p);
+}
+
+TwoValuedDraws two_valued_head(Index rows, Index draws, double low, double high) {
   TwoValuedDraws out;
-  out.rows = W.rows();
-  out.draws = W.cols();
+  out.rows = rows;
+  out.draws = draws;
   out.low = low;
   out.high = high;
-  const Index blocks = (W.rows() + K - 1) / K;
-  out.patterns.resize(static_cast<std::size_t>(blocks * W.cols()));
+  out.flipped = low == -high;
+  out.block = out.flipped ? 7 : 6;
+  out.patterns.resize(static_cast<std::size_t>((rows + out.block - 1) / out.block * draws));
+  return out;
+}
+
+}  // namespace
+
+TwoValuedDraws two_valued_draws(const Matrix& W, double low, double high) {
+  TwoValuedDraws out = two_valued_head(W.rows(), W.cols(), low, high);
+  const Index K = out.block, blocks = (W.rows() + K - 1) / K;
   for (Index b = 0; b < W.cols(); ++b) {
     const double* w = W.data() + b * W.rows();
     for (Index block = 0; block < blocks; ++block) {
       unsigned p = 0;
-      for (Index l = 0; l < std::min(K, W.rows() - block * K); ++l) {
+      const Index len = std::min(K, W.rows() - block * K);
+      for (Index l = 0; l < len; ++l) {
         const double v = w[block * K + l];
         if (v != high && v != low)
           throw Error("two_valued_draws: entry (" + std::to_string(block * K + l) + ", " + std::to_string(b) +
@@ -322,21 +341,15 @@ TwoValuedDraws two_valued_draws(const Matrix& W, double low, double high) {
                       number_text(high));
         p |= static_cast<unsigned>(v == high) << l;
       }
-      out.patterns[static_cast<std::size_t>(block * W.cols() + b)] = static_cast<unsigned char>(p);
+      out.patterns[static_cast<std::size_t>(block * W.cols() + b)] = stored_pattern(p, len, out.flipped);
     }
   }
   return out;
 }
 
 TwoValuedDraws rademacher_patterns(Index rows, Index draws, RandomStream& rng) {
-  constexpr Index K = kTwoValuedBlock;
-  TwoValuedDraws out;
-  out.rows = rows;
-  out.draws = 1 + draws;
-  out.low = -1;
-  out.high = 1;
-  const Index blocks = (rows + K - 1) / K, words = (rows + 63) / 64, m = out.draws;
-  out.patterns.resize(static_cast<std::size_t>(blocks * m));
+  TwoValuedDraws out = two_valued_head(rows, 1 + draws, -1, 1);
+  const Index K = out.block, blocks = (rows + K - 1) / K, words = (rows + 63) / 64, m = out.draws;
   std::vector<std::uint64_t> bits(static_cast<std::size_t>(words) + 1, 0);
   for (Index b = 0; b < m; ++b) {
     // Column 0 is all ones; column b > 0 takes row i's sign from bit i % 64 of its (i / 64)-th draw, as
@@ -349,7 +362,7 @@ TwoValuedDraws rademacher_patterns(Index rows, Index draws, RandomStream& rng) {
       std::uint64_t v = bits[word] >> shift;
       if (shift + len > 64) v |= bits[word + 1] << (64 - shift);
       out.patterns[static_cast<std::size_t>(block * m + b)] =
-          static_cast<unsigned char>(v & ((std::uint64_t{1} << len) - 1));
+          stored_pattern(static_cast<unsigned>(v & ((std::uint64_t{1} << len) - 1)), len, true);
     }
   }
   return out;
@@ -357,7 +370,8 @@ TwoValuedDraws rademacher_patterns(Index rows, Index draws, RandomStream& rng) {
 
 namespace {
 
-constexpr int kPatterns = 1 << kTwoValuedBlock;
+// Patterns per block as tables store them: 6 free rows (labels: all 6; signs: 7 with the last at low).
+constexpr int kPatterns = 64;
 
 // to[q] = from[q] + d·g[q], q < count (Q > 0: count = Q, known to the compiler for full blocks).
 template <int Q>
@@ -367,25 +381,27 @@ void add_table_row(double* __restrict to, const double* __restrict from, const d
   for (int q = 0; q < count; ++q) to[q] = from[q] + d * g[q];
 }
 
-// T[p·kPatterns + q] = f · s_pᵀ H(rows of block a, columns of block c) s_q for every pattern p of block a
-// (la rows) and q of block c (lc columns), s_p(l) = high if bit l of p is set, else low. Built column
-// by column: G = f·H_ac S_c by adding f(high − low)·H_ac[:, l] to the patterns without bit l, then
-// T = S_aᵀ G the same way row by row, one addition per entry. Reads H on and above its diagonal only
-// (a <= c; in the diagonal block (i, j) is read as (j, i) below the diagonal).
-void pattern_table(const Matrix& H, Index a, Index c, double low, double high, double f, double* G,
+// T[p·kPatterns + q] = f · s_pᵀ H(rows of block a, columns of block c) s_q for every stored pattern p of
+// block a (la rows) and q of block c (lc columns), s_p(l) = high if bit l of p is set, else low (with
+// flipped patterns the last row of a block is always low). Built column by column: G = f·H_ac S_c by
+// adding f(high − low)·H_ac[:, l] to the patterns without bit l, then T = S_aᵀ G the same way row by
+// row, one addition per entry. Reads H on and above its diagonal only (a <= c; in the diagonal block
+// (i, j) is read as (j, i) below the diagonal).
+void pattern_table(const Matrix& H, const TwoValuedDraws& W, Index a, Index c, double f, double* G,
                    double* T) {
-  constexpr Index K = kTwoValuedBlock;
-  const Index n = H.rows();
+  const Index K = W.block, n = H.rows();
+  const double low = W.low, high = W.high;
   const int la = static_cast<int>(std::min(K, n - a * K)), lc = static_cast<int>(std::min(K, n - c * K));
+  const int ra = W.flipped ? la - 1 : la, rc = W.flipped ? lc - 1 : lc;  // rows with a bit of their own
   const double* Hb = H.data() + c * K * n + a * K;  // H(a·K + i, c·K + j) = Hb[j·n + i]
   auto h = [&](int i, int j) { return a == c && i > j ? Hb[i * n + j] : Hb[j * n + i]; };
-  const int qs = 1 << lc;
+  const int qs = 1 << rc;
   for (int i = 0; i < la; ++i) {
     double* g = G + i * kPatterns;
     double s = 0;
     for (int j = 0; j < lc; ++j) s += h(i, j);
     g[0] = f * low * s;
-    for (int l = 0; l < lc; ++l) {
+    for (int l = 0; l < rc; ++l) {
       const int w = 1 << l;
       const double d = f * (high - low) * h(i, l);
       for (int q = 0; q < w; ++q) g[q + w] = g[q] + d;
@@ -396,7 +412,7 @@ void pattern_table(const Matrix& H, Index a, Index c, double low, double high, d
     for (int i = 0; i < la; ++i) s += G[i * kPatterns + q];
     T[q] = low * s;
   }
-  for (int l = 0; l < la; ++l) {
+  for (int l = 0; l < ra; ++l) {
     const double* g = G + l * kPatterns;
     for (int p = 0; p < (1 << l); ++p) {
       double* to = T + (p + (1 << l)) * kPatterns;
@@ -409,21 +425,25 @@ void pattern_table(const Matrix& H, Index a, Index c, double low, double high, d
   }
 }
 
-// acc[b] (+)= T at draw b's patterns: pa[b] on both sides (pc null: a diagonal block), else (pa[b], pc[b]).
+// acc[b] (+)= T at draw b's patterns: pa[b] on both sides (pc null: a diagonal block), else (pa[b],
+// pc[b]), negated when exactly one of the two is stored flipped (bit 7).
 void add_pattern_entries(double* __restrict acc, const double* __restrict T,
                          const unsigned char* __restrict pa, const unsigned char* __restrict pc, Index m,
                          bool first) {
   if (pc == nullptr) {
-    for (Index b = 0; b < m; ++b) acc[b] = (first ? 0.0 : acc[b]) + T[pa[b] * (kPatterns + 1)];
+    for (Index b = 0; b < m; ++b) acc[b] = (first ? 0.0 : acc[b]) + T[(pa[b] & 63u) * (kPatterns + 1)];
     return;
   }
-  for (Index b = 0; b < m; ++b) acc[b] += T[(static_cast<unsigned>(pa[b]) << kTwoValuedBlock) + pc[b]];
+  for (Index b = 0; b < m; ++b) {
+    const double v = T[((pa[b] & 63u) << 6) + (pc[b] & 63u)];
+    acc[b] += ((pa[b] ^ pc[b]) & 0x80u) ? -v : v;
+  }
 }
 
 }  // namespace
 
 Vector quadratic_forms(const Matrix& H, const TwoValuedDraws& W, const Context& context) {
-  constexpr Index K = kTwoValuedBlock;
+  const Index K = W.block;
   if (H.rows() != H.cols() || H.cols() != W.rows)
     throw Error("quadratic_forms: H is " + std::to_string(H.rows()) + " x " + std::to_string(H.cols()) +
                 ", the draws have " + std::to_string(W.rows) + " rows");
@@ -436,11 +456,11 @@ Vector quadratic_forms(const Matrix& H, const TwoValuedDraws& W, const Context& 
     double* acc = sums.col(a).data();
     const unsigned char* pa = W.patterns.data() + a * m;
     // The diagonal block: its own pattern on both sides.
-    pattern_table(H, a, a, W.low, W.high, 1.0, G.data(), T.data());
+    pattern_table(H, W, a, a, 1.0, G.data(), T.data());
     add_pattern_entries(acc, T.data(), pa, nullptr, m, true);
     // H symmetric: the blocks above the diagonal count twice.
     for (Index c = a + 1; c < blocks; ++c) {
-      pattern_table(H, a, c, W.low, W.high, 2.0, G.data(), T.data());
+      pattern_table(H, W, a, c, 2.0, G.data(), T.data());
       add_pattern_entries(acc, T.data(), pa, W.patterns.data() + c * m, m, false);
     }
   });

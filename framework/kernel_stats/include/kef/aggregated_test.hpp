@@ -103,12 +103,16 @@ Matrix permutation_draws(Index first, Index rows, Index draws, RandomStream& rng
 Vector quadratic_forms(const Matrix& H, const Matrix& W, const Context& context);
 
 // A draw matrix whose entries are all one of two values (Rademacher signs −1/1, permutation labels
-// 0/1), kept as bit patterns: byte (block, column) has bit l set when W(kTwoValuedBlock·block + l,
-// column) is `high`. Made once per test and shared by all its kernels.
-constexpr Index kTwoValuedBlock = 6;
+// 0/1), kept as bit patterns of `block` rows: byte (block, column) has bit l set when
+// W(block·k + l, column) is `high`. Made once per test and shared by all its kernels. Signs (low =
+// −high) take blocks of 7 rows and keep a pattern whose last row is high flipped (every bit of the block
+// inverted, and bit 7 set): flipping every sign of a block only flips the sign of its terms, so 64
+// patterns per block suffice, as for 6 rows of labels.
 struct TwoValuedDraws {
   Index rows = 0, draws = 0;  // W's shape
   double low = 0, high = 0;
+  Index block = 6;
+  bool flipped = false;                 // signs: patterns stored up to a flip, as above
   std::vector<unsigned char> patterns;  // blocks x draws, block-major
 };
 // Throws kef::Error if an entry of W is neither value.
@@ -117,13 +121,13 @@ TwoValuedDraws two_valued_draws(const Matrix& W, double low, double high);
 // forming the rows x (1 + draws) matrix of doubles (at the default setting 16 MB of first-touched pages).
 TwoValuedDraws rademacher_patterns(Index rows, Index draws, RandomStream& rng);
 
-// wᵀHw for every draw w, H symmetric and only its upper triangle read (i <= j), with no product by W: for
-// each pair of row blocks a <= c of kTwoValuedBlock rows, a table of s_pᵀ H_ac s_q over every pattern pair
-// (p, q) (64 x 64 values, built by adding one column at a time), then each draw adds the entry at its own
-// patterns; the sum over blocks is wᵀHw. One look-up per block pair and draw instead of kTwoValuedBlock²
-// multiply-adds, and as exact as the product (the same double sums in another order). Row blocks run on
-// context.threads() threads and their sums are added in block order, so results never depend on the thread
-// count.
+// wᵀHw for every draw w, H symmetric and only its upper triangle read (i <= j), with no product by W:
+// for each pair of row blocks a <= c, a table of s_pᵀ H_ac s_q over every pattern pair (p, q) (64 x 64
+// values, built one addition per entry), then each draw adds the entry at its own patterns (with its
+// sign, for flipped patterns); the sum over blocks is wᵀHw. One look-up per block pair and draw instead
+// of 36 to 49 multiply-adds, and as exact as the product (the same double sums in another order). Row
+// blocks run on context.threads() threads and their sums are added in block order, so results never
+// depend on the thread count.
 Vector quadratic_forms(const Matrix& H, const TwoValuedDraws& W, const Context& context);
 
 // The simulated statistics per draw (n the sample sizes, K0 the pooled kernel matrix with a zero
