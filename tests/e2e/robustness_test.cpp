@@ -342,6 +342,16 @@ TEST(Robustness, RunningOutOfMemoryIsOneErrorKindNamingTheStepAndSize) {
       << r.output;
   EXPECT_FALSE(contains(r.output, "internal error")) << r.output;
   EXPECT_FALSE(fs::exists(dir / "s.npy"));
+  // A fit through a plugin: lite's 20000 x 20000 system (3.2 GB), the first allocation over either limit.
+  const std::string big = test::PipelineText().banana(30000, 100).lite("lite", 20000).str();
+  Result fit = kef_cmd(
+      "run " + write_file(dir, "big.toml", big).string() + " --quiet --output " + (dir / "out").string(),
+      limit);
+  EXPECT_EQ(fit.status, 2) << fit.output;
+  EXPECT_TRUE(contains(fit.output, "kef: out of memory: plugin lite (")) << fit.output;
+  EXPECT_TRUE(contains(fit.output, "estimator/lite failed in fit: an allocation of 3.2 GB failed"))
+      << fit.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
 // A saved model is an output too: a non-finite parameter is refused when written, naming the array and
