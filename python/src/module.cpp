@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "kef/aggregated_test_figure.hpp"
 #include "kef/aggregated_test_report.hpp"
 #include "kef/conditional_sampling.hpp"
 #include "kef/fit_defaults.hpp"
@@ -834,10 +835,33 @@ kef::AggregateRequest aggregate_request(double alpha, const py::handle& bootstra
   return r;
 }
 
+// plot=: the figure's path (str or os.PathLike), or None. Checked before the test runs, drawn from the
+// report after it (kef/aggregated_test_figure.hpp), and named in the returned report as the command
+// names it in its --json.
+std::optional<fs::path> aggregate_plot_path(const py::handle& plot) {
+  if (plot.is_none()) return std::nullopt;
+  if (!py::isinstance<py::str>(plot) && !py::hasattr(plot, "__fspath__"))
+    throw py::type_error("plot: expected a path (str or os.PathLike) or None, got " + type_name(plot));
+  const fs::path path = plot.cast<fs::path>();
+  kef::check_aggregated_test_figure_file(path, "plot");
+  return path;
+}
+
+py::object aggregate_report(const std::string& text, const std::optional<fs::path>& plot) {
+  if (plot) {
+    py::gil_scoped_release release;
+    kef::write_aggregated_test_figure(*plot, text, "plot");
+  }
+  py::object report = json_dict(text);
+  if (plot) report["plot"] = plot->string();
+  return report;
+}
+
 py::object mmdagg(const py::handle& X, const py::handle& Y, const std::string& kernels,
                   const py::handle& number_bandwidths, const std::string& weights, const std::string& approximation,
                   double alpha, const py::handle& bootstrap_draws, const py::handle& level_draws,
-                  const py::handle& bisection_steps, const py::handle& seed, const py::handle& threads) {
+                  const py::handle& bisection_steps, const py::handle& seed, const py::handle& threads,
+                  const py::handle& plot) {
   kef::AggregateRequest r = aggregate_request(alpha, bootstrap_draws, level_draws, bisection_steps, seed, threads);
   kef::AggregateOptions& o = r.options;
   o.bandwidths = checked_count(number_bandwidths, "number_bandwidths", 1, 1000);
@@ -848,39 +872,41 @@ py::object mmdagg(const py::handle& X, const py::handle& Y, const std::string& k
                            "permutations) or \"permutations\", got \"" + approximation + "\"");
   o.permutations = approximation == "permutations";
   kef::check_aggregate_options(o, kef::AggregateKind::Mmd);
+  const std::optional<fs::path> figure = aggregate_plot_path(plot);
   const kef::Matrix x = to_matrix(X, "X"), y = to_matrix(Y, "Y");
   std::string text;
   {
     py::gil_scoped_release release;
     text = kef::aggregated_two_sample_json({&x, "X", ""}, {&y, "Y", ""}, r);
   }
-  return json_dict(text);
+  return aggregate_report(text, figure);
 }
 
 py::object hsicagg(const py::handle& X, const py::handle& Y, double alpha, const py::handle& bootstrap_draws,
                    const py::handle& level_draws, const py::handle& bisection_steps, double hsic_power,
                    const py::handle& hsic_lower, const py::handle& hsic_upper, const py::handle& seed,
-                   const py::handle& threads) {
+                   const py::handle& threads, const py::handle& plot) {
   kef::AggregateRequest r = aggregate_request(alpha, bootstrap_draws, level_draws, bisection_steps, seed, threads);
   kef::AggregateOptions& o = r.options;
   o.hsic_power = hsic_power;
   o.hsic_lower = static_cast<int>(checked_count(hsic_lower, "hsic_lower", -1000, 1000));
   o.hsic_upper = static_cast<int>(checked_count(hsic_upper, "hsic_upper", -1000, 1000));
   kef::check_aggregate_options(o, kef::AggregateKind::Hsic);
+  const std::optional<fs::path> figure = aggregate_plot_path(plot);
   const kef::Matrix x = to_matrix(X, "X"), y = to_matrix(Y, "Y");
   std::string text;
   {
     py::gil_scoped_release release;
     text = kef::aggregated_independence_json({&x, "X", ""}, {&y, "Y", ""}, r);
   }
-  return json_dict(text);
+  return aggregate_report(text, figure);
 }
 
 // KSDAgg of the rows of X against the model's score at them, both in data units (Model.score).
 py::object ksdagg(const py::handle& model, const py::handle& X, const py::handle& number_bandwidths,
                   const std::string& weights, double alpha, const py::handle& bootstrap_draws,
                   const py::handle& level_draws, const py::handle& bisection_steps, const py::handle& seed,
-                  const py::handle& threads) {
+                  const py::handle& threads, const py::handle& plot) {
   if (!py::isinstance<PyModel>(model))
     throw py::type_error("model: expected a kef.Model, got " + type_name(model));
   const PyModel& m = model.cast<const PyModel&>();
@@ -894,6 +920,7 @@ py::object ksdagg(const py::handle& model, const py::handle& X, const py::handle
                            kef::conditional_columns_text(m.saved, m.saved.model->conditional()) +
                            "); KSDAgg tests a density of whole rows");
   kef::require_facets(*m.saved.model, kef::Facet::Score, "kef.ksdagg", m.name);
+  const std::optional<fs::path> figure = aggregate_plot_path(plot);
   const kef::Matrix x = to_matrix(X, "X", m.dim(), m.what);
   std::string text;
   {
@@ -902,7 +929,7 @@ py::object ksdagg(const py::handle& model, const py::handle& X, const py::handle
     kef::check_finite(scores, "kef.ksdagg: the score of " + m.what + " at the rows of X");
     text = kef::aggregated_goodness_of_fit_json({&x, "X", ""}, scores, m.name, r);
   }
-  return json_dict(text);
+  return aggregate_report(text, figure);
 }
 
 // KSDAgg of the rows of X against given score values at them (a density kef has no model for, whose
@@ -1293,7 +1320,7 @@ void bind_aggregated_tests(py::module_& m) {
   m.def("mmdagg", &mmdagg, py::arg("X"), py::arg("Y"), py::kw_only(), py::arg("kernels") = "laplace_gaussian",
         py::arg("number_bandwidths") = 10, py::arg("weights") = "uniform", py::arg("approximation") = "auto",
         py::arg("alpha") = 0.05, py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000,
-        py::arg("bisection_steps") = 50, py::arg("seed") = 0, py::arg("threads") = 0,
+        py::arg("bisection_steps") = 50, py::arg("seed") = 0, py::arg("threads") = 0, py::arg("plot") = py::none(),
         R"doc(MMDAgg: the aggregated kernel two-sample test, with no bandwidth to choose.
 
 One MMD test per kernel and bandwidth of a collection, the level corrected for the multiple testing
@@ -1329,6 +1356,10 @@ bisection_steps : int, default 50
 seed : int, default 0
 threads : int, default 0
     Worker threads (0: all cores); the result does not depend on it.
+plot : str, os.PathLike or None, default None
+    A PNG of the single tests to write (``--plot`` of the command): one panel per kernel family, the
+    statistic and its threshold (the (1 - u w)-quantile) against the bandwidth, the rejecting tests
+    marked. Its directory is checked before the test runs; the report then names it under ``plot``.
 
 Returns
 -------
@@ -1355,7 +1386,7 @@ Examples
   m.def("hsicagg", &hsicagg, py::arg("X"), py::arg("Y"), py::kw_only(), py::arg("alpha") = 0.05,
         py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000, py::arg("bisection_steps") = 50,
         py::arg("hsic_power") = 2.0, py::arg("hsic_lower") = -2, py::arg("hsic_upper") = 2, py::arg("seed") = 0,
-        py::arg("threads") = 0,
+        py::arg("threads") = 0, py::arg("plot") = py::none(),
         R"doc(HSICAgg: the aggregated kernel independence test, with no bandwidth to choose.
 
 Are the paired rows x_i of X and y_i of Y independent? One HSIC test per pair of Gaussian bandwidths on
@@ -1384,6 +1415,10 @@ hsic_power : float, default 2.0
     hsic_lower to hsic_upper; above 1.
 hsic_lower, hsic_upper : int, default -2 and 2
     The range of i (hsic_upper > hsic_lower).
+plot : str, os.PathLike or None, default None
+    A PNG of the single tests to write (``--plot`` of the command): one panel per bandwidth of Y, the
+    statistic and its threshold (the (1 - u w)-quantile) against X's bandwidth, the rejecting tests
+    marked. Its directory is checked before the test runs; the report then names it under ``plot``.
 
 Returns
 -------
@@ -1408,7 +1443,7 @@ Examples
   m.def("ksdagg", &ksdagg, py::arg("model"), py::arg("X"), py::kw_only(), py::arg("number_bandwidths") = 10,
         py::arg("weights") = "uniform", py::arg("alpha") = 0.05, py::arg("bootstrap_draws") = 2000,
         py::arg("level_draws") = 2000, py::arg("bisection_steps") = 50, py::arg("seed") = 0,
-        py::arg("threads") = 0,
+        py::arg("threads") = 0, py::arg("plot") = py::none(),
         R"doc(KSDAgg: the aggregated kernel Stein discrepancy test of a model against samples.
 
 Do the rows of X come from the model's density? The model's score at the rows (:meth:`kef.Model.score`,
@@ -1441,6 +1476,10 @@ bisection_steps : int, default 50
 seed : int, default 0
 threads : int, default 0
     Worker threads (0: all cores); the result does not depend on it.
+plot : str, os.PathLike or None, default None
+    A PNG of the single tests to write (``--plot`` of the command): one panel per kernel family, the
+    statistic and its threshold (the (1 - u w)-quantile) against the bandwidth, the rejecting tests
+    marked. Its directory is checked before the test runs; the report then names it under ``plot``.
 
 Returns
 -------

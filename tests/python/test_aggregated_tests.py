@@ -4,6 +4,7 @@ the reports of `kef test two-sample|independence --aggregate --json` on the same
 evaluator ksdagg on the model's score."""
 import json
 import re
+import struct
 import subprocess
 
 import numpy as np
@@ -257,3 +258,47 @@ def test_ksdagg_scores_bad_input(data):
         kef.ksdagg_scores(X_test, S, bootstrap_draws=100)
     with pytest.raises(TypeError, match="scores"):
         kef.ksdagg_scores(X_test, S.astype(np.float32))
+
+
+def png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_plot_is_the_commands_figure(kef_exe, samples, tmp_path):
+    """plot= draws the report with the command's --plot: the same bytes for the same options and seed,
+    and the report names the file as the command's --json does."""
+    d, a = samples
+    options = {"number_bandwidths": 5, **DRAWS}
+    mine = tmp_path / "mmdagg.png"
+    got = kef.mmdagg(a["x"], a["y"], seed=7, plot=mine, **options)
+    assert got["plot"] == str(mine)
+    theirs = tmp_path / "command.png"
+    report = json.loads(run_kef(kef_exe, "test", "two-sample", str(d / "x.npy"), str(d / "y.npy"), "--aggregate",
+                                "--json", "--seed", "7", "--plot", str(theirs), *flags(options)).stdout)
+    assert report["plot"] == str(theirs)
+    assert mine.read_bytes() == theirs.read_bytes()
+    # HSICAgg: a panel per bandwidth of Y (5 of them, in rows of 3), taller than MMDAgg's one row.
+    hsic = tmp_path / "hsicagg.png"
+    kef.hsicagg(a["x"], a["z"], seed=3, plot=str(hsic), **DRAWS)
+    assert png_size(hsic)[1] > png_size(mine)[1]
+
+
+def test_ksdagg_plot(model, data, tmp_path):
+    _, X_test = data
+    path = tmp_path / "ksdagg.png"
+    r = kef.ksdagg(model, X_test, number_bandwidths=4, seed=2, plot=path, **DRAWS)
+    assert r["plot"] == str(path)
+    assert png_size(path)[0] > 0
+
+
+def test_plot_bad_path_writes_nothing(samples, tmp_path):
+    _, a = samples
+    with pytest.raises(kef.ConfigError, match=r"plot .*no/f\.png: directory .* does not exist"):
+        kef.mmdagg(a["x"], a["y"], number_bandwidths=5, plot=tmp_path / "no" / "f.png", **DRAWS)
+    with pytest.raises(kef.ConfigError, match="plot .*: is a directory"):
+        kef.hsicagg(a["x"], a["z"], plot=tmp_path, **DRAWS)
+    with pytest.raises(TypeError, match="plot: expected a path"):
+        kef.mmdagg(a["x"], a["y"], number_bandwidths=5, plot=3, **DRAWS)
+    assert list(tmp_path.iterdir()) == []

@@ -158,13 +158,20 @@ class FigPanelDir {
 
 }  // namespace
 
+void check_aggregated_test_figure_file(const fs::path& file, const std::string& option) {
+  const std::string what = option + " " + file.string();
+  if (file.empty()) throw ConfigError(option + ": empty path");
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) throw ConfigError(what + ": is a directory (expected a PNG file to write)");
+  const fs::path parent = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec))
+    throw ConfigError(what + ": directory " + parent.string() + " does not exist");
+}
+
 AggregatedTestFigure write_aggregated_test_figure(const fs::path& file, const std::string& report_json,
                                                   const std::string& option) {
   const FigureReport r = fig_parse_report(report_json);
-  const fs::path parent = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(parent, ec))
-    throw ConfigError(option + " " + file.string() + ": directory " + parent.string() + " does not exist");
+  check_aggregated_test_figure_file(file, option);
 
   AggregatedTestFigure figure;
   figure.panels = fig_group_panels(r);

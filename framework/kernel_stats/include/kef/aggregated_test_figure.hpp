@@ -29,11 +29,16 @@ struct AggregatedTestFigure {
   std::vector<std::string> notes;  // e.g. that no font was found
 };
 
+// The checks of the output made before anything is drawn: a ConfigError naming `option` and the file
+// when its directory does not exist or it is a directory. Callers that compute the report first (the
+// Python functions) make them before the computation.
+void check_aggregated_test_figure_file(const std::filesystem::path& file, const std::string& option = "plot");
+
 // Draws the figure of `report_json`, the JSON text of an aggregated test's report (the whole report of
 // kef/aggregated_test_report.hpp, or its "aggregate" object), into the PNG `file`: written to a
 // temporary name and renamed into place, so a failure leaves nothing. A report without single tests,
-// or with a missing or non-numeric field, is a DataError naming the field; an output directory that
-// does not exist is a ConfigError naming `option` and the file.
+// or with a missing or non-numeric field, is a DataError naming the field; a bad output
+// (check_aggregated_test_figure_file) a ConfigError naming `option` and the file.
 AggregatedTestFigure write_aggregated_test_figure(const std::filesystem::path& file, const std::string& report_json,
                                                   const std::string& option = "plot");
 
