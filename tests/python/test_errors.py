@@ -28,7 +28,8 @@ def test_exception_hierarchy():
 def test_out_of_memory_is_its_own_class(tmp_path):
     """An allocation that fails (here 16 TB of synthetic rows, the memory estimate waved through by
     memory_limit_gb) is kef.OutOfMemoryError, also a MemoryError, naming the step and the size it
-    asked for (10^12 rows x 2 columns of doubles); nothing is written. The child process's address space is capped, so the allocation fails at once."""
+    asked for (10^12 rows x 2 columns of doubles); nothing is written. The child process's address
+    space is capped, so the allocation fails at once."""
     cfg = tmp_path / "p.toml"
     cfg.write_text('schema_version = 1\nseed = 1\nmemory_limit_gb = 1e9\n\n[data]\n'
                    'type = "synthetic/banana"\nn = 1000000000000\n\n[[model]]\nname = "m"\n'
