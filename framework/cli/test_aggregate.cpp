@@ -38,10 +38,11 @@ void add_aggregate_flags(KernelTestCommand& c, KernelTestFlags& f) {
         ->check(integer_in(1, 1000))
         ->needs(on);
     sub->add_option("--plot", f.plot,
-                    "with --aggregate: PNG of the single tests, one panel per kernel family" +
-                        std::string(two ? "" : " (per bandwidth of Y)") +
-                        ": the statistic and its level-corrected threshold against the bandwidth, the "
-                        "rejecting tests marked")
+                    two ? "with --aggregate: PNG of the single tests, one panel per kernel family: the statistic "
+                          "and its level-corrected threshold against the bandwidth, the rejecting tests marked"
+                        : "with --aggregate: PNG of the single tests, one panel per bandwidth of Y: the "
+                          "statistic and its level-corrected threshold against X's bandwidth, the rejecting "
+                          "tests marked")
         ->needs(on);
   }
   c.independence->get_option("--kernel-bandwidth-y")->excludes(c.independence->get_option("--aggregate"));
