@@ -104,7 +104,9 @@ int cmd_aggregated_test(const KernelTestFlags& f, bool two_sample, int threads) 
   const kef::TestSample x{&X, "X (" + f.x_file + ")", f.x_file}, y{&Y, "Y (" + f.y_file + ")", f.y_file};
   const std::string report =
       two_sample ? kef::aggregated_two_sample_json(x, y, r) : kef::aggregated_independence_json(x, y, r);
-  if (!f.plot.empty()) kef::write_aggregated_test_figure(f.plot, report, "--plot");
+  if (!f.plot.empty())
+    for (const std::string& note : kef::write_aggregated_test_figure(f.plot, report, "--plot").notes)
+      std::cerr << "[kef] note: " << note << "\n";
   if (f.json && f.plot.empty()) {
     std::cout << report << "\n";
     return 0;

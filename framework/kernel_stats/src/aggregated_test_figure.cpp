@@ -6,7 +6,9 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -135,13 +137,56 @@ std::vector<AggregatedTestPanel> fig_group_panels(const FigureReport& r) {
   return panels;
 }
 
+// One panel as a line plot: the statistic and the threshold by increasing bandwidth, the rejecting
+// tests' statistics as markers; the decision in the title, u and the rejection counts below.
+LinePlotResult fig_draw_panel(const fs::path& png, const FigureReport& r, const AggregatedTestPanel& p) {
+  const Index n = static_cast<Index>(p.tests.size());
+  LineSeries statistic{"statistic", Vector(n), Vector(n), {}, {}};
+  LineSeries threshold{"threshold", Vector(n), Vector(n), {}, {}};
+  std::vector<double> rx, ry;
+  for (Index i = 0; i < n; ++i) {
+    const FigureTest& t = r.tests[p.tests[static_cast<std::size_t>(i)]];
+    statistic.x[i] = threshold.x[i] = t.bandwidth;
+    statistic.y[i] = t.statistic;
+    threshold.y[i] = t.quantile;
+    if (t.reject) {
+      rx.push_back(t.bandwidth);
+      ry.push_back(t.statistic);
+    }
+  }
+  std::vector<LineSeries> series = {statistic, threshold};
+  if (!rx.empty()) {
+    LineSeries rejects{"rejects", Eigen::Map<const Vector>(rx.data(), static_cast<Index>(rx.size())),
+                       Eigen::Map<const Vector>(ry.data(), static_cast<Index>(ry.size())), {}, {}};
+    rejects.markers_only = true;
+    series.push_back(std::move(rejects));
+  }
+  std::size_t rejecting = 0;
+  for (const FigureTest& t : r.tests) rejecting += t.reject;
+  LinePlotOptions o;
+  o.title = p.kernel + (r.two_bandwidths ? ", Y bandwidth " + number_text(p.bandwidth_y, 4) : "") + " · " +
+            fig_test_name(r.test) + (r.reject ? " rejects" : " does not reject") + " at α = " +
+            number_text(r.alpha, 4);
+  o.x_label = r.two_bandwidths ? "bandwidth of X (log scale)" : "bandwidth (log scale)";
+  o.y_label = r.statistic + " statistic";
+  o.log_x = true;
+  o.width = kFigPanelWidth;
+  o.height = kFigPanelHeight;
+  o.footnote = "threshold: the (1 − u·w)-quantile of the " + r.approximation + " statistics (B1 = " +
+               std::to_string(r.bootstrap_draws) + ") · u = " + number_text(r.level_correction, 4) + " · " +
+               std::to_string(rx.size()) + " of " + std::to_string(n) + " here and " + std::to_string(rejecting) +
+               " of " + std::to_string(r.tests.size()) + " in all reject";
+  return write_line_plot(png, series, o);
+}
+
 // A directory of its own beside the output for the panels' PNGs, removed with everything in it.
 class FigPanelDir {
  public:
-  explicit FigPanelDir(const fs::path& output) {
+  FigPanelDir(const fs::path& output, const std::string& option) {
     std::string pattern = output.string() + ".kef-panels-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr)
-      throw ConfigError(output.string() + ": cannot create a working directory beside it");
+      throw ConfigError(option + " " + output.string() + ": cannot create a working directory beside it (" +
+                        std::strerror(errno) + ")");
     dir_ = pattern;
   }
   ~FigPanelDir() {
@@ -175,53 +220,12 @@ AggregatedTestFigure write_aggregated_test_figure(const fs::path& file, const st
 
   AggregatedTestFigure figure;
   figure.panels = fig_group_panels(r);
-  std::size_t rejecting = 0;
-  for (const FigureTest& t : r.tests) rejecting += t.reject;
-  const std::string decision = fig_test_name(r.test) + (r.reject ? " rejects" : " does not reject") +
-                               " at α = " + number_text(r.alpha, 4);
-
-  const FigPanelDir dir(file);
+  const FigPanelDir dir(file, option);
   std::vector<fs::path> pngs;
   std::vector<LinePlotResult> drawn;
   for (std::size_t k = 0; k < figure.panels.size(); ++k) {
-    const AggregatedTestPanel& p = figure.panels[k];
-    const Index n = static_cast<Index>(p.tests.size());
-    LineSeries statistic{"statistic", Vector(n), Vector(n), {}, {}};
-    LineSeries threshold{"threshold", Vector(n), Vector(n), {}, {}};
-    std::vector<double> rx, ry;
-    Index here = 0;
-    for (Index i = 0; i < n; ++i) {
-      const FigureTest& t = r.tests[p.tests[static_cast<std::size_t>(i)]];
-      statistic.x[i] = threshold.x[i] = t.bandwidth;
-      statistic.y[i] = t.statistic;
-      threshold.y[i] = t.quantile;
-      if (t.reject) {
-        rx.push_back(t.bandwidth);
-        ry.push_back(t.statistic);
-        ++here;
-      }
-    }
-    std::vector<LineSeries> series = {statistic, threshold};
-    if (!rx.empty()) {
-      LineSeries rejects{"rejects", Eigen::Map<const Vector>(rx.data(), static_cast<Index>(rx.size())),
-                         Eigen::Map<const Vector>(ry.data(), static_cast<Index>(ry.size())), {}, {}};
-      rejects.markers_only = true;
-      series.push_back(std::move(rejects));
-    }
-    LinePlotOptions o;
-    o.title = p.kernel + (r.two_bandwidths ? ", Y bandwidth " + number_text(p.bandwidth_y, 4) : "") + " · " +
-              decision;
-    o.x_label = r.two_bandwidths ? "bandwidth of X (log scale)" : "bandwidth (log scale)";
-    o.y_label = r.statistic + " statistic";
-    o.log_x = true;
-    o.width = kFigPanelWidth;
-    o.height = kFigPanelHeight;
-    o.footnote = "threshold: the (1 − u·w)-quantile of the " + r.approximation + " statistics (B1 = " +
-                 std::to_string(r.bootstrap_draws) + ") · u = " + number_text(r.level_correction, 4) + " · " +
-                 std::to_string(here) + " of " + std::to_string(n) + " here and " + std::to_string(rejecting) +
-                 " of " + std::to_string(r.tests.size()) + " in all reject";
     pngs.push_back(dir.path() / ("panel-" + std::to_string(k) + ".png"));
-    drawn.push_back(write_line_plot(pngs.back(), series, o));
+    drawn.push_back(fig_draw_panel(pngs.back(), r, figure.panels[k]));
     for (const std::string& note : drawn.back().notes)
       if (std::find(figure.notes.begin(), figure.notes.end(), note) == figure.notes.end())
         figure.notes.push_back(note);
