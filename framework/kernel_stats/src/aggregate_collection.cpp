@@ -149,17 +149,27 @@ Matrix pairwise_distances(const Matrix& A, const Matrix& B, AggregateDistance di
   if (A.cols() != B.cols())
     throw DataError("pairwise distances: rows of dimension " + std::to_string(A.cols()) + " and " +
                     std::to_string(B.cols()));
-  Matrix out(A.rows(), B.rows());
-  for (Index j = 0; j < B.rows(); ++j)
-    for (Index i = 0; i < A.rows(); ++i) {
+  Matrix out = Matrix::Zero(A.rows(), B.rows());
+  const Index n = A.rows();
+  // Column j sums over the coordinates in order, as squared_distance does, with A's rows innermost (its
+  // columns are contiguous), so the loop runs on whole vectors.
+  for (Index j = 0; j < B.rows(); ++j) {
+    double* o = out.col(j).data();
+    for (Index c = 0; c < A.cols(); ++c) {
+      const double* a = A.col(c).data();
+      const double b = B(j, c);
       if (distance == AggregateDistance::L2) {
-        out(i, j) = std::sqrt(squared_distance(A, i, B, j));
+        for (Index i = 0; i < n; ++i) {
+          const double u = a[i] - b;
+          o[i] += u * u;
+        }
       } else {
-        double s = 0;
-        for (Index c = 0; c < A.cols(); ++c) s += std::abs(A(i, c) - B(j, c));
-        out(i, j) = s;
+        for (Index i = 0; i < n; ++i) o[i] += std::abs(a[i] - b);
       }
     }
+    if (distance == AggregateDistance::L2)
+      for (Index i = 0; i < n; ++i) o[i] = std::sqrt(o[i]);
+  }
   return out;
 }
 
