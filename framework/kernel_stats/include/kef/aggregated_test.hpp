@@ -8,9 +8,11 @@
 // Every statistic is a quadratic form of a symmetric matrix with a zero diagonal, wᵀHw / norm, and
 // every simulated statistic is the same form at a column of a draw matrix W (Rademacher signs for the
 // wild bootstrap, sample labels for permutations); so, one kernel matrix at a time, all B1 + B2 + 1
-// statistics of a single test come from one product H·W. The products run in fixed column chunks of W
-// on context.threads() threads and the draws are made beforehand from one stream, so results depend on
-// the seed and never on the thread count.
+// statistics of a single test come from one pass over H's upper triangle: since every column of W takes
+// two values only, each pair of small row blocks of H is tabulated at every pattern of those values and
+// each draw adds its entry (quadratic_forms on TwoValuedDraws), with no product H·W. The blocks run on
+// context.threads() threads and are summed in a fixed order, and the draws are made beforehand from one
+// stream, so results depend on the seed and never on the thread count.
 //
 // The decision (Schrab et al., JMLR 2023, Algorithm 1): the single test t (weight w_t) rejects when its
 // p-value among its first B1 simulated statistics and the observed one is at most u·w_t, where u, the
@@ -103,8 +105,8 @@ Matrix permutation_draws(Index first, Index rows, Index draws, RandomStream& rng
 Vector quadratic_forms(const Matrix& H, const Matrix& W, const Context& context);
 
 // A draw matrix whose entries are all one of two values (Rademacher signs −1/1, permutation labels
-// 0/1), kept as bit patterns of `block` rows: byte (block, column) has bit l set when
-// W(block·k + l, column) is `high`. Made once per test and shared by all its kernels. Signs (low =
+// 0/1), kept as bit patterns of `block` rows: byte (b, column) has bit l set when W(b·block + l, column)
+// is `high`. Made once per test and shared by all its kernels. Signs (low =
 // −high) take blocks of 7 rows and keep a pattern whose last row is high flipped (every bit of the block
 // inverted, and bit 7 set): flipping every sign of a block only flips the sign of its terms, so 64
 // patterns per block suffice, as for 6 rows of labels.
