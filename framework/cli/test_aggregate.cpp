@@ -37,12 +37,13 @@ void add_aggregate_flags(KernelTestCommand& c, KernelTestFlags& f) {
                     "with --aggregate: bisection steps of the level correction (default 50)")
         ->check(integer_in(1, 1000))
         ->needs(on);
-    sub->add_option("--plot", f.plot,
-                    two ? "with --aggregate: PNG of the single tests, one panel per kernel family: the statistic "
-                          "and its level-corrected threshold against the bandwidth, the rejecting tests marked"
-                        : "with --aggregate: PNG of the single tests, one panel per bandwidth of Y: the "
-                          "statistic and its level-corrected threshold against X's bandwidth, the rejecting "
-                          "tests marked")
+    sub->add_option(
+           "--plot", f.plot,
+           two ? "with --aggregate: PNG of the single tests, one panel per kernel family: the statistic "
+                 "and its level-corrected threshold against the bandwidth, the rejecting tests marked"
+               : "with --aggregate: PNG of the single tests, one panel per bandwidth of Y: the "
+                 "statistic and its level-corrected threshold against X's bandwidth, the rejecting "
+                 "tests marked")
         ->needs(on);
   }
   c.independence->get_option("--kernel-bandwidth-y")->excludes(c.independence->get_option("--aggregate"));

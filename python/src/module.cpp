@@ -1320,7 +1320,8 @@ void bind_aggregated_tests(py::module_& m) {
   m.def("mmdagg", &mmdagg, py::arg("X"), py::arg("Y"), py::kw_only(), py::arg("kernels") = "laplace_gaussian",
         py::arg("number_bandwidths") = 10, py::arg("weights") = "uniform", py::arg("approximation") = "auto",
         py::arg("alpha") = 0.05, py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000,
-        py::arg("bisection_steps") = 50, py::arg("seed") = 0, py::arg("threads") = 0, py::arg("plot") = py::none(),
+        py::arg("bisection_steps") = 50, py::arg("seed") = 0, py::arg("threads") = 0,
+        py::arg("plot") = py::none(),
         R"doc(MMDAgg: the aggregated kernel two-sample test, with no bandwidth to choose.
 
 One MMD test per kernel and bandwidth of a collection, the level corrected for the multiple testing

@@ -66,7 +66,8 @@ std::string fig_string(const FigJson& j, const std::string& key, const std::stri
 
 bool fig_bool(const FigJson& j, const std::string& key, const std::string& where) {
   const FigJson& v = fig_field(j, key, where);
-  if (!v.is_boolean()) fig_report_error(where, "field '" + key + "' is not true or false (got " + v.dump() + ")");
+  if (!v.is_boolean())
+    fig_report_error(where, "field '" + key + "' is not true or false (got " + v.dump() + ")");
   return v.get<bool>();
 }
 
@@ -94,7 +95,8 @@ FigureReport fig_parse_report(const std::string& text) {
     FigureTest t;
     t.kernel = fig_string(tests[i], "kernel", at);
     t.bandwidth = fig_number(tests[i], "bandwidth", at);
-    if (!(t.bandwidth > 0)) fig_report_error(at, "bandwidth is not positive (got " + number_text(t.bandwidth) + ")");
+    if (!(t.bandwidth > 0))
+      fig_report_error(at, "bandwidth is not positive (got " + number_text(t.bandwidth) + ")");
     if (tests[i].contains("bandwidth_y")) {
       t.bandwidth_y = fig_number(tests[i], "bandwidth_y", at);
       r.two_bandwidths = true;
@@ -132,8 +134,9 @@ std::vector<AggregatedTestPanel> fig_group_panels(const FigureReport& r) {
     it->tests.push_back(i);
   }
   for (AggregatedTestPanel& p : panels)
-    std::stable_sort(p.tests.begin(), p.tests.end(),
-                     [&](std::size_t a, std::size_t b) { return r.tests[a].bandwidth < r.tests[b].bandwidth; });
+    std::stable_sort(p.tests.begin(), p.tests.end(), [&](std::size_t a, std::size_t b) {
+      return r.tests[a].bandwidth < r.tests[b].bandwidth;
+    });
   return panels;
 }
 
@@ -156,8 +159,11 @@ LinePlotResult fig_draw_panel(const fs::path& png, const FigureReport& r, const 
   }
   std::vector<LineSeries> series = {statistic, threshold};
   if (!rx.empty()) {
-    LineSeries rejects{"rejects", Eigen::Map<const Vector>(rx.data(), static_cast<Index>(rx.size())),
-                       Eigen::Map<const Vector>(ry.data(), static_cast<Index>(ry.size())), {}, {}};
+    LineSeries rejects{"rejects",
+                       Eigen::Map<const Vector>(rx.data(), static_cast<Index>(rx.size())),
+                       Eigen::Map<const Vector>(ry.data(), static_cast<Index>(ry.size())),
+                       {},
+                       {}};
     rejects.markers_only = true;
     series.push_back(std::move(rejects));
   }
@@ -165,17 +171,18 @@ LinePlotResult fig_draw_panel(const fs::path& png, const FigureReport& r, const 
   for (const FigureTest& t : r.tests) rejecting += t.reject;
   LinePlotOptions o;
   o.title = p.kernel + (r.two_bandwidths ? ", Y bandwidth " + number_text(p.bandwidth_y, 4) : "") + " · " +
-            fig_test_name(r.test) + (r.reject ? " rejects" : " does not reject") + " at α = " +
-            number_text(r.alpha, 4);
+            fig_test_name(r.test) + (r.reject ? " rejects" : " does not reject") +
+            " at α = " + number_text(r.alpha, 4);
   o.x_label = r.two_bandwidths ? "bandwidth of X (log scale)" : "bandwidth (log scale)";
   o.y_label = r.statistic + " statistic";
   o.log_x = true;
   o.width = kFigPanelWidth;
   o.height = kFigPanelHeight;
-  o.footnote = "threshold: the (1 − u·w)-quantile of the " + r.approximation + " statistics (B1 = " +
-               std::to_string(r.bootstrap_draws) + ") · u = " + number_text(r.level_correction, 4) + " · " +
-               std::to_string(rx.size()) + " of " + std::to_string(n) + " here and " + std::to_string(rejecting) +
-               " of " + std::to_string(r.tests.size()) + " in all reject";
+  o.footnote = "threshold: the (1 − u·w)-quantile of the " + r.approximation +
+               " statistics (B1 = " + std::to_string(r.bootstrap_draws) +
+               ") · u = " + number_text(r.level_correction, 4) + " · " + std::to_string(rx.size()) + " of " +
+               std::to_string(n) + " here and " + std::to_string(rejecting) + " of " +
+               std::to_string(r.tests.size()) + " in all reject";
   return write_line_plot(png, series, o);
 }
 

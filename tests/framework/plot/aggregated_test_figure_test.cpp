@@ -194,7 +194,8 @@ TEST(AggregatedTestFigure, TheCommandsPlotIsTheFigureOfItsReportAndABadPathIsExi
   EXPECT_EQ(test::run_command(head + "--plot " + bad.string() + " 2>&1", &output), 2) << output;
   EXPECT_TRUE(test::contains(output, "--plot " + bad.string() + ": directory")) << output;
   EXPECT_EQ(test::run_command(head + "--plot " + dir.string() + " 2>&1", &output), 2) << output;
-  EXPECT_TRUE(test::contains(output, "--plot " + dir.string() + ": exists and is not a regular file")) << output;
+  EXPECT_TRUE(test::contains(output, "--plot " + dir.string() + ": exists and is not a regular file"))
+      << output;
   const fs::path plain = dir / "plain.png";
   EXPECT_EQ(test::run_command(test::kef_executable() + " test two-sample " + (dir / "x.csv").string() + " " +
                                   (dir / "y.csv").string() + " --plot " + plain.string() + " 2>&1",

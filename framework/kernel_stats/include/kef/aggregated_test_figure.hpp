@@ -16,8 +16,8 @@ namespace kef {
 // be mapped to its pixel: x = plot_left + (log10 b − log10 x_min) / (log10 x_max − log10 x_min) ·
 // plot_width, y = plot_top + plot_height − (v − y_min) / (y_max − y_min) · plot_height.
 struct AggregatedTestPanel {
-  std::string kernel;  // the family; HSICAgg: "gaussian"
-  double bandwidth_y = 0;  // HSICAgg: the panel's bandwidth of Y; 0 otherwise
+  std::string kernel;              // the family; HSICAgg: "gaussian"
+  double bandwidth_y = 0;          // HSICAgg: the panel's bandwidth of Y; 0 otherwise
   std::vector<std::size_t> tests;  // indices into the report's single_tests, by increasing bandwidth
   int plot_left = 0, plot_top = 0, plot_width = 0, plot_height = 0;
   double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
@@ -39,7 +39,8 @@ void check_aggregated_test_figure_file(const std::filesystem::path& file, const 
 // temporary name and renamed into place, so a failure leaves nothing. A report without single tests,
 // or with a missing or non-numeric field, is a DataError naming the field; a bad output
 // (check_aggregated_test_figure_file) a ConfigError naming `option` and the file.
-AggregatedTestFigure write_aggregated_test_figure(const std::filesystem::path& file, const std::string& report_json,
+AggregatedTestFigure write_aggregated_test_figure(const std::filesystem::path& file,
+                                                  const std::string& report_json,
                                                   const std::string& option = "plot");
 
 }  // namespace kef
