@@ -20,6 +20,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -999,6 +1000,10 @@ void bind_errors(py::module_& m) {
       out_of_memory_error(e.what());
     } catch (const kef::Error& e) {
       error(e.what());
+    } catch (const std::bad_alloc&) {
+      // An allocation that failed outside a step that names itself: still kef's one out-of-memory
+      // kind, with the size the allocation wrappers recorded (kef/allocator.hpp), not a bare MemoryError.
+      out_of_memory_error(kef::out_of_memory_error("kef").what());
     }
   });
 

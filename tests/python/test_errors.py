@@ -1,5 +1,6 @@
 """kef's errors as Python exceptions with kef's messages; bad arrays refused, naming the argument."""
 import os
+import re
 import subprocess
 import sys
 
@@ -48,6 +49,24 @@ def test_out_of_memory_is_its_own_class(tmp_path):
     assert r.stdout.startswith("OutOfMemoryError:") and "synthetic/banana" in r.stdout, r.stdout
     assert "an allocation of 16 TB failed" in r.stdout, r.stdout
     assert not out.exists()
+
+
+def test_a_failed_allocation_outside_a_step_is_out_of_memory_with_its_size(tmp_path):
+    """An allocation that fails inside a library call with no step of its own (MMDAgg's n x n and
+    2n x 2n matrices, 0.5 and 2 GB at n = 8000, in a process capped at 1.5 GB of address space) is
+    still kef.OutOfMemoryError naming the size it asked for, not a bare MemoryError. Which of the
+    matrices fails first depends on what the interpreter already holds, so the size is matched as a
+    pattern."""
+    code = ("import resource, numpy as np, kef\n"
+            "X = np.random.default_rng(1).normal(size=(8000, 1))\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))\n"
+            "try:\n"
+            "    kef.mmdagg(X, X + 1.0)\n"
+            "except kef.OutOfMemoryError as e:\n"
+            "    print('OutOfMemoryError:', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert re.match(r"OutOfMemoryError: kef: an allocation of [0-9.]+ [MG]B failed", r.stdout), r.stdout
 
 
 def test_typo_key_says_did_you_mean(data):
