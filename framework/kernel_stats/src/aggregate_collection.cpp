@@ -12,9 +12,6 @@ namespace {
 
 using AggProfile = AggregateKernel::Profile;
 
-// The first 500 rows: the papers' rule looks at no more to choose the bandwidths.
-constexpr Index kAggCollectionRows = 500;
-
 AggregateKernel agg_family(AggProfile profile, AggregateDistance distance, std::string name) {
   return AggregateKernel{profile, distance, std::move(name)};
 }
@@ -176,13 +173,19 @@ Matrix pairwise_distances(const Matrix& A, const Matrix& B, AggregateDistance di
 std::vector<double> mmdagg_bandwidths(const Matrix& X, const Matrix& Y, AggregateDistance distance,
                                       Index count) {
   check_agg_count(count, "mmdagg");
-  const Matrix D = pairwise_distances(X.topRows(std::min(X.rows(), kAggCollectionRows)),
-                                      Y.topRows(std::min(Y.rows(), kAggCollectionRows)), distance);
-  std::vector<double> d(D.data(), D.data() + D.size());
-  const double smallest = *std::min_element(d.begin(), d.end());
+  return mmdagg_bandwidths(
+      pairwise_distances(X.topRows(std::min(X.rows(), kAggregateCollectionRows)),
+                         Y.topRows(std::min(Y.rows(), kAggregateCollectionRows)), distance),
+      count);
+}
+
+std::vector<double> mmdagg_bandwidths(const Matrix& D, Index count) {
+  check_agg_count(count, "mmdagg");
+  const double smallest = D.minCoeff();
   double low = smallest;
   if (smallest < 0.1) {
     // The 5% order statistic, position floor(0.05 · size) of the sorted distances.
+    std::vector<double> d(D.data(), D.data() + D.size());
     const auto k = static_cast<std::ptrdiff_t>(std::floor(static_cast<double>(d.size()) * 0.05));
     std::nth_element(d.begin(), d.begin() + k, d.end());
     low = std::max(d[static_cast<std::size_t>(k)], 0.1);
@@ -193,7 +196,7 @@ std::vector<double> mmdagg_bandwidths(const Matrix& X, const Matrix& Y, Aggregat
 
 std::vector<double> ksdagg_bandwidths(const Matrix& X, Index count) {
   check_agg_count(count, "ksdagg");
-  const Index n = std::min(X.rows(), kAggCollectionRows);
+  const Index n = std::min(X.rows(), kAggregateCollectionRows);
   const Matrix D = pairwise_distances(X.topRows(n), X.topRows(n), AggregateDistance::L2);
   std::vector<double> out = agg_geometric(1.0, std::max(D.maxCoeff(), 2.0), count);
   for (double& b : out) b /= static_cast<double>(X.cols());
@@ -204,7 +207,7 @@ std::vector<double> hsicagg_bandwidths(const Matrix& X, double power, int lower,
   if (upper <= lower)
     throw ConfigError("hsicagg: the bandwidth exponents run from " + std::to_string(lower) + " to " +
                       std::to_string(upper) + "; an aggregated test needs at least 2 bandwidths");
-  const Index n = std::min(X.rows(), kAggCollectionRows);
+  const Index n = std::min(X.rows(), kAggregateCollectionRows);
   std::vector<double> d;
   for (Index i = 0; i < n; ++i)
     for (Index j = i + 1; j < n; ++j) {

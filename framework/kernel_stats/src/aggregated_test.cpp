@@ -531,14 +531,19 @@ AggregatedTest mmd_agg(const Matrix& X, const Matrix& Y, const AggregateOptions&
   for (const AggregateKernel& k : kernels) {
     if (norm != k.distance) {
       norm = k.distance;
-      bandwidths = mmdagg_bandwidths(X, Y, k.distance, o.bandwidths);
+      // The bandwidths from the distances between the samples' first rows, a corner of those formed here.
+      const Index r1 = std::min(n1, kAggregateCollectionRows), r2 = std::min(n2, kAggregateCollectionRows);
       if (bootstrap) {
         Dxx = pairwise_distances(X, X, k.distance);
         Dyy = pairwise_distances(Y, Y, k.distance);
         Dxy = pairwise_distances(X, Y, k.distance);
         Dyx = Dxy.transpose();
+        bandwidths = r1 == n1 && r2 == n2
+                         ? mmdagg_bandwidths(Dxy, o.bandwidths)
+                         : mmdagg_bandwidths(Matrix(Dxy.topLeftCorner(r1, r2)), o.bandwidths);
       } else {
         Dxx = pairwise_distances(Z, Z, k.distance);
+        bandwidths = mmdagg_bandwidths(Matrix(Dxx.block(0, n1, r1, r2)), o.bandwidths);
       }
     }
     for (Index r = 0; r < o.bandwidths; ++r, ++row) {

@@ -209,6 +209,27 @@ TEST(MmdAgg, WildBootstrapStatisticsEqualTheirPairwiseFormulas) {
   }
 }
 
+// Above 500 rows the bandwidths come from the first 500 of each sample, taken from the distance
+// matrices the test forms (both approximations).
+TEST(MmdAgg, BandwidthsLookAtTheFirst500Rows) {
+  RandomStream data(19, "data");
+  const Matrix X = uniform(505, 2, data), Y = uniform(505, 2, data, 0.1), Y2 = uniform(520, 2, data);
+  AggregateOptions o = small_options();
+  o.bandwidths = 2;
+  o.bootstrap_draws = 60;
+  o.level_draws = 10;
+  o.keep_simulated = false;
+  const Context context(1, 2);
+  for (const Matrix* y : {&Y, &Y2}) {
+    RandomStream rng(3, "mmdagg");
+    const AggregatedTest t = mmd_agg(X, *y, o, rng, context);
+    EXPECT_EQ(t.approximation, y == &Y ? "wild bootstrap" : "permutations");
+    const auto kernels = parse_aggregate_kernels(o.kernels, "kernels");
+    for (std::size_t s = 0; s < t.tests.size(); ++s)
+      EXPECT_EQ(t.tests[s].bandwidth, mmdagg_bandwidths(X, *y, kernels[s / 2].distance, 2)[s % 2]) << s;
+  }
+}
+
 TEST(MmdAgg, PermutationStatisticsAreTheUnbiasedMmdOfEachLabelling) {
   RandomStream data(12, "data");
   const Matrix X = uniform(7, 3, data), Y = uniform(10, 3, data, 0.2);

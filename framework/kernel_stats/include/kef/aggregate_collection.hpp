@@ -45,12 +45,18 @@ double aggregate_kernel_value(AggregateKernel::Profile profile, double scaled_di
 // order (no Gram-matrix shortcut: the statistics are compared with the reference's to 1e-10).
 Matrix pairwise_distances(const Matrix& A, const Matrix& B, AggregateDistance distance);
 
+// The rows of each sample the papers' bandwidth rules look at.
+constexpr Index kAggregateCollectionRows = 500;
+
 // MMDAgg's bandwidths: from the distances between the first 500 rows of X and of Y, λ_min = the
 // smallest distance, or, when that is below 0.1, the larger of 0.1 and the 5% order statistic; λ_max
 // = the larger of the largest distance and 0.3; then `count` values geometric from λ_min / 2 to
 // 2 λ_max. count >= 2.
 std::vector<double> mmdagg_bandwidths(const Matrix& X, const Matrix& Y, AggregateDistance distance,
                                       Index count);
+// The same from those distances already formed: D (at most 500 x 500) the distances between the first
+// rows of X and of Y.
+std::vector<double> mmdagg_bandwidths(const Matrix& D, Index count);
 // KSDAgg's: `count` values geometric from 1 to max(2, the largest L2 distance between the first 500
 // rows of X), each divided by the dimension.
 std::vector<double> ksdagg_bandwidths(const Matrix& X, Index count);
