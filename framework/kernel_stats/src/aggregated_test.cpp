@@ -448,24 +448,39 @@ Vector quadratic_forms(const Matrix& H, const TwoValuedDraws& W, const Context& 
     throw Error("quadratic_forms: H is " + std::to_string(H.rows()) + " x " + std::to_string(H.cols()) +
                 ", the draws have " + std::to_string(W.rows) + " rows");
   const Index n = H.rows(), m = W.draws, blocks = (n + K - 1) / K;
-  // Column a: the sum over c >= a of block pair (a, c)'s contributions, for every draw.
-  Matrix sums(m, blocks);
-  parallel_for(blocks, context.threads(), [&](Index a) {
+  // Row blocks in a fixed number of runs of about equal work (row block a has blocks − a pairs), each
+  // run's sums over its pairs in one column, for every draw: few columns, so little memory to touch.
+  const Index runs = std::min<Index>(blocks, 16);
+  std::vector<Index> first(static_cast<std::size_t>(runs + 1), blocks);
+  first[0] = 0;
+  const double pairs = static_cast<double>(blocks) * static_cast<double>(blocks + 1) / 2;
+  double before = 0;  // pairs of the row blocks before a
+  for (Index a = 0, r = 1; a < blocks && r < runs; ++a) {
+    if (before >= pairs * static_cast<double>(r) / static_cast<double>(runs))
+      first[static_cast<std::size_t>(r++)] = a;
+    before += static_cast<double>(blocks - a);
+  }
+  Matrix sums(m, runs);
+  parallel_for(runs, context.threads(), [&](Index r) {
     std::vector<double> G(static_cast<std::size_t>(K * kPatterns)),
         T(static_cast<std::size_t>(kPatterns * kPatterns));
-    double* acc = sums.col(a).data();
-    const unsigned char* pa = W.patterns.data() + a * m;
-    // The diagonal block: its own pattern on both sides.
-    pattern_table(H, W, a, a, 1.0, G.data(), T.data());
-    add_pattern_entries(acc, T.data(), pa, nullptr, m, true);
-    // H symmetric: the blocks above the diagonal count twice.
-    for (Index c = a + 1; c < blocks; ++c) {
-      pattern_table(H, W, a, c, 2.0, G.data(), T.data());
-      add_pattern_entries(acc, T.data(), pa, W.patterns.data() + c * m, m, false);
+    double* acc = sums.col(r).data();
+    if (first[static_cast<std::size_t>(r)] == first[static_cast<std::size_t>(r + 1)])
+      sums.col(r).setZero();  // a run left empty by a row block of more than a run's share of pairs
+    for (Index a = first[static_cast<std::size_t>(r)]; a < first[static_cast<std::size_t>(r + 1)]; ++a) {
+      const unsigned char* pa = W.patterns.data() + a * m;
+      // The diagonal block: its own pattern on both sides.
+      pattern_table(H, W, a, a, 1.0, G.data(), T.data());
+      add_pattern_entries(acc, T.data(), pa, nullptr, m, a == first[static_cast<std::size_t>(r)]);
+      // H symmetric: the blocks above the diagonal count twice.
+      for (Index c = a + 1; c < blocks; ++c) {
+        pattern_table(H, W, a, c, 2.0, G.data(), T.data());
+        add_pattern_entries(acc, T.data(), pa, W.patterns.data() + c * m, m, false);
+      }
     }
   });
   Vector out = sums.col(0);
-  for (Index a = 1; a < blocks; ++a) out += sums.col(a);
+  for (Index r = 1; r < runs; ++r) out += sums.col(r);
   return out;
 }
 
