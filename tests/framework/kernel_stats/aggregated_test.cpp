@@ -270,7 +270,8 @@ TEST(MmdAgg, PermutationStatisticsAreTheUnbiasedMmdOfEachLabelling) {
 // sizes that leave a partial last block of rows, both kinds of draws, and any thread count.
 TEST(AggregateQuadraticForms, PatternTablesEqualTheProductAndTheLoop) {
   RandomStream rng(17, "forms");
-  for (const Index n : {1, 2, 5, 6, 7, 8, 13, 14, 40}) {  // blocks of 6 rows (labels) and 7 (signs)
+  // Blocks of 6 rows (labels) and 7 (signs); 130 rows: more blocks than runs of them.
+  for (const Index n : {1, 2, 5, 6, 7, 8, 13, 14, 40, 130}) {
     Matrix H = rng.normal_matrix(n, n);
     H = (H + H.transpose()).eval();
     H(0, 0) = 0.75;  // a diagonal entry counts once
