@@ -678,13 +678,13 @@ AggregatedTest ksd_agg(const Matrix& X, const Matrix& S, const AggregateOptions&
   // with c_ij = s_i·(x_i − x_j) + s_j·(x_j − x_i).
   Matrix r2(n, n);
   for (Index j = 0; j < n; ++j)
-    for (Index i = 0; i < n; ++i) r2(i, j) = squared_distance(X, i, X, j);
+    for (Index i = 0; i < j; ++i) r2(i, j) = squared_distance(X, i, X, j);  // upper triangle: H's
   const Matrix SS = S * S.transpose();
   const Matrix XS = X * S.transpose();  // (i, j): x_i·s_j
   const Vector xs = X.cwiseProduct(S).rowwise().sum();
   Matrix c(n, n);
   for (Index j = 0; j < n; ++j)
-    for (Index i = 0; i < n; ++i) c(i, j) = (xs[i] - XS(i, j)) + (xs[j] - XS(j, i));
+    for (Index i = 0; i < j; ++i) c(i, j) = (xs[i] - XS(i, j)) + (xs[j] - XS(j, i));
   const double beta = 0.5, dim = static_cast<double>(X.cols());
   const double norm_const = static_cast<double>(n) * static_cast<double>(n - 1);
   Matrix simulated(o.bandwidths, 1 + draws);
@@ -696,12 +696,18 @@ AggregatedTest ksd_agg(const Matrix& X, const Matrix& S, const AggregateOptions&
     t.bandwidth = lambda;
     t.weight = weights[static_cast<std::size_t>(r)];
     out.tests.push_back(t);
-    const auto res = 1.0 + g * r2.array();
-    const auto k = res.pow(-beta);
-    const auto k1 = res.pow(-beta - 1);
-    H.array() = SS.array() * k + 2 * beta * g * k1 * c.array() + 2 * beta * g * dim * k1 -
-                4 * beta * (beta + 1) * g * g * r2.array() * res.pow(-beta - 2);
-    agg_zero_diagonal(H);
+    // β = 1/2: (1 + g r²)^(−β) is one reciprocal square root and the higher powers follow by division,
+    // where three std::pow per entry were most of KSDAgg's time; only the upper triangle, the part
+    // quadratic_forms reads, is filled.
+    const double a1 = 2 * beta * g, a2 = 4 * beta * (beta + 1) * g * g;
+    for (Index j = 0; j < n; ++j) {
+      for (Index i = 0; i < j; ++i) {
+        const double q = 1.0 + g * r2(i, j);
+        const double k = 1.0 / std::sqrt(q), k1 = k / q, k2 = k1 / q;
+        H(i, j) = SS(i, j) * k + a1 * k1 * (c(i, j) + dim) - a2 * r2(i, j) * k2;
+      }
+      H(j, j) = 0;
+    }
     simulated.row(r) = quadratic_forms(H, W, context).transpose() / norm_const;
     check_finite(Vector(simulated.row(r).transpose()),
                  "ksdagg: the statistics at bandwidth " + number_text(lambda));
