@@ -16,22 +16,16 @@ skipped test. kef's Python package must be importable (PYTHONPATH=build/python).
     PYTHONPATH=build/python ksdagg_reference.py --reference ~/src/ksdagg [--trials 40]
 """
 import argparse
-import importlib.util
-import math
 import os
 import sys
 
 import numpy as np
 
-SKIP = 77
+from reference_checks import SKIP, load_module, rates_agree
 
 
 def load_reference(directory):
-    path = os.path.join(directory, "ksdagg", "np.py")
-    spec = importlib.util.spec_from_file_location("ksdagg_reference_np", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.ksdagg
+    return load_module(directory, os.path.join("ksdagg", "np.py"), "ksdagg_reference_np").ksdagg
 
 
 def gaussian_score(X, mu, sigma):
@@ -77,12 +71,7 @@ def rejection_rates(name, ksdagg, kef, trials, n, shift, scale, rng):
         S = gaussian_score(X, 0.0, 1.0)
         ref_count += ksdagg(X, S, seed=t)
         kef_count += int(kef.ksdagg_scores(X, S, seed=t)["aggregate"]["reject"])
-    p = (ref_count + kef_count) / (2 * trials)
-    sd = math.sqrt(max(p * (1 - p), 1.0 / trials) * 2 / trials)
-    diff = abs(ref_count - kef_count) / trials
-    print(f"{name}: rejection rate over {trials} trials: kef {kef_count / trials:.3f}, reference "
-          f"{ref_count / trials:.3f} (difference {diff:.3f}, 3 sd = {3 * sd:.3f})")
-    return 0 if diff <= 3 * sd else 1
+    return rates_agree(name + ": ", kef_count, ref_count, trials)
 
 
 def main():

@@ -13,9 +13,7 @@ the complete form of the reference HSICAggInc (R = N − 1): bandwidth pairs to 
     mmdagg_reference.py --kef build/kef --reference ~/src/mmdagg [--agginc ~/src/agginc] [--trials 30]
 """
 import argparse
-import importlib.util
 import json
-import math
 import os
 import subprocess
 import sys
@@ -23,15 +21,11 @@ import tempfile
 
 import numpy as np
 
-SKIP = 77
+from reference_checks import SKIP, load_module, rates_agree
 
 
 def load_reference(directory):
-    path = os.path.join(directory, "mmdagg", "np.py")
-    spec = importlib.util.spec_from_file_location("mmdagg_reference_np", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.mmdagg
+    return load_module(directory, os.path.join("mmdagg", "np.py"), "mmdagg_reference_np").mmdagg
 
 
 def run_kef(kef, X, Y, workdir, extra):
@@ -88,9 +82,7 @@ def compare_hsic(kef, checkout, workdir):
     """HSICAgg against agginc's HSICAggInc with every pair of rows (R = N − 1): the same statistic."""
     import types
     sys.modules.setdefault("psutil", types.ModuleType("psutil"))  # only used for batch_size="auto"
-    spec = importlib.util.spec_from_file_location("agginc_reference_np", os.path.join(checkout, "agginc", "np.py"))
-    agginc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(agginc)
+    agginc = load_module(checkout, os.path.join("agginc", "np.py"), "agginc_reference_np")
     rng = np.random.default_rng(3)
     X = rng.uniform(size=(81, 2))
     Y = rng.uniform(size=(81, 1)) + 0.3 * X[:, :1]
@@ -128,12 +120,7 @@ def rejection_rates(mmdagg, kef, trials, workdir):
         Y[:, 0] += 0.12
         ref_count += mmdagg(X, Y, seed=t)
         kef_count += int(run_kef(kef, X, Y, workdir, ["--seed", str(t)])["reject"])
-    p = (ref_count + kef_count) / (2 * trials)
-    sd = math.sqrt(max(p * (1 - p), 1.0 / trials) * 2 / trials)
-    diff = abs(ref_count - kef_count) / trials
-    print(f"rejection rate over {trials} trials: kef {kef_count / trials:.3f}, reference "
-          f"{ref_count / trials:.3f} (difference {diff:.3f}, 3 sd = {3 * sd:.3f})")
-    return 0 if diff <= 3 * sd else 1
+    return rates_agree("", kef_count, ref_count, trials)
 
 
 def main():
