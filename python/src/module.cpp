@@ -1320,14 +1320,38 @@ Examples
 )doc");
 }
 
+// The numpydoc text the aggregated tests' functions share, written once: the level correction's
+// options, the figure's option and the fields of the report's single tests.
+constexpr const char* kAggregateDrawsDoc = R"doc(alpha : float, default 0.05
+    The level, in (0, 1).
+bootstrap_draws : int, default 2000
+    B1, the simulated statistics that give each single test's p-value and quantile. The smallest
+    p-value, 1/(B1 + 1), must be at most alpha times the smallest weight.
+level_draws : int, default 2000
+    B2, the simulated statistics of the level correction.
+bisection_steps : int, default 50
+    B3, the bisection steps of the level correction.
+seed : int, default 0
+threads : int, default 0
+    Worker threads (0: all cores); the result does not depend on it.
+)doc";
+constexpr const char* kAggregateReportDoc = R"doc(``aggregate``: the decision ``reject``, the level correction ``level_correction`` (u), the
+    settings, and ``single_tests``, one dict per kernel and bandwidth with ``kernel``, ``bandwidth``,
+    ``weight``, ``statistic``, ``quantile``, ``p_value``, ``threshold`` (u times the weight) and
+    ``reject`` (``p_value <= threshold``).
+)doc";
+
+std::string aggregate_plot_doc(const std::string& panels, const std::string& x) {
+  return "plot : str, os.PathLike or None, default None\n"
+         "    A PNG of the single tests to write (``--plot`` of the command): one panel per " + panels + ", the\n"
+         "    statistic and its threshold (the (1 - u w)-quantile) against " + x + ", the rejecting tests\n"
+         "    marked. Its directory is checked before the test runs; the report then names it under ``plot``.\n";
+}
+
 // flat table: the aggregated tests' signatures and numpydoc docstrings.
 void bind_aggregated_tests(py::module_& m) {
-  m.def("mmdagg", &mmdagg, py::arg("X"), py::arg("Y"), py::kw_only(), py::arg("kernels") = "laplace_gaussian",
-        py::arg("number_bandwidths") = 10, py::arg("weights") = "uniform", py::arg("approximation") = "auto",
-        py::arg("alpha") = 0.05, py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000,
-        py::arg("bisection_steps") = 50, py::arg("seed") = 0, py::arg("threads") = 0,
-        py::arg("plot") = py::none(),
-        R"doc(MMDAgg: the aggregated kernel two-sample test, with no bandwidth to choose.
+  static const std::string mmdagg_doc =
+      std::string(R"doc(MMDAgg: the aggregated kernel two-sample test, with no bandwidth to choose.
 
 One MMD test per kernel and bandwidth of a collection, the level corrected for the multiple testing
 (Schrab, Kim, Guedj and Gretton), so the combined test keeps level alpha. The computation of
@@ -1350,32 +1374,12 @@ weights : str, default "uniform"
 approximation : str, default "auto"
     ``"auto"``: the wild bootstrap for samples of equal size, else permutations; or
     ``"permutations"``.
-alpha : float, default 0.05
-    The level, in (0, 1).
-bootstrap_draws : int, default 2000
-    B1, the simulated statistics that give each single test's p-value and quantile. The smallest
-    p-value, 1/(B1 + 1), must be at most alpha times the smallest weight.
-level_draws : int, default 2000
-    B2, the simulated statistics of the level correction.
-bisection_steps : int, default 50
-    B3, the bisection steps of the level correction.
-seed : int, default 0
-threads : int, default 0
-    Worker threads (0: all cores); the result does not depend on it.
-plot : str, os.PathLike or None, default None
-    A PNG of the single tests to write (``--plot`` of the command): one panel per kernel family, the
-    statistic and its threshold (the (1 - u w)-quantile) against the bandwidth, the rejecting tests
-    marked. Its directory is checked before the test runs; the report then names it under ``plot``.
-
+)doc") + std::string(kAggregateDrawsDoc) + aggregate_plot_doc("kernel family", "the bandwidth") + R"doc(
 Returns
 -------
 dict
     The report of ``kef test two-sample --aggregate --json``: ``test``, the samples' shapes, ``seed`` and
-    ``aggregate``: the decision ``reject``, the level correction ``level_correction`` (u), the
-    settings, and ``single_tests``, one dict per kernel and bandwidth with ``kernel``, ``bandwidth``,
-    ``weight``, ``statistic``, ``quantile``, ``p_value``, ``threshold`` (u times the weight) and
-    ``reject`` (``p_value <= threshold``).
-
+    )doc" + std::string(kAggregateReportDoc) + R"doc(
 Raises
 ------
 kef.ConfigError
@@ -1388,12 +1392,15 @@ Examples
 --------
 >>> r = kef.mmdagg(X, Y, seed=1)                                # doctest: +SKIP
 >>> r["aggregate"]["reject"], len(r["aggregate"]["single_tests"])   # doctest: +SKIP
-)doc");
-  m.def("hsicagg", &hsicagg, py::arg("X"), py::arg("Y"), py::kw_only(), py::arg("alpha") = 0.05,
-        py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000, py::arg("bisection_steps") = 50,
-        py::arg("hsic_power") = 2.0, py::arg("hsic_lower") = -2, py::arg("hsic_upper") = 2, py::arg("seed") = 0,
-        py::arg("threads") = 0, py::arg("plot") = py::none(),
-        R"doc(HSICAgg: the aggregated kernel independence test, with no bandwidth to choose.
+)doc";
+  m.def("mmdagg", &mmdagg, py::arg("X"), py::arg("Y"), py::kw_only(), py::arg("kernels") = "laplace_gaussian",
+        py::arg("number_bandwidths") = 10, py::arg("weights") = "uniform", py::arg("approximation") = "auto",
+        py::arg("alpha") = 0.05, py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000,
+        py::arg("bisection_steps") = 50, py::arg("seed") = 0, py::arg("threads") = 0,
+        py::arg("plot") = py::none(),
+        mmdagg_doc.c_str());
+  static const std::string hsicagg_doc =
+      std::string(R"doc(HSICAgg: the aggregated kernel independence test, with no bandwidth to choose.
 
 Are the paired rows x_i of X and y_i of Y independent? One HSIC test per pair of Gaussian bandwidths on
 X and on Y, the level corrected for the multiple testing. The computation of
@@ -1404,28 +1411,12 @@ Parameters
 ----------
 X, Y : numpy.ndarray of float64, shapes (n, p) and (n, q)
     Paired rows, at least 4.
-alpha : float, default 0.05
-    The level, in (0, 1).
-bootstrap_draws : int, default 2000
-    B1, the simulated statistics that give each single test's p-value and quantile. The smallest
-    p-value, 1/(B1 + 1), must be at most alpha times the smallest weight.
-level_draws : int, default 2000
-    B2, the simulated statistics of the level correction.
-bisection_steps : int, default 50
-    B3, the bisection steps of the level correction.
-seed : int, default 0
-threads : int, default 0
-    Worker threads (0: all cores); the result does not depend on it.
-hsic_power : float, default 2.0
+)doc") + std::string(kAggregateDrawsDoc) + R"doc(hsic_power : float, default 2.0
     Each sample's bandwidths are ``hsic_power ** i`` times its median distance, for i from
     hsic_lower to hsic_upper; above 1.
 hsic_lower, hsic_upper : int, default -2 and 2
     The range of i (hsic_upper > hsic_lower).
-plot : str, os.PathLike or None, default None
-    A PNG of the single tests to write (``--plot`` of the command): one panel per bandwidth of Y, the
-    statistic and its threshold (the (1 - u w)-quantile) against X's bandwidth, the rejecting tests
-    marked. Its directory is checked before the test runs; the report then names it under ``plot``.
-
+)doc" + aggregate_plot_doc("bandwidth of Y", "X's bandwidth") + R"doc(
 Returns
 -------
 dict
@@ -1445,12 +1436,14 @@ kef.DataError
 Examples
 --------
 >>> kef.hsicagg(X, Z, seed=0)["aggregate"]["reject"]        # doctest: +SKIP
-)doc");
-  m.def("ksdagg", &ksdagg, py::arg("model"), py::arg("X"), py::kw_only(), py::arg("number_bandwidths") = 10,
-        py::arg("weights") = "uniform", py::arg("alpha") = 0.05, py::arg("bootstrap_draws") = 2000,
-        py::arg("level_draws") = 2000, py::arg("bisection_steps") = 50, py::arg("seed") = 0,
+)doc";
+  m.def("hsicagg", &hsicagg, py::arg("X"), py::arg("Y"), py::kw_only(), py::arg("alpha") = 0.05,
+        py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000, py::arg("bisection_steps") = 50,
+        py::arg("hsic_power") = 2.0, py::arg("hsic_lower") = -2, py::arg("hsic_upper") = 2, py::arg("seed") = 0,
         py::arg("threads") = 0, py::arg("plot") = py::none(),
-        R"doc(KSDAgg: the aggregated kernel Stein discrepancy test of a model against samples.
+        hsicagg_doc.c_str());
+  static const std::string ksdagg_doc =
+      std::string(R"doc(KSDAgg: the aggregated kernel Stein discrepancy test of a model against samples.
 
 Do the rows of X come from the model's density? The model's score at the rows (:meth:`kef.Model.score`,
 in data units) and IMQ kernels at a collection of bandwidths, the level corrected for the multiple
@@ -1470,32 +1463,12 @@ number_bandwidths : int, default 10
     IMQ bandwidths (at least 2), geometric from 1/d to max(2, the largest distance)/d.
 weights : str, default "uniform"
     ``"uniform"``, ``"decreasing"``, ``"increasing"`` or ``"centred"``.
-alpha : float, default 0.05
-    The level, in (0, 1).
-bootstrap_draws : int, default 2000
-    B1, the simulated statistics that give each single test's p-value and quantile. The smallest
-    p-value, 1/(B1 + 1), must be at most alpha times the smallest weight.
-level_draws : int, default 2000
-    B2, the simulated statistics of the level correction.
-bisection_steps : int, default 50
-    B3, the bisection steps of the level correction.
-seed : int, default 0
-threads : int, default 0
-    Worker threads (0: all cores); the result does not depend on it.
-plot : str, os.PathLike or None, default None
-    A PNG of the single tests to write (``--plot`` of the command): one panel per kernel family, the
-    statistic and its threshold (the (1 - u w)-quantile) against the bandwidth, the rejecting tests
-    marked. Its directory is checked before the test runs; the report then names it under ``plot``.
-
+)doc") + std::string(kAggregateDrawsDoc) + aggregate_plot_doc("kernel family", "the bandwidth") + R"doc(
 Returns
 -------
 dict
     ``test`` (``"goodness-of-fit"``), ``x`` (the shape of X), ``seed``, ``model`` (its name) and
-    ``aggregate``: the decision ``reject``, the level correction ``level_correction`` (u), the
-    settings, and ``single_tests``, one dict per kernel and bandwidth with ``kernel``, ``bandwidth``,
-    ``weight``, ``statistic``, ``quantile``, ``p_value``, ``threshold`` (u times the weight) and
-    ``reject`` (``p_value <= threshold``).
-
+    )doc" + std::string(kAggregateReportDoc) + R"doc(
 Raises
 ------
 TypeError
@@ -1510,7 +1483,12 @@ kef.NumericalError
 Examples
 --------
 >>> kef.ksdagg(model, X_test, seed=3)["aggregate"]["reject"]   # doctest: +SKIP
-)doc");
+)doc";
+  m.def("ksdagg", &ksdagg, py::arg("model"), py::arg("X"), py::kw_only(), py::arg("number_bandwidths") = 10,
+        py::arg("weights") = "uniform", py::arg("alpha") = 0.05, py::arg("bootstrap_draws") = 2000,
+        py::arg("level_draws") = 2000, py::arg("bisection_steps") = 50, py::arg("seed") = 0,
+        py::arg("threads") = 0, py::arg("plot") = py::none(),
+        ksdagg_doc.c_str());
   m.def("ksdagg_scores", &ksdagg_scores, py::arg("X"), py::arg("scores"), py::kw_only(),
         py::arg("number_bandwidths") = 10, py::arg("weights") = "uniform", py::arg("alpha") = 0.05,
         py::arg("bootstrap_draws") = 2000, py::arg("level_draws") = 2000, py::arg("bisection_steps") = 50,
