@@ -14,7 +14,10 @@ for d in tests configs scripts experiments data python fuzz; do
 done
 # The pattern is built from pieces so that this script does not match itself.
 up='\.\.'
-pattern="${up}/shared|shared/(data|anchors|research-notes|papers)"
+q='"'
+# C++ composes paths with operator/: the quoted parent and the quoted folder name with a slash between
+# them name the same folder.
+pattern="${up}/shared|shared/(data|anchors|research-notes|papers)|${q}${up}${q}[[:space:]]*/[[:space:]]*${q}shared${q}"
 hits=$(grep -rnIE "$pattern" "${dirs[@]}" Makefile CMakeLists.txt .ci 2>/dev/null | grep -v '/results/' || true)
 if [ -n "$hits" ]; then
   echo "files that read or name the folder beside the repository (copy what is needed into data/):" >&2

@@ -228,9 +228,9 @@ void check_data_units(const fs::path& csv, const std::string& tag) {
 }
 
 TEST(DataUnits, GeyserStandardizedModelScoresEvaluatesAndSamplesInDataUnits) {
-  // A reported case: Old Faithful (waiting, duration), kept outside the repository.
-  const fs::path geyser = test::source_dir() / ".." / "shared" / "data" / "geyser.csv";
-  if (!fs::exists(geyser)) GTEST_SKIP() << geyser << " is not present (the synthetic twin below always runs)";
+  // A reported case: Old Faithful (waiting, duration), shipped in data/ (data/README.md).
+  const fs::path geyser = test::source_dir() / "data" / "geyser.csv";
+  ASSERT_TRUE(fs::exists(geyser)) << geyser << " is missing: the repository ships it";
   check_data_units(geyser, "geyser");
 }
 
